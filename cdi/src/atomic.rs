@@ -1,0 +1,110 @@
+//! The one durable file writer: temp file in the same directory, write, fsync,
+//! rename over the target, fsync the directory. Readers (container runtimes
+//! watching /var/run/cdi, the daemon at start-up) see the old file or the new
+//! one, never a torn one, and a file that `write_atomic` returned for survives
+//! a power cut.
+//!
+//! Temp files are named `.<name>.tmp-<pid>-<n>`: hidden, so neither CDI
+//! runtimes (they read `*.json`/`*.yaml`) nor the daemon's loaders pick them up;
+//! [`is_temp_name`] lets start-up clean up the ones a crash left behind.
+//! Symlinks are never followed at the target: rename replaces the link itself.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A durable write or removal that failed, with the path it was about.
+#[derive(Debug, thiserror::Error)]
+pub enum AtomicError {
+    /// The file name contains a path separator, is empty, or is "." / "..".
+    #[error("refusing file name {name:?}: it must be a plain file name")]
+    BadName {
+        /// The rejected name.
+        name: String,
+    },
+    /// An I/O step failed.
+    #[error("{step} {path}: {source}")]
+    Io {
+        /// What was being done ("create temp file", "fsync", "rename", ...).
+        step: &'static str,
+        /// The file or directory.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+fn io_err(step: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> AtomicError + use<> {
+    let path = path.to_path_buf();
+    move |source| AtomicError::Io { step, path, source }
+}
+
+fn check_name(name: &str) -> Result<(), AtomicError> {
+    if name.is_empty() || name == "." || name == ".." || name.contains('/') || name.contains('\0')
+    {
+        return Err(AtomicError::BadName {
+            name: name.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// True for the names of temp files that [`write_atomic`] creates.
+pub fn is_temp_name(name: &str) -> bool {
+    name.starts_with('.') && name.contains(".tmp-")
+}
+
+/// Writes `contents` to `dir/name` atomically and durably, with file mode `mode`.
+pub fn write_atomic(dir: &Path, name: &str, contents: &[u8], mode: u32) -> Result<(), AtomicError> {
+    check_name(name)?;
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let tmp = dir.join(format!(".{name}.tmp-{}-{n}", std::process::id()));
+    let target = dir.join(name);
+    let result = write_temp(&tmp, contents, mode).and_then(|()| {
+        std::fs::rename(&tmp, &target).map_err(io_err("rename into place", &target))
+    });
+    if let Err(err) = result {
+        // Best effort: the temp file is hidden and start-up removes leftovers.
+        let _ = std::fs::remove_file(&tmp);
+        return Err(err);
+    }
+    sync_dir(dir)
+}
+
+fn write_temp(tmp: &Path, contents: &[u8], mode: u32) -> Result<(), AtomicError> {
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(tmp)
+        .map_err(io_err("create temp file", tmp))?;
+    file.write_all(contents).map_err(io_err("write", tmp))?;
+    file.sync_all().map_err(io_err("fsync", tmp))
+}
+
+/// Removes `dir/name` durably. Returns false when it did not exist.
+pub fn remove_durable(dir: &Path, name: &str) -> Result<bool, AtomicError> {
+    check_name(name)?;
+    let target = dir.join(name);
+    match std::fs::remove_file(&target) {
+        Ok(()) => {
+            sync_dir(dir)?;
+            Ok(true)
+        }
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(err) => Err(io_err("remove", &target)(err)),
+    }
+}
+
+/// fsyncs a directory so renames and removals in it are durable.
+pub fn sync_dir(dir: &Path) -> Result<(), AtomicError> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io_err("fsync directory", dir))
+}

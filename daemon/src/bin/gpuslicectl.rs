@@ -1,0 +1,2 @@
+//! gpuslicectl placeholder.
+fn main() {}

@@ -1,0 +1,2 @@
+//! gpusliced placeholder.
+fn main() {}

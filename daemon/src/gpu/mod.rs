@@ -1,0 +1,88 @@
+//! The hardware boundary: one trait, [`GpuBackend`], and its two implementations.
+//!
+//! * [`nvml`]: real GPUs through NVML (nvml-wrapper, library loaded at run time).
+//! * [`sim`]: a faithful simulator driven by per-model tables.
+//!
+//! The backend is chosen explicitly in the config; a failed NVML load is an
+//! error that names the library, never a quiet switch to the simulator.
+//! Nothing above this module knows which backend it talks to, and no
+//! nvml-wrapper type crosses the trait. Calls block: async callers go through
+//! `spawn_blocking`.
+
+mod error;
+pub mod nvml;
+pub mod sim;
+
+pub use error::GpuError;
+
+/// Versions of the node's NVIDIA driver.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DriverInfo {
+    /// The kernel driver version as NVML prints it, e.g. "580.95.05".
+    pub driver_version: String,
+    /// The CUDA driver API version, (major, minor), e.g. (13, 0).
+    pub cuda_driver_version: (u32, u32),
+}
+
+/// Whether a GPU supports MIG, and its mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MigSupport {
+    /// The GPU cannot be partitioned (NVML answers NOT_SUPPORTED).
+    NotSupported,
+    /// The GPU can be partitioned. `pending` differs from `current` until the
+    /// mode change takes effect (GPU reset on Ampere).
+    Supported {
+        /// The mode in force now.
+        current: MigMode,
+        /// The mode after the next activation.
+        pending: MigMode,
+    },
+}
+
+/// MIG mode of a GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MigMode {
+    /// Whole-GPU operation.
+    Disabled,
+    /// The GPU is partitioned into GPU instances.
+    Enabled,
+}
+
+/// What the daemon needs to know of one physical GPU.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GpuInfo {
+    /// NVML index, 0-based.
+    pub index: u32,
+    /// "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx".
+    pub uuid: String,
+    /// NVML device name, e.g. "NVIDIA H100 80GB HBM3".
+    pub product_name: String,
+    /// Brand as NVIDIA's DRA driver publishes it, e.g. "Nvidia", "Tesla".
+    pub brand: String,
+    /// Architecture name, e.g. "Hopper", "Ampere".
+    pub architecture: String,
+    /// CUDA compute capability (major, minor), e.g. (9, 0).
+    pub compute_capability: (u32, u32),
+    /// Total framebuffer memory in bytes.
+    pub memory_bytes: u64,
+    /// PCI bus id in the canonical lowercase form "0000:3b:00.0".
+    pub pci_bus_id: String,
+    /// The PCIe root complex, e.g. "pci0000:3a", where known.
+    pub pcie_root: Option<String>,
+    /// Minor number of /dev/nvidiaN.
+    pub minor: u32,
+    /// MIG capability and mode.
+    pub mig: MigSupport,
+}
+
+/// The hardware boundary. One method per hardware verb; every call blocks.
+pub trait GpuBackend: Send + Sync + std::fmt::Debug {
+    /// "nvml" or "sim", for logs and status.
+    fn name(&self) -> &'static str;
+    /// Driver and CUDA driver versions.
+    fn driver_info(&self) -> Result<DriverInfo, GpuError>;
+    /// Number of physical GPUs.
+    fn device_count(&self) -> Result<u32, GpuError>;
+    /// Facts about the GPU at `index` (0..device_count).
+    fn device_info(&self, index: u32) -> Result<GpuInfo, GpuError>;
+}

@@ -1,0 +1,1 @@
+//! Real GPUs through NVML. Placeholder: filled in by the gpu work item.

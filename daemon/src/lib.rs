@@ -1,0 +1,16 @@
+//! gpusliced: the node-level GPU sharing daemon, as a library the binaries wire up.
+//!
+//! Reading order (one room per concern):
+//! 1. [`config`]: the TOML file, validated, every key optional.
+//! 2. [`gpu`]: the hardware boundary (`GpuBackend`, `nvml` and `sim`).
+//! 3. [`inventory`]: devices with attributes and capacities, as the DRA shim publishes them.
+//! 4. [`driver`]: what a container needs from the host driver (device nodes,
+//!    libraries, binaries), found once under the driver root.
+//! 5. [`cdi_build`]: the per-claim CDI spec, built from the pieces above (pure).
+//! 6. [`state`]: durable claim records, one file per claim.
+//! 7. [`claims`]: the claim engine (prepare, unprepare, reconcile).
+//! 8. [`api`]: the gRPC service on a unix socket.
+//! 9. [`systemd`] and [`logging`]: sd_notify and journald.
+//! 10. [`run`]: start-up, the task set, shutdown.
+
+pub mod gpu;
