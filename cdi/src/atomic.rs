@@ -45,8 +45,7 @@ fn io_err(step: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Ato
 }
 
 fn check_name(name: &str) -> Result<(), AtomicError> {
-    if name.is_empty() || name == "." || name == ".." || name.contains('/') || name.contains('\0')
-    {
+    if name.is_empty() || name == "." || name == ".." || name.contains('/') || name.contains('\0') {
         return Err(AtomicError::BadName {
             name: name.to_owned(),
         });

@@ -16,5 +16,6 @@
 
 pub mod atomic;
 pub mod spec;
+pub mod version;
 
 pub use spec::{ContainerEdits, Device, DeviceNode, Hook, Mount, Spec};

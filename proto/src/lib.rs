@@ -6,7 +6,11 @@
 /// The daemon API, version 1.
 pub mod gpuslice {
     /// `gpuslice.v1`: Prepare, Unprepare, GetInventory, ListClaims, GetStatus.
-    #[allow(clippy::all, clippy::pedantic, reason = "generated code: lints are not ours to fix")]
+    #[allow(
+        clippy::all,
+        clippy::pedantic,
+        reason = "generated code: lints are not ours to fix"
+    )]
     pub mod v1 {
         tonic::include_proto!("gpuslice.v1");
     }

@@ -54,3 +54,18 @@ impl GpuBackend for SimBackend {
         })
     }
 }
+
+/// Placeholder model list until the gpu work item lands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[expect(non_camel_case_types, reason = "model names as NVIDIA writes them")]
+pub enum SimModel {
+    /// H100 SXM 80GB.
+    #[serde(rename = "H100-80GB")]
+    H100_80GB,
+    /// A100 SXM 40GB.
+    #[serde(rename = "A100-40GB")]
+    A100_40GB,
+    /// H100 NVL.
+    #[serde(rename = "H100-NVL-94GB")]
+    H100_NVL_94GB,
+}

@@ -1,0 +1,131 @@
+//! The per-claim CDI spec: one file per claim, one CDI device per allocated
+//! device, named after the claim uid so a name is never reused.
+//!
+//! Pure: takes what discovery found and the claim's devices, returns a
+//! [`Spec`]. Spec-level edits carry what every GPU container needs (control
+//! nodes, driver libraries and binaries, hooks); device-level edits carry the
+//! device's own nodes. Host paths are given only where they differ from the
+//! container path, so a node whose driver lives at / gets the lowest cdiVersion.
+
+use std::path::Path;
+
+use gpuslice_cdi::version::minimum_version;
+use gpuslice_cdi::{ContainerEdits, Device, DeviceNode, Hook, Mount, Spec};
+
+use crate::driver::{DriverFiles, HostPath};
+
+/// CDI vendor of every spec the daemon writes.
+pub const CDI_VENDOR: &str = "k8s.gpuslice.dev";
+/// CDI class of every spec the daemon writes.
+pub const CDI_CLASS: &str = "claim";
+
+/// Options applied to every driver file bind mount.
+const MOUNT_OPTIONS: &[&str] = &["ro", "nosuid", "nodev", "bind"];
+
+/// One device of a claim, with the device nodes it brings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimDevice {
+    /// The inventory name, e.g. "gpu-0".
+    pub name: String,
+    /// Its own device nodes, e.g. /dev/nvidia0.
+    pub nodes: Vec<HostPath>,
+}
+
+/// `k8s.gpuslice.dev/claim`.
+pub fn cdi_kind() -> String {
+    format!("{CDI_VENDOR}/{CDI_CLASS}")
+}
+
+/// The spec file name of a claim: `k8s.gpuslice.dev-claim_<uid>.json`.
+pub fn spec_file_name(claim_uid: &str) -> String {
+    format!("{CDI_VENDOR}-{CDI_CLASS}_{claim_uid}.json")
+}
+
+/// The claim uid a spec file name belongs to, if it is one of ours.
+pub fn claim_uid_of_spec_file(file_name: &str) -> Option<&str> {
+    file_name
+        .strip_prefix(&format!("{CDI_VENDOR}-{CDI_CLASS}_"))?
+        .strip_suffix(".json")
+}
+
+/// The fully qualified CDI device id of `device` in claim `claim_uid`.
+pub fn cdi_device_id(claim_uid: &str, device: &str) -> String {
+    format!("{}={}", cdi_kind(), cdi_device_name(claim_uid, device))
+}
+
+fn cdi_device_name(claim_uid: &str, device: &str) -> String {
+    format!("{claim_uid}-{device}")
+}
+
+/// Builds the spec of a claim.
+pub fn claim_spec(
+    claim_uid: &str,
+    devices: &[ClaimDevice],
+    driver: &DriverFiles,
+    hook: Option<&Path>,
+) -> Spec {
+    let devices = devices
+        .iter()
+        .map(|d| Device {
+            name: cdi_device_name(claim_uid, &d.name),
+            container_edits: ContainerEdits {
+                device_nodes: d.nodes.iter().map(device_node).collect(),
+                ..ContainerEdits::default()
+            },
+        })
+        .collect();
+    let mut spec = Spec {
+        cdi_version: String::new(),
+        kind: cdi_kind(),
+        devices,
+        container_edits: common_edits(driver, hook),
+    };
+    spec.cdi_version = minimum_version(&spec).as_str().to_owned();
+    spec
+}
+
+fn common_edits(driver: &DriverFiles, hook: Option<&Path>) -> ContainerEdits {
+    ContainerEdits {
+        // Keeps nvidia-container-runtime, where it is the default runtime,
+        // from injecting GPUs of its own: the claim's devices come from CDI.
+        env: vec!["NVIDIA_VISIBLE_DEVICES=void".to_owned()],
+        device_nodes: driver.control_nodes.iter().map(device_node).collect(),
+        hooks: hook.map(|h| ldcache_hook(h, driver)).into_iter().collect(),
+        mounts: driver.mounts.iter().map(bind_mount).collect(),
+    }
+}
+
+fn device_node(path: &HostPath) -> DeviceNode {
+    let host = path.host.to_string_lossy().into_owned();
+    DeviceNode {
+        path: path.container.clone(),
+        host_path: (host != path.container).then_some(host),
+        ..DeviceNode::default()
+    }
+}
+
+fn bind_mount(path: &HostPath) -> Mount {
+    Mount {
+        host_path: path.host.to_string_lossy().into_owned(),
+        container_path: path.container.clone(),
+        options: MOUNT_OPTIONS.iter().map(|o| (*o).to_owned()).collect(),
+        mount_type: None,
+    }
+}
+
+fn ldcache_hook(hook: &Path, driver: &DriverFiles) -> Hook {
+    let mut args = vec!["nvidia-cdi-hook".to_owned(), "update-ldcache".to_owned()];
+    for dir in &driver.library_dirs {
+        args.push("--folder".to_owned());
+        args.push(dir.clone());
+    }
+    Hook {
+        hook_name: "createContainer".to_owned(),
+        path: hook.to_string_lossy().into_owned(),
+        args,
+        ..Hook::default()
+    }
+}
+
+#[cfg(test)]
+mod tests;

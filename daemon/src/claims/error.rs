@@ -1,0 +1,123 @@
+//! Everything a prepare or unprepare can refuse or fail with. Each variant
+//! maps to exactly one gRPC code in `api::status`, and its message says what
+//! to fix.
+
+use gpuslice_cdi::atomic::AtomicError;
+
+use crate::gpu::GpuError;
+use crate::state::StateError;
+
+/// A claim operation that did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum ClaimError {
+    /// The claim uid is not a canonical UUID.
+    #[error(
+        "claim uid {uid:?} is not a lowercase RFC 4122 UUID \
+         (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx); pass the ResourceClaim's metadata.uid"
+    )]
+    InvalidUid {
+        /// The rejected uid (truncated to 80 characters).
+        uid: String,
+    },
+    /// A request field is malformed.
+    #[error("{field}: {problem}")]
+    InvalidField {
+        /// The field, e.g. "claim.namespace" or "devices[1].request_names[0]".
+        field: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// The request allocates no device.
+    #[error("the claim allocates no device; pass at least one device from GetInventory")]
+    NoDevices,
+    /// A device the node does not have.
+    #[error("device {device:?} is not in this node's inventory (known: {known})")]
+    UnknownDevice {
+        /// The name asked for.
+        device: String,
+        /// The names the node offers.
+        known: String,
+    },
+    /// The same device twice in one claim.
+    #[error("device {device} is listed twice in the claim")]
+    DuplicateDevice {
+        /// The repeated name.
+        device: String,
+    },
+    /// An opaque config that cannot be used.
+    #[error("configs[{index}]: {problem}")]
+    BadConfig {
+        /// Position in the request's configs.
+        index: usize,
+        /// What is wrong, naming the field.
+        problem: String,
+    },
+    /// A sharing strategy this build cannot apply yet.
+    #[error(
+        "configs[{index}]: sharing strategy {strategy:?} is not available in this gpusliced; \
+         remove `sharing` to get the whole device"
+    )]
+    SharingUnavailable {
+        /// Position in the request's configs.
+        index: usize,
+        /// The strategy asked for.
+        strategy: String,
+    },
+    /// The device is held by another claim.
+    #[error("device {device} is held exclusively by claim {holder}; unprepare that claim first")]
+    DeviceHeld {
+        /// The device asked for.
+        device: String,
+        /// The uid of the claim holding it.
+        holder: String,
+    },
+    /// The claim is prepared already, with other devices or configs.
+    #[error(
+        "claim {uid} is already prepared with devices [{prepared}] and cannot be prepared again \
+         with [{asked}]; unprepare it first"
+    )]
+    PreparedDifferently {
+        /// The claim.
+        uid: String,
+        /// The devices it holds.
+        prepared: String,
+        /// The devices asked for now.
+        asked: String,
+    },
+    /// A device node the container needs is missing on the host.
+    #[error(
+        "device node {path} for {device} is missing: is the NVIDIA driver loaded, and is \
+         dev_root right?"
+    )]
+    DeviceNodeMissing {
+        /// The device.
+        device: String,
+        /// The host path looked for.
+        path: String,
+    },
+    /// A GPU the claim holds is no longer on the node.
+    #[error("GPU {uuid} (was {device}) of claim {uid} is no longer on this node")]
+    DeviceGone {
+        /// The claim.
+        uid: String,
+        /// The name it was prepared as.
+        device: String,
+        /// The GPU's UUID.
+        uuid: String,
+    },
+    /// The CDI spec could not be written or removed.
+    #[error("CDI spec of claim {uid}: {source}")]
+    CdiFile {
+        /// The claim.
+        uid: String,
+        /// What failed.
+        #[source]
+        source: AtomicError,
+    },
+    /// The claim record could not be written or removed.
+    #[error(transparent)]
+    State(#[from] StateError),
+    /// The hardware refused.
+    #[error(transparent)]
+    Gpu(#[from] GpuError),
+}

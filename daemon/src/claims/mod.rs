@@ -1,0 +1,199 @@
+//! The claim engine: Prepare and Unprepare as idempotent state transitions,
+//! and the start-up reconcile that makes records, CDI files and hardware agree.
+//!
+//! Prepare: validate, take the claim's lock, reserve its devices in the table
+//! (refused if another claim holds one), write the CDI spec, write the record,
+//! and only then report success. Any failure undoes what was done. Unprepare
+//! removes the spec first and the record second, so a crash in between leaves
+//! a record whose spec reconcile rewrites, never a spec nobody owns.
+//!
+//! The engine is synchronous and thread-safe; the API calls it through
+//! `spawn_blocking`. The table lock is held only to check and reserve, never
+//! across file I/O, so claims on different GPUs never wait for each other.
+
+mod error;
+mod exclusive;
+mod keyed;
+mod prepare;
+mod reconcile;
+mod request;
+mod spec_file;
+mod table;
+mod unprepare;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Instant;
+
+pub use error::ClaimError;
+pub use reconcile::ReconcileReport;
+pub use request::{ConfigRequest, DeviceRequest, PrepareRequest, validate_uid};
+
+use crate::driver::DriverFiles;
+use crate::gpu::GpuBackend;
+use crate::inventory::Inventory;
+use crate::state::{ClaimRecord, Store};
+use keyed::{KeyedLocks, lock};
+use table::ClaimTable;
+
+/// What a prepare did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Prepared {
+    /// The claim was prepared before, with the same devices; nothing changed
+    /// but a missing CDI spec being rewritten.
+    AlreadyPrepared(ClaimRecord),
+    /// The claim is prepared now.
+    Created(ClaimRecord),
+}
+
+impl Prepared {
+    /// The claim's record either way.
+    pub fn record(&self) -> &ClaimRecord {
+        match self {
+            Self::AlreadyPrepared(r) | Self::Created(r) => r,
+        }
+    }
+}
+
+/// What an unprepare did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unprepared {
+    /// The daemon did not know the claim.
+    NotPresent,
+    /// The claim's spec and record are gone, its devices free.
+    Removed,
+}
+
+/// Settings the engine needs from the config.
+#[derive(Debug, Clone)]
+pub struct EngineSettings {
+    /// Where CDI specs go.
+    pub cdi_dir: PathBuf,
+    /// Root of the /dev nodes.
+    pub dev_root: PathBuf,
+    /// nvidia-cdi-hook on the host, if any.
+    pub cdi_hook: Option<PathBuf>,
+    /// The current boot id.
+    pub boot_id: String,
+}
+
+/// The claim engine. Cheap to share behind an `Arc`.
+#[derive(Debug)]
+pub struct Engine {
+    backend: Arc<dyn GpuBackend>,
+    inventory: RwLock<Arc<Inventory>>,
+    driver: RwLock<Arc<DriverFiles>>,
+    store: Store,
+    settings: EngineSettings,
+    table: Mutex<ClaimTable>,
+    claim_locks: KeyedLocks,
+    problems: Mutex<Vec<String>>,
+    started: Instant,
+}
+
+/// A snapshot of one device's holders, for inventory answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceUse {
+    /// Inventory name.
+    pub device: String,
+    /// Claims holding it.
+    pub holders: Vec<String>,
+}
+
+impl Engine {
+    /// An engine over `backend` with an empty table; call [`Engine::reconcile`]
+    /// before serving.
+    pub fn new(
+        backend: Arc<dyn GpuBackend>,
+        inventory: Inventory,
+        driver: DriverFiles,
+        store: Store,
+        settings: EngineSettings,
+    ) -> Self {
+        Self {
+            backend,
+            inventory: RwLock::new(Arc::new(inventory)),
+            driver: RwLock::new(Arc::new(driver)),
+            store,
+            settings,
+            table: Mutex::new(ClaimTable::default()),
+            claim_locks: KeyedLocks::default(),
+            problems: Mutex::new(Vec::new()),
+            started: Instant::now(),
+        }
+    }
+
+    /// The backend's name ("sim" or "nvml").
+    pub fn backend_name(&self) -> &'static str {
+        self.backend.name()
+    }
+
+    /// The current inventory.
+    pub fn inventory(&self) -> Arc<Inventory> {
+        self.inventory
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    fn driver(&self) -> Arc<DriverFiles> {
+        self.driver
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Replaces the driver files (after a rescan on SIGHUP).
+    pub fn set_driver_files(&self, driver: DriverFiles) {
+        *self
+            .driver
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(driver);
+    }
+
+    /// Settings in force.
+    pub fn settings(&self) -> &EngineSettings {
+        &self.settings
+    }
+
+    /// Every claim, sorted by uid.
+    pub fn claims(&self) -> Vec<ClaimRecord> {
+        lock(&self.table).records()
+    }
+
+    /// Holders of every device, in inventory order.
+    pub fn device_use(&self) -> Vec<DeviceUse> {
+        let inventory = self.inventory();
+        let table = lock(&self.table);
+        inventory
+            .gpus
+            .iter()
+            .map(|g| DeviceUse {
+                device: g.name.clone(),
+                holders: table.holder(&g.info.uuid).into_iter().collect(),
+            })
+            .collect()
+    }
+
+    /// Problems an operator should act on: missing driver files, records
+    /// that could not be read or matched.
+    pub fn problems(&self) -> Vec<String> {
+        let mut all = self.driver().problems.clone();
+        all.extend(lock(&self.problems).iter().cloned());
+        all
+    }
+
+    /// Seconds since the engine was built.
+    pub fn uptime_seconds(&self) -> u64 {
+        self.started.elapsed().as_secs()
+    }
+
+    /// True if the table lock can be taken: the watchdog pings only then.
+    pub fn responsive(&self) -> bool {
+        drop(lock(&self.table));
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests;

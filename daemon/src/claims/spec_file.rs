@@ -1,0 +1,87 @@
+//! Writing, checking and removing a claim's CDI spec file.
+
+use gpuslice_cdi::atomic::{remove_durable, write_atomic};
+
+use super::error::ClaimError;
+use super::{Engine, exclusive};
+use crate::cdi_build::{ClaimDevice, claim_spec};
+use crate::state::ClaimRecord;
+
+/// CDI specs are world-readable: runtimes read them, and they hold no secret.
+const SPEC_MODE: u32 = 0o644;
+
+impl Engine {
+    /// The spec file's bytes as they should be now.
+    fn spec_bytes(&self, record: &ClaimRecord) -> Result<Vec<u8>, ClaimError> {
+        let inventory = self.inventory();
+        let devices = record
+            .devices
+            .iter()
+            .map(|d| {
+                let gpu = inventory
+                    .gpu_by_uuid(&d.uuid)
+                    .ok_or_else(|| ClaimError::DeviceGone {
+                        uid: record.uid.clone(),
+                        device: d.device.clone(),
+                        uuid: d.uuid.clone(),
+                    })?;
+                exclusive::claim_device(gpu, &d.device, &self.settings.dev_root)
+            })
+            .collect::<Result<Vec<ClaimDevice>, _>>()?;
+        let spec = claim_spec(
+            &record.uid,
+            &devices,
+            &self.driver(),
+            self.settings.cdi_hook.as_deref(),
+        );
+        let mut bytes = serde_json::to_vec_pretty(&spec).unwrap_or_default();
+        bytes.push(b'\n');
+        Ok(bytes)
+    }
+
+    /// Writes the claim's spec.
+    pub(super) fn write_spec(&self, record: &ClaimRecord) -> Result<(), ClaimError> {
+        let bytes = self.spec_bytes(record)?;
+        write_atomic(
+            &self.settings.cdi_dir,
+            &record.cdi_spec_file,
+            &bytes,
+            SPEC_MODE,
+        )
+        .map_err(|source| ClaimError::CdiFile {
+            uid: record.uid.clone(),
+            source,
+        })
+    }
+
+    /// Rewrites the claim's spec if it is missing or differs from what it
+    /// should be; true when it wrote.
+    pub(super) fn ensure_spec(&self, record: &ClaimRecord) -> Result<bool, ClaimError> {
+        let want = self.spec_bytes(record)?;
+        let path = self.settings.cdi_dir.join(&record.cdi_spec_file);
+        if std::fs::read(path).is_ok_and(|have| have == want) {
+            return Ok(false);
+        }
+        write_atomic(
+            &self.settings.cdi_dir,
+            &record.cdi_spec_file,
+            &want,
+            SPEC_MODE,
+        )
+        .map_err(|source| ClaimError::CdiFile {
+            uid: record.uid.clone(),
+            source,
+        })?;
+        Ok(true)
+    }
+
+    /// Removes the claim's spec; a missing spec is fine.
+    pub(super) fn remove_spec(&self, record: &ClaimRecord) -> Result<(), ClaimError> {
+        remove_durable(&self.settings.cdi_dir, &record.cdi_spec_file)
+            .map(drop)
+            .map_err(|source| ClaimError::CdiFile {
+                uid: record.uid.clone(),
+                source,
+            })
+    }
+}

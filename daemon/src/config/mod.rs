@@ -1,0 +1,194 @@
+//! The daemon's one TOML file, /etc/gpuslice/gpuslice.toml.
+//!
+//! Every key is optional and has a documented default ([`Config::default`]);
+//! unknown keys are refused with their line and column, so a typo never goes
+//! unnoticed. Relative paths are taken relative to the config file's folder.
+//! This module only parses and validates: it opens no socket and creates no
+//! folder.
+
+mod validate;
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+pub use validate::ConfigError;
+
+use crate::gpu::sim::SimModel;
+
+/// Default path of the config file.
+pub const DEFAULT_PATH: &str = "/etc/gpuslice/gpuslice.toml";
+
+/// The whole configuration.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// The API socket. Default /run/gpuslice/gpusliced.sock.
+    pub socket: PathBuf,
+    /// Group that owns the socket (mode 0660) and may call the API besides
+    /// root. Default: none (the daemon's own group; only root and the daemon's
+    /// own user may call).
+    pub socket_group: Option<String>,
+    /// Claim records. Default /var/lib/gpuslice.
+    pub state_dir: PathBuf,
+    /// Where per-claim CDI specs go. Default /var/run/cdi.
+    pub cdi_dir: PathBuf,
+    /// Root of the NVIDIA driver installation on the host. Default /.
+    pub driver_root: PathBuf,
+    /// Root under which the /dev/nvidia* nodes are found. Default: driver_root.
+    pub dev_root: Option<PathBuf>,
+    /// Host path of nvidia-cdi-hook; when set, specs carry its update-ldcache
+    /// and create-symlinks hooks. Default: none (no hooks).
+    pub cdi_hook: Option<PathBuf>,
+    /// Which GPUs the daemon drives.
+    pub backend: BackendConfig,
+    /// Logging.
+    pub log: LogConfig,
+}
+
+/// `[backend]`: the hardware boundary.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BackendConfig {
+    /// "nvml" (real GPUs, the default) or "sim" (simulated GPUs).
+    pub kind: BackendKind,
+    /// `[backend.nvml]`.
+    pub nvml: NvmlConfig,
+    /// `[backend.sim]`.
+    pub sim: SimConfig,
+}
+
+/// The backend kind; there is no automatic choice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    /// Real GPUs through NVML.
+    #[default]
+    Nvml,
+    /// Simulated GPUs.
+    Sim,
+}
+
+/// `[backend.nvml]`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NvmlConfig {
+    /// Path of libnvidia-ml.so.1. Default: the dynamic loader's search.
+    pub library: Option<PathBuf>,
+}
+
+/// `[backend.sim]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SimConfig {
+    /// One entry per simulated GPU, by model. Default: one "H100-80GB".
+    pub gpus: Vec<SimModel>,
+    /// Seed for the simulated GPUs' UUIDs; nodes with different seeds get
+    /// different UUIDs. Default "gpuslice-sim".
+    pub seed: String,
+}
+
+/// `[log]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LogConfig {
+    /// A tracing filter, e.g. "info" or "gpuslice=debug". Default "info";
+    /// the GPUSLICE_LOG environment variable overrides it.
+    pub level: String,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            socket: PathBuf::from("/run/gpuslice/gpusliced.sock"),
+            socket_group: None,
+            state_dir: PathBuf::from("/var/lib/gpuslice"),
+            cdi_dir: PathBuf::from("/var/run/cdi"),
+            driver_root: PathBuf::from("/"),
+            dev_root: None,
+            cdi_hook: None,
+            backend: BackendConfig::default(),
+            log: LogConfig::default(),
+        }
+    }
+}
+
+impl Default for BackendConfig {
+    fn default() -> Self {
+        Self {
+            kind: BackendKind::Nvml,
+            nvml: NvmlConfig::default(),
+            sim: SimConfig::default(),
+        }
+    }
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        Self {
+            gpus: vec![SimModel::H100_80GB],
+            seed: "gpuslice-sim".to_owned(),
+        }
+    }
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        Self {
+            level: "info".to_owned(),
+        }
+    }
+}
+
+impl Config {
+    /// Reads and validates the file at `path`.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        Self::parse(&text, path, base)
+    }
+
+    /// Parses `text` (read from `origin`), resolves relative paths against
+    /// `base` and validates the result.
+    pub fn parse(text: &str, origin: &Path, base: &Path) -> Result<Self, ConfigError> {
+        let mut config: Config = toml::from_str(text).map_err(|err| ConfigError::Parse {
+            path: origin.to_path_buf(),
+            message: err.to_string(),
+        })?;
+        config.resolve_relative(base);
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// The root of the /dev/nvidia* nodes.
+    pub fn dev_root(&self) -> &Path {
+        self.dev_root.as_deref().unwrap_or(&self.driver_root)
+    }
+
+    fn resolve_relative(&mut self, base: &Path) {
+        let resolve = |p: &mut PathBuf| {
+            if p.is_relative() {
+                *p = base.join(&*p);
+            }
+        };
+        resolve(&mut self.socket);
+        resolve(&mut self.state_dir);
+        resolve(&mut self.cdi_dir);
+        resolve(&mut self.driver_root);
+        for p in [
+            &mut self.dev_root,
+            &mut self.cdi_hook,
+            &mut self.backend.nvml.library,
+        ] {
+            if let Some(p) = p.as_mut() {
+                resolve(p);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,155 @@
+use std::path::{Path, PathBuf};
+
+use super::{BackendKind, Config, ConfigError};
+use crate::gpu::sim::SimModel;
+
+fn parse(text: &str) -> Result<Config, ConfigError> {
+    Config::parse(
+        text,
+        Path::new("/etc/gpuslice/gpuslice.toml"),
+        Path::new("/etc/gpuslice"),
+    )
+}
+
+#[test]
+fn empty_file_gives_documented_defaults() {
+    let config = parse("").unwrap();
+    assert_eq!(config, Config::default());
+    assert_eq!(config.socket, PathBuf::from("/run/gpuslice/gpusliced.sock"));
+    assert_eq!(config.state_dir, PathBuf::from("/var/lib/gpuslice"));
+    assert_eq!(config.cdi_dir, PathBuf::from("/var/run/cdi"));
+    assert_eq!(config.driver_root, PathBuf::from("/"));
+    assert_eq!(config.dev_root(), Path::new("/"));
+    assert_eq!(config.backend.kind, BackendKind::Nvml);
+    assert_eq!(config.log.level, "info");
+}
+
+#[test]
+fn acceptance_keys_parse() {
+    let config = parse(
+        r#"
+socket = "/tmp/g.sock"
+state_dir = "/tmp/state"
+cdi_dir = "/tmp/cdi"
+driver_root = "/tmp/driver"
+[backend]
+kind = "sim"
+[backend.sim]
+gpus = ["H100-80GB", "A100-40GB"]
+"#,
+    )
+    .unwrap();
+    assert_eq!(config.socket, PathBuf::from("/tmp/g.sock"));
+    assert_eq!(config.backend.kind, BackendKind::Sim);
+    assert_eq!(
+        config.backend.sim.gpus,
+        vec![SimModel::H100_80GB, SimModel::A100_40GB]
+    );
+}
+
+#[test]
+fn relative_paths_resolve_against_the_config_folder() {
+    let config = parse("state_dir = \"run/state\"\ndev_root = \"fake\"").unwrap();
+    assert_eq!(config.state_dir, PathBuf::from("/etc/gpuslice/run/state"));
+    assert_eq!(config.dev_root(), Path::new("/etc/gpuslice/fake"));
+}
+
+#[test]
+fn unknown_key_is_refused_with_line_and_column() {
+    let err = parse("socket = \"/tmp/a.sock\"\nstate_dri = \"/x\"\n").unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("line 2"), "{text}");
+    assert!(text.contains("column 1"), "{text}");
+    assert!(text.contains("state_dri"), "{text}");
+}
+
+#[test]
+fn unknown_key_in_a_table_is_refused() {
+    let err = parse("[backend.sim]\ngpu = [\"H100-80GB\"]\n").unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("line 2") && text.contains("gpu"), "{text}");
+}
+
+#[test]
+fn unknown_gpu_model_names_the_known_ones() {
+    let err = parse("[backend.sim]\ngpus = [\"H100-80GB\", \"H100\"]\n").unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("line 2"), "{text}");
+    assert!(text.contains("H100-NVL-94GB"), "{text}");
+}
+
+#[test]
+fn unknown_backend_kind_is_refused() {
+    let err = parse("[backend]\nkind = \"auto\"\n").unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("auto") && text.contains("sim"), "{text}");
+}
+
+#[test]
+fn wrong_type_is_refused() {
+    let err = parse("socket = 3\n").unwrap_err();
+    assert!(err.to_string().contains("line 1"), "{err}");
+}
+
+#[test]
+fn sim_without_gpus_is_refused() {
+    let err = parse("[backend]\nkind = \"sim\"\n[backend.sim]\ngpus = []\n").unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ConfigError::Invalid {
+                key: "backend.sim.gpus",
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn overlong_socket_path_is_refused() {
+    let long = format!("socket = \"/{}\"\n", "s".repeat(120));
+    let err = parse(&long).unwrap_err();
+    assert!(
+        matches!(err, ConfigError::Invalid { key: "socket", .. }),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_group_name_is_refused() {
+    let err = parse("socket_group = \"a b\"\n").unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ConfigError::Invalid {
+                key: "socket_group",
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn missing_file_names_the_path() {
+    let err = Config::load(Path::new("/nonexistent/gpuslice.toml")).unwrap_err();
+    assert!(
+        err.to_string().contains("/nonexistent/gpuslice.toml"),
+        "{err}"
+    );
+}
+
+#[test]
+fn example_config_in_the_repo_is_valid() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/gpuslice-sim.toml");
+    let config = Config::load(&path).unwrap();
+    assert_eq!(config.backend.kind, BackendKind::Sim);
+}
+
+#[test]
+fn packaged_default_config_is_valid() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../packaging/gpuslice.toml");
+    let config = Config::load(&path).unwrap();
+    assert_eq!(config.backend.kind, BackendKind::Nvml);
+}

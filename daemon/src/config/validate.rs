@@ -1,0 +1,88 @@
+//! Checks on a parsed config that serde cannot express, and the config error type.
+
+use std::path::PathBuf;
+
+use super::{BackendKind, Config};
+
+/// Longest unix socket path the kernel accepts (sun_path is 108 bytes with the NUL).
+const MAX_SOCKET_PATH: usize = 107;
+
+/// A config that cannot be used, with what to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Not valid TOML, an unknown key, or a value of the wrong type. The
+    /// message carries the line and column.
+    #[error("config file {path}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// toml's message, with line, column and the offending text.
+        message: String,
+    },
+    /// A value that parses but cannot work.
+    #[error("config key {key}: {problem}")]
+    Invalid {
+        /// The dotted key, e.g. "backend.sim.gpus".
+        key: &'static str,
+        /// What is wrong and what to do.
+        problem: String,
+    },
+}
+
+fn invalid(key: &'static str, problem: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        key,
+        problem: problem.into(),
+    }
+}
+
+impl Config {
+    /// Checks the rules serde cannot: socket path length, absolute hook, names.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let socket_len = self.socket.as_os_str().len();
+        if socket_len > MAX_SOCKET_PATH {
+            return Err(invalid(
+                "socket",
+                format!(
+                    "path {} is {socket_len} bytes; unix sockets allow at most {MAX_SOCKET_PATH}: \
+                     choose a shorter path",
+                    self.socket.display()
+                ),
+            ));
+        }
+        if let Some(group) = &self.socket_group {
+            let ok = !group.is_empty()
+                && group
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+            if !ok {
+                return Err(invalid(
+                    "socket_group",
+                    format!("{group:?} is not a valid group name"),
+                ));
+            }
+        }
+        if self.backend.kind == BackendKind::Sim && self.backend.sim.gpus.is_empty() {
+            return Err(invalid(
+                "backend.sim.gpus",
+                "the simulated node needs at least one GPU, e.g. gpus = [\"H100-80GB\"]",
+            ));
+        }
+        if self.backend.sim.seed.is_empty() {
+            return Err(invalid("backend.sim.seed", "must not be empty"));
+        }
+        if self.log.level.trim().is_empty() {
+            return Err(invalid("log.level", "must not be empty; use e.g. \"info\""));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,14 @@
+//! Durable claim records under `<state_dir>/claims`: one JSON file per claim,
+//! written with the one atomic writer, so the cost of a prepare does not grow
+//! with the number of claims and a crash leaves each record whole or absent.
+//!
+//! This room only stores and loads; deciding what a record means at start-up
+//! is the claim engine's reconcile.
+
+mod boot;
+mod record;
+mod store;
+
+pub use boot::{BOOT_ID_PATH, read_boot_id};
+pub use record::{ClaimRecord, DeviceKind, Phase, RECORD_VERSION, RecordDevice};
+pub use store::{LoadedRecords, StateError, Store};

@@ -1,0 +1,81 @@
+//! The record of one claim, as stored on disk.
+//!
+//! Versioned: a reader refuses a record from a newer format instead of
+//! guessing. Unknown fields are ignored so that a downgrade within one
+//! version reads what an upgrade wrote.
+
+use serde::{Deserialize, Serialize};
+
+/// The format version this build writes and reads.
+pub const RECORD_VERSION: u32 = 1;
+
+/// Where a claim stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    /// Hardware steps may have been taken; the claim is not usable yet. A
+    /// record found in this phase at start-up is rolled back.
+    Preparing,
+    /// The CDI spec is written; the claim is usable.
+    Prepared,
+}
+
+impl Phase {
+    /// "preparing" or "prepared".
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Preparing => "preparing",
+            Self::Prepared => "prepared",
+        }
+    }
+}
+
+/// How a device is handed to the claim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeviceKind {
+    /// The whole GPU, to this claim alone.
+    Exclusive,
+}
+
+/// One device of a claim.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordDevice {
+    /// The inventory name at prepare time, e.g. "gpu-0".
+    pub device: String,
+    /// The GPU's UUID, which survives renumbering across reboots.
+    pub uuid: String,
+    /// How the device is handed out.
+    pub kind: DeviceKind,
+    /// Request names the device satisfies.
+    pub request_names: Vec<String>,
+    /// The pool the device was allocated from.
+    pub pool: String,
+    /// The CDI ids returned to the kubelet; never change once returned.
+    pub cdi_device_ids: Vec<String>,
+}
+
+/// The durable record of one claim.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClaimRecord {
+    /// Format version, [`RECORD_VERSION`].
+    pub version: u32,
+    /// The claim uid (validated before any record exists).
+    pub uid: String,
+    /// The claim's namespace.
+    pub namespace: String,
+    /// The claim's name.
+    pub name: String,
+    /// Where the claim stands.
+    pub phase: Phase,
+    /// The boot id when the record was written.
+    pub boot_id: String,
+    /// The claim's devices, in request order.
+    pub devices: Vec<RecordDevice>,
+    /// The opaque configs the claim was prepared with, as received.
+    pub configs: Vec<String>,
+    /// The CDI spec file name (in the CDI dir).
+    pub cdi_spec_file: String,
+    /// Unix seconds of the prepare.
+    pub prepared_at: i64,
+}

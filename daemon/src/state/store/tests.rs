@@ -1,0 +1,94 @@
+use super::{StateError, Store};
+use crate::state::{ClaimRecord, DeviceKind, Phase, RECORD_VERSION, RecordDevice};
+
+fn record(uid: &str) -> ClaimRecord {
+    ClaimRecord {
+        version: RECORD_VERSION,
+        uid: uid.to_owned(),
+        namespace: "ns".to_owned(),
+        name: "claim".to_owned(),
+        phase: Phase::Prepared,
+        boot_id: "boot".to_owned(),
+        devices: vec![RecordDevice {
+            device: "gpu-0".to_owned(),
+            uuid: "GPU-1".to_owned(),
+            kind: DeviceKind::Exclusive,
+            request_names: vec!["gpu".to_owned()],
+            pool: "node".to_owned(),
+            cdi_device_ids: vec![format!("k8s.gpuslice.dev/claim={uid}-gpu-0")],
+        }],
+        configs: vec![],
+        cdi_spec_file: format!("k8s.gpuslice.dev-claim_{uid}.json"),
+        prepared_at: 1,
+    }
+}
+
+const A: &str = "11111111-1111-4111-8111-111111111111";
+const B: &str = "22222222-2222-4222-8222-222222222222";
+
+#[test]
+fn save_load_remove_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    store.save(&record(B)).unwrap();
+    store.save(&record(A)).unwrap();
+    let loaded = store.load_all().unwrap();
+    assert_eq!(loaded.records, vec![record(A), record(B)]);
+    assert!(store.remove(A).unwrap());
+    assert!(!store.remove(A).unwrap());
+    assert_eq!(store.load_all().unwrap().records, vec![record(B)]);
+}
+
+#[test]
+fn records_are_private_files() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    store.save(&record(A)).unwrap();
+    let meta = std::fs::metadata(store.dir().join(format!("{A}.json"))).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+}
+
+#[test]
+fn leftover_temp_files_are_removed_and_corrupt_records_set_aside() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    store.save(&record(A)).unwrap();
+    let tmp = store.dir().join(format!(".{B}.json.tmp-1-1"));
+    let bad = store.dir().join(format!("{B}.json"));
+    let wrong_name = store
+        .dir()
+        .join("33333333-3333-4333-8333-333333333333.json");
+    std::fs::copy(store.dir().join(format!("{A}.json")), &wrong_name).unwrap();
+    for (path, text) in [(&tmp, "{"), (&bad, "{not json")] {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .write(true)
+            .open(path)
+            .unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
+            .unwrap();
+    }
+    let loaded = store.load_all().unwrap();
+    assert_eq!(loaded.records, vec![record(A)]);
+    assert_eq!(loaded.unreadable.len(), 2, "{:?}", loaded.unreadable);
+    assert!(!tmp.exists());
+    assert!(!bad.exists());
+    assert!(store.dir().join(format!(".{B}.json.corrupt")).exists());
+}
+
+#[test]
+fn a_record_from_a_newer_format_stops_loading() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let mut newer = record(A);
+    newer.version = RECORD_VERSION + 1;
+    store.save(&newer).unwrap();
+    let err = store.load_all().unwrap_err();
+    assert!(matches!(err, StateError::NewerVersion { found, .. } if found == RECORD_VERSION + 1));
+    assert!(err.to_string().contains("newer"), "{err}");
+}
