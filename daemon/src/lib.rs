@@ -9,11 +9,18 @@
 //! 5. [`cdi_build`]: the per-claim CDI spec, built from the pieces above (pure).
 //! 6. [`state`]: durable claim records, one file per claim.
 //! 7. [`claims`]: the claim engine (prepare, unprepare, reconcile).
+//! 8. [`api`]: the gRPC service on a unix socket.
+//! 9. [`systemd`] and [`logging`]: sd_notify and journald.
+//! 10. [`run`]: start-up, the task set, shutdown.
 
+pub mod api;
 pub mod cdi_build;
 pub mod claims;
 pub mod config;
 pub mod driver;
 pub mod gpu;
 pub mod inventory;
+pub mod logging;
+pub mod run;
 pub mod state;
+pub mod systemd;

@@ -22,6 +22,7 @@ mod table;
 mod unprepare;
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
@@ -88,6 +89,7 @@ pub struct Engine {
     table: Mutex<ClaimTable>,
     claim_locks: KeyedLocks,
     problems: Mutex<Vec<String>>,
+    generation: AtomicU64,
     started: Instant,
 }
 
@@ -119,8 +121,14 @@ impl Engine {
             table: Mutex::new(ClaimTable::default()),
             claim_locks: KeyedLocks::default(),
             problems: Mutex::new(Vec::new()),
+            generation: AtomicU64::new(1),
             started: Instant::now(),
         }
+    }
+
+    /// The hardware backend.
+    pub fn backend(&self) -> &dyn GpuBackend {
+        self.backend.as_ref()
     }
 
     /// The backend's name ("sim" or "nvml").
@@ -143,12 +151,37 @@ impl Engine {
             .clone()
     }
 
+    /// The inventory generation: bumped whenever the devices change.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Relaxed)
+    }
+
+    /// Replaces the inventory after a rescan; true (and a new generation)
+    /// when it changed.
+    pub fn set_inventory(&self, inventory: Inventory) -> bool {
+        let mut current = self
+            .inventory
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if **current == inventory {
+            return false;
+        }
+        *current = Arc::new(inventory);
+        self.generation.fetch_add(1, Ordering::Relaxed);
+        true
+    }
+
     /// Replaces the driver files (after a rescan on SIGHUP).
     pub fn set_driver_files(&self, driver: DriverFiles) {
         *self
             .driver
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(driver);
+    }
+
+    /// The state folder (parent of the records folder).
+    pub fn state_dir(&self) -> &std::path::Path {
+        self.store.dir().parent().unwrap_or(self.store.dir())
     }
 
     /// Settings in force.

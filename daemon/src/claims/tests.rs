@@ -9,12 +9,15 @@ use super::{
 };
 use crate::driver::{DriverFiles, Roots};
 use crate::gpu::GpuBackend;
-use crate::gpu::sim::SimBackend;
+use crate::gpu::sim::{SimBackend, SimModel};
 use crate::inventory::Inventory;
 use crate::state::{Phase, Store};
 
 pub(crate) fn sim_backend(gpus: u32) -> Arc<dyn GpuBackend> {
-    Arc::new(SimBackend::new(gpus))
+    Arc::new(SimBackend::new(
+        vec![SimModel::H100_80GB; usize::try_from(gpus).unwrap()],
+        "test",
+    ))
 }
 
 pub(crate) fn fixture_inventory(gpus: u32) -> Inventory {

@@ -147,8 +147,10 @@ impl Config {
             path: path.to_path_buf(),
             source,
         })?;
-        let base = path.parent().unwrap_or(Path::new("."));
-        Self::parse(&text, path, base)
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+        let base = parent.unwrap_or(Path::new("."));
+        let base = std::fs::canonicalize(base).unwrap_or_else(|_| base.to_path_buf());
+        Self::parse(&text, path, &base)
     }
 
     /// Parses `text` (read from `origin`), resolves relative paths against
@@ -171,7 +173,7 @@ impl Config {
     fn resolve_relative(&mut self, base: &Path) {
         let resolve = |p: &mut PathBuf| {
             if p.is_relative() {
-                *p = base.join(&*p);
+                *p = normalize(&base.join(&*p));
             }
         };
         resolve(&mut self.socket);
@@ -188,6 +190,22 @@ impl Config {
             }
         }
     }
+}
+
+/// Removes `.` and `..` components lexically ("/a/b/../c" → "/a/c").
+fn normalize(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 #[cfg(test)]

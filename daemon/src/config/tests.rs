@@ -49,8 +49,8 @@ gpus = ["H100-80GB", "A100-40GB"]
 
 #[test]
 fn relative_paths_resolve_against_the_config_folder() {
-    let config = parse("state_dir = \"run/state\"\ndev_root = \"fake\"").unwrap();
-    assert_eq!(config.state_dir, PathBuf::from("/etc/gpuslice/run/state"));
+    let config = parse("state_dir = \"../run/./state\"\ndev_root = \"fake\"").unwrap();
+    assert_eq!(config.state_dir, PathBuf::from("/etc/run/state"));
     assert_eq!(config.dev_root(), Path::new("/etc/gpuslice/fake"));
 }
 

@@ -10,9 +10,11 @@ pub struct SimBackend {
 }
 
 impl SimBackend {
-    /// A node with `count` GPUs.
-    pub fn new(count: u32) -> Self {
-        Self { count }
+    /// A node with one GPU per model.
+    pub fn new(models: Vec<SimModel>, _seed: &str) -> Self {
+        Self {
+            count: u32::try_from(models.len()).unwrap_or(u32::MAX),
+        }
     }
 }
 

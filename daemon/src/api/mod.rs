@@ -1,0 +1,41 @@
+//! The gRPC API (gpuslice.v1) on a local unix socket.
+//!
+//! [`socket`] binds the socket (mode 0660, group from config) and refuses to
+//! steal one a live daemon still serves; [`peer`] admits root, the daemon's
+//! own user and the configured group only (SO_PEERCRED); [`service`] is a thin
+//! adapter, one short method per RPC; [`convert`] turns proto messages into
+//! domain types and back; [`status`] is the one place domain errors become
+//! gRPC codes.
+
+mod convert;
+pub mod peer;
+mod service;
+pub mod socket;
+mod status;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use gpuslice_proto::gpuslice::v1::gpu_slice_server::GpuSliceServer;
+use tokio::net::UnixListener;
+use tokio_stream::wrappers::UnixListenerStream;
+
+use crate::claims::Engine;
+pub use peer::PeerPolicy;
+pub use service::Service;
+
+/// Serves the API on `listener` until `shutdown` resolves, then finishes the
+/// requests in flight and returns.
+pub async fn serve(
+    listener: UnixListener,
+    engine: Arc<Engine>,
+    policy: PeerPolicy,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), tonic::transport::Error> {
+    let service =
+        GpuSliceServer::with_interceptor(Service::new(engine), move |req| policy.check(req));
+    tonic::transport::Server::builder()
+        .add_service(service)
+        .serve_with_incoming_shutdown(UnixListenerStream::new(listener), shutdown)
+        .await
+}

@@ -1,0 +1,97 @@
+//! The gRPC service: one short method per RPC. Unwrap the request, convert,
+//! make one engine call on the blocking pool, convert back. No business logic,
+//! no locks, no hardware here.
+
+use std::sync::Arc;
+
+use gpuslice_proto::gpuslice::v1 as pb;
+use gpuslice_proto::gpuslice::v1::gpu_slice_server::GpuSlice;
+use tonic::{Request, Response, Status};
+
+use super::convert;
+use crate::claims::{Engine, Unprepared};
+
+/// The API over one engine.
+#[derive(Debug, Clone)]
+pub struct Service {
+    engine: Arc<Engine>,
+}
+
+impl Service {
+    /// A service over `engine`.
+    pub fn new(engine: Arc<Engine>) -> Self {
+        Self { engine }
+    }
+
+    /// Runs `f` on the blocking pool: engine calls do file I/O and NVML calls.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Engine) -> Result<T, Status> + Send + 'static,
+    ) -> Result<T, Status> {
+        let engine = self.engine.clone();
+        tokio::task::spawn_blocking(move || f(&engine))
+            .await
+            .map_err(|e| Status::internal(format!("engine task failed: {e}")))?
+    }
+}
+
+#[tonic::async_trait]
+impl GpuSlice for Service {
+    #[tracing::instrument(skip_all, fields(claim_uid = tracing::field::Empty))]
+    async fn prepare(
+        &self,
+        request: Request<pb::PrepareRequest>,
+    ) -> Result<Response<pb::PrepareResponse>, Status> {
+        let req = convert::prepare_request(request.into_inner())?;
+        tracing::Span::current().record("claim_uid", req.uid.as_str());
+        let prepared = self
+            .blocking(move |engine| engine.prepare(&req).map_err(convert::error))
+            .await?;
+        Ok(Response::new(convert::prepare_response(&prepared)))
+    }
+
+    #[tracing::instrument(skip_all, fields(claim_uid = tracing::field::Empty))]
+    async fn unprepare(
+        &self,
+        request: Request<pb::UnprepareRequest>,
+    ) -> Result<Response<pb::UnprepareResponse>, Status> {
+        let uid = convert::claim_uid(request.into_inner().claim)?;
+        tracing::Span::current().record("claim_uid", uid.as_str());
+        let done = self
+            .blocking(move |engine| engine.unprepare(&uid).map_err(convert::error))
+            .await?;
+        Ok(Response::new(pb::UnprepareResponse {
+            was_prepared: done == Unprepared::Removed,
+        }))
+    }
+
+    async fn get_inventory(
+        &self,
+        _request: Request<pb::GetInventoryRequest>,
+    ) -> Result<Response<pb::GetInventoryResponse>, Status> {
+        let reply = self
+            .blocking(|engine| Ok(convert::inventory_response(engine)))
+            .await?;
+        Ok(Response::new(reply))
+    }
+
+    async fn list_claims(
+        &self,
+        _request: Request<pb::ListClaimsRequest>,
+    ) -> Result<Response<pb::ListClaimsResponse>, Status> {
+        let reply = self
+            .blocking(|engine| Ok(convert::claims_response(engine)))
+            .await?;
+        Ok(Response::new(reply))
+    }
+
+    async fn get_status(
+        &self,
+        _request: Request<pb::GetStatusRequest>,
+    ) -> Result<Response<pb::GetStatusResponse>, Status> {
+        let reply = self
+            .blocking(|engine| Ok(convert::status_response(engine)))
+            .await?;
+        Ok(Response::new(reply))
+    }
+}

@@ -1,0 +1,90 @@
+//! The one mapping from domain errors to gRPC status codes. Never INTERNAL for
+//! something the caller or the operator can fix.
+
+use tonic::{Code, Status};
+
+use crate::claims::ClaimError;
+use crate::gpu::GpuError;
+use crate::state::StateError;
+
+/// The gRPC status for a claim error; the message is the error's own text.
+pub fn error(err: ClaimError) -> Status {
+    let code = match &err {
+        ClaimError::InvalidUid { .. }
+        | ClaimError::InvalidField { .. }
+        | ClaimError::NoDevices
+        | ClaimError::UnknownDevice { .. }
+        | ClaimError::DuplicateDevice { .. }
+        | ClaimError::BadConfig { .. } => Code::InvalidArgument,
+        ClaimError::SharingUnavailable { .. } => Code::Unimplemented,
+        ClaimError::DeviceHeld { .. } | ClaimError::PreparedDifferently { .. } => {
+            Code::FailedPrecondition
+        }
+        ClaimError::DeviceNodeMissing { .. }
+        | ClaimError::DeviceGone { .. }
+        | ClaimError::CdiFile { .. } => Code::Unavailable,
+        ClaimError::State(StateError::NewerVersion { .. }) => Code::FailedPrecondition,
+        ClaimError::State(_) => Code::Unavailable,
+        ClaimError::Gpu(gpu) => gpu_code(gpu),
+    };
+    if code == Code::Unavailable {
+        tracing::warn!(error = %err, "claim operation failed; the caller will retry");
+    }
+    Status::new(code, err.to_string())
+}
+
+fn gpu_code(err: &GpuError) -> Code {
+    match err {
+        GpuError::InsufficientResources { .. } => Code::ResourceExhausted,
+        GpuError::InUse { .. } | GpuError::NotSupported { .. } | GpuError::NoPermission { .. } => {
+            Code::FailedPrecondition
+        }
+        GpuError::NoSuchGpu { .. } | GpuError::NotFound { .. } => Code::NotFound,
+        GpuError::SimState { .. } => Code::Internal,
+        GpuError::LibraryLoad { .. }
+        | GpuError::DriverNotLoaded { .. }
+        | GpuError::GpuLost { .. }
+        | GpuError::Nvml { .. }
+        | GpuError::Injected { .. } => Code::Unavailable,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_follow_the_house_rules() {
+        let cases = [
+            (ClaimError::NoDevices, Code::InvalidArgument),
+            (
+                ClaimError::InvalidUid { uid: "x".into() },
+                Code::InvalidArgument,
+            ),
+            (
+                ClaimError::DeviceHeld {
+                    device: "gpu-0".into(),
+                    holder: "h".into(),
+                },
+                Code::FailedPrecondition,
+            ),
+            (
+                ClaimError::Gpu(GpuError::InsufficientResources { what: "x".into() }),
+                Code::ResourceExhausted,
+            ),
+            (
+                ClaimError::DeviceNodeMissing {
+                    device: "gpu-0".into(),
+                    path: "/dev/nvidia0".into(),
+                },
+                Code::Unavailable,
+            ),
+        ];
+        for (err, code) in cases {
+            let text = err.to_string();
+            let status = error(err);
+            assert_eq!(status.code(), code, "{text}");
+            assert_eq!(status.message(), text);
+        }
+    }
+}

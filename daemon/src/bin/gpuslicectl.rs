@@ -1,2 +1,0 @@
-//! gpuslicectl placeholder.
-fn main() {}

@@ -1,0 +1,189 @@
+//! gpuslicectl: the operator's CLI for gpusliced, over the same API socket.
+//!
+//! Human output is aligned tables; `--output json` prints one JSON document.
+
+mod render;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand, ValueEnum};
+use gpuslice_proto::gpuslice::v1 as pb;
+use gpuslice_proto::gpuslice::v1::gpu_slice_client::GpuSliceClient;
+use hyper_util::rt::TokioIo;
+use tonic::transport::{Channel, Endpoint};
+
+/// Operator CLI for gpusliced.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Args {
+    /// gpusliced's API socket.
+    #[arg(long, default_value = "/run/gpuslice/gpusliced.sock", global = true)]
+    socket: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Output::Table, global = true)]
+    output: Output,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Output {
+    Table,
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Daemon health, versions and counts.
+    Status,
+    /// Every device with its attributes and holders.
+    Inventory,
+    /// Every prepared claim.
+    Claims,
+    /// Prepare a claim by hand (what the DRA plugin does for the kubelet).
+    Prepare {
+        /// Claim uid (a UUID).
+        #[arg(long)]
+        uid: String,
+        /// Claim namespace.
+        #[arg(long, default_value = "default")]
+        namespace: String,
+        /// Claim name.
+        #[arg(long, default_value = "manual")]
+        name: String,
+        /// Device to allocate, by inventory name; repeat for several.
+        #[arg(long = "device", required = true)]
+        devices: Vec<String>,
+        /// Request name the devices satisfy.
+        #[arg(long, default_value = "gpu")]
+        request: String,
+        /// Opaque config (JSON object) applying to every request.
+        #[arg(long)]
+        config_json: Option<String>,
+    },
+    /// Unprepare a claim.
+    Unprepare {
+        /// Claim uid.
+        #[arg(long)]
+        uid: String,
+    },
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(err) => {
+            eprintln!("gpuslicectl: cannot start the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(args)) {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            match err.downcast_ref::<tonic::Status>() {
+                Some(status) => eprintln!("gpuslicectl: {:?}: {}", status.code(), status.message()),
+                None => eprintln!("gpuslicectl: {err:#}"),
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn connect(socket: PathBuf) -> anyhow::Result<GpuSliceClient<Channel>> {
+    let path = socket.clone();
+    // The URI is a placeholder: the connector dials the unix socket.
+    let channel = Endpoint::from_static("http://localhost")
+        .connect_with_connector(tower::service_fn(move |_| {
+            let path = path.clone();
+            async move {
+                tokio::net::UnixStream::connect(path)
+                    .await
+                    .map(TokioIo::new)
+            }
+        }))
+        .await
+        .with_context(|| format!("cannot connect to gpusliced at {}", socket.display()))?;
+    Ok(GpuSliceClient::new(channel))
+}
+
+async fn run(args: Args) -> anyhow::Result<String> {
+    let json = args.output == Output::Json;
+    let mut client = connect(args.socket).await?;
+    let text = match args.command {
+        Command::Status => {
+            let reply = client
+                .get_status(pb::GetStatusRequest {})
+                .await?
+                .into_inner();
+            render::status(&reply, json)
+        }
+        Command::Inventory => {
+            let reply = client
+                .get_inventory(pb::GetInventoryRequest {})
+                .await?
+                .into_inner();
+            render::inventory(&reply, json)
+        }
+        Command::Claims => {
+            let reply = client
+                .list_claims(pb::ListClaimsRequest {})
+                .await?
+                .into_inner();
+            render::claims(&reply, json)
+        }
+        Command::Prepare {
+            uid,
+            namespace,
+            name,
+            devices,
+            request,
+            config_json,
+        } => {
+            let req = pb::PrepareRequest {
+                claim: Some(pb::ClaimRef {
+                    uid: uid.clone(),
+                    namespace,
+                    name,
+                }),
+                devices: devices
+                    .into_iter()
+                    .map(|device| pb::AllocatedDevice {
+                        device,
+                        request_names: vec![request.clone()],
+                        pool: String::new(),
+                    })
+                    .collect(),
+                configs: config_json
+                    .into_iter()
+                    .map(|parameters_json| pb::OpaqueConfig {
+                        source: pb::ConfigSource::Claim.into(),
+                        requests: vec![],
+                        parameters_json,
+                    })
+                    .collect(),
+            };
+            let reply = client.prepare(req).await?.into_inner();
+            render::prepared(&uid, &reply, json)
+        }
+        Command::Unprepare { uid } => {
+            let req = pb::UnprepareRequest {
+                claim: Some(pb::ClaimRef {
+                    uid: uid.clone(),
+                    ..Default::default()
+                }),
+            };
+            let reply = client.unprepare(req).await?.into_inner();
+            render::unprepared(&uid, &reply, json)
+        }
+    };
+    Ok(text)
+}

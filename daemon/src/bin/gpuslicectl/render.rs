@@ -1,0 +1,231 @@
+//! Turning replies into aligned tables or JSON documents.
+
+use gpuslice_proto::gpuslice::v1 as pb;
+use serde_json::{Value, json};
+
+/// Aligns `rows` under `header`, two spaces between columns.
+fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<String>| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        format!("{}\n", padded.join("  ").trim_end())
+    };
+    let mut out = line(header.iter().map(|h| (*h).to_owned()).collect());
+    for row in rows {
+        out.push_str(&line(row.clone()));
+    }
+    out
+}
+
+fn doc(value: &Value) -> String {
+    format!(
+        "{}\n",
+        serde_json::to_string_pretty(value).unwrap_or_default()
+    )
+}
+
+fn attr(device: &pb::Device, key: &str) -> String {
+    use pb::attribute_value::Value as V;
+    match device.attributes.get(key).and_then(|a| a.value.as_ref()) {
+        Some(V::String(s) | V::Version(s)) => s.clone(),
+        Some(V::Int(i)) => i.to_string(),
+        Some(V::Bool(b)) => b.to_string(),
+        None => String::new(),
+    }
+}
+
+fn attr_json(value: &pb::AttributeValue) -> Value {
+    use pb::attribute_value::Value as V;
+    match &value.value {
+        Some(V::String(s)) => json!({ "string": s }),
+        Some(V::Version(s)) => json!({ "version": s }),
+        Some(V::Int(i)) => json!({ "int": i }),
+        Some(V::Bool(b)) => json!({ "bool": b }),
+        None => Value::Null,
+    }
+}
+
+fn gib(bytes: i64) -> String {
+    format!("{:.1} GiB", bytes as f64 / f64::from(1u32 << 30))
+}
+
+/// `status`.
+pub fn status(s: &pb::GetStatusResponse, json: bool) -> String {
+    if json {
+        return doc(&json!({
+            "version": s.version, "backend": s.backend, "driver_version": s.driver_version,
+            "cuda_driver_version": s.cuda_driver_version, "gpu_count": s.gpu_count,
+            "claim_count": s.claim_count, "uptime_seconds": s.uptime_seconds,
+            "boot_id": s.boot_id, "cdi_dir": s.cdi_dir, "state_dir": s.state_dir,
+            "problems": s.problems,
+        }));
+    }
+    let rows = [
+        ("version", s.version.clone()),
+        ("backend", s.backend.clone()),
+        (
+            "driver",
+            format!("{} (CUDA {})", s.driver_version, s.cuda_driver_version),
+        ),
+        ("gpus", s.gpu_count.to_string()),
+        ("claims", s.claim_count.to_string()),
+        ("uptime", format!("{}s", s.uptime_seconds)),
+        ("cdi dir", s.cdi_dir.clone()),
+        ("state dir", s.state_dir.clone()),
+        (
+            "health",
+            if s.problems.is_empty() {
+                "ok".to_owned()
+            } else {
+                format!("{} problem(s)", s.problems.len())
+            },
+        ),
+    ];
+    let mut out = table(
+        &["FIELD", "VALUE"],
+        &rows.map(|(k, v)| vec![k.to_owned(), v]),
+    );
+    for p in &s.problems {
+        out.push_str(&format!("problem: {p}\n"));
+    }
+    out
+}
+
+/// `inventory`.
+pub fn inventory(inv: &pb::GetInventoryResponse, json: bool) -> String {
+    if json {
+        let devices: Vec<Value> = inv
+            .devices
+            .iter()
+            .map(|d| {
+                let attrs: serde_json::Map<String, Value> = d
+                    .attributes
+                    .iter()
+                    .map(|(k, v)| (k.clone(), attr_json(v)))
+                    .collect();
+                json!({ "name": d.name, "attributes": attrs, "capacity": d.capacity,
+                        "available": d.available, "holders": d.holders })
+            })
+            .collect();
+        return doc(&json!({ "generation": inv.generation, "devices": devices }));
+    }
+    let rows: Vec<Vec<String>> = inv
+        .devices
+        .iter()
+        .map(|d| {
+            vec![
+                d.name.clone(),
+                attr(d, "productName"),
+                gib(d.capacity.get("memory").copied().unwrap_or(0)),
+                attr(d, "uuid"),
+                attr(d, "pcieBusID"),
+                if d.holders.is_empty() {
+                    "free".to_owned()
+                } else {
+                    d.holders.join(",")
+                },
+            ]
+        })
+        .collect();
+    table(
+        &["DEVICE", "PRODUCT", "MEMORY", "UUID", "PCI", "HELD BY"],
+        &rows,
+    )
+}
+
+/// `claims`.
+pub fn claims(list: &pb::ListClaimsResponse, json: bool) -> String {
+    if json {
+        let claims: Vec<Value> = list
+            .claims
+            .iter()
+            .map(|c| {
+                let claim = c.claim.clone().unwrap_or_default();
+                json!({ "uid": claim.uid, "namespace": claim.namespace, "name": claim.name,
+                        "phase": c.phase, "cdi_spec_path": c.cdi_spec_path,
+                        "prepared_at": c.prepared_at, "devices": devices_json(&c.devices) })
+            })
+            .collect();
+        return doc(&json!({ "claims": claims }));
+    }
+    let rows: Vec<Vec<String>> = list
+        .claims
+        .iter()
+        .map(|c| {
+            let claim = c.claim.clone().unwrap_or_default();
+            let devices: Vec<&str> = c.devices.iter().map(|d| d.device.as_str()).collect();
+            vec![
+                claim.uid,
+                format!("{}/{}", claim.namespace, claim.name),
+                c.phase.clone(),
+                devices.join(","),
+            ]
+        })
+        .collect();
+    table(&["UID", "CLAIM", "PHASE", "DEVICES"], &rows)
+}
+
+fn devices_json(devices: &[pb::PreparedDevice]) -> Vec<Value> {
+    devices
+        .iter()
+        .map(|d| json!({ "device": d.device, "cdi_device_ids": d.cdi_device_ids }))
+        .collect()
+}
+
+/// `prepare`.
+pub fn prepared(uid: &str, reply: &pb::PrepareResponse, json: bool) -> String {
+    if json {
+        return doc(
+            &json!({ "uid": uid, "already_prepared": reply.already_prepared,
+                            "devices": devices_json(&reply.devices) }),
+        );
+    }
+    let rows: Vec<Vec<String>> = reply
+        .devices
+        .iter()
+        .flat_map(|d| {
+            d.cdi_device_ids
+                .iter()
+                .map(|id| vec![d.device.clone(), id.clone()])
+        })
+        .collect();
+    table(&["DEVICE", "CDI DEVICE"], &rows)
+}
+
+/// `unprepare`.
+pub fn unprepared(uid: &str, reply: &pb::UnprepareResponse, json: bool) -> String {
+    if json {
+        return doc(&json!({ "uid": uid, "was_prepared": reply.was_prepared }));
+    }
+    if reply.was_prepared {
+        format!("claim {uid} unprepared\n")
+    } else {
+        format!("claim {uid} was not prepared; nothing to do\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::table;
+
+    #[test]
+    fn columns_are_aligned() {
+        let out = table(
+            &["A", "LONGER"],
+            &[
+                vec!["xxxx".into(), "y".into()],
+                vec!["z".into(), "w".into()],
+            ],
+        );
+        assert_eq!(out, "A     LONGER\nxxxx  y\nz     w\n");
+    }
+}

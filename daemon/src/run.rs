@@ -1,0 +1,213 @@
+//! Start-up, the task set and shutdown of gpusliced.
+//!
+//! Order: open the backend (never falling back from NVML to the simulator),
+//! read the inventory, find the driver files, load records and reconcile,
+//! bind the socket, and only then tell systemd READY=1. While serving, SIGHUP
+//! rescans and repairs CDI specs, the watchdog is fed while the engine answers,
+//! and SIGTERM or SIGINT stops accepting, drains the calls in flight, removes
+//! the socket and returns.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use tokio::signal::unix::{SignalKind, signal};
+
+use crate::api::{self, PeerPolicy, socket};
+use crate::claims::{ClaimError, Engine, EngineSettings};
+use crate::config::{BackendKind, Config};
+use crate::driver::{DriverFiles, Roots};
+use crate::gpu::nvml::NvmlBackend;
+use crate::gpu::sim::SimBackend;
+use crate::gpu::{GpuBackend, GpuError};
+use crate::inventory::Inventory;
+use crate::state::{BOOT_ID_PATH, StateError, Store, read_boot_id};
+use crate::systemd;
+
+/// Why the daemon stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The GPU backend could not start.
+    #[error("GPU backend {backend}: {source}")]
+    Backend {
+        /// "nvml" or "sim".
+        backend: &'static str,
+        /// Why.
+        #[source]
+        source: GpuError,
+    },
+    /// The claim records could not be opened.
+    #[error(transparent)]
+    State(#[from] StateError),
+    /// Reconcile failed.
+    #[error("reconcile at start-up: {0}")]
+    Reconcile(#[source] ClaimError),
+    /// The socket could not be set up.
+    #[error(transparent)]
+    Socket(#[from] socket::SocketError),
+    /// The gRPC server failed.
+    #[error("API server: {0}")]
+    Serve(#[from] tonic::transport::Error),
+    /// A signal handler could not be installed.
+    #[error("signal handler: {0}")]
+    Signal(#[source] std::io::Error),
+    /// A blocking start-up task panicked.
+    #[error("start-up task: {0}")]
+    Task(#[from] tokio::task::JoinError),
+}
+
+/// Opens the backend the config names.
+pub fn open_backend(config: &Config) -> Result<Arc<dyn GpuBackend>, RunError> {
+    match config.backend.kind {
+        BackendKind::Sim => Ok(Arc::new(SimBackend::new(
+            config.backend.sim.gpus.clone(),
+            &config.backend.sim.seed,
+        ))),
+        BackendKind::Nvml => NvmlBackend::open(config.backend.nvml.library.as_deref())
+            .map(|b| Arc::new(b) as Arc<dyn GpuBackend>)
+            .map_err(|source| RunError::Backend {
+                backend: "nvml",
+                source,
+            }),
+    }
+}
+
+fn discover(config: &Config, inventory: &Inventory) -> DriverFiles {
+    let roots = Roots {
+        driver_root: &config.driver_root,
+        dev_root: config.dev_root(),
+    };
+    DriverFiles::discover(roots, &inventory.driver.driver_version)
+}
+
+/// Builds the engine and reconciles; blocking.
+fn start_engine(config: &Config) -> Result<Engine, RunError> {
+    let backend = open_backend(config)?;
+    let name = backend.name();
+    let inventory =
+        Inventory::from_backend(backend.as_ref()).map_err(|source| RunError::Backend {
+            backend: name,
+            source,
+        })?;
+    tracing::info!(backend = name, gpus = inventory.gpus.len(), driver = %inventory.driver.driver_version, "GPUs found");
+    let driver = discover(config, &inventory);
+    for problem in &driver.problems {
+        tracing::warn!(%problem, "driver files");
+    }
+    let settings = EngineSettings {
+        cdi_dir: config.cdi_dir.clone(),
+        dev_root: config.dev_root().to_path_buf(),
+        cdi_hook: config.cdi_hook.clone(),
+        boot_id: read_boot_id(Path::new(BOOT_ID_PATH)),
+    };
+    let store = Store::open(&config.state_dir)?;
+    let engine = Engine::new(backend, inventory, driver, store, settings);
+    let report = engine.reconcile().map_err(RunError::Reconcile)?;
+    tracing::info!(?report, "reconciled claim records and CDI specs");
+    for problem in &report.problems {
+        tracing::error!(%problem, "reconcile");
+    }
+    Ok(engine)
+}
+
+fn status_line(engine: &Engine) -> String {
+    format!(
+        "serving {} GPUs ({}), {} claims",
+        engine.inventory().gpus.len(),
+        engine.backend_name(),
+        engine.claims().len()
+    )
+}
+
+/// Runs the daemon until SIGTERM or SIGINT.
+pub async fn run(config: Config) -> Result<(), RunError> {
+    let mut sigterm = signal(SignalKind::terminate()).map_err(RunError::Signal)?;
+    let mut sigint = signal(SignalKind::interrupt()).map_err(RunError::Signal)?;
+    let mut sighup = signal(SignalKind::hangup()).map_err(RunError::Signal)?;
+    let config = Arc::new(config);
+    let engine = {
+        let config = config.clone();
+        Arc::new(tokio::task::spawn_blocking(move || start_engine(&config)).await??)
+    };
+    let gid = config
+        .socket_group
+        .as_deref()
+        .map(socket::group_gid)
+        .transpose()?;
+    let listener = socket::bind(&config.socket, gid)?;
+    let policy = PeerPolicy {
+        own_uid: nix::unistd::geteuid().as_raw(),
+        group: gid,
+    };
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(api::serve(listener, engine.clone(), policy, async {
+        let _ = stop_rx.await;
+    }));
+    tracing::info!(socket = %config.socket.display(), "serving");
+    systemd::ready(&status_line(&engine));
+    let watchdog = systemd::watchdog_interval()
+        .map(|every| tokio::spawn(feed_watchdog(engine.clone(), every)));
+    loop {
+        tokio::select! {
+            _ = sigterm.recv() => { tracing::info!("SIGTERM: shutting down"); break; }
+            _ = sigint.recv() => { tracing::info!("SIGINT: shutting down"); break; }
+            _ = sighup.recv() => reload(&config, &engine).await,
+        }
+    }
+    systemd::stopping();
+    if let Some(task) = watchdog {
+        task.abort();
+    }
+    let _ = stop_tx.send(());
+    let served = server.await;
+    socket::remove(&config.socket);
+    served??;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// SIGHUP: rescan GPUs and driver files, repair CDI specs.
+async fn reload(config: &Arc<Config>, engine: &Arc<Engine>) {
+    systemd::reloading();
+    let (config, engine2) = (config.clone(), engine.clone());
+    let result = tokio::task::spawn_blocking(move || {
+        let inventory = Inventory::from_backend(engine2.backend()).map_err(|e| e.to_string())?;
+        let driver = discover(&config, &inventory);
+        engine2.set_driver_files(driver);
+        let changed = engine2.set_inventory(inventory);
+        engine2
+            .refresh()
+            .map(|report| (changed, report))
+            .map_err(|e| e.to_string())
+    })
+    .await;
+    match result {
+        Ok(Ok((changed, report))) => {
+            tracing::info!(inventory_changed = changed, ?report, "reloaded");
+        }
+        Ok(Err(err)) => tracing::error!(error = %err, "reload failed; keeping the previous state"),
+        Err(err) => tracing::error!(error = %err, "reload task failed"),
+    }
+    systemd::ready(&status_line(engine));
+}
+
+/// Pings the watchdog while the engine answers; a wedged engine stops the
+/// pings and systemd restarts the daemon.
+async fn feed_watchdog(engine: Arc<Engine>, every: std::time::Duration) {
+    let mut tick = tokio::time::interval(every);
+    loop {
+        tick.tick().await;
+        let engine = engine.clone();
+        let alive = tokio::time::timeout(
+            every,
+            tokio::task::spawn_blocking(move || engine.responsive()),
+        )
+        .await;
+        if matches!(alive, Ok(Ok(true))) {
+            systemd::watchdog();
+        } else {
+            tracing::error!(
+                "engine did not answer within the watchdog interval; not feeding the watchdog"
+            );
+        }
+    }
+}
