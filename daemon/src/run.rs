@@ -9,6 +9,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::signal::unix::{SignalKind, signal};
 
@@ -22,6 +23,11 @@ use crate::gpu::{GpuBackend, GpuError};
 use crate::inventory::Inventory;
 use crate::state::{BOOT_ID_PATH, StateError, Store, read_boot_id};
 use crate::systemd;
+
+/// How long shutdown waits for calls in flight and for clients to close their
+/// connections before it closes them itself. Engine calls already running
+/// on the blocking pool still finish: the runtime waits for them.
+const DRAIN_GRACE: Duration = Duration::from_secs(10);
 
 /// Why the daemon stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -158,7 +164,15 @@ pub async fn run(config: Config) -> Result<(), RunError> {
         task.abort();
     }
     let _ = stop_tx.send(());
-    let served = server.await;
+    let mut server = server;
+    let served = match tokio::time::timeout(DRAIN_GRACE, &mut server).await {
+        Ok(joined) => joined,
+        Err(_) => {
+            tracing::warn!(grace = ?DRAIN_GRACE, "clients kept connections open; closing them");
+            server.abort();
+            Ok(Ok(()))
+        }
+    };
     socket::remove(&config.socket);
     served??;
     tracing::info!("stopped");

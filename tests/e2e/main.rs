@@ -1,1 +1,8 @@
-//! End-to-end tests (placeholder).
+//! End-to-end tests: the real gpusliced and gpuslicectl binaries on the
+//! simulated backend, in temp folders, driven over the unix socket. See
+//! tests/README.md for the tiers.
+
+mod cdi_schema;
+mod claims;
+mod harness;
+mod lifecycle;

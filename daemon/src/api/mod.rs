@@ -24,6 +24,10 @@ use crate::claims::Engine;
 pub use peer::PeerPolicy;
 pub use service::Service;
 
+/// Largest request accepted: a prepare is a few KB; anything near this is
+/// hostile and is refused (OUT_OF_RANGE) before it is decoded.
+pub const MAX_REQUEST_BYTES: usize = 1024 * 1024;
+
 /// Serves the API on `listener` until `shutdown` resolves, then finishes the
 /// requests in flight and returns.
 pub async fn serve(

@@ -1,0 +1,77 @@
+//! Every CDI spec the daemon writes is checked against the published CDI JSON
+//! schema in ../shared/reference (cdi-schema.json, which `$ref`s defs.json),
+//! the independent definition of what a runtime expects.
+
+use std::path::{Path, PathBuf};
+
+use jsonschema::{Registry, Resource};
+use serde_json::Value;
+
+/// The reference folder: GPUSLICE_REFERENCE_DIR, else ../shared/reference
+/// beside the repository.
+fn reference_dir() -> PathBuf {
+    std::env::var_os("GPUSLICE_REFERENCE_DIR").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/reference"),
+        PathBuf::from,
+    )
+}
+
+fn read_json(path: &Path) -> Value {
+    let text = std::fs::read(path).unwrap_or_else(|e| {
+        panic!(
+            "cannot read {} ({e}); the CDI schema lives in ../shared/reference beside the \
+             repository, or set GPUSLICE_REFERENCE_DIR",
+            path.display()
+        )
+    });
+    serde_json::from_slice(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
+}
+
+/// Schema errors of `spec`, empty when it is valid.
+pub fn schema_errors(spec: &Value) -> Vec<String> {
+    let dir = reference_dir();
+    let schema = read_json(&dir.join("cdi-schema.json"));
+    let defs = read_json(&dir.join("cdi-defs.json"));
+    let registry = Registry::new()
+        .add("file:///cdi/defs.json", Resource::from_contents(defs))
+        .expect("register defs.json")
+        .prepare()
+        .expect("prepare registry");
+    let validator = jsonschema::options()
+        .with_base_uri("file:///cdi/schema.json")
+        .with_registry(&registry)
+        .build(&schema)
+        .expect("compile the CDI schema");
+    validator.iter_errors(spec).map(|e| e.to_string()).collect()
+}
+
+/// Asserts every *.json spec in `dir` is valid, and that there is at least one.
+pub fn assert_all_valid(dir: &Path) -> usize {
+    let mut checked = 0;
+    for name in super::harness::list(dir) {
+        if !name.ends_with(".json") || name.starts_with('.') {
+            continue;
+        }
+        let spec = read_json(&dir.join(&name));
+        let errors = schema_errors(&spec);
+        assert!(
+            errors.is_empty(),
+            "{name} violates the CDI schema: {errors:?}"
+        );
+        checked += 1;
+    }
+    assert!(checked > 0, "no CDI spec in {} to check", dir.display());
+    checked
+}
+
+#[test]
+fn the_schema_check_can_fail() {
+    let bad = serde_json::json!({ "cdiVersion": "0.5.0", "devices": [] });
+    let errors = schema_errors(&bad);
+    assert!(errors.iter().any(|e| e.contains("kind")), "{errors:?}");
+    let bad_node = serde_json::json!({
+        "cdiVersion": "0.5.0", "kind": "k8s.gpuslice.dev/claim",
+        "devices": [{ "name": "d", "containerEdits": { "deviceNodes": [{ "hostPath": "/dev/null" }] } }]
+    });
+    assert!(!schema_errors(&bad_node).is_empty());
+}

@@ -1,0 +1,229 @@
+//! Starting and stopping the real gpusliced on the simulated backend in a
+//! temp folder, and talking to it over its socket like any client does.
+//!
+//! Readiness is the real sd_notify protocol: the harness binds a datagram
+//! socket, passes it as NOTIFY_SOCKET and waits for READY=1. Nothing sleeps.
+
+use std::os::unix::fs::symlink;
+use std::os::unix::net::UnixDatagram;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::Duration;
+
+use gpuslice_proto::gpuslice::v1 as pb;
+use gpuslice_proto::gpuslice::v1::gpu_slice_client::GpuSliceClient;
+use hyper_util::rt::TokioIo;
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use tonic::transport::{Channel, Endpoint};
+
+/// How long start-up may take before the test fails (a bound, not a sleep).
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A running gpusliced and its folder.
+pub struct Daemon {
+    pub dir: tempfile::TempDir,
+    pub socket: PathBuf,
+    pub cdi_dir: PathBuf,
+    pub state_dir: PathBuf,
+    pub root: PathBuf,
+    child: ChildGuard,
+}
+
+/// Kills the daemon if a test ends without stopping it.
+struct ChildGuard(Child);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A config file for `gpus` simulated GPUs under `dir`.
+pub fn write_config(dir: &Path, gpus: usize, extra: &str) -> PathBuf {
+    let root = dir.join("root");
+    std::fs::create_dir_all(root.join("dev")).expect("create fake dev root");
+    let nodes = (0..gpus)
+        .map(|i| format!("nvidia{i}"))
+        .chain(["nvidiactl".to_owned(), "nvidia-uvm".to_owned()]);
+    for node in nodes {
+        let link = root.join("dev").join(node);
+        if !link.exists() {
+            symlink("/dev/null", &link).expect("link fake device node");
+        }
+    }
+    let models = vec!["\"H100-80GB\""; gpus].join(", ");
+    let text = format!(
+        "socket = \"gpusliced.sock\"\nstate_dir = \"state\"\ncdi_dir = \"cdi\"\n\
+         driver_root = \"root\"\n{extra}\n[backend]\nkind = \"sim\"\n[backend.sim]\ngpus = [{models}]\n"
+    );
+    let path = dir.join("gpuslice.toml");
+    std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .open(&path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
+        .expect("write config");
+    path
+}
+
+/// Runs gpusliced with `config` and waits for it to exit; returns its status
+/// and stderr. For start-up failures.
+pub fn run_to_exit(config: &Path) -> (ExitStatus, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_gpusliced"))
+        .arg("--config")
+        .arg(config)
+        .env_remove("NOTIFY_SOCKET")
+        .output()
+        .expect("run gpusliced");
+    (
+        out.status,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+impl Daemon {
+    /// Starts gpusliced with `gpus` simulated H100s in a new temp folder.
+    pub fn start(gpus: usize) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        write_config(dir.path(), gpus, "");
+        Self::start_in(dir)
+    }
+
+    /// Starts gpusliced on the config already in `dir`.
+    pub fn start_in(dir: tempfile::TempDir) -> Self {
+        let notify_path = dir.path().join("notify.sock");
+        let _ = std::fs::remove_file(&notify_path);
+        let notify = UnixDatagram::bind(&notify_path).expect("bind notify socket");
+        notify
+            .set_read_timeout(Some(READY_TIMEOUT))
+            .expect("notify timeout");
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.path().join("daemon.log"))
+            .expect("daemon log");
+        let child = Command::new(env!("CARGO_BIN_EXE_gpusliced"))
+            .arg("--config")
+            .arg(dir.path().join("gpuslice.toml"))
+            .env("NOTIFY_SOCKET", &notify_path)
+            .env("GPUSLICE_LOG", "debug")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("spawn gpusliced");
+        let daemon = Self {
+            socket: dir.path().join("gpusliced.sock"),
+            cdi_dir: dir.path().join("cdi"),
+            state_dir: dir.path().join("state"),
+            root: dir.path().join("root"),
+            dir,
+            child: ChildGuard(child),
+        };
+        daemon.wait_ready(&notify);
+        daemon
+    }
+
+    fn wait_ready(&self, notify: &UnixDatagram) {
+        let mut buf = [0u8; 4096];
+        loop {
+            let n = notify.recv(&mut buf).unwrap_or_else(|e| {
+                panic!("no READY=1 from gpusliced ({e}); log:\n{}", self.log())
+            });
+            let msg = String::from_utf8_lossy(&buf[..n]);
+            if msg.lines().any(|l| l == "READY=1") {
+                return;
+            }
+        }
+    }
+
+    /// The daemon's stderr so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("daemon.log")).unwrap_or_default()
+    }
+
+    /// A client over the socket.
+    pub async fn client(&self) -> GpuSliceClient<Channel> {
+        connect(&self.socket).await
+    }
+
+    /// Sends SIGTERM and waits; returns the exit status and the folder.
+    pub fn stop(mut self) -> (ExitStatus, tempfile::TempDir) {
+        let pid = i32::try_from(self.child.0.id()).expect("pid fits");
+        kill(Pid::from_raw(pid), Signal::SIGTERM).expect("send SIGTERM");
+        let status = self.child.0.wait().expect("wait for gpusliced");
+        (status, self.dir)
+    }
+
+    /// Every file name in the CDI dir, sorted.
+    pub fn cdi_files(&self) -> Vec<String> {
+        list(&self.cdi_dir)
+    }
+
+    /// Every claim record file name, sorted.
+    pub fn record_files(&self) -> Vec<String> {
+        list(&self.state_dir.join("claims"))
+    }
+}
+
+/// Sorted file names in `dir` (empty if it does not exist).
+pub fn list(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// A client over the unix socket at `path`.
+pub async fn connect(path: &Path) -> GpuSliceClient<Channel> {
+    let path = path.to_path_buf();
+    let channel = Endpoint::from_static("http://localhost")
+        .connect_with_connector(tower::service_fn(move |_| {
+            let path = path.clone();
+            async move {
+                tokio::net::UnixStream::connect(path)
+                    .await
+                    .map(TokioIo::new)
+            }
+        }))
+        .await
+        .expect("connect to gpusliced");
+    GpuSliceClient::new(channel)
+}
+
+/// A prepare request for whole GPUs.
+pub fn prepare_request(uid: &str, devices: &[&str]) -> pb::PrepareRequest {
+    pb::PrepareRequest {
+        claim: Some(pb::ClaimRef {
+            uid: uid.to_owned(),
+            namespace: "team-a".to_owned(),
+            name: "train".to_owned(),
+        }),
+        devices: devices
+            .iter()
+            .map(|d| pb::AllocatedDevice {
+                device: (*d).to_owned(),
+                request_names: vec!["gpu".to_owned()],
+                pool: "node-1".to_owned(),
+            })
+            .collect(),
+        configs: vec![],
+    }
+}
+
+/// An unprepare request.
+pub fn unprepare_request(uid: &str) -> pb::UnprepareRequest {
+    pb::UnprepareRequest {
+        claim: Some(pb::ClaimRef {
+            uid: uid.to_owned(),
+            ..Default::default()
+        }),
+    }
+}

@@ -1,0 +1,159 @@
+//! Start-up, restart, shutdown and who may connect.
+
+use std::os::unix::fs::PermissionsExt;
+
+use gpuslice_proto::gpuslice::v1 as pb;
+
+use crate::cdi_schema::assert_all_valid;
+use crate::harness::{Daemon, prepare_request, run_to_exit, write_config};
+
+const A: &str = "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_sigterm_exits_zero_and_removes_the_socket() {
+    let daemon = Daemon::start(1);
+    let socket = daemon.socket.clone();
+    let (status, _dir) = daemon.stop();
+    assert_eq!(status.code(), Some(0), "{status}");
+    assert!(!socket.exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_restart_keeps_claims_and_their_cdi_ids() {
+    let daemon = Daemon::start(2);
+    let first = daemon
+        .client()
+        .await
+        .prepare(prepare_request(A, &["gpu-1"]))
+        .await
+        .unwrap()
+        .into_inner();
+    let (status, dir) = daemon.stop();
+    assert_eq!(status.code(), Some(0));
+    // A reboot wipes /var/run/cdi: the restarted daemon must rewrite the spec.
+    std::fs::remove_dir_all(dir.path().join("cdi")).unwrap();
+    let daemon = Daemon::start_in(dir);
+    assert_eq!(
+        daemon.cdi_files(),
+        vec![format!("k8s.gpuslice.dev-claim_{A}.json")]
+    );
+    assert_all_valid(&daemon.cdi_dir);
+    let mut client = daemon.client().await;
+    let claims = client
+        .list_claims(pb::ListClaimsRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(claims.claims.len(), 1);
+    let again = client
+        .prepare(prepare_request(A, &["gpu-1"]))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(again.already_prepared);
+    assert_eq!(first.devices, again.devices);
+    let err = client
+        .prepare(prepare_request(
+            "2a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
+            &["gpu-1"],
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), tonic::Code::FailedPrecondition);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_start_up_removes_specs_without_records() {
+    let daemon = Daemon::start(1);
+    daemon
+        .client()
+        .await
+        .prepare(prepare_request(A, &["gpu-0"]))
+        .await
+        .unwrap();
+    let (_, dir) = daemon.stop();
+    // As if the daemon died between writing the spec and writing the record.
+    std::fs::remove_file(dir.path().join(format!("state/claims/{A}.json"))).unwrap();
+    let daemon = Daemon::start_in(dir);
+    assert!(daemon.cdi_files().is_empty(), "{:?}", daemon.cdi_files());
+}
+
+#[test]
+fn sim_nvml_without_a_driver_exits_nonzero_naming_the_library() {
+    if std::path::Path::new("/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1").exists() {
+        eprintln!("skipped: this machine has libnvidia-ml.so.1, so NVML loads");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), 1, "");
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("kind = \"sim\"", "kind = \"nvml\"");
+    std::fs::write(&config, text).unwrap();
+    let (status, stderr) = run_to_exit(&config);
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("libnvidia-ml.so.1"), "{stderr}");
+    assert!(
+        stderr.contains("kind = \"sim\""),
+        "says how to run without GPUs: {stderr}"
+    );
+    assert!(!dir.path().join("gpusliced.sock").exists());
+}
+
+#[test]
+fn sim_a_config_typo_exits_2_with_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), 1, "cdi_dri = \"x\"");
+    let (status, stderr) = run_to_exit(&config);
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("cdi_dri") && stderr.contains("line 5"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_a_second_daemon_on_the_same_socket_is_refused() {
+    let daemon = Daemon::start(1);
+    let (status, stderr) = run_to_exit(&daemon.dir.path().join("gpuslice.toml"));
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("already serving"), "{stderr}");
+    // The first daemon still answers.
+    daemon
+        .client()
+        .await
+        .get_status(pb::GetStatusRequest {})
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_socket_is_0660_and_other_users_are_refused() {
+    let daemon = Daemon::start(1);
+    let mode = std::fs::metadata(&daemon.socket)
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o660);
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped the other-user half: needs root to run a client as nobody");
+        return;
+    }
+    // Open both fences' first one so the peer check itself must refuse.
+    std::fs::set_permissions(daemon.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&daemon.socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_gpuslicectl"))
+        .arg("--socket")
+        .arg(&daemon.socket)
+        .arg("status")
+        .output()
+        .expect("setpriv (util-linux) runs gpuslicectl as nobody");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "nobody was admitted");
+    assert!(
+        stderr.contains("PermissionDenied") && stderr.contains("uid 65534"),
+        "{stderr}"
+    );
+}
