@@ -1,0 +1,397 @@
+//! Prepare latency against its durability floor, at 10, 1,000 and 10,000 live
+//! claims.
+//!
+//! A prepare returns only once the claim's CDI spec and its record are durably
+//! on disk, so it can never be cheaper than two durable atomic writes
+//! (temp file, write, fsync, rename, fsync dir) of the same sizes in the same
+//! folders. This bench measures that floor with raw std calls and the engine's
+//! prepare side by side, sample for sample in one loop, so both see the same
+//! disk. What it must not do: time anything but the call (setup, the live
+//! claims and every unprepare are untimed), or share state between levels
+//! (each level gets a fresh folder and engine). See bench/README.md.
+//!
+//! Env: `GPUSLICE_BENCH_SAMPLES` (default 300), `GPUSLICE_BENCH_DIR` (default
+//! a temp folder under the cargo target dir).
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use gpuslice::claims::{DeviceRequest, Engine, EngineSettings, PrepareRequest};
+use gpuslice::driver::{BINARIES, COMMON_NODES, DriverFiles, LIBRARIES, Roots};
+use gpuslice::gpu::GpuBackend;
+use gpuslice::gpu::sim::{SimBackend, SimModel};
+use gpuslice::inventory::Inventory;
+use gpuslice::state::Store;
+
+const DRIVER_VERSION: &str = "580.95.05";
+const DEFAULT_SAMPLES: usize = 300;
+/// (live claims, simulated GPUs beyond live + samples). The last row is a
+/// control: 10 live claims on a node as big as the 10,000 level, separating
+/// what grows with the claim count from what grows with the GPU count.
+const LEVELS: &[(usize, usize)] = &[(10, 0), (1_000, 0), (10_000, 0), (10, 9_990)];
+
+/// One level's samples.
+struct Level {
+    live: usize,
+    gpus: usize,
+    prepare: Vec<Duration>,
+    floor: Vec<Duration>,
+}
+
+fn main() {
+    let samples = samples();
+    let (_guard, base) = work_dir();
+    print_facts(samples, &base);
+    let mut results = Vec::new();
+    for &(live, extra) in LEVELS {
+        let level = run_level(&base, live, live + samples + extra, samples);
+        print_level(&level);
+        results.push(level);
+    }
+    print_summary(&results);
+}
+
+fn samples() -> usize {
+    match std::env::var("GPUSLICE_BENCH_SAMPLES") {
+        Ok(v) => v
+            .parse::<usize>()
+            .ok()
+            .filter(|n| *n > 0)
+            .expect("GPUSLICE_BENCH_SAMPLES must be a positive integer"),
+        Err(_) => DEFAULT_SAMPLES,
+    }
+}
+
+/// The folder all levels live under, removed at the end.
+fn work_dir() -> (tempfile::TempDir, PathBuf) {
+    let parent = std::env::var_os("GPUSLICE_BENCH_DIR").map_or_else(target_dir, PathBuf::from);
+    std::fs::create_dir_all(&parent).expect("cannot create the bench folder's parent");
+    let dir = tempfile::Builder::new()
+        .prefix("gpuslice-bench-")
+        .tempdir_in(&parent)
+        .expect("cannot create the bench folder");
+    let path = dir.path().to_path_buf();
+    (dir, path)
+}
+
+/// The cargo target dir: the bench runs as `<target>/release/deps/prepare-*`.
+fn target_dir() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.ancestors().nth(3).map(Path::to_path_buf))
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
+}
+
+fn print_facts(samples: usize, base: &Path) {
+    let cpus = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
+    let profile = if cfg!(debug_assertions) {
+        "DEBUG (debug_assertions on): figures are not representative"
+    } else {
+        "release (debug_assertions off)"
+    };
+    println!("gpuslice prepare bench");
+    println!("cpus={cpus}  profile={profile}  samples={samples} per level");
+    println!("work dir: {}", base.display());
+    let df = std::process::Command::new("df")
+        .args(["-T", "-h"])
+        .arg(base)
+        .output();
+    match df {
+        Ok(out) if out.status.success() => print!("{}", String::from_utf8_lossy(&out.stdout)),
+        _ => println!("(df -T unavailable; filesystem unknown)"),
+    }
+    println!();
+}
+
+/// A fake host: /dev nodes for `gpus` GPUs and the control nodes, and a
+/// driver root with every library and binary, so the spec has a real size.
+fn fake_root(root: &Path, gpus: usize) {
+    let dev = root.join("dev");
+    let lib = root.join("usr/lib/x86_64-linux-gnu");
+    let bin = root.join("usr/bin");
+    for dir in [&dev, &lib, &bin] {
+        std::fs::create_dir_all(dir).expect("cannot create the fake root");
+    }
+    let nodes = (0..gpus)
+        .map(|i| format!("nvidia{i}"))
+        .chain(COMMON_NODES.iter().map(|(n, _)| (*n).to_owned()));
+    for node in nodes {
+        symlink("/dev/null", dev.join(node)).expect("cannot create a fake device node");
+    }
+    for stem in LIBRARIES {
+        let real = format!("{stem}.{DRIVER_VERSION}");
+        empty_file(&lib.join(&real));
+        symlink(&real, lib.join(format!("{stem}.1"))).expect("cannot link a fake library");
+    }
+    for name in BINARIES {
+        empty_file(&bin.join(name));
+    }
+}
+
+fn empty_file(path: &Path) {
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .expect("cannot create a fake driver file");
+}
+
+/// Paths of one level.
+struct Fixture {
+    root: PathBuf,
+    cdi_dir: PathBuf,
+    state_dir: PathBuf,
+}
+
+fn engine(fx: &Fixture, gpus: usize) -> Engine {
+    let backend: Arc<dyn GpuBackend> =
+        Arc::new(SimBackend::new(vec![SimModel::H100_80GB; gpus], "bench"));
+    let inventory = Inventory::from_backend(backend.as_ref()).expect("sim inventory");
+    let roots = Roots {
+        driver_root: &fx.root,
+        dev_root: &fx.root,
+    };
+    let engine = Engine::new(
+        backend,
+        inventory,
+        DriverFiles::discover(roots, DRIVER_VERSION),
+        Store::open(&fx.state_dir).expect("cannot open the records folder"),
+        EngineSettings {
+            cdi_dir: fx.cdi_dir.clone(),
+            dev_root: fx.root.clone(),
+            cdi_hook: None,
+            boot_id: "bench-boot".to_owned(),
+        },
+    );
+    engine.reconcile().expect("reconcile of an empty state");
+    engine
+}
+
+/// A canonical claim uid, unique per (level, index).
+fn uid(level: usize, index: usize) -> String {
+    format!("{level:08x}-0000-4000-8000-{index:012x}")
+}
+
+fn request(uid: String, gpu: usize) -> PrepareRequest {
+    PrepareRequest {
+        uid,
+        namespace: "bench".to_owned(),
+        name: "claim".to_owned(),
+        devices: vec![DeviceRequest {
+            device: format!("gpu-{gpu}"),
+            request_names: vec!["gpu".to_owned()],
+            pool: "node".to_owned(),
+        }],
+        configs: vec![],
+    }
+}
+
+fn run_level(base: &Path, live: usize, gpus: usize, samples: usize) -> Level {
+    let dir = base.join(format!("live-{live}-gpus-{gpus}"));
+    let fx = Fixture {
+        root: dir.join("root"),
+        cdi_dir: dir.join("cdi"),
+        state_dir: dir.join("state"),
+    };
+    fake_root(&fx.root, gpus);
+    let engine = engine(&fx, gpus);
+    populate(&engine, live);
+    let (spec_len, record_len) = sizes(&engine, &fx, live);
+    let records_dir = fx.state_dir.join("claims");
+    let spec_bytes = vec![b's'; spec_len];
+    let record_bytes = vec![b'r'; record_len];
+    let mut level = Level {
+        live,
+        gpus,
+        prepare: Vec::with_capacity(samples),
+        floor: Vec::with_capacity(samples),
+    };
+    for i in 0..samples {
+        // Fresh names each sample, as a prepare has; the last `samples`
+        // GPUs are the free ones, so every level looks them up at the same
+        // place in the inventory.
+        let id = uid(live, live + i);
+        let gpu = gpus - samples + i;
+        let floor = || floor_sample(&fx.cdi_dir, &spec_bytes, &records_dir, &record_bytes, &id);
+        // Alternate which goes first so neither always follows the other.
+        if i % 2 == 0 {
+            level.prepare.push(prepare_sample(&engine, &id, gpu));
+            level.floor.push(floor());
+        } else {
+            level.floor.push(floor());
+            level.prepare.push(prepare_sample(&engine, &id, gpu));
+        }
+    }
+    level
+}
+
+/// Prepares `live` claims on gpu-0.. (untimed), printing progress.
+fn populate(engine: &Engine, live: usize) {
+    let started = Instant::now();
+    for i in 0..live {
+        engine
+            .prepare(&request(uid(live, i), i))
+            .expect("prepare of a live claim");
+        if (i + 1) % 1_000 == 0 {
+            println!(
+                "  live={live}: {} claims prepared ({:.1?})",
+                i + 1,
+                started.elapsed()
+            );
+        }
+    }
+}
+
+/// Sizes of the spec and record a prepare writes, read back from disk.
+fn sizes(engine: &Engine, fx: &Fixture, live: usize) -> (usize, usize) {
+    let claims = engine.claims();
+    let record = claims.first().expect("at least one live claim");
+    let len = |path: PathBuf| {
+        let meta = std::fs::metadata(&path).expect("a prepared claim's file is on disk");
+        usize::try_from(meta.len()).expect("file size fits in usize")
+    };
+    let spec = len(fx.cdi_dir.join(&record.cdi_spec_file));
+    let rec = len(fx
+        .state_dir
+        .join("claims")
+        .join(format!("{}.json", record.uid)));
+    println!("  live={live}: spec {spec} B, record {rec} B per claim");
+    (spec, rec)
+}
+
+/// One timed prepare of a fresh claim on its own free GPU; its unprepare is
+/// untimed.
+fn prepare_sample(engine: &Engine, uid: &str, gpu: usize) -> Duration {
+    let req = request(uid.to_owned(), gpu);
+    let started = Instant::now();
+    let result = engine.prepare(&req);
+    let took = started.elapsed();
+    result.expect("timed prepare");
+    engine
+        .unprepare(&req.uid)
+        .expect("unprepare after a sample");
+    took
+}
+
+/// One timed pair of raw durable writes, then their untimed removal.
+fn floor_sample(
+    cdi_dir: &Path,
+    spec: &[u8],
+    records_dir: &Path,
+    record: &[u8],
+    uid: &str,
+) -> Duration {
+    let spec_name = format!("floor-spec_{uid}.json");
+    let record_name = format!("floor-record_{uid}.json");
+    let started = Instant::now();
+    durable_write(cdi_dir, &spec_name, spec);
+    durable_write(records_dir, &record_name, record);
+    let took = started.elapsed();
+    for (dir, name) in [(cdi_dir, &spec_name), (records_dir, &record_name)] {
+        std::fs::remove_file(dir.join(name)).expect("remove a floor file");
+        sync_dir(dir);
+    }
+    took
+}
+
+/// temp file (create_new), write_all, fsync, rename, fsync dir.
+fn durable_write(dir: &Path, name: &str, bytes: &[u8]) {
+    let tmp = dir.join(format!(".{name}.tmp"));
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .expect("create a floor temp file");
+    file.write_all(bytes).expect("write a floor file");
+    file.sync_all().expect("fsync a floor file");
+    drop(file);
+    std::fs::rename(&tmp, dir.join(name)).expect("rename a floor file");
+    sync_dir(dir);
+}
+
+fn sync_dir(dir: &Path) {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .expect("fsync a folder");
+}
+
+/// The nearest-rank percentile `p` (0..=100) of `sorted`.
+fn percentile(sorted: &[Duration], p: usize) -> Duration {
+    let rank = (p * sorted.len()).div_ceil(100);
+    sorted
+        .get(rank.saturating_sub(1))
+        .copied()
+        .unwrap_or_default()
+}
+
+/// (p50, p99) of `samples`.
+fn p50_p99(samples: &[Duration]) -> (Duration, Duration) {
+    let mut sorted = samples.to_vec();
+    sorted.sort_unstable();
+    (percentile(&sorted, 50), percentile(&sorted, 99))
+}
+
+fn micros(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+fn ratio(a: Duration, b: Duration) -> f64 {
+    a.as_secs_f64() / b.as_secs_f64()
+}
+
+fn print_level(level: &Level) {
+    let (p50, p99) = p50_p99(&level.prepare);
+    let (f50, f99) = p50_p99(&level.floor);
+    println!(
+        "live={:<6} gpus={:<6} prepare p50={:.0}µs p99={:.0}µs  floor p50={:.0}µs p99={:.0}µs  \
+         ratio p50={:.2}x p99={:.2}x",
+        level.live,
+        level.gpus,
+        micros(p50),
+        micros(p99),
+        micros(f50),
+        micros(f99),
+        ratio(p50, f50),
+        ratio(p99, f99),
+    );
+    println!();
+}
+
+fn print_summary(results: &[Level]) {
+    let find = |live: usize, gpus_at_least: usize| {
+        results
+            .iter()
+            .find(|l| l.live == live && l.gpus >= gpus_at_least)
+    };
+    let (Some(small), Some(big)) = (find(10, 0), find(10_000, 0)) else {
+        return;
+    };
+    let (s50, s99) = p50_p99(&small.prepare);
+    let (b50, b99) = p50_p99(&big.prepare);
+    println!(
+        "per-prepare cost, 10,000 vs 10 live claims: p50 {:.0}µs vs {:.0}µs = {:.2}x, \
+         p99 {:.0}µs vs {:.0}µs = {:.2}x",
+        micros(b50),
+        micros(s50),
+        ratio(b50, s50),
+        micros(b99),
+        micros(s99),
+        ratio(b99, s99),
+    );
+    if let Some(control) = find(10, big.gpus) {
+        let (c50, c99) = p50_p99(&control.prepare);
+        println!(
+            "control, 10 live claims on {} GPUs: p50 {:.0}µs p99 {:.0}µs \
+             (10,000 live / control: p50 {:.2}x, p99 {:.2}x)",
+            control.gpus,
+            micros(c50),
+            micros(c99),
+            ratio(b50, c50),
+            ratio(b99, c99),
+        );
+    }
+}
