@@ -7,7 +7,7 @@
 //!   transient spec file names.
 //! * [`version`]: the minimum `cdiVersion` a spec's fields need, and
 //!   [`version::finalize`] to declare it.
-//! * [`validate`]: what the CDI Go library rejects, and [`to_json`], the only
+//! * [`mod@validate`]: what the CDI Go library rejects, and [`to_json`], the only
 //!   way to turn a spec into bytes to write.
 //! * [`atomic`]: the one durable file writer (temp, fsync, rename, fsync dir)
 //!   and durable removal, used for CDI specs and for the daemon's records.
