@@ -261,6 +261,7 @@ mod tests {
         let err = serde_json::from_value::<Spec>(value).unwrap_err();
         assert!(err.to_string().contains("annotations"), "{err}");
         let device: Value = json!({"name": "d", "containerEdits": {"additionalGids": [1]}});
-        assert!(serde_json::from_value::<Device>(device).is_err());
+        let err = serde_json::from_value::<Device>(device).unwrap_err();
+        assert!(err.to_string().contains("additionalGids"), "{err}");
     }
 }
