@@ -8,10 +8,15 @@
 //! runtimes (they read `*.json`/`*.yaml`) nor the daemon's loaders pick them up;
 //! [`is_temp_name`] lets start-up clean up the ones a crash left behind.
 //! Symlinks are never followed at the target: rename replaces the link itself.
+//!
+//! Invariants: the file gets exactly `mode` (set with fchmod, so the umask
+//! does not narrow it); a temp name left by an earlier process with the same
+//! pid (a crash, pid 1 in a container) is skipped, not an error; a failed
+//! write leaves no temp file behind.
 
-use std::fs::{File, OpenOptions};
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs::{File, OpenOptions, Permissions};
+use std::io::{ErrorKind, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -58,13 +63,15 @@ pub fn is_temp_name(name: &str) -> bool {
     name.starts_with('.') && name.contains(".tmp-")
 }
 
+/// How many temp names [`write_atomic`] tries before giving up.
+const TEMP_ATTEMPTS: u32 = 16;
+
 /// Writes `contents` to `dir/name` atomically and durably, with file mode `mode`.
 pub fn write_atomic(dir: &Path, name: &str, contents: &[u8], mode: u32) -> Result<(), AtomicError> {
     check_name(name)?;
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let tmp = dir.join(format!(".{name}.tmp-{}-{n}", std::process::id()));
     let target = dir.join(name);
-    let result = write_temp(&tmp, contents, mode).and_then(|()| {
+    let (tmp, file) = create_temp(dir, name, mode)?;
+    let result = fill(file, &tmp, contents, mode).and_then(|()| {
         std::fs::rename(&tmp, &target).map_err(io_err("rename into place", &target))
     });
     if let Err(err) = result {
@@ -75,14 +82,31 @@ pub fn write_atomic(dir: &Path, name: &str, contents: &[u8], mode: u32) -> Resul
     sync_dir(dir)
 }
 
-fn write_temp(tmp: &Path, contents: &[u8], mode: u32) -> Result<(), AtomicError> {
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(tmp)
-        .map_err(io_err("create temp file", tmp))?;
+/// Creates a fresh temp file next to the target, skipping names that exist.
+fn create_temp(dir: &Path, name: &str, mode: u32) -> Result<(PathBuf, File), AtomicError> {
+    let mut attempt = 0;
+    loop {
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let tmp = dir.join(format!(".{name}.tmp-{}-{n}", std::process::id()));
+        let opened = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&tmp);
+        match opened {
+            Ok(file) => return Ok((tmp, file)),
+            Err(err) if err.kind() == ErrorKind::AlreadyExists && attempt + 1 < TEMP_ATTEMPTS => {
+                attempt += 1;
+            }
+            Err(err) => return Err(io_err("create temp file", &tmp)(err)),
+        }
+    }
+}
+
+fn fill(mut file: File, tmp: &Path, contents: &[u8], mode: u32) -> Result<(), AtomicError> {
+    file.set_permissions(Permissions::from_mode(mode))
+        .map_err(io_err("chmod", tmp))?;
     file.write_all(contents).map_err(io_err("write", tmp))?;
     file.sync_all().map_err(io_err("fsync", tmp))
 }
@@ -96,7 +120,7 @@ pub fn remove_durable(dir: &Path, name: &str) -> Result<bool, AtomicError> {
             sync_dir(dir)?;
             Ok(true)
         }
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(err) if err.kind() == ErrorKind::NotFound => Ok(false),
         Err(err) => Err(io_err("remove", &target)(err)),
     }
 }
@@ -107,3 +131,6 @@ pub fn sync_dir(dir: &Path) -> Result<(), AtomicError> {
         .and_then(|d| d.sync_all())
         .map_err(io_err("fsync directory", dir))
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,164 @@
+use super::*;
+use std::os::unix::fs::MetadataExt;
+
+fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    names
+}
+
+fn mode_of(path: &Path) -> u32 {
+    std::fs::metadata(path).unwrap().mode() & 0o7777
+}
+
+#[test]
+fn write_creates_the_file_with_the_exact_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, mode) in [("a.json", 0o644), ("b.json", 0o600), ("c.json", 0o666)] {
+        write_atomic(dir.path(), name, b"{}\n", mode).unwrap();
+        let path = dir.path().join(name);
+        assert_eq!(std::fs::read(&path).unwrap(), b"{}\n");
+        // 0o666 would be narrowed by a 022 umask without the fchmod.
+        assert_eq!(mode_of(&path), mode, "{name}");
+    }
+}
+
+#[test]
+fn overwrite_replaces_contents_and_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    write_atomic(dir.path(), "spec.json", b"old contents, longer", 0o600).unwrap();
+    write_atomic(dir.path(), "spec.json", b"new", 0o644).unwrap();
+    let path = dir.path().join("spec.json");
+    assert_eq!(std::fs::read(&path).unwrap(), b"new");
+    assert_eq!(mode_of(&path), 0o644);
+}
+
+#[test]
+fn no_temp_file_is_left_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..5 {
+        write_atomic(dir.path(), "spec.json", format!("{i}").as_bytes(), 0o644).unwrap();
+    }
+    assert_eq!(names(dir.path()), ["spec.json"]);
+}
+
+#[test]
+fn failed_write_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing");
+    let err = write_atomic(&missing, "spec.json", b"x", 0o644).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            AtomicError::Io {
+                step: "create temp file",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("missing"), "{err}");
+    // Renaming over a directory fails after the temp file was written.
+    std::fs::create_dir(dir.path().join("taken")).unwrap();
+    let err = write_atomic(dir.path(), "taken", b"x", 0o644).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            AtomicError::Io {
+                step: "rename into place",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(names(dir.path()), ["taken"]);
+}
+
+#[test]
+fn bad_names_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["a/b", "..", ".", "", "/abs", "a\0b"] {
+        let err = write_atomic(dir.path(), name, b"x", 0o644).unwrap_err();
+        assert!(
+            matches!(err, AtomicError::BadName { .. }),
+            "{name:?}: {err}"
+        );
+        let err = remove_durable(dir.path(), name).unwrap_err();
+        assert!(
+            matches!(err, AtomicError::BadName { .. }),
+            "{name:?}: {err}"
+        );
+    }
+    assert!(names(dir.path()).is_empty());
+}
+
+#[test]
+fn remove_returns_true_then_false() {
+    let dir = tempfile::tempdir().unwrap();
+    write_atomic(dir.path(), "spec.json", b"x", 0o644).unwrap();
+    assert!(remove_durable(dir.path(), "spec.json").unwrap());
+    assert!(!remove_durable(dir.path(), "spec.json").unwrap());
+    assert!(names(dir.path()).is_empty());
+}
+
+#[test]
+fn a_planted_symlink_is_replaced_not_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let victim = outside.path().join("victim");
+    write_atomic(outside.path(), "victim", b"untouched", 0o600).unwrap();
+    let link = dir.path().join("spec.json");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+
+    write_atomic(dir.path(), "spec.json", b"new", 0o644).unwrap();
+
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_file()
+    );
+    assert_eq!(std::fs::read(&link).unwrap(), b"new");
+    assert_eq!(std::fs::read(&victim).unwrap(), b"untouched");
+    assert_eq!(mode_of(&victim), 0o600);
+}
+
+#[test]
+fn stale_temp_files_from_the_same_pid_are_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let next = COUNTER.load(Ordering::Relaxed);
+    let pid = std::process::id();
+    let stale: Vec<String> = (next..next + 4)
+        .map(|n| format!(".spec.json.tmp-{pid}-{n}"))
+        .collect();
+    for name in &stale {
+        write_atomic(dir.path(), name, b"stale", 0o600).unwrap();
+    }
+    write_atomic(dir.path(), "spec.json", b"fresh", 0o644).unwrap();
+    assert_eq!(
+        std::fs::read(dir.path().join("spec.json")).unwrap(),
+        b"fresh"
+    );
+    for name in &stale {
+        assert_eq!(std::fs::read(dir.path().join(name)).unwrap(), b"stale");
+    }
+}
+
+#[test]
+fn temp_names_are_recognised() {
+    assert!(is_temp_name(".spec.json.tmp-12-0"));
+    assert!(!is_temp_name("spec.json"));
+    assert!(!is_temp_name(".hidden.json"));
+    assert!(!is_temp_name("spec.tmp-1-2"));
+}
+
+#[test]
+fn sync_dir_reports_a_missing_dir() {
+    let dir = tempfile::tempdir().unwrap();
+    sync_dir(dir.path()).unwrap();
+    let err = sync_dir(&dir.path().join("missing")).unwrap_err();
+    assert!(err.to_string().starts_with("fsync directory "), "{err}");
+}
