@@ -9,6 +9,8 @@
 //! nvml-wrapper type crosses the trait. Calls block: async callers go through
 //! `spawn_blocking`.
 
+#[cfg(test)]
+mod conformance;
 mod error;
 pub mod nvml;
 pub mod sim;

@@ -1,37 +1,177 @@
-//! Real GPUs through NVML. Placeholder: filled in by the gpu work item.
+//! Real GPUs through NVML (nvml-wrapper; the library is loaded at run time).
+//!
+//! Owns the process's one [`Nvml`] handle, inside [`NvmlBackend`]: build the
+//! backend once and share it (`Arc<dyn GpuBackend>`). Read paths only for now;
+//! MIG create/destroy will need raw calls in `raw.rs`, the one file allowed
+//! `unsafe`. No nvml-wrapper type leaves this module: [`convert`] turns them
+//! into the boundary's types and errors. A failed load is an error naming the
+//! library, never a switch to the simulator.
 
-use std::path::Path;
+mod convert;
+#[cfg(test)]
+mod tests;
 
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use nvml_wrapper::Nvml;
+use nvml_wrapper::error::NvmlError;
+
+use self::convert::map_err;
 use super::{DriverInfo, GpuBackend, GpuError, GpuInfo};
 
-/// Placeholder NVML backend.
-#[derive(Debug)]
-pub struct NvmlBackend;
+/// The library `Nvml::init` loads when no path is configured.
+pub const DEFAULT_LIBRARY: &str = "libnvidia-ml.so.1";
+
+/// Where the kernel lists PCI devices by bus id.
+const SYSFS_PCI_DEVICES: &str = "/sys/bus/pci/devices";
+
+/// The NVML backend: one initialised NVML library for the process.
+pub struct NvmlBackend {
+    nvml: Nvml,
+    library: String,
+}
+
+impl fmt::Debug for NvmlBackend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NvmlBackend")
+            .field("library", &self.library)
+            .finish_non_exhaustive()
+    }
+}
 
 impl NvmlBackend {
-    /// Placeholder: always fails to load.
-    pub fn open(library: Option<&Path>) -> Result<Self, GpuError> {
-        Err(GpuError::LibraryLoad {
-            library: library.map_or_else(
-                || "libnvidia-ml.so.1".to_owned(),
-                |p| p.display().to_string(),
-            ),
-            reason: "not built yet".to_owned(),
-        })
+    /// Load NVML from `library` (default [`DEFAULT_LIBRARY`], found by the
+    /// dynamic loader) and initialise it.
+    pub fn open(library: Option<&Path>) -> Result<NvmlBackend, GpuError> {
+        let name = library.map_or_else(|| DEFAULT_LIBRARY.to_owned(), |p| p.display().to_string());
+        let result = match library {
+            Some(path) => Nvml::builder().lib_path(path.as_os_str()).init(),
+            None => Nvml::init(),
+        };
+        match result {
+            Ok(nvml) => Ok(NvmlBackend {
+                nvml,
+                library: name,
+            }),
+            Err(err) => Err(open_error(name, err)),
+        }
     }
+
+    /// The library this backend loaded, as configured.
+    pub fn library(&self) -> &str {
+        &self.library
+    }
+
+    fn device(&self, index: u32) -> Result<nvml_wrapper::Device<'_>, GpuError> {
+        match self.nvml.device_by_index(index) {
+            Ok(device) => Ok(device),
+            Err(NvmlError::InvalidArg) => Err(GpuError::NoSuchGpu { index }),
+            Err(err) => Err(map_err("nvmlDeviceGetHandleByIndex_v2", gpu(index), err)),
+        }
+    }
+}
+
+/// A library that cannot be loaded, or is not NVML, is a `LibraryLoad`.
+fn open_error(library: String, err: NvmlError) -> GpuError {
+    match err {
+        NvmlError::LibloadingError(e) => GpuError::LibraryLoad {
+            library,
+            reason: e.to_string(),
+        },
+        NvmlError::FailedToLoadSymbol(reason) => GpuError::LibraryLoad { library, reason },
+        other => map_err("nvmlInit_v2", format!("initialising {library}"), other),
+    }
+}
+
+/// "GPU 3": how errors name a GPU.
+fn gpu(index: u32) -> String {
+    format!("GPU {index}")
+}
+
+/// An error mapper for `call` on GPU `index`.
+fn on_gpu(call: &'static str, index: u32) -> impl FnOnce(NvmlError) -> GpuError {
+    move |err| map_err(call, gpu(index), err)
+}
+
+/// A value NVML returned that the boundary cannot represent.
+fn malformed(call: &'static str, index: u32, value: impl fmt::Display) -> GpuError {
+    GpuError::Nvml {
+        call,
+        message: format!("GPU {index}: unexpected value {value}"),
+    }
+}
+
+/// The PCIe root complex of a device, from sysfs; `None` when unreadable.
+fn pcie_root(bus_id: &str) -> Option<String> {
+    let path = std::fs::canonicalize(PathBuf::from(SYSFS_PCI_DEVICES).join(bus_id)).ok()?;
+    convert::pcie_root_of(&path)
 }
 
 impl GpuBackend for NvmlBackend {
     fn name(&self) -> &'static str {
         "nvml"
     }
+
     fn driver_info(&self) -> Result<DriverInfo, GpuError> {
-        Err(GpuError::NoSuchGpu { index: 0 })
+        let what = || "driver".to_owned();
+        let driver_version = (self.nvml.sys_driver_version())
+            .map_err(|e| map_err("nvmlSystemGetDriverVersion", what(), e))?;
+        let cuda = (self.nvml.sys_cuda_driver_version())
+            .map_err(|e| map_err("nvmlSystemGetCudaDriverVersion_v2", what(), e))?;
+        let cuda_driver_version = convert::cuda_version(cuda).ok_or(GpuError::Nvml {
+            call: "nvmlSystemGetCudaDriverVersion_v2",
+            message: format!("unexpected CUDA driver version {cuda}"),
+        })?;
+        Ok(DriverInfo {
+            driver_version,
+            cuda_driver_version,
+        })
     }
+
     fn device_count(&self) -> Result<u32, GpuError> {
-        Ok(0)
+        (self.nvml.device_count()).map_err(|e| map_err("nvmlDeviceGetCount_v2", "GPUs".into(), e))
     }
+
     fn device_info(&self, index: u32) -> Result<GpuInfo, GpuError> {
-        Err(GpuError::NoSuchGpu { index })
+        let dev = self.device(index)?;
+        let cc = (dev.cuda_compute_capability())
+            .map_err(on_gpu("nvmlDeviceGetCudaComputeCapability", index))?;
+        let compute_capability = match (u32::try_from(cc.major), u32::try_from(cc.minor)) {
+            (Ok(major), Ok(minor)) => (major, minor),
+            _ => {
+                return Err(malformed(
+                    "nvmlDeviceGetCudaComputeCapability",
+                    index,
+                    cc.major,
+                ));
+            }
+        };
+        let raw_bus_id = dev
+            .pci_info()
+            .map_err(on_gpu("nvmlDeviceGetPciInfo_v3", index))?
+            .bus_id;
+        let pci_bus_id = convert::canonical_bus_id(&raw_bus_id)
+            .ok_or_else(|| malformed("nvmlDeviceGetPciInfo_v3", index, &raw_bus_id))?;
+        Ok(GpuInfo {
+            index,
+            uuid: dev.uuid().map_err(on_gpu("nvmlDeviceGetUUID", index))?,
+            product_name: dev.name().map_err(on_gpu("nvmlDeviceGetName", index))?,
+            brand: convert::brand_name(&dev.brand().map_err(on_gpu("nvmlDeviceGetBrand", index))?)
+                .to_owned(),
+            architecture: (dev.architecture())
+                .map_err(on_gpu("nvmlDeviceGetArchitecture", index))?
+                .to_string(),
+            compute_capability,
+            memory_bytes: (dev.memory_info())
+                .map_err(on_gpu("nvmlDeviceGetMemoryInfo_v2", index))?
+                .total,
+            pcie_root: pcie_root(&pci_bus_id),
+            pci_bus_id,
+            minor: dev
+                .minor_number()
+                .map_err(on_gpu("nvmlDeviceGetMinorNumber", index))?,
+            mig: convert::mig_support(dev.mig_mode(), || format!("GPU {index} mig mode"))?,
+        })
     }
 }

@@ -1,20 +1,135 @@
-//! Simulated GPUs. Placeholder implementation until the gpu work item lands:
-//! serves H100-80GB facts for every configured GPU.
+//! Simulated GPUs: per-model tables ([`models`]) feeding one generic engine.
+//!
+//! Owns the simulated node: which models sit at which index, their identity
+//! (deterministic UUIDs and PCI addresses derived from a node seed), and the
+//! "hardware" state a real GPU keeps on its own ([`SimGpuState`]). Answers
+//! with the same [`GpuError`] variants NVML would, and lets tests inject them
+//! through [`Faults`]. No I/O yet: persisting [`SimGpuState`] across a daemon
+//! restart comes later and plugs in where [`SimBackend::new`] builds the
+//! fresh-boot state.
+
+mod faults;
+pub mod models;
+mod tables;
+
+#[cfg(test)]
+mod table_checks;
+#[cfg(test)]
+mod tests;
+
+use std::sync::{Mutex, PoisonError};
+
+use uuid::Uuid;
+
+pub use faults::{Faults, op};
+pub use models::{Engines, GiProfile, ModelSpec, Placement, SimModel};
 
 use super::{DriverInfo, GpuBackend, GpuError, GpuInfo, MigMode, MigSupport};
 
-/// A simulated node with `count` H100-80GB GPUs.
+/// The driver version every simulated node reports.
+pub const DRIVER_VERSION: &str = "580.95.05";
+/// The CUDA driver API version every simulated node reports.
+pub const CUDA_DRIVER_VERSION: (u32, u32) = (13, 0);
+
+/// Namespace of simulated GPU UUIDs (a fixed random v4 UUID, never change it:
+/// UUIDs in persisted claims and CDI specs depend on it).
+const UUID_NAMESPACE: Uuid = Uuid::from_u128(0x6c1d_3f0e_9a4b_4e57_8d21_5b7f_0c93_a8e4);
+
+/// Buses of simulated GPUs in one PCI domain; the next GPU opens a new domain.
+const BUSES_PER_DOMAIN: u32 = 32;
+
+/// What a simulated GPU remembers by itself, as real hardware would: the part a
+/// later issue persists so it outlives a daemon restart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SimGpuState {
+    /// MIG mode in force.
+    pub mig_current: MigMode,
+    /// MIG mode after the next activation.
+    pub mig_pending: MigMode,
+}
+
+impl SimGpuState {
+    /// A GPU straight after boot: MIG disabled.
+    pub fn fresh() -> Self {
+        Self {
+            mig_current: MigMode::Disabled,
+            mig_pending: MigMode::Disabled,
+        }
+    }
+}
+
+/// One simulated GPU: fixed identity plus mutable hardware state.
+#[derive(Debug)]
+struct SimGpu {
+    model: SimModel,
+    uuid: String,
+    pci_bus_id: String,
+    pcie_root: String,
+    state: Mutex<SimGpuState>,
+}
+
+impl SimGpu {
+    fn new(index: u32, model: SimModel, node_seed: &str) -> Self {
+        let domain = index / BUSES_PER_DOMAIN;
+        let bus = 0x18 + 7 * (index % BUSES_PER_DOMAIN);
+        Self {
+            model,
+            uuid: gpu_uuid(node_seed, index, model),
+            pci_bus_id: format!("{domain:04x}:{bus:02x}:00.0"),
+            pcie_root: format!("pci{domain:04x}:{:02x}", bus - 1),
+            state: Mutex::new(SimGpuState::fresh()),
+        }
+    }
+
+    /// The state is plain data replaced whole, so a poisoned lock still holds a
+    /// consistent value.
+    fn state(&self) -> SimGpuState {
+        *self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// "GPU-<uuid v5 of seed, index and model>": stable for a node, distinct across nodes.
+fn gpu_uuid(node_seed: &str, index: u32, model: SimModel) -> String {
+    let name = format!("{node_seed}/{index}/{model}");
+    format!("GPU-{}", Uuid::new_v5(&UUID_NAMESPACE, name.as_bytes()))
+}
+
+/// A simulated node: the configured models at indices 0, 1, ...
 #[derive(Debug)]
 pub struct SimBackend {
-    count: u32,
+    gpus: Vec<SimGpu>,
+    faults: Faults,
 }
 
 impl SimBackend {
-    /// A node with one GPU per model.
-    pub fn new(models: Vec<SimModel>, _seed: &str) -> Self {
-        Self {
-            count: u32::try_from(models.len()).unwrap_or(u32::MAX),
+    /// A freshly booted node with `models` in index order. `node_seed` (e.g. the
+    /// node name) makes UUIDs differ between nodes and stay put across restarts.
+    pub fn new(models: Vec<SimModel>, node_seed: &str) -> SimBackend {
+        let gpus = (0u32..)
+            .zip(models)
+            .map(|(index, model)| SimGpu::new(index, model, node_seed))
+            .collect();
+        SimBackend {
+            gpus,
+            faults: Faults::new(),
         }
+    }
+
+    /// The fault registry every call of this backend consults.
+    pub fn faults(&self) -> &Faults {
+        &self.faults
+    }
+
+    /// The model at `index`.
+    pub fn model(&self, index: u32) -> Result<SimModel, GpuError> {
+        self.gpu(index).map(|gpu| gpu.model)
+    }
+
+    fn gpu(&self, index: u32) -> Result<&SimGpu, GpuError> {
+        usize::try_from(index)
+            .ok()
+            .and_then(|i| self.gpus.get(i))
+            .ok_or(GpuError::NoSuchGpu { index })
     }
 }
 
@@ -24,50 +139,41 @@ impl GpuBackend for SimBackend {
     }
 
     fn driver_info(&self) -> Result<DriverInfo, GpuError> {
+        self.faults.check(op::DRIVER_INFO)?;
         Ok(DriverInfo {
-            driver_version: "580.95.05".into(),
-            cuda_driver_version: (13, 0),
+            driver_version: DRIVER_VERSION.into(),
+            cuda_driver_version: CUDA_DRIVER_VERSION,
         })
     }
 
     fn device_count(&self) -> Result<u32, GpuError> {
-        Ok(self.count)
+        self.faults.check(op::DEVICE_COUNT)?;
+        u32::try_from(self.gpus.len()).map_err(|_| GpuError::Nvml {
+            call: "nvmlDeviceGetCount_v2",
+            message: "more simulated GPUs than NVML can count".into(),
+        })
     }
 
     fn device_info(&self, index: u32) -> Result<GpuInfo, GpuError> {
-        if index >= self.count {
-            return Err(GpuError::NoSuchGpu { index });
-        }
+        self.faults.check(op::DEVICE_INFO)?;
+        let gpu = self.gpu(index)?;
+        let spec = gpu.model.spec();
+        let state = gpu.state();
         Ok(GpuInfo {
             index,
-            uuid: format!("GPU-00000000-0000-4000-8000-{index:012x}"),
-            product_name: "NVIDIA H100 80GB HBM3".into(),
-            brand: "Nvidia".into(),
-            architecture: "Hopper".into(),
-            compute_capability: (9, 0),
-            memory_bytes: 85_520_809_984,
-            pci_bus_id: format!("0000:{:02x}:00.0", 0x18 + index),
-            pcie_root: Some(format!("pci0000:{:02x}", 0x17 + index)),
+            uuid: gpu.uuid.clone(),
+            product_name: spec.product_name.into(),
+            brand: spec.brand.into(),
+            architecture: spec.architecture.into(),
+            compute_capability: spec.compute_capability,
+            memory_bytes: spec.memory_bytes,
+            pci_bus_id: gpu.pci_bus_id.clone(),
+            pcie_root: Some(gpu.pcie_root.clone()),
             minor: index,
             mig: MigSupport::Supported {
-                current: MigMode::Disabled,
-                pending: MigMode::Disabled,
+                current: state.mig_current,
+                pending: state.mig_pending,
             },
         })
     }
-}
-
-/// Placeholder model list until the gpu work item lands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
-#[expect(non_camel_case_types, reason = "model names as NVIDIA writes them")]
-pub enum SimModel {
-    /// H100 SXM 80GB.
-    #[serde(rename = "H100-80GB")]
-    H100_80GB,
-    /// A100 SXM 40GB.
-    #[serde(rename = "A100-40GB")]
-    A100_40GB,
-    /// H100 NVL.
-    #[serde(rename = "H100-NVL-94GB")]
-    H100_NVL_94GB,
 }

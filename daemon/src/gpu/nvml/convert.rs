@@ -1,0 +1,142 @@
+//! Pure conversions from nvml-wrapper's types to the hardware boundary's.
+//!
+//! Owns the one NVML error mapping ([`map_err`]) and the small formatting rules
+//! (brand and architecture names as NVIDIA's DRA driver publishes them, the
+//! canonical PCI bus id, CUDA version split, MIG mode). No NVML calls, no I/O.
+
+use std::path::{Component, Path};
+
+use nvml_wrapper::enum_wrappers::device::Brand;
+use nvml_wrapper::error::NvmlError;
+use nvml_wrapper::structs::device::MigMode as NvmlMigMode;
+
+use crate::gpu::{GpuError, MigMode, MigSupport};
+
+/// NVML return codes the wrapper has no variant for (it reports `UnexpectedVariant`).
+const INSUFFICIENT_RESOURCES: u32 = 23;
+const ARGUMENT_VERSION_MISMATCH: u32 = 25;
+const NOT_READY: u32 = 27;
+const INVALID_STATE: u32 = 29;
+
+/// `NVML_DEVICE_MIG_ENABLE` (nvml.h).
+const MIG_ENABLE: u32 = 1;
+
+/// The one mapping from an NVML failure to a [`GpuError`]. `call` is the NVML
+/// function, `what` the operation naming the GPU (e.g. "GPU 0 mig mode").
+pub(super) fn map_err(call: &'static str, what: String, err: NvmlError) -> GpuError {
+    match err {
+        NvmlError::DriverNotLoaded => GpuError::DriverNotLoaded {
+            reason: format!("{what}: {err}"),
+        },
+        NvmlError::NotSupported => GpuError::NotSupported { what },
+        NvmlError::NoPermission => GpuError::NoPermission { what },
+        NvmlError::InUse => GpuError::InUse { what },
+        NvmlError::NotFound => GpuError::NotFound { what },
+        NvmlError::GpuLost | NvmlError::Timeout => GpuError::GpuLost { what },
+        NvmlError::UnexpectedVariant(INSUFFICIENT_RESOURCES) => {
+            GpuError::InsufficientResources { what }
+        }
+        NvmlError::UnexpectedVariant(code) => GpuError::Nvml {
+            call,
+            message: format!("{what}: {}", code_name(code)),
+        },
+        other => GpuError::Nvml {
+            call,
+            message: format!("{what}: {other}"),
+        },
+    }
+}
+
+/// NVML's name for a return code nvml-wrapper does not know.
+fn code_name(code: u32) -> String {
+    let name = match code {
+        ARGUMENT_VERSION_MISMATCH => "NVML_ERROR_ARGUMENT_VERSION_MISMATCH",
+        NOT_READY => "NVML_ERROR_NOT_READY",
+        INVALID_STATE => "NVML_ERROR_INVALID_STATE",
+        _ => "unknown NVML return code",
+    };
+    format!("{name} ({code})")
+}
+
+/// The brand string go-nvlib's `GetBrandAsString` gives, which NVIDIA's DRA
+/// driver publishes as the `brand` attribute.
+pub(super) fn brand_name(brand: &Brand) -> &'static str {
+    match brand {
+        Brand::Unknown => "Unknown",
+        Brand::Quadro => "Quadro",
+        Brand::Tesla => "Tesla",
+        Brand::NVS => "NVS",
+        Brand::GRID => "Grid",
+        Brand::GeForce => "GeForce",
+        Brand::Titan => "Titan",
+        Brand::VApps => "NvidiaVApps",
+        Brand::VPC => "NvidiaVPC",
+        Brand::VCS => "NvidiaVCS",
+        Brand::VWS => "NvidiaVWS",
+        Brand::CloudGaming | Brand::VGaming => "NvidiaCloudGaming",
+        Brand::QuadroRTX => "QuadroRTX",
+        Brand::NvidiaRTX => "NvidiaRTX",
+        Brand::Nvidia => "Nvidia",
+        Brand::GeForceRTX => "GeForceRTX",
+        Brand::TitanRTX => "TitanRTX",
+    }
+}
+
+/// NVML's "00000000:3B:00.0" as the canonical "0000:3b:00.0" (domain cut to
+/// 4 hex digits when it fits, everything lowercase). `None` if malformed.
+pub(super) fn canonical_bus_id(nvml_bus_id: &str) -> Option<String> {
+    let (domain, rest) = nvml_bus_id.trim_end_matches('\0').split_once(':')?;
+    let domain = u32::from_str_radix(domain, 16).ok()?;
+    let (bus, function) = rest.split_once(':')?;
+    let (device, function) = function.split_once('.')?;
+    let bus = u8::from_str_radix(bus, 16).ok()?;
+    let device = u8::from_str_radix(device, 16).ok()?;
+    let function = u8::from_str_radix(function, 16).ok()?;
+    Some(format!("{domain:04x}:{bus:02x}:{device:02x}.{function:x}"))
+}
+
+/// NVML's CUDA driver version integer (12040) as (major, minor) = (12, 4).
+/// `None` for a version that is not positive.
+pub(super) fn cuda_version(version: i32) -> Option<(u32, u32)> {
+    if version <= 0 {
+        return None;
+    }
+    let major = nvml_wrapper::cuda_driver_version_major(version);
+    let minor = nvml_wrapper::cuda_driver_version_minor(version);
+    Some((u32::try_from(major).ok()?, u32::try_from(minor).ok()?))
+}
+
+/// The result of `nvmlDeviceGetMigMode`: NOT_SUPPORTED means "not MIG-capable".
+pub(super) fn mig_support(
+    result: Result<NvmlMigMode, NvmlError>,
+    what: impl FnOnce() -> String,
+) -> Result<MigSupport, GpuError> {
+    match result {
+        Ok(mode) => Ok(MigSupport::Supported {
+            current: mig_mode(mode.current),
+            pending: mig_mode(mode.pending),
+        }),
+        Err(NvmlError::NotSupported) => Ok(MigSupport::NotSupported),
+        Err(err) => Err(map_err("nvmlDeviceGetMigMode", what(), err)),
+    }
+}
+
+fn mig_mode(raw: u32) -> MigMode {
+    if raw == MIG_ENABLE {
+        MigMode::Enabled
+    } else {
+        MigMode::Disabled
+    }
+}
+
+/// The PCIe root complex ("pci0000:3a") from a device's canonical sysfs path
+/// (/sys/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0).
+pub(super) fn pcie_root_of(sysfs_path: &Path) -> Option<String> {
+    sysfs_path.components().find_map(|c| match c {
+        Component::Normal(name) => name
+            .to_str()
+            .filter(|n| n.starts_with("pci"))
+            .map(String::from),
+        _ => None,
+    })
+}
