@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use gpuslice_cdi::version::minimum_version;
+use gpuslice_cdi::version::finalize;
 use gpuslice_cdi::{ContainerEdits, Device, DeviceNode, Hook, Mount, Spec};
 
 use crate::driver::{DriverFiles, HostPath};
@@ -80,7 +80,7 @@ pub fn claim_spec(
         devices,
         container_edits: common_edits(driver, hook),
     };
-    spec.cdi_version = minimum_version(&spec).as_str().to_owned();
+    finalize(&mut spec);
     spec
 }
 

@@ -6,7 +6,7 @@
 //! kinds follow NVIDIA's DRA driver, so existing CEL selectors such as
 //! `device.attributes["gpu.nvidia.com"].productName` keep working.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::gpu::{DriverInfo, GpuBackend, GpuError, GpuInfo};
 
@@ -32,13 +32,16 @@ pub struct GpuDevice {
     pub info: GpuInfo,
 }
 
-/// Every device of the node, with the driver's versions.
+/// Every device of the node, with the driver's versions. Lookups by name and
+/// by UUID are hashed: a prepare's cost must not grow with the node's size.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Inventory {
     /// Driver and CUDA versions, shared by every GPU.
     pub driver: DriverInfo,
     /// Whole GPUs, by index.
     pub gpus: Vec<GpuDevice>,
+    by_name: HashMap<String, usize>,
+    by_uuid: HashMap<String, usize>,
 }
 
 impl Inventory {
@@ -54,17 +57,37 @@ impl Inventory {
                 })
             })
             .collect::<Result<_, _>>()?;
-        Ok(Self { driver, gpus })
+        Ok(Self::new(driver, gpus))
+    }
+
+    /// An inventory of `gpus`, indexed.
+    pub fn new(driver: DriverInfo, gpus: Vec<GpuDevice>) -> Self {
+        let by_name = gpus
+            .iter()
+            .enumerate()
+            .map(|(i, g)| (g.name.clone(), i))
+            .collect();
+        let by_uuid = gpus
+            .iter()
+            .enumerate()
+            .map(|(i, g)| (g.info.uuid.clone(), i))
+            .collect();
+        Self {
+            driver,
+            gpus,
+            by_name,
+            by_uuid,
+        }
     }
 
     /// The GPU with inventory name `name`.
     pub fn gpu(&self, name: &str) -> Option<&GpuDevice> {
-        self.gpus.iter().find(|g| g.name == name)
+        self.by_name.get(name).and_then(|&i| self.gpus.get(i))
     }
 
     /// The GPU with this UUID.
     pub fn gpu_by_uuid(&self, uuid: &str) -> Option<&GpuDevice> {
-        self.gpus.iter().find(|g| g.info.uuid == uuid)
+        self.by_uuid.get(uuid).and_then(|&i| self.gpus.get(i))
     }
 }
 

@@ -89,7 +89,8 @@ fn sim_nvml_without_a_driver_exits_nonzero_naming_the_library() {
     let text = std::fs::read_to_string(&config)
         .unwrap()
         .replace("kind = \"sim\"", "kind = \"nvml\"");
-    std::fs::write(&config, text).unwrap();
+    gpuslice_cdi::atomic::write_atomic(dir.path(), "gpuslice.toml", text.as_bytes(), 0o644)
+        .unwrap();
     let (status, stderr) = run_to_exit(&config);
     assert_eq!(status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("libnvidia-ml.so.1"), "{stderr}");

@@ -37,7 +37,6 @@ impl PeerPolicy {
     }
 
     /// The interceptor: refuses callers the policy does not admit.
-    #[expect(clippy::result_large_err, reason = "tonic's interceptor signature")]
     pub fn check(&self, req: Request<()>) -> Result<Request<()>, Status> {
         let cred = req
             .extensions()

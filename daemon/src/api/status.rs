@@ -24,6 +24,7 @@ pub fn error(err: ClaimError) -> Status {
         | ClaimError::DeviceGone { .. }
         | ClaimError::CdiFile { .. } => Code::Unavailable,
         ClaimError::State(StateError::NewerVersion { .. }) => Code::FailedPrecondition,
+        ClaimError::InvalidSpec { .. } => Code::Internal,
         ClaimError::State(_) => Code::Unavailable,
         ClaimError::Gpu(gpu) => gpu_code(gpu),
     };

@@ -114,6 +114,16 @@ pub enum ClaimError {
         #[source]
         source: AtomicError,
     },
+    /// The spec built for the claim breaks a CDI rule (a bug, or a driver
+    /// root with names CDI cannot carry); nothing was written.
+    #[error("CDI spec built for claim {uid} is invalid: {source}")]
+    InvalidSpec {
+        /// The claim.
+        uid: String,
+        /// The rule broken.
+        #[source]
+        source: gpuslice_cdi::validate::SpecError,
+    },
     /// The claim record could not be written or removed.
     #[error(transparent)]
     State(#[from] StateError),

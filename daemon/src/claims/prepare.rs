@@ -46,7 +46,8 @@ impl Engine {
                 Ok(Prepared::Created(record))
             }
             Err(err) => {
-                lock(&self.table).release(&req.uid);
+                let uuids = reservation.iter().map(|(uuid, _)| uuid.as_str());
+                lock(&self.table).release(&req.uid, uuids);
                 Err(err)
             }
         }

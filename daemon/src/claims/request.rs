@@ -64,27 +64,19 @@ pub fn validate_uid(uid: &str) -> Result<(), ClaimError> {
 }
 
 fn check_name(field: String, value: &str, max: usize, allow_empty: bool) -> Result<(), ClaimError> {
-    let problem = if value.is_empty() && !allow_empty {
-        Some("must not be empty".to_owned())
-    } else if value.len() > max {
-        Some(format!(
-            "is {} bytes; at most {max} are allowed",
-            value.len()
-        ))
-    } else if let Some(c) = value
+    let bad_char = value
         .chars()
-        .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '.')))
-    {
-        Some(format!(
-            "contains {c:?}; only lowercase letters, digits, '-' and '.' are allowed"
-        ))
+        .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '.')));
+    let problem = if value.is_empty() && !allow_empty {
+        "must not be empty".to_owned()
+    } else if value.len() > max {
+        format!("is {} bytes; at most {max} are allowed", value.len())
+    } else if let Some(c) = bad_char {
+        format!("contains {c:?}; only lowercase letters, digits, '-' and '.' are allowed")
     } else {
-        None
+        return Ok(());
     };
-    match problem {
-        Some(problem) => Err(ClaimError::InvalidField { field, problem }),
-        None => Ok(()),
-    }
+    Err(ClaimError::InvalidField { field, problem })
 }
 
 impl PrepareRequest {

@@ -34,9 +34,10 @@ impl Engine {
             &self.driver(),
             self.settings.cdi_hook.as_deref(),
         );
-        let mut bytes = serde_json::to_vec_pretty(&spec).unwrap_or_default();
-        bytes.push(b'\n');
-        Ok(bytes)
+        gpuslice_cdi::to_json(&spec).map_err(|source| ClaimError::InvalidSpec {
+            uid: record.uid.clone(),
+            source,
+        })
     }
 
     /// Writes the claim's spec.

@@ -44,9 +44,17 @@ impl ClaimTable {
         Ok(())
     }
 
-    /// Frees every GPU `uid` holds.
-    pub fn release(&mut self, uid: &str) {
-        self.holders.retain(|_, (holder, _)| holder != uid);
+    /// Frees the GPUs (by uuid) that `uid` holds among `gpu_uuids`.
+    pub fn release<'a>(&mut self, uid: &str, gpu_uuids: impl IntoIterator<Item = &'a str>) {
+        for uuid in gpu_uuids {
+            if self
+                .holders
+                .get(uuid)
+                .is_some_and(|(holder, _)| holder == uid)
+            {
+                self.holders.remove(uuid);
+            }
+        }
     }
 
     /// Stores `record` (its devices must be reserved).
@@ -56,8 +64,9 @@ impl ClaimTable {
 
     /// Forgets `uid` and frees its GPUs.
     pub fn remove(&mut self, uid: &str) -> Option<ClaimRecord> {
-        self.release(uid);
-        self.claims.remove(uid)
+        let record = self.claims.remove(uid)?;
+        self.release(uid, record.devices.iter().map(|d| d.uuid.as_str()));
+        Some(record)
     }
 
     /// All records, by uid.

@@ -4,6 +4,8 @@ use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use gpuslice_cdi::atomic::write_atomic;
+
 use super::{
     ClaimError, DeviceRequest, Engine, EngineSettings, PrepareRequest, Prepared, Unprepared,
 };
@@ -259,12 +261,9 @@ fn sim_reconcile_removes_stray_specs_and_rolls_back_half_prepares() {
     let mut half = store.load_all().unwrap().records.remove(0);
     half.phase = Phase::Preparing;
     store.save(&half).unwrap();
-    std::fs::write(
-        fx.cdi_dir.join(".k8s.gpuslice.dev-claim_x.json.tmp-1-1"),
-        b"{",
-    )
-    .unwrap();
-    std::fs::write(fx.cdi_dir.join("other-vendor.json"), b"{}").unwrap();
+    let plant = |name: &str, bytes: &[u8]| write_atomic(&fx.cdi_dir, name, bytes, 0o644).unwrap();
+    plant(".k8s.gpuslice.dev-claim_x.json.tmp-1-1", b"{");
+    plant("other-vendor.json", b"{}");
     let engine = fx.engine(2, "boot-1");
     assert!(engine.claims().is_empty());
     assert_eq!(dir_names(&fx.cdi_dir), vec!["other-vendor.json"]);

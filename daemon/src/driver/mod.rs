@@ -77,7 +77,7 @@ impl DriverFiles {
         for stem in LIBRARIES {
             let found = LIB_DIRS.iter().find_map(|dir| {
                 let entries = versioned_entries(&rooted(driver_root, dir), stem);
-                (!entries.is_empty()).then(|| (dir, entries))
+                (!entries.is_empty()).then_some((dir, entries))
             });
             let Some((dir, entries)) = found else {
                 if files::REQUIRED_LIBRARIES.contains(stem) {
