@@ -299,7 +299,6 @@ fn sim_concurrent_prepares_of_one_gpu_give_it_to_one_claim() {
         .collect();
     let won = threads
         .into_iter()
-        .filter(|_| true)
         .map(|t| t.join().unwrap())
         .filter(|ok| *ok)
         .count();

@@ -30,6 +30,14 @@ pub enum StateError {
         #[source]
         source: AtomicError,
     },
+    /// A record could not be encoded (never expected: records are plain data).
+    #[error("claim record of {uid} cannot be encoded: {reason}")]
+    Encode {
+        /// The claim.
+        uid: String,
+        /// serde's message.
+        reason: String,
+    },
     /// A record was written by a newer gpuslice.
     #[error(
         "claim record {path} has format version {found}, newer than this build's \
@@ -83,7 +91,10 @@ impl Store {
 
     /// Writes `record` durably, replacing any earlier one.
     pub fn save(&self, record: &ClaimRecord) -> Result<(), StateError> {
-        let mut bytes = serde_json::to_vec_pretty(record).unwrap_or_default();
+        let mut bytes = serde_json::to_vec_pretty(record).map_err(|e| StateError::Encode {
+            uid: record.uid.clone(),
+            reason: e.to_string(),
+        })?;
         bytes.push(b'\n');
         write_atomic(
             &self.dir,
