@@ -4,6 +4,7 @@ use gpuslice_proto::gpuslice::v1 as pb;
 use tonic::Status;
 
 use crate::claims::{ConfigRequest, DeviceRequest, Engine, PrepareRequest, Prepared};
+use crate::gpu::{MigMode, MigSupport};
 use crate::inventory::{AttrValue, gpu_attributes, gpu_capacity};
 use crate::state::ClaimRecord;
 
@@ -115,11 +116,47 @@ pub fn inventory_response(engine: &Engine) -> pb::GetInventoryResponse {
             capacity: gpu_capacity(&gpu.info).into_iter().collect(),
             available: used.holders.is_empty(),
             holders: used.holders,
+            consumes_counters: Vec::new(),
+            healthy: true,
+            health_reason: String::new(),
         })
         .collect();
     pb::GetInventoryResponse {
         devices,
         generation: engine.generation(),
+        counter_sets: Vec::new(),
+    }
+}
+
+/// Per GPU, its MIG mode and the instances on it.
+pub fn mig_layout_response(engine: &Engine) -> pb::GetMigLayoutResponse {
+    let inventory = engine.inventory();
+    let gpus = inventory
+        .gpus
+        .iter()
+        .map(|gpu| pb::GpuMigLayout {
+            device: gpu.name.clone(),
+            uuid: gpu.info.uuid.clone(),
+            index: gpu.info.index,
+            mig_mode: mig_mode_text(gpu.info.mig),
+            memory_slices: 0,
+            instances: Vec::new(),
+        })
+        .collect();
+    pb::GetMigLayoutResponse { gpus }
+}
+
+fn mig_mode_text(mig: MigSupport) -> String {
+    let word = |mode| match mode {
+        MigMode::Enabled => "enabled",
+        MigMode::Disabled => "disabled",
+    };
+    match mig {
+        MigSupport::NotSupported => "unsupported".into(),
+        MigSupport::Supported { current, pending } if current == pending => word(current).into(),
+        MigSupport::Supported { current, pending } => {
+            format!("{} (pending {})", word(current), word(pending))
+        }
     }
 }
 

@@ -94,4 +94,14 @@ impl GpuSlice for Service {
             .await?;
         Ok(Response::new(reply))
     }
+
+    async fn get_mig_layout(
+        &self,
+        _request: Request<pb::GetMigLayoutRequest>,
+    ) -> Result<Response<pb::GetMigLayoutResponse>, Status> {
+        let reply = self
+            .blocking(|engine| Ok(convert::mig_layout_response(engine)))
+            .await?;
+        Ok(Response::new(reply))
+    }
 }

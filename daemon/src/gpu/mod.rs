@@ -12,10 +12,12 @@
 #[cfg(test)]
 mod conformance;
 mod error;
+mod mig;
 pub mod nvml;
 pub mod sim;
 
 pub use error::GpuError;
+pub use mig::{ComputeInstance, ComputeMode, GpuInstance, MigProfile, Placement};
 
 /// Versions of the node's NVIDIA driver.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,4 +89,32 @@ pub trait GpuBackend: Send + Sync + std::fmt::Debug {
     fn device_count(&self) -> Result<u32, GpuError>;
     /// Facts about the GPU at `index` (0..device_count).
     fn device_info(&self, index: u32) -> Result<GpuInfo, GpuError>;
+
+    /// The GPU-instance profiles of the GPU at `index`, with their placements.
+    /// `NotSupported` on a GPU without MIG.
+    fn mig_profiles(&self, index: u32) -> Result<Vec<MigProfile>, GpuError>;
+    /// Ask for a MIG mode; returns the mode now in force and the pending one.
+    /// `InUse` when the GPU is busy (Ampere needs it idle to switch).
+    fn set_mig_mode(&self, index: u32, mode: MigMode) -> Result<MigSupport, GpuError>;
+    /// Every GPU instance on the GPU, with its compute instances, ascending by id.
+    fn gpu_instances(&self, index: u32) -> Result<Vec<GpuInstance>, GpuError>;
+    /// Create a GPU instance of `profile_id` at `placement` (no compute
+    /// instance yet). `InsufficientResources` when the placement is occupied.
+    fn create_gpu_instance(
+        &self,
+        index: u32,
+        profile_id: u32,
+        placement: Placement,
+    ) -> Result<GpuInstance, GpuError>;
+    /// Create the one compute instance that spans the whole GPU instance `gi_id`.
+    fn create_compute_instance(&self, index: u32, gi_id: u32) -> Result<ComputeInstance, GpuError>;
+    /// Destroy compute instance `ci_id` of GPU instance `gi_id`. `InUse` while
+    /// processes run on it.
+    fn destroy_compute_instance(&self, index: u32, gi_id: u32, ci_id: u32) -> Result<(), GpuError>;
+    /// Destroy GPU instance `gi_id`; `InUse` while it still has compute instances.
+    fn destroy_gpu_instance(&self, index: u32, gi_id: u32) -> Result<(), GpuError>;
+    /// The compute mode of the GPU at `index`.
+    fn compute_mode(&self, index: u32) -> Result<ComputeMode, GpuError>;
+    /// Set the compute mode of the GPU at `index` (not persistent across reboot).
+    fn set_compute_mode(&self, index: u32, mode: ComputeMode) -> Result<(), GpuError>;
 }

@@ -24,7 +24,10 @@ use uuid::Uuid;
 pub use faults::{Faults, op};
 pub use models::{Engines, GiProfile, ModelSpec, Placement, SimModel};
 
-use super::{DriverInfo, GpuBackend, GpuError, GpuInfo, MigMode, MigSupport};
+use super::{
+    ComputeInstance, ComputeMode, DriverInfo, GpuBackend, GpuError, GpuInfo, GpuInstance, MigMode,
+    MigProfile, MigSupport,
+};
 
 /// The driver version every simulated node reports.
 pub const DRIVER_VERSION: &str = "580.95.05";
@@ -175,5 +178,61 @@ impl GpuBackend for SimBackend {
                 pending: state.mig_pending,
             },
         })
+    }
+    fn mig_profiles(&self, index: u32) -> Result<Vec<MigProfile>, GpuError> {
+        Err(not_yet(index, "MIG profiles"))
+    }
+
+    fn set_mig_mode(&self, index: u32, _mode: MigMode) -> Result<MigSupport, GpuError> {
+        Err(not_yet(index, "set MIG mode"))
+    }
+
+    fn gpu_instances(&self, index: u32) -> Result<Vec<GpuInstance>, GpuError> {
+        Err(not_yet(index, "list GPU instances"))
+    }
+
+    fn create_gpu_instance(
+        &self,
+        index: u32,
+        _profile_id: u32,
+        _placement: Placement,
+    ) -> Result<GpuInstance, GpuError> {
+        Err(not_yet(index, "create GPU instance"))
+    }
+
+    fn create_compute_instance(
+        &self,
+        index: u32,
+        _gi_id: u32,
+    ) -> Result<ComputeInstance, GpuError> {
+        Err(not_yet(index, "create compute instance"))
+    }
+
+    fn destroy_compute_instance(
+        &self,
+        index: u32,
+        _gi_id: u32,
+        _ci_id: u32,
+    ) -> Result<(), GpuError> {
+        Err(not_yet(index, "destroy compute instance"))
+    }
+
+    fn destroy_gpu_instance(&self, index: u32, _gi_id: u32) -> Result<(), GpuError> {
+        Err(not_yet(index, "destroy GPU instance"))
+    }
+
+    fn compute_mode(&self, index: u32) -> Result<ComputeMode, GpuError> {
+        Err(not_yet(index, "compute mode"))
+    }
+
+    fn set_compute_mode(&self, index: u32, _mode: ComputeMode) -> Result<(), GpuError> {
+        Err(not_yet(index, "set compute mode"))
+    }
+}
+
+/// Placeholder answer until the MIG and compute-mode paths land (issue 3/5).
+fn not_yet(index: u32, what: &str) -> GpuError {
+    GpuError::NotSupported {
+        what: format!("{what} on GPU {index} (not implemented in this backend yet)"),
     }
 }

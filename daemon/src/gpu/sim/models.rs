@@ -117,21 +117,7 @@ impl ModelSpec {
     }
 }
 
-/// Where a GPU instance sits, in memory-slice units (NVML's `{start, size}`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Placement {
-    /// Index of the first occupied memory slice.
-    pub start: u32,
-    /// Number of memory slices occupied.
-    pub size: u32,
-}
-
-impl Placement {
-    /// The memory slices this placement occupies.
-    pub fn slices(self) -> std::ops::Range<u32> {
-        self.start..self.start.saturating_add(self.size)
-    }
-}
+pub use crate::gpu::Placement;
 
 /// Engines a GPU instance of a profile gets (`nvmlGpuInstanceProfileInfo_t`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
