@@ -91,3 +91,28 @@ impl Registration for RegistrationService {
         Ok(Response::new(RegistrationStatusResponse {}))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::plugin_info;
+
+    #[test]
+    fn get_info_names_the_driver_socket_and_versions_v1_first() {
+        let info = plugin_info(
+            "gpu.nvidia.com",
+            Path::new("/var/lib/kubelet/plugins/gpu.nvidia.com/dra.sock"),
+        );
+        assert_eq!(info.r#type, "DRAPlugin");
+        assert_eq!(info.name, "gpu.nvidia.com");
+        assert_eq!(
+            info.endpoint,
+            "/var/lib/kubelet/plugins/gpu.nvidia.com/dra.sock"
+        );
+        assert_eq!(
+            info.supported_versions,
+            ["v1.DRAPlugin", "v1beta1.DRAPlugin"]
+        );
+    }
+}

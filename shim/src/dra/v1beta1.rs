@@ -96,3 +96,61 @@ pub fn unprepared(
             .collect(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{claim, prepared, unprepared};
+    use crate::proto::dra_v1 as v1;
+    use crate::proto::dra_v1beta1 as api;
+
+    #[test]
+    fn claims_and_answers_convert_field_for_field() {
+        let c = claim(api::Claim {
+            namespace: "ml".into(),
+            uid: "u-1".into(),
+            name: "train".into(),
+        });
+        assert_eq!(
+            (c.namespace.as_str(), c.uid.as_str(), c.name.as_str()),
+            ("ml", "u-1", "train")
+        );
+
+        let mut answer = v1::NodePrepareResourcesResponse::default();
+        answer.claims.insert(
+            "u-1".into(),
+            v1::NodePrepareResourceResponse {
+                devices: vec![v1::Device {
+                    request_names: vec!["gpu".into()],
+                    pool_name: "node-1".into(),
+                    device_name: "gpu-0".into(),
+                    cdi_device_ids: vec!["k8s.gpuslice.dev/claim=u-1-gpu-0".into()],
+                    share_id: None,
+                }],
+                error: String::new(),
+            },
+        );
+        answer.claims.insert(
+            "u-2".into(),
+            v1::NodePrepareResourceResponse {
+                devices: vec![],
+                error: "held".into(),
+            },
+        );
+        let beta = prepared(answer);
+        let device = &beta.claims["u-1"].devices[0];
+        assert_eq!(device.request_names, ["gpu"]);
+        assert_eq!(device.pool_name, "node-1");
+        assert_eq!(device.device_name, "gpu-0");
+        assert_eq!(device.cdi_device_ids, ["k8s.gpuslice.dev/claim=u-1-gpu-0"]);
+        assert_eq!(beta.claims["u-2"].error, "held");
+
+        let mut gone = v1::NodeUnprepareResourcesResponse::default();
+        gone.claims.insert(
+            "u-3".into(),
+            v1::NodeUnprepareResourceResponse {
+                error: "busy".into(),
+            },
+        );
+        assert_eq!(unprepared(gone).claims["u-3"].error, "busy");
+    }
+}
