@@ -69,52 +69,62 @@ impl DraCore {
         }
     }
 
-    /// NodePrepareResources: one entry per claim uid.
+    /// NodePrepareResources: one entry per claim uid. Claims are handled
+    /// concurrently, so one slow claim does not hold up the others.
     pub async fn prepare(&self, claims: Vec<api::Claim>) -> api::NodePrepareResourcesResponse {
-        let mut answer = api::NodePrepareResourcesResponse::default();
+        let mut tasks = tokio::task::JoinSet::new();
         for claim in claims {
-            let entry = match self.prepare_one(&claim).await {
-                Ok(devices) => {
-                    info!(claim_uid = %claim.uid, namespace = %claim.namespace, name = %claim.name,
-                          devices = devices.len(), "prepared");
-                    api::NodePrepareResourceResponse {
-                        devices,
-                        error: String::new(),
+            let core = self.clone();
+            tasks.spawn(async move {
+                let entry = match core.prepare_one(&claim).await {
+                    Ok(devices) => {
+                        info!(claim_uid = %claim.uid, namespace = %claim.namespace, name = %claim.name,
+                              devices = devices.len(), "prepared");
+                        api::NodePrepareResourceResponse {
+                            devices,
+                            error: String::new(),
+                        }
                     }
-                }
-                Err(err) => {
-                    warn!(claim_uid = %claim.uid, namespace = %claim.namespace, name = %claim.name,
-                          error = %err, "prepare failed; the kubelet will retry");
-                    api::NodePrepareResourceResponse {
-                        devices: Vec::new(),
-                        error: err.to_string(),
+                    Err(err) => {
+                        warn!(claim_uid = %claim.uid, namespace = %claim.namespace, name = %claim.name,
+                              error = %err, "prepare failed; the kubelet will retry");
+                        api::NodePrepareResourceResponse {
+                            devices: Vec::new(),
+                            error: err.to_string(),
+                        }
                     }
-                }
-            };
-            answer.claims.insert(claim.uid, entry);
+                };
+                (claim.uid, entry)
+            });
         }
-        answer
+        api::NodePrepareResourcesResponse {
+            claims: tasks.join_all().await.into_iter().collect(),
+        }
     }
 
-    /// NodeUnprepareResources: one entry per claim uid; unknown claims succeed.
+    /// NodeUnprepareResources: one entry per claim uid; unknown claims
+    /// succeed. Claims are handled concurrently.
     pub async fn unprepare(&self, claims: Vec<api::Claim>) -> api::NodeUnprepareResourcesResponse {
-        let mut answer = api::NodeUnprepareResourcesResponse::default();
+        let mut tasks = tokio::task::JoinSet::new();
         for claim in claims {
-            let error = match self.unprepare_one(&claim).await {
-                Ok(was_prepared) => {
-                    info!(claim_uid = %claim.uid, was_prepared, "unprepared");
-                    String::new()
-                }
-                Err(err) => {
-                    warn!(claim_uid = %claim.uid, error = %err, "unprepare failed; the kubelet will retry");
-                    err.to_string()
-                }
-            };
-            answer
-                .claims
-                .insert(claim.uid, api::NodeUnprepareResourceResponse { error });
+            let core = self.clone();
+            tasks.spawn(async move {
+                let error = match core.unprepare_one(&claim).await {
+                    Ok(was_prepared) => {
+                        info!(claim_uid = %claim.uid, was_prepared, "unprepared");
+                        String::new()
+                    }
+                    Err(err) => {
+                        warn!(claim_uid = %claim.uid, error = %err, "unprepare failed; the kubelet will retry");
+                        err.to_string()
+                    }
+                };
+                (claim.uid, api::NodeUnprepareResourceResponse { error })
+            });
         }
-        answer
+        api::NodeUnprepareResourcesResponse {
+            claims: tasks.join_all().await.into_iter().collect(),
+        }
     }
 
     async fn prepare_one(&self, claim: &api::Claim) -> Result<Vec<api::Device>, ClaimCallError> {
