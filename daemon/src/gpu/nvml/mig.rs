@@ -31,7 +31,11 @@ fn profile_name(raw_name: &[std::os::raw::c_char]) -> String {
 }
 
 /// Every GPU-instance profile, by index until NVML says INVALID_ARGUMENT.
-pub(super) fn profiles(nvml: &Nvml, dev: &Device<'_>, index: u32) -> Result<Vec<MigProfile>, GpuError> {
+pub(super) fn profiles(
+    nvml: &Nvml,
+    dev: &Device<'_>,
+    index: u32,
+) -> Result<Vec<MigProfile>, GpuError> {
     let call = "nvmlDeviceGetGpuInstanceProfileInfoV";
     let mut out = Vec::new();
     for profile_index in 0..sys::NVML_GPU_INSTANCE_PROFILE_COUNT + 8 {
@@ -81,7 +85,11 @@ fn ci_profiles(nvml: &Nvml, gi: &RawGi, index: u32) -> Result<Vec<CiProfile>, Gp
             Err(NvmlError::InvalidArg) => break,
             Err(err) => {
                 let verb = format!("compute profiles of GPU instance {}", gi.id);
-                return Err(on("nvmlGpuInstanceGetComputeInstanceProfileInfo", index, &verb)(err));
+                return Err(on(
+                    "nvmlGpuInstanceGetComputeInstanceProfileInfo",
+                    index,
+                    &verb,
+                )(err));
             }
         }
     }
@@ -99,42 +107,73 @@ pub(super) fn full_ci_profile(nvml: &Nvml, gi: &RawGi, index: u32) -> Result<CiP
         }
     }
     best.ok_or_else(|| GpuError::NotSupported {
-        what: format!("GPU {index} GPU instance {}: no compute-instance profile", gi.id),
+        what: format!(
+            "GPU {index} GPU instance {}: no compute-instance profile",
+            gi.id
+        ),
     })
 }
 
 /// MIG device UUIDs by (GI id, CI id), from the MIG device handles.
-pub(super) fn mig_uuids(nvml: &Nvml, dev: &Device<'_>, index: u32) -> Result<HashMap<(u32, u32), String>, GpuError> {
-    let count = (dev.mig_device_count())
-        .map_err(on("nvmlDeviceGetMaxMigDeviceCount", index, "MIG devices"))?;
+pub(super) fn mig_uuids(
+    nvml: &Nvml,
+    dev: &Device<'_>,
+    index: u32,
+) -> Result<HashMap<(u32, u32), String>, GpuError> {
+    let count = (dev.mig_device_count()).map_err(on(
+        "nvmlDeviceGetMaxMigDeviceCount",
+        index,
+        "MIG devices",
+    ))?;
     let mut out = HashMap::new();
     for slot in 0..count {
         let mig = match dev.mig_device_by_index(slot) {
             Ok(mig) => mig,
             Err(NvmlError::NotFound) => continue,
-            Err(err) => return Err(on("nvmlDeviceGetMigDeviceHandleByIndex", index, "MIG devices")(err)),
+            Err(err) => {
+                return Err(on(
+                    "nvmlDeviceGetMigDeviceHandleByIndex",
+                    index,
+                    "MIG devices",
+                )(err));
+            }
         };
-        let ids = raw::mig_device_ids(nvml, &mig)
-            .map_err(on("nvmlDeviceGetGpuInstanceId", index, "MIG device ids"))?;
-        let uuid = mig.uuid().map_err(on("nvmlDeviceGetUUID", index, "MIG device UUID"))?;
+        let ids = raw::mig_device_ids(nvml, &mig).map_err(on(
+            "nvmlDeviceGetGpuInstanceId",
+            index,
+            "MIG device ids",
+        ))?;
+        let uuid = mig
+            .uuid()
+            .map_err(on("nvmlDeviceGetUUID", index, "MIG device UUID"))?;
         out.insert(ids, uuid);
     }
     Ok(out)
 }
 
 /// Every GI with its CIs, ascending by id.
-pub(super) fn instances(nvml: &Nvml, dev: &Device<'_>, index: u32) -> Result<Vec<GpuInstance>, GpuError> {
+pub(super) fn instances(
+    nvml: &Nvml,
+    dev: &Device<'_>,
+    index: u32,
+) -> Result<Vec<GpuInstance>, GpuError> {
     let profiles = profiles(nvml, dev, index)?;
     let uuids = mig_uuids(nvml, dev, index)?;
     let mut out = Vec::new();
     for p in &profiles {
-        let gis = raw::gpu_instances(nvml, dev, p.id, p.max_count)
-            .map_err(on("nvmlDeviceGetGpuInstances", index, "list GPU instances"))?;
+        let gis = raw::gpu_instances(nvml, dev, p.id, p.max_count).map_err(on(
+            "nvmlDeviceGetGpuInstances",
+            index,
+            "list GPU instances",
+        ))?;
         for gi in gis {
             let mut cis = Vec::new();
             for cp in ci_profiles(nvml, &gi, index)? {
-                let found = raw::compute_instances(nvml, &gi, cp)
-                    .map_err(on("nvmlGpuInstanceGetComputeInstances", index, "list compute instances"))?;
+                let found = raw::compute_instances(nvml, &gi, cp).map_err(on(
+                    "nvmlGpuInstanceGetComputeInstances",
+                    index,
+                    "list compute instances",
+                ))?;
                 cis.extend(found.into_iter().map(|ci| ComputeInstance {
                     uuid: uuids.get(&(gi.id, ci.id)).cloned().unwrap_or_default(),
                     id: ci.id,

@@ -9,7 +9,9 @@ use nvml_wrapper::enum_wrappers::device::ComputeMode as NvmlComputeMode;
 use super::NvmlBackend;
 use super::convert::{compute_mode, nvml_compute_mode};
 use crate::gpu::sim::SimModel;
-use crate::gpu::{ComputeMode, GpuBackend, GpuError, MigMode, MigSupport, conformance, mig_conformance};
+use crate::gpu::{
+    ComputeMode, GpuBackend, GpuError, MigMode, MigSupport, conformance, mig_conformance,
+};
 
 fn open_real() -> NvmlBackend {
     NvmlBackend::open(None).expect("a GPU node with the NVIDIA driver")
@@ -57,15 +59,30 @@ fn nvml_mig_profiles_match_the_sim_tables() {
     let nvml = open_real();
     for index in mig_enabled(&nvml) {
         let name = nvml.device_info(index).unwrap().product_name;
-        let Some(model) = SimModel::ALL.into_iter().find(|m| m.spec().product_name == name) else {
+        let Some(model) = SimModel::ALL
+            .into_iter()
+            .find(|m| m.spec().product_name == name)
+        else {
             println!("GPU {index} {name}: no simulated model to compare");
             continue;
         };
         for real in nvml.mig_profiles(index).unwrap() {
             let table = model.spec().profile_by_id(real.id);
             let table = table.unwrap_or_else(|| panic!("{model}: no profile id {}", real.id));
-            let row = (table.name, table.index, table.sm_count, table.max_count, table.placements.to_vec());
-            let seen = (real.name.as_str(), real.index, real.multiprocessors, real.max_count, real.placements);
+            let row = (
+                table.name,
+                table.index,
+                table.sm_count,
+                table.max_count,
+                table.placements.to_vec(),
+            );
+            let seen = (
+                real.name.as_str(),
+                real.index,
+                real.multiprocessors,
+                real.max_count,
+                real.placements,
+            );
             assert_eq!(seen, row, "{model} profile {}", real.id);
         }
     }
@@ -74,7 +91,10 @@ fn nvml_mig_profiles_match_the_sim_tables() {
 #[test]
 #[ignore = "creates and destroys MIG instances on GPU $GPUSLICE_NVML_MIG_GPU (MIG on, empty)"]
 fn nvml_mig_mutating() {
-    let Some(index) = std::env::var("GPUSLICE_NVML_MIG_GPU").ok().and_then(|v| v.parse().ok()) else {
+    let Some(index) = std::env::var("GPUSLICE_NVML_MIG_GPU")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    else {
         return eprintln!("skipped: set GPUSLICE_NVML_MIG_GPU to an empty MIG-enabled GPU's index");
     };
     mig_conformance::all_mutating(&open_real(), index);
@@ -82,7 +102,11 @@ fn nvml_mig_mutating() {
 
 #[test]
 fn compute_modes_convert_both_ways() {
-    for mode in [ComputeMode::Default, ComputeMode::ExclusiveProcess, ComputeMode::Prohibited] {
+    for mode in [
+        ComputeMode::Default,
+        ComputeMode::ExclusiveProcess,
+        ComputeMode::Prohibited,
+    ] {
         assert_eq!(compute_mode(nvml_compute_mode(mode)), Some(mode));
     }
     assert_eq!(compute_mode(NvmlComputeMode::ExclusiveThread), None);

@@ -188,12 +188,17 @@ impl GpuBackend for NvmlBackend {
     fn set_mig_mode(&self, index: u32, mode: MigMode) -> Result<MigSupport, GpuError> {
         let dev = self.device(index)?;
         let verb = format!("set MIG mode {mode:?}");
-        let status = (dev.set_mig_mode(mode == MigMode::Enabled))
-            .map_err(mig::on("nvmlDeviceSetMigMode", index, &verb))?;
+        let status = (dev.set_mig_mode(mode == MigMode::Enabled)).map_err(mig::on(
+            "nvmlDeviceSetMigMode",
+            index,
+            &verb,
+        ))?;
         // SetMigMode can succeed while the activation failed: check both.
         if status != 0 {
             let err = NvmlError::from(status);
-            return Err(mig::on("nvmlDeviceSetMigMode (activation)", index, &verb)(err));
+            return Err(mig::on("nvmlDeviceSetMigMode (activation)", index, &verb)(
+                err,
+            ));
         }
         convert::mig_support(dev.mig_mode(), || format!("GPU {index} mig mode"))
     }
@@ -213,8 +218,9 @@ impl GpuBackend for NvmlBackend {
             "create GPU instance of profile {profile_id} at {}:{}",
             placement.start, placement.size
         );
-        let gi = raw::create_gpu_instance(&self.nvml, &dev, profile_id, placement)
-            .map_err(mig::on("nvmlDeviceCreateGpuInstanceWithPlacement", index, &verb))?;
+        let gi = raw::create_gpu_instance(&self.nvml, &dev, profile_id, placement).map_err(
+            mig::on("nvmlDeviceCreateGpuInstanceWithPlacement", index, &verb),
+        )?;
         Ok(GpuInstance {
             id: gi.id,
             profile_id: gi.profile_id,
@@ -226,15 +232,24 @@ impl GpuBackend for NvmlBackend {
     fn create_compute_instance(&self, index: u32, gi_id: u32) -> Result<ComputeInstance, GpuError> {
         let dev = self.device(index)?;
         let verb = format!("create compute instance in GPU instance {gi_id}");
-        let gi = raw::gpu_instance_by_id(&self.nvml, &dev, gi_id)
-            .map_err(mig::on("nvmlDeviceGetGpuInstanceById", index, &verb))?;
+        let gi = raw::gpu_instance_by_id(&self.nvml, &dev, gi_id).map_err(mig::on(
+            "nvmlDeviceGetGpuInstanceById",
+            index,
+            &verb,
+        ))?;
         let profile = mig::full_ci_profile(&self.nvml, &gi, index)?;
-        let ci = raw::create_compute_instance(&self.nvml, &gi, profile.id)
-            .map_err(mig::on("nvmlGpuInstanceCreateComputeInstance", index, &verb))?;
+        let ci = raw::create_compute_instance(&self.nvml, &gi, profile.id).map_err(mig::on(
+            "nvmlGpuInstanceCreateComputeInstance",
+            index,
+            &verb,
+        ))?;
         let uuid = mig::mig_uuids(&self.nvml, &dev, index)?
             .remove(&(gi_id, ci.id))
             .ok_or_else(|| GpuError::NotFound {
-                what: format!("GPU {index} MIG device of GPU instance {gi_id}, compute instance {}", ci.id),
+                what: format!(
+                    "GPU {index} MIG device of GPU instance {gi_id}, compute instance {}",
+                    ci.id
+                ),
             })?;
         Ok(ComputeInstance {
             id: ci.id,
@@ -246,26 +261,43 @@ impl GpuBackend for NvmlBackend {
     fn destroy_compute_instance(&self, index: u32, gi_id: u32, ci_id: u32) -> Result<(), GpuError> {
         let dev = self.device(index)?;
         let verb = format!("destroy compute instance {ci_id} of GPU instance {gi_id}");
-        let gi = raw::gpu_instance_by_id(&self.nvml, &dev, gi_id)
-            .map_err(mig::on("nvmlDeviceGetGpuInstanceById", index, &verb))?;
-        let ci = raw::compute_instance_by_id(&self.nvml, &gi, ci_id)
-            .map_err(mig::on("nvmlGpuInstanceGetComputeInstanceById", index, &verb))?;
-        raw::destroy_compute_instance(&self.nvml, ci)
-            .map_err(mig::on("nvmlComputeInstanceDestroy", index, &verb))
+        let gi = raw::gpu_instance_by_id(&self.nvml, &dev, gi_id).map_err(mig::on(
+            "nvmlDeviceGetGpuInstanceById",
+            index,
+            &verb,
+        ))?;
+        let ci = raw::compute_instance_by_id(&self.nvml, &gi, ci_id).map_err(mig::on(
+            "nvmlGpuInstanceGetComputeInstanceById",
+            index,
+            &verb,
+        ))?;
+        raw::destroy_compute_instance(&self.nvml, ci).map_err(mig::on(
+            "nvmlComputeInstanceDestroy",
+            index,
+            &verb,
+        ))
     }
 
     fn destroy_gpu_instance(&self, index: u32, gi_id: u32) -> Result<(), GpuError> {
         let dev = self.device(index)?;
         let verb = format!("destroy GPU instance {gi_id}");
-        let gi = raw::gpu_instance_by_id(&self.nvml, &dev, gi_id)
-            .map_err(mig::on("nvmlDeviceGetGpuInstanceById", index, &verb))?;
-        raw::destroy_gpu_instance(&self.nvml, gi).map_err(mig::on("nvmlGpuInstanceDestroy", index, &verb))
+        let gi = raw::gpu_instance_by_id(&self.nvml, &dev, gi_id).map_err(mig::on(
+            "nvmlDeviceGetGpuInstanceById",
+            index,
+            &verb,
+        ))?;
+        raw::destroy_gpu_instance(&self.nvml, gi).map_err(mig::on(
+            "nvmlGpuInstanceDestroy",
+            index,
+            &verb,
+        ))
     }
 
     fn compute_mode(&self, index: u32) -> Result<ComputeMode, GpuError> {
         let mode = (self.device(index)?.compute_mode())
             .map_err(on_gpu("nvmlDeviceGetComputeMode", index))?;
-        convert::compute_mode(mode).ok_or_else(|| malformed("nvmlDeviceGetComputeMode", index, "EXCLUSIVE_THREAD"))
+        convert::compute_mode(mode)
+            .ok_or_else(|| malformed("nvmlDeviceGetComputeMode", index, "EXCLUSIVE_THREAD"))
     }
 
     fn set_compute_mode(&self, index: u32, mode: ComputeMode) -> Result<(), GpuError> {

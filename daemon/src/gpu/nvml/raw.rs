@@ -88,7 +88,11 @@ pub(super) fn possible_placements(
     dev: &Device<'_>,
     profile_id: u32,
 ) -> Result<Vec<Placement>, NvmlError> {
-    let sym = nvml_sym(nvml.lib().nvmlDeviceGetGpuInstancePossiblePlacements_v2.as_ref())?;
+    let sym = nvml_sym(
+        nvml.lib()
+            .nvmlDeviceGetGpuInstancePossiblePlacements_v2
+            .as_ref(),
+    )?;
     let mut count: u32 = 0;
     // SAFETY: a null list asks only for the count, written to a live local.
     nvml_try(unsafe { sym(handle(dev), profile_id, std::ptr::null_mut(), &mut count) })?;
@@ -145,7 +149,11 @@ pub(super) fn gpu_instances(
 }
 
 /// `nvmlDeviceGetGpuInstanceById`; NOT_FOUND when absent.
-pub(super) fn gpu_instance_by_id(nvml: &Nvml, dev: &Device<'_>, id: u32) -> Result<RawGi, NvmlError> {
+pub(super) fn gpu_instance_by_id(
+    nvml: &Nvml,
+    dev: &Device<'_>,
+    id: u32,
+) -> Result<RawGi, NvmlError> {
     let sym = nvml_sym(nvml.lib().nvmlDeviceGetGpuInstanceById.as_ref())?;
     let mut gi: sys::nvmlGpuInstance_t = std::ptr::null_mut();
     // SAFETY: valid device handle; `gi` is a live local out-parameter.
@@ -179,8 +187,16 @@ pub(super) fn destroy_gpu_instance(nvml: &Nvml, gi: RawGi) -> Result<(), NvmlErr
 }
 
 /// `nvmlGpuInstanceGetComputeInstanceProfileInfo` (shared engines).
-pub(super) fn ci_profile(nvml: &Nvml, gi: &RawGi, profile_index: u32) -> Result<CiProfile, NvmlError> {
-    let sym = nvml_sym(nvml.lib().nvmlGpuInstanceGetComputeInstanceProfileInfo.as_ref())?;
+pub(super) fn ci_profile(
+    nvml: &Nvml,
+    gi: &RawGi,
+    profile_index: u32,
+) -> Result<CiProfile, NvmlError> {
+    let sym = nvml_sym(
+        nvml.lib()
+            .nvmlGpuInstanceGetComputeInstanceProfileInfo
+            .as_ref(),
+    )?;
     // SAFETY: plain C integers; all-zero is a valid value.
     let mut info: sys::nvmlComputeInstanceProfileInfo_t = unsafe { std::mem::zeroed() };
     let engines = sys::NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED;
@@ -228,7 +244,11 @@ pub(super) fn compute_instances(
 }
 
 /// `nvmlGpuInstanceCreateComputeInstance`.
-pub(super) fn create_compute_instance(nvml: &Nvml, gi: &RawGi, profile_id: u32) -> Result<RawCi, NvmlError> {
+pub(super) fn create_compute_instance(
+    nvml: &Nvml,
+    gi: &RawGi,
+    profile_id: u32,
+) -> Result<RawCi, NvmlError> {
     let sym = nvml_sym(nvml.lib().nvmlGpuInstanceCreateComputeInstance.as_ref())?;
     let mut ci: sys::nvmlComputeInstance_t = std::ptr::null_mut();
     // SAFETY: a GI handle from NVML and a live out-parameter.
