@@ -4,5 +4,8 @@
 
 mod cdi_schema;
 mod claims;
+mod go_cdi;
 mod harness;
 mod lifecycle;
+mod podman;
+mod tools;
