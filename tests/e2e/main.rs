@@ -7,5 +7,6 @@ mod claims;
 mod go_cdi;
 mod harness;
 mod lifecycle;
+mod nspawn;
 mod podman;
 mod tools;
