@@ -49,5 +49,5 @@ for bin in "${binaries[@]}"; do
 done
 
 cargo deb -p gpuslice --no-build --locked "${variant[@]}" --output "$target/debian/"
-cargo generate-rpm -p daemon --target-dir "$target" "${variant[@]}" --output "$target/generate-rpm/"
+cargo generate-rpm -p daemon --target-dir "$target" "${variant[@]}"
 ls -l "$target"/debian/gpuslice_*.deb "$target"/generate-rpm/gpuslice-*.rpm

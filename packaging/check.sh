@@ -12,10 +12,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target="${CARGO_TARGET_DIR:-$PWD/target}"
-deb=$(ls -t "$target"/debian/gpuslice_*.deb | head -n 1)
-rpm=$(ls -t "$target"/generate-rpm/gpuslice-*.rpm | head -n 1)
-units=(gpusliced.service gpuslice-dra-plugin.service)
 fail() { echo "check.sh: FAIL: $*" >&2; exit 1; }
+newest() { find "$1" -name "$2" -printf '%T@ %p\n' 2>/dev/null | sort -n | tail -n 1 | cut -d' ' -f2; }
+deb=$(newest "$target/debian" 'gpuslice_*.deb')
+rpm=$(newest "$target/generate-rpm" 'gpuslice-*.rpm')
+[ -n "$deb" ] && [ -n "$rpm" ] || fail "no packages in $target: run packaging/build.sh first"
+units=(gpusliced.service gpuslice-dra-plugin.service)
 echo "check.sh: $deb and $rpm"
 
 echo "== systemd-analyze verify and security"
@@ -35,20 +37,25 @@ for unit in "${units[@]}"; do
 done
 
 echo "== lintian"
-lintian --info --pedantic --fail-on error "$deb" || fail "lintian reports errors"
+lintian --display-info --pedantic --fail-on error "$deb" || fail "lintian reports errors"
 
 echo "== rpmlint"
 rpmlint -c packaging/rpmlint.toml "$rpm" || fail "rpmlint reports errors"
 
 echo "== rpm -qpl / -qpc / --scripts"
-rpm -qpl "$rpm"
-rpm -qpc "$rpm" | grep -qx /etc/gpuslice/gpuslice.toml || fail "gpuslice.toml is not an rpm config file"
-rpm -qp --qf '[%{FILEFLAGS:fflags} %{FILENAMES}\n]' "$rpm" | grep -qx 'cn /etc/gpuslice/gpuslice.toml' \
-  || fail "gpuslice.toml is not %config(noreplace)"
-rpm -qp --scripts "$rpm"
+# Captured first: `rpm ... | grep -q` would fail under pipefail (SIGPIPE).
+files=$(rpm -qpl "$rpm")
+echo "$files"
+flags=$(rpm -qp --qf '[%{FILEFLAGS:fflags} %{FILENAMES}\n]' "$rpm")
+grep -qx 'cn /etc/gpuslice/gpuslice.toml' <<<"$flags" || fail "gpuslice.toml is not %config(noreplace)"
+scripts=$(rpm -qp --scripts "$rpm")
+echo "$scripts"
 for f in /usr/bin/gpusliced /usr/bin/gpuslicectl /usr/lib/systemd/system/gpusliced.service \
   /usr/lib/sysusers.d/gpuslice.conf /usr/lib/tmpfiles.d/gpusliced.conf /usr/share/man/man8/gpusliced.8.gz; do
-  rpm -qpl "$rpm" | grep -qx "$f" || fail "$f missing from the rpm"
+  grep -qx "$f" <<<"$files" || fail "$f missing from the rpm"
+done
+for scriptlet in postinstall preuninstall postuninstall; do
+  grep -q "^$scriptlet scriptlet" <<<"$scripts" || fail "no $scriptlet scriptlet in the rpm"
 done
 
 echo "== dpkg -i / -r / -P on this host"
