@@ -21,6 +21,7 @@ pub mod driver;
 pub mod gpu;
 pub mod inventory;
 pub mod logging;
+pub mod mig;
 pub mod run;
 pub mod state;
 pub mod systemd;

@@ -90,7 +90,7 @@ fn start_engine(config: &Config) -> Result<Engine, RunError> {
     let backend = open_backend(config)?;
     let name = backend.name();
     let inventory =
-        Inventory::from_backend(backend.as_ref()).map_err(|source| RunError::Backend {
+        Inventory::from_backend(backend.as_ref(), &config.mig).map_err(|source| RunError::Backend {
             backend: name,
             source,
         })?;
@@ -109,6 +109,9 @@ fn start_engine(config: &Config) -> Result<Engine, RunError> {
     let engine = Engine::new(backend, inventory, driver, store, settings);
     let report = engine.reconcile().map_err(RunError::Reconcile)?;
     tracing::info!(?report, "reconciled claim records and CDI specs");
+    engine
+        .setup_mig(&config.mig)
+        .map_err(RunError::Reconcile)?;
     for problem in &report.problems {
         tracing::error!(%problem, "reconcile");
     }
@@ -184,10 +187,12 @@ async fn reload(config: &Arc<Config>, engine: &Arc<Engine>) {
     systemd::reloading();
     let (config, engine2) = (config.clone(), engine.clone());
     let result = tokio::task::spawn_blocking(move || {
-        let inventory = Inventory::from_backend(engine2.backend()).map_err(|e| e.to_string())?;
+        let before = engine2.generation();
+        engine2.setup_mig(&config.mig).map_err(|e| e.to_string())?;
+        let inventory = engine2.inventory();
         let driver = discover(&config, &inventory);
         engine2.set_driver_files(driver);
-        let changed = engine2.set_inventory(inventory);
+        let changed = engine2.generation() != before;
         engine2
             .refresh()
             .map(|report| (changed, report))

@@ -63,13 +63,26 @@ pub enum ClaimError {
         /// The strategy asked for.
         strategy: String,
     },
-    /// The device is held by another claim.
-    #[error("device {device} is held exclusively by claim {holder}; unprepare that claim first")]
+    /// The device, or part of it, is held by another claim.
+    #[error(
+        "device {device} is not free: claim {holder} holds {holder_device} on the same GPU; \
+         unprepare that claim first"
+    )]
     DeviceHeld {
         /// The device asked for.
         device: String,
         /// The uid of the claim holding it.
         holder: String,
+        /// The device that claim holds (the same one, the whole GPU, or a slice).
+        holder_device: String,
+    },
+    /// Two devices of one claim overlap on one GPU.
+    #[error("devices {first} and {second} of the claim overlap on one GPU; allocate disjoint ones")]
+    DevicesOverlap {
+        /// The first device.
+        first: String,
+        /// The device overlapping it.
+        second: String,
     },
     /// The claim is prepared already, with other devices or configs.
     #[error(
@@ -123,6 +136,45 @@ pub enum ClaimError {
         /// The rule broken.
         #[source]
         source: gpuslice_cdi::validate::SpecError,
+    },
+    /// A slice's placement is taken by a GPU instance nobody asked for.
+    #[error(
+        "{gpu}: memory slices {start}.. for {profile} are taken by GPU instance {gpu_instance}, \
+         which gpusliced did not create; destroy it (nvidia-smi mig -dgi) or allocate another slice"
+    )]
+    SliceOccupied {
+        /// The GPU.
+        gpu: String,
+        /// The profile asked for.
+        profile: String,
+        /// The first memory slice asked for.
+        start: u32,
+        /// The instance in the way.
+        gpu_instance: u32,
+    },
+    /// A whole GPU was asked for while MIG instances exist on it.
+    #[error(
+        "{gpu} is partitioned ({instances} MIG GPU instances, e.g. id {first}); a whole-GPU \
+         claim needs it free of instances"
+    )]
+    GpuPartitioned {
+        /// The GPU.
+        gpu: String,
+        /// How many instances exist.
+        instances: usize,
+        /// One of them.
+        first: u32,
+    },
+    /// MIG mode could not be switched without a GPU reset (Ampere).
+    #[error(
+        "{gpu}: MIG mode cannot become {wanted} without a GPU reset on this GPU; reset it \
+         (nvidia-smi -r) while idle, or change the [mig] config"
+    )]
+    MigModeStuck {
+        /// The GPU.
+        gpu: String,
+        /// The mode asked for.
+        wanted: &'static str,
     },
     /// The claim record could not be written or removed.
     #[error(transparent)]
