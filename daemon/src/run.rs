@@ -89,11 +89,12 @@ fn discover(config: &Config, inventory: &Inventory) -> DriverFiles {
 fn start_engine(config: &Config) -> Result<Engine, RunError> {
     let backend = open_backend(config)?;
     let name = backend.name();
-    let inventory =
-        Inventory::from_backend(backend.as_ref(), &config.mig).map_err(|source| RunError::Backend {
+    let inventory = Inventory::from_backend(backend.as_ref(), &config.mig).map_err(|source| {
+        RunError::Backend {
             backend: name,
             source,
-        })?;
+        }
+    })?;
     tracing::info!(backend = name, gpus = inventory.gpus.len(), driver = %inventory.driver.driver_version, "GPUs found");
     let driver = discover(config, &inventory);
     for problem in &driver.problems {
@@ -109,9 +110,7 @@ fn start_engine(config: &Config) -> Result<Engine, RunError> {
     let engine = Engine::new(backend, inventory, driver, store, settings);
     let report = engine.reconcile().map_err(RunError::Reconcile)?;
     tracing::info!(?report, "reconciled claim records and CDI specs");
-    engine
-        .setup_mig(&config.mig)
-        .map_err(RunError::Reconcile)?;
+    engine.setup_mig(&config.mig).map_err(RunError::Reconcile)?;
     for problem in &report.problems {
         tracing::error!(%problem, "reconcile");
     }

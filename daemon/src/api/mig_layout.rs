@@ -52,7 +52,10 @@ fn instance(
         .mig
         .as_ref()
         .and_then(|m| m.profile_by_id(gi.profile_id))
-        .map_or_else(|| format!("profile-id-{}", gi.profile_id), |p| p.name.clone());
+        .map_or_else(
+            || format!("profile-id-{}", gi.profile_id),
+            |p| p.name.clone(),
+        );
     let holder = records.iter().find_map(|r| {
         r.devices
             .iter()

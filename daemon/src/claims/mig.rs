@@ -6,8 +6,8 @@
 //! instance whose compute instance could not be made is destroyed, so no
 //! half-made slice is left behind.
 
-use super::error::ClaimError;
 use super::Engine;
+use super::error::ClaimError;
 use crate::gpu::{GpuError, GpuInstance, MigMode, MigSupport, Placement};
 use crate::inventory::GpuDevice;
 use crate::state::MigSlice;
@@ -18,7 +18,11 @@ impl Engine {
     /// ids filled in now); a free placement is marked `created` (the intent
     /// the `preparing` record carries, so a crash after the create is rolled
     /// back). An instance in the way is an error.
-    pub(super) fn plan_slice(&self, gpu: &GpuDevice, slice: &mut MigSlice) -> Result<(), ClaimError> {
+    pub(super) fn plan_slice(
+        &self,
+        gpu: &GpuDevice,
+        slice: &mut MigSlice,
+    ) -> Result<(), ClaimError> {
         let index = gpu.info.index;
         self.ensure_mig_enabled(gpu)?;
         let placement = slice_placement(slice);
@@ -44,14 +48,18 @@ impl Engine {
     /// Creates a slice [`Engine::plan_slice`] marked `created`: the GPU
     /// instance, then its compute instance; the GPU instance is destroyed
     /// again if the compute instance fails.
-    pub(super) fn create_slice(&self, gpu: &GpuDevice, slice: &mut MigSlice) -> Result<(), ClaimError> {
+    pub(super) fn create_slice(
+        &self,
+        gpu: &GpuDevice,
+        slice: &mut MigSlice,
+    ) -> Result<(), ClaimError> {
         if !slice.created || slice.gpu_instance.is_some() {
             return Ok(());
         }
         let index = gpu.info.index;
-        let gi = self
-            .backend
-            .create_gpu_instance(index, slice.profile_id, slice_placement(slice))?;
+        let gi =
+            self.backend
+                .create_gpu_instance(index, slice.profile_id, slice_placement(slice))?;
         slice.gpu_instance = Some(gi.id);
         match self.backend.create_compute_instance(index, gi.id) {
             Ok(ci) => {
@@ -101,7 +109,10 @@ impl Engine {
             return Ok(());
         };
         for ci in &gi.compute_instances {
-            ignore_not_found(self.backend.destroy_compute_instance(gpu_index, gi.id, ci.id))?;
+            ignore_not_found(
+                self.backend
+                    .destroy_compute_instance(gpu_index, gi.id, ci.id),
+            )?;
         }
         ignore_not_found(self.backend.destroy_gpu_instance(gpu_index, gi.id))?;
         Ok(())

@@ -18,10 +18,10 @@ impl Engine {
     pub fn setup_mig(&self, mig: &MigConfig) -> Result<Vec<String>, ClaimError> {
         let mut problems = Vec::new();
         for gpu in &self.inventory().gpus {
-            if mig.for_gpu(gpu.info.index, &gpu.info.uuid).is_some() {
-                if let Some(problem) = self.enable_mig_mode(gpu) {
-                    problems.push(problem);
-                }
+            if mig.for_gpu(gpu.info.index, &gpu.info.uuid).is_some()
+                && let Some(problem) = self.enable_mig_mode(gpu)
+            {
+                problems.push(problem);
             }
         }
         problems.extend(self.restore_slices());

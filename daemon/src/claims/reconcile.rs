@@ -13,9 +13,9 @@ use std::collections::BTreeSet;
 use gpuslice_cdi::atomic::{is_temp_name, remove_durable};
 
 use super::error::ClaimError;
+use super::table::{Share, Want};
 use super::{Engine, lock};
 use crate::cdi_build::{CDI_CLASS, CDI_VENDOR, claim_uid_of_spec_file};
-use super::table::{Share, Want};
 use crate::state::{ClaimRecord, Phase, RecordDevice};
 
 /// What a reconcile found and did.

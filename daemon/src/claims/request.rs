@@ -139,7 +139,11 @@ impl PrepareRequest {
                     "{problem} it applies to device {} ({}); use kind {} or narrow its requests",
                     d.device,
                     if is_mig { "a MIG slice" } else { "a whole GPU" },
-                    if is_mig { "MigDeviceConfig" } else { "GpuConfig" },
+                    if is_mig {
+                        "MigDeviceConfig"
+                    } else {
+                        "GpuConfig"
+                    },
                 ),
             });
         }

@@ -185,7 +185,10 @@ mod tests {
             .reserve("a", &[want("x", slice(0, 4)), want("y", slice(2, 2))])
             .unwrap_err();
         assert!(matches!(err, ClaimError::DevicesOverlap { .. }));
-        assert!(t.holdings("GPU-a").is_empty(), "nothing reserved on refusal");
+        assert!(
+            t.holdings("GPU-a").is_empty(),
+            "nothing reserved on refusal"
+        );
     }
 
     #[test]

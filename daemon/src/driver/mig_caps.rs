@@ -36,7 +36,8 @@ impl MigCaps {
                     }
                 }
                 [g, i, c, "access"] => {
-                    if let (Some(g), Some(i), Some(c)) = (num(g, "gpu"), num(i, "gi"), num(c, "ci")) {
+                    if let (Some(g), Some(i), Some(c)) = (num(g, "gpu"), num(i, "gi"), num(c, "ci"))
+                    {
                         caps.ci.insert((g, i, c), minor);
                     }
                 }

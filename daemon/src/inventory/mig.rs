@@ -169,14 +169,9 @@ pub fn gpu_counters(mig: &GpuMig) -> BTreeMap<String, i64> {
 
 /// What a slice at `placement` of `profile` consumes from its GPU's set.
 pub fn slice_consumption(profile: &MigProfile, placement: Placement) -> BTreeMap<String, i64> {
-    let mut used: BTreeMap<String, i64> = placement
-        .slices()
-        .map(|i| (slice_counter(i), 1))
-        .collect();
-    used.insert(
-        COMPUTE_SLICES.to_owned(),
-        i64::from(profile.compute_slices),
-    );
+    let mut used: BTreeMap<String, i64> =
+        placement.slices().map(|i| (slice_counter(i), 1)).collect();
+    used.insert(COMPUTE_SLICES.to_owned(), i64::from(profile.compute_slices));
     if profile.media_extensions() {
         used.insert(MEDIA_EXTENSIONS.to_owned(), 1);
     }

@@ -6,8 +6,8 @@
 //! kinds follow NVIDIA's DRA driver, so existing CEL selectors such as
 //! `device.attributes["gpu.nvidia.com"].productName` keep working.
 
-mod mig;
 mod layout;
+mod mig;
 mod scan;
 
 use std::collections::{BTreeMap, HashMap};

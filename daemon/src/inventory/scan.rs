@@ -7,11 +7,11 @@
 //! move under running workloads. A layout a GPU cannot take is reported as a
 //! problem, and what fits is still offered.
 
+use super::layout::{Existing, plan_offer};
 use super::mig::{GpuMig, MigDevice, mig_device_name};
 use super::{GpuDevice, Inventory, gpu_device_name};
 use crate::config::{MigAdvertise, MigConfig};
 use crate::gpu::{GpuBackend, GpuError, GpuInstance, MigMode, MigSupport, Placement};
-use super::layout::{Existing, plan_offer};
 
 impl Inventory {
     /// Asks the backend for every GPU and, per `mig`, the slices to offer.
@@ -38,9 +38,11 @@ impl Inventory {
                                 let existing = existing(&instances);
                                 let (offer, missing) =
                                     plan_offer(&gpu_mig.profiles, &existing, &wanted.layout);
-                                problems.extend(missing.into_iter().map(|m| {
-                                    format!("{} ({}): {m}", gpu.name, gpu.info.uuid)
-                                }));
+                                problems.extend(
+                                    missing
+                                        .into_iter()
+                                        .map(|m| format!("{} ({}): {m}", gpu.name, gpu.info.uuid)),
+                                );
                                 offer
                             }
                         };
@@ -48,7 +50,11 @@ impl Inventory {
                             let profile = gpu_mig.profile_by_id(profile_id)?.clone();
                             let uuid = instance_uuid(&instances, profile_id, placement);
                             Some(MigDevice {
-                                name: mig_device_name(gpu.info.index, &profile.name, placement.start),
+                                name: mig_device_name(
+                                    gpu.info.index,
+                                    &profile.name,
+                                    placement.start,
+                                ),
                                 parent,
                                 profile,
                                 placement,
@@ -108,7 +114,11 @@ fn existing(instances: &[GpuInstance]) -> Vec<Existing> {
         .collect()
 }
 
-fn instance_uuid(instances: &[GpuInstance], profile_id: u32, placement: Placement) -> Option<String> {
+fn instance_uuid(
+    instances: &[GpuInstance],
+    profile_id: u32,
+    placement: Placement,
+) -> Option<String> {
     instances
         .iter()
         .find(|gi| gi.profile_id == profile_id && gi.placement == placement)
