@@ -20,7 +20,6 @@ fn driver(root: &str) -> DriverFiles {
             &format!("{root}/usr/lib/x86_64-linux-gnu/libcuda.so.1"),
         )],
         library_dirs: vec!["/usr/lib/x86_64-linux-gnu".to_owned()],
-        mig_caps: crate::driver::MigCaps::default(),
         problems: vec![],
     }
 }

@@ -9,12 +9,10 @@
 //! than failing start-up, because a node can boot before the driver is loaded.
 
 mod files;
-mod mig_caps;
 
 use std::path::{Path, PathBuf};
 
 pub use files::{BINARIES, COMMON_NODES, LIB_DIRS, LIBRARIES};
-pub use mig_caps::MigCaps;
 
 /// A host file exposed at a path in the container.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,8 +32,6 @@ pub struct DriverFiles {
     pub mounts: Vec<HostPath>,
     /// The container folders that hold libraries (for the ldcache hook).
     pub library_dirs: Vec<String>,
-    /// Capability minors of MIG instances.
-    pub mig_caps: MigCaps,
     /// What is missing, in words an operator can act on.
     pub problems: Vec<String>,
 }
@@ -58,7 +54,6 @@ impl DriverFiles {
         found.find_binaries(roots.driver_root);
         found.find_firmware(roots.driver_root, driver_version);
         found.find_sockets(roots.driver_root);
-        found.mig_caps = MigCaps::read(roots.driver_root);
         found
     }
 
