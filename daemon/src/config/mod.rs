@@ -21,6 +21,9 @@ use crate::gpu::sim::SimModel;
 /// Default path of the config file.
 pub const DEFAULT_PATH: &str = "/etc/gpuslice/gpuslice.toml";
 
+/// File name of the simulated hardware state when no path is configured.
+pub const SIM_HARDWARE_STATE_FILE: &str = "sim-hardware.json";
+
 /// The whole configuration.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -90,6 +93,12 @@ pub struct SimConfig {
     /// Seed for the simulated GPUs' UUIDs; nodes with different seeds get
     /// different UUIDs. Default "gpuslice-sim".
     pub seed: String,
+    /// The simulated GPUs' own state (MIG mode, instances, compute mode),
+    /// kept so it outlives a daemon restart as real hardware state does.
+    /// Default: `sim-hardware.json` next to the socket (so under the runtime
+    /// dir, /run/gpuslice: gone at reboot, like MIG instances). See
+    /// [`Config::sim_hardware_state`].
+    pub hardware_state: Option<PathBuf>,
 }
 
 /// `[log]`.
@@ -133,6 +142,7 @@ impl Default for SimConfig {
         Self {
             gpus: vec![SimModel::H100_80GB],
             seed: "gpuslice-sim".to_owned(),
+            hardware_state: None,
         }
     }
 }
@@ -175,6 +185,16 @@ impl Config {
         self.dev_root.as_deref().unwrap_or(&self.driver_root)
     }
 
+    /// Where the simulated backend keeps its hardware state:
+    /// `backend.sim.hardware_state`, or `sim-hardware.json` in the socket's
+    /// folder (the daemon's runtime dir, /run/gpuslice by default).
+    pub fn sim_hardware_state(&self) -> PathBuf {
+        self.backend.sim.hardware_state.clone().unwrap_or_else(|| {
+            let dir = self.socket.parent().unwrap_or(Path::new("/run/gpuslice"));
+            dir.join(SIM_HARDWARE_STATE_FILE)
+        })
+    }
+
     fn resolve_relative(&mut self, base: &Path) {
         let resolve = |p: &mut PathBuf| {
             if p.is_relative() {
@@ -189,6 +209,7 @@ impl Config {
             &mut self.dev_root,
             &mut self.cdi_hook,
             &mut self.backend.nvml.library,
+            &mut self.backend.sim.hardware_state,
         ] {
             if let Some(p) = p.as_mut() {
                 resolve(p);
