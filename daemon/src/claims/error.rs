@@ -165,16 +165,18 @@ pub enum ClaimError {
         /// One of them.
         first: u32,
     },
-    /// MIG mode could not be switched without a GPU reset (Ampere).
+    /// MIG mode could not be switched now (Ampere switches only when idle).
     #[error(
-        "{gpu}: MIG mode cannot become {wanted} without a GPU reset on this GPU; reset it \
-         (nvidia-smi -r) while idle, or change the [mig] config"
+        "{gpu}: MIG mode cannot become {wanted} now ({reason}); wait until nothing runs on the \
+         GPU, or take it out of the [mig] config"
     )]
     MigModeStuck {
         /// The GPU.
         gpu: String,
         /// The mode asked for.
         wanted: &'static str,
+        /// Why, in NVML's words.
+        reason: String,
     },
     /// The claim record could not be written or removed.
     #[error(transparent)]

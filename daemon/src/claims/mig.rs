@@ -138,6 +138,7 @@ impl Engine {
             _ => Err(ClaimError::MigModeStuck {
                 gpu: gpu.name.clone(),
                 wanted: "enabled",
+                reason: "the change is pending until a GPU reset".to_owned(),
             }),
         }
     }
@@ -162,21 +163,31 @@ impl Engine {
                 first: gi.id,
             });
         }
-        match self.backend.set_mig_mode(index, MigMode::Disabled)? {
-            MigSupport::Supported {
-                current: MigMode::Disabled,
-                ..
-            } => Ok(true),
-            _ => {
-                if let Err(err) = self.backend.set_mig_mode(index, MigMode::Enabled) {
-                    tracing::warn!(gpu = %gpu.name, error = %err, "could not cancel a pending MIG mode change");
-                }
-                Err(ClaimError::MigModeStuck {
-                    gpu: gpu.name.clone(),
-                    wanted: "disabled",
-                })
-            }
+        let outcome = self.backend.set_mig_mode(index, MigMode::Disabled);
+        if let Ok(MigSupport::Supported {
+            current: MigMode::Disabled,
+            ..
+        }) = outcome
+        {
+            return Ok(true);
         }
+        // Not switched (Ampere with work on it): cancel the pending change so
+        // the next reboot does not take the GPU out of MIG mode.
+        if let Err(err) = self.backend.set_mig_mode(index, MigMode::Enabled) {
+            tracing::warn!(gpu = %gpu.name, error = %err, "could not cancel a pending MIG mode change");
+        }
+        Err(match outcome {
+            Err(err) => ClaimError::MigModeStuck {
+                gpu: gpu.name.clone(),
+                wanted: "disabled",
+                reason: err.to_string(),
+            },
+            Ok(_) => ClaimError::MigModeStuck {
+                gpu: gpu.name.clone(),
+                wanted: "disabled",
+                reason: "the change is pending until a GPU reset".to_owned(),
+            },
+        })
     }
 
     /// Undoes [`Engine::take_whole_gpu`].

@@ -3,7 +3,7 @@
 //! GPU instance and the compute instance.
 
 use crate::cdi_build::ClaimDevice;
-use crate::driver::{HostPath, rooted};
+use crate::driver::{DriverFiles, HostPath, rooted};
 use crate::inventory::GpuDevice;
 use crate::state::MigSlice;
 
@@ -15,7 +15,7 @@ pub fn claim_device(
     slice: &MigSlice,
     cdi_name: &str,
     dev_root: &std::path::Path,
-    caps: &crate::driver::MigCaps,
+    driver: &DriverFiles,
 ) -> Result<ClaimDevice, ClaimError> {
     let missing = |path: String| ClaimError::DeviceNodeMissing {
         device: cdi_name.to_owned(),
@@ -32,22 +32,13 @@ pub fn claim_device(
         host: rooted(dev_root, &parent),
         container: parent,
     }];
-    for minor in [
-        caps.gpu_instance(gpu.info.minor, gi),
-        caps.compute_instance(gpu.info.minor, gi, ci),
-    ] {
-        let minor = minor.ok_or_else(|| {
-            missing(format!(
-                "the mig-minors entry for gpu{}/gi{gi}/ci{ci} (is the driver root right?)",
-                gpu.info.minor
-            ))
-        })?;
-        let container = format!("/dev/nvidia-caps/nvidia-cap{minor}");
-        nodes.push(HostPath {
-            host: rooted(dev_root, &container),
-            container,
-        });
-    }
+    let caps = driver
+        .mig_cap_nodes(gpu.info.minor, gi, ci)
+        .map_err(|err| missing(err.to_string()))?;
+    nodes.extend(caps.into_iter().map(|cap| HostPath {
+        container: cap.container,
+        host: cap.host,
+    }));
     for node in &nodes {
         if !node.host.exists() {
             return Err(missing(node.host.display().to_string()));

@@ -254,4 +254,6 @@ impl Engine {
 }
 
 #[cfg(test)]
+mod mig_tests;
+#[cfg(test)]
 mod tests;

@@ -32,7 +32,7 @@ impl Engine {
                         slice,
                         &d.device,
                         &self.settings.dev_root,
-                        &driver.mig_caps,
+                        &driver,
                     ),
                     None => exclusive::claim_device(gpu, &d.device, &self.settings.dev_root),
                 }

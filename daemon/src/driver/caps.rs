@@ -196,10 +196,13 @@ impl MigCaps {
 
     /// The node of one capability.
     pub fn node(&self, name: CapName) -> Result<MigCapNode, MigCapError> {
-        let minor = *self.minors.get(&name).ok_or_else(|| MigCapError::NotListed {
-            name: name.text(),
-            path: self.source.clone(),
-        })?;
+        let minor = *self
+            .minors
+            .get(&name)
+            .ok_or_else(|| MigCapError::NotListed {
+                name: name.text(),
+                path: self.source.clone(),
+            })?;
         let container = format!("{CAPS_DIR}/nvidia-cap{minor}");
         Ok(MigCapNode {
             host: rooted(&self.dev_root, &container),
@@ -216,8 +219,15 @@ impl MigCaps {
         gi_id: u32,
         ci_id: u32,
     ) -> Result<[MigCapNode; 2], MigCapError> {
-        let gi = self.node(CapName::Gi { gpu: gpu_minor, gi: gi_id })?;
-        let ci = self.node(CapName::Ci { gpu: gpu_minor, gi: gi_id, ci: ci_id })?;
+        let gi = self.node(CapName::Gi {
+            gpu: gpu_minor,
+            gi: gi_id,
+        })?;
+        let ci = self.node(CapName::Ci {
+            gpu: gpu_minor,
+            gi: gi_id,
+            ci: ci_id,
+        })?;
         Ok([gi, ci])
     }
 }

@@ -40,8 +40,14 @@ fn fake_root(root: &Path) {
     symlink("libcuda.so.999", lib.join("libcuda.so.2")).unwrap(); // dangling: skipped
     let caps = root.join("proc/driver/nvidia-caps");
     std::fs::create_dir_all(&caps).unwrap();
-    put(&caps.join("mig-minors"), "config 1\nmonitor 2\ngpu0/gi1/access 12\ngpu0/gi1/ci0/access 13\n");
-    put(&root.join("proc/devices"), "Character devices:\n  1 mem\n508 nvidia-caps\n\nBlock devices:\n  8 sd\n");
+    put(
+        &caps.join("mig-minors"),
+        "config 1\nmonitor 2\ngpu0/gi1/access 12\ngpu0/gi1/ci0/access 13\n",
+    );
+    put(
+        &root.join("proc/devices"),
+        "Character devices:\n  1 mem\n508 nvidia-caps\n\nBlock devices:\n  8 sd\n",
+    );
     touch(&root.join("usr/bin/nvidia-smi"));
     touch(&root.join("usr/bin/nvidia-cuda-mps-control"));
     touch(&root.join("lib/firmware/nvidia/580.95.05/gsp_ga10x.bin"));
@@ -178,10 +184,22 @@ fn missing_mig_minors_is_a_problem() {
 fn malformed_mig_minors_names_the_line() {
     let path = Path::new("/proc/driver/nvidia-caps/mig-minors");
     for (text, line_no, wanted) in [
-        ("config 1\ngpu0/gi1/access\n", 2, "expected `<name> <minor>`"),
+        (
+            "config 1\ngpu0/gi1/access\n",
+            2,
+            "expected `<name> <minor>`",
+        ),
         ("config x\n", 1, "not a number"),
-        ("config 1\n\ngpu0/gx1/access 4\n", 3, "expected config, monitor"),
-        ("gpu0/gi1/ci0/access 13 14\n", 1, "expected `<name> <minor>`"),
+        (
+            "config 1\n\ngpu0/gx1/access 4\n",
+            3,
+            "expected config, monitor",
+        ),
+        (
+            "gpu0/gi1/ci0/access 13 14\n",
+            1,
+            "expected `<name> <minor>`",
+        ),
     ] {
         let err = parse(path, text).unwrap_err();
         let MigCapError::Malformed { line_no: at, .. } = &err else {
@@ -189,16 +207,27 @@ fn malformed_mig_minors_names_the_line() {
         };
         assert_eq!(*at, line_no, "{text:?}");
         let msg = err.to_string();
-        assert!(msg.contains(wanted) && msg.contains("mig-minors line"), "{msg}");
+        assert!(
+            msg.contains(wanted) && msg.contains("mig-minors line"),
+            "{msg}"
+        );
     }
     let minors = parse(path, "config 1\nmonitor 2\ngpu3/gi14/ci7/access 543\n").unwrap();
-    assert_eq!(minors.get(&CapName::Ci { gpu: 3, gi: 14, ci: 7 }), Some(&543));
+    assert_eq!(
+        minors.get(&CapName::Ci {
+            gpu: 3,
+            gi: 14,
+            ci: 7
+        }),
+        Some(&543)
+    );
     assert_eq!(minors.get(&CapName::Monitor), Some(&2));
 }
 
 #[test]
 fn caps_major_from_proc_devices() {
-    let text = "Character devices:\n195 nvidia\n237 nvidia-caps\n\nBlock devices:\n237 nvidia-caps\n";
+    let text =
+        "Character devices:\n195 nvidia\n237 nvidia-caps\n\nBlock devices:\n237 nvidia-caps\n";
     assert_eq!(char_major(text, "nvidia-caps"), Some(237));
     assert_eq!(char_major(text, "nvidia-uvm"), None);
 }

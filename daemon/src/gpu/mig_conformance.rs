@@ -23,19 +23,31 @@ fn total_slices(profiles: &[MigProfile]) -> u32 {
 pub(crate) fn profiles_are_consistent(backend: &dyn GpuBackend, index: u32) {
     let profiles = backend.mig_profiles(index).unwrap();
     assert!(!profiles.is_empty(), "GPU {index}: no MIG profiles");
-    assert!(profiles.windows(2).all(|w| w[0].index < w[1].index), "{profiles:?}");
+    assert!(
+        profiles.windows(2).all(|w| w[0].index < w[1].index),
+        "{profiles:?}"
+    );
     let total = total_slices(&profiles);
-    assert!(total == 4 || total == 8, "GPU {index}: {total} memory slices");
+    assert!(
+        total == 4 || total == 8,
+        "GPU {index}: {total} memory slices"
+    );
     for p in &profiles {
         let (g, rest) = p.name.split_once("g.").unwrap_or(("", ""));
         assert_eq!(g.parse::<u32>().ok(), Some(p.compute_slices), "{}", p.name);
         assert!(rest.contains("gb"), "{}", p.name);
-        assert!(p.max_count >= 1 && p.multiprocessors > 0 && p.memory_bytes > 0, "{p:?}");
+        assert!(
+            p.max_count >= 1 && p.multiprocessors > 0 && p.memory_bytes > 0,
+            "{p:?}"
+        );
         if p.media_extensions() {
             assert_eq!(p.max_count, 1, "{}", p.name);
         }
         assert!(!p.placements.is_empty(), "{}: no placements", p.name);
-        assert!(p.placements.windows(2).all(|w| w[0].start < w[1].start), "{p:?}");
+        assert!(
+            p.placements.windows(2).all(|w| w[0].start < w[1].start),
+            "{p:?}"
+        );
         for at in &p.placements {
             assert_eq!(at.size, p.memory_slices, "{}: {at:?}", p.name);
             assert!(at.start + at.size <= total, "{}: {at:?}", p.name);
@@ -48,7 +60,10 @@ pub(crate) fn profiles_are_consistent(backend: &dyn GpuBackend, index: u32) {
 pub(crate) fn instances_are_consistent(backend: &dyn GpuBackend, index: u32) {
     let profiles = backend.mig_profiles(index).unwrap();
     let instances = backend.gpu_instances(index).unwrap();
-    assert!(instances.windows(2).all(|w| w[0].id < w[1].id), "{instances:?}");
+    assert!(
+        instances.windows(2).all(|w| w[0].id < w[1].id),
+        "{instances:?}"
+    );
     for (n, gi) in instances.iter().enumerate() {
         let profile = profiles.iter().find(|p| p.id == gi.profile_id);
         let profile = profile.unwrap_or_else(|| panic!("GI {}: unknown profile", gi.id));
@@ -66,14 +81,19 @@ pub(crate) fn instances_are_consistent(backend: &dyn GpuBackend, index: u32) {
 }
 
 fn assert_empty(backend: &dyn GpuBackend, index: u32) {
-    assert_eq!(backend.gpu_instances(index).unwrap(), Vec::<GpuInstance>::new());
+    assert_eq!(
+        backend.gpu_instances(index).unwrap(),
+        Vec::<GpuInstance>::new()
+    );
 }
 
 /// Destroys every instance on the GPU, compute instances first.
 pub(crate) fn clear(backend: &dyn GpuBackend, index: u32) {
     for gi in backend.gpu_instances(index).unwrap() {
         for ci in &gi.compute_instances {
-            backend.destroy_compute_instance(index, gi.id, ci.id).unwrap();
+            backend
+                .destroy_compute_instance(index, gi.id, ci.id)
+                .unwrap();
         }
         backend.destroy_gpu_instance(index, gi.id).unwrap();
     }
@@ -95,7 +115,9 @@ pub(crate) fn every_profile_at_every_placement(backend: &dyn GpuBackend, index: 
             instances_are_consistent(backend, index);
             let busy = backend.destroy_gpu_instance(index, gi.id);
             assert!(matches!(busy, Err(GpuError::InUse { .. })), "{busy:?}");
-            backend.destroy_compute_instance(index, gi.id, ci.id).unwrap();
+            backend
+                .destroy_compute_instance(index, gi.id, ci.id)
+                .unwrap();
             backend.destroy_gpu_instance(index, gi.id).unwrap();
             assert_empty(backend, index);
         }
@@ -181,11 +203,18 @@ pub(crate) fn invalid_requests_refused(backend: &dyn GpuBackend, index: u32) {
     let total = total_slices(&profiles);
     for p in &profiles {
         let wrong = (0..total)
-            .map(|start| Placement { start, size: p.memory_slices })
+            .map(|start| Placement {
+                start,
+                size: p.memory_slices,
+            })
             .find(|at| !p.placements.contains(at));
         if let Some(at) = wrong {
             let refused = backend.create_gpu_instance(index, p.id, at);
-            assert!(matches!(refused, Err(GpuError::Nvml { .. })), "{}: {refused:?}", p.name);
+            assert!(
+                matches!(refused, Err(GpuError::Nvml { .. })),
+                "{}: {refused:?}",
+                p.name
+            );
         }
     }
     let unknown = profiles.iter().map(|p| p.id).max().unwrap_or(0) + 100;
@@ -193,22 +222,36 @@ pub(crate) fn invalid_requests_refused(backend: &dyn GpuBackend, index: u32) {
     let refused = backend.create_gpu_instance(index, unknown, at);
     assert!(matches!(refused, Err(GpuError::Nvml { .. })), "{refused:?}");
     let missing = backend.create_compute_instance(index, 99);
-    assert!(matches!(missing, Err(GpuError::NotFound { .. })), "{missing:?}");
+    assert!(
+        matches!(missing, Err(GpuError::NotFound { .. })),
+        "{missing:?}"
+    );
     let missing = backend.destroy_gpu_instance(index, 99);
-    assert!(matches!(missing, Err(GpuError::NotFound { .. })), "{missing:?}");
+    assert!(
+        matches!(missing, Err(GpuError::NotFound { .. })),
+        "{missing:?}"
+    );
     assert_empty(backend, index);
 }
 
 /// A GI holds one full compute instance; a second is refused.
 pub(crate) fn one_compute_instance_per_gpu_instance(backend: &dyn GpuBackend, index: u32) {
     let p = &backend.mig_profiles(index).unwrap()[0];
-    let gi = backend.create_gpu_instance(index, p.id, p.placements[0]).unwrap();
+    let gi = backend
+        .create_gpu_instance(index, p.id, p.placements[0])
+        .unwrap();
     let ci = backend.create_compute_instance(index, gi.id).unwrap();
     assert_eq!(ci.id, 0);
     let second = backend.create_compute_instance(index, gi.id);
-    assert!(matches!(second, Err(GpuError::InsufficientResources { .. })), "{second:?}");
+    assert!(
+        matches!(second, Err(GpuError::InsufficientResources { .. })),
+        "{second:?}"
+    );
     let missing = backend.destroy_compute_instance(index, gi.id, ci.id + 1);
-    assert!(matches!(missing, Err(GpuError::NotFound { .. })), "{missing:?}");
+    assert!(
+        matches!(missing, Err(GpuError::NotFound { .. })),
+        "{missing:?}"
+    );
     clear(backend, index);
 }
 

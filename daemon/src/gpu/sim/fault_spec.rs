@@ -105,15 +105,16 @@ fn parse_item(item: &str) -> Result<FaultItem, FaultSpecError> {
         }
         _ => {
             return Err(bad(
-                "expected fail_next, fail_nth=N or latency_ms=N (only failures take @ERROR)"
-                    .into(),
+                "expected fail_next, fail_nth=N or latency_ms=N (only failures take @ERROR)".into(),
             ));
         }
     };
     let error = error_named(op, error.unwrap_or("injected")).ok_or_else(|| {
-        bad("unknown @ERROR; use injected, in_use, insufficient_resources, not_found, \
+        bad(
+            "unknown @ERROR; use injected, in_use, insufficient_resources, not_found, \
              not_supported, no_permission or gpu_lost"
-            .into())
+                .into(),
+        )
     })?;
     Ok(FaultItem::Fail { op, nth, error })
 }
@@ -181,7 +182,10 @@ mod tests {
             ("make_coffee:fail_next", "known: driver_info"),
             ("set_mig_mode:explode", "expected fail_next"),
             ("set_mig_mode:fail_nth=x", "\"x\" is not a whole number"),
-            ("set_mig_mode:latency_ms=5@in_use", "only failures take @ERROR"),
+            (
+                "set_mig_mode:latency_ms=5@in_use",
+                "only failures take @ERROR",
+            ),
             ("set_mig_mode:fail_next@bad", "unknown @ERROR"),
         ];
         for (item, wanted) in cases {
@@ -196,7 +200,11 @@ mod tests {
     #[test]
     fn armed_spec_fires() {
         let faults = Faults::new();
-        arm(&faults, "device_count:fail_nth=2@gpu_lost,device_info:latency_ms=1").unwrap();
+        arm(
+            &faults,
+            "device_count:fail_nth=2@gpu_lost,device_info:latency_ms=1",
+        )
+        .unwrap();
         assert_eq!(faults.check(op::DEVICE_COUNT), Ok(Latency::NONE));
         assert!(matches!(
             faults.check(op::DEVICE_COUNT),

@@ -200,7 +200,10 @@ impl SimGpuState {
             return Err(full("the GPU's one media-extension instance exists"));
         }
         if let Some(gi) = (self.gpu_instances.iter()).find(|gi| gi.placement.overlaps(placement)) {
-            return Err(full(&format!("memory slices taken by GPU instance {}", gi.id)));
+            return Err(full(&format!(
+                "memory slices taken by GPU instance {}",
+                gi.id
+            )));
         }
         let used: u32 = (self.gpu_instances.iter())
             .filter_map(profile_of)
@@ -223,7 +226,10 @@ impl SimGpuState {
                 what: gpu.what(&format!("{verb} (it already has one spanning it)")),
             });
         }
-        let slices = gpu.spec.profile_by_id(gi.profile_id).map_or(1, |p| p.compute_slices);
+        let slices = gpu
+            .spec
+            .profile_by_id(gi.profile_id)
+            .map_or(1, |p| p.compute_slices);
         let id = 0;
         let ci = ComputeInstance {
             id,
@@ -243,7 +249,9 @@ impl SimGpuState {
         let before = gi.compute_instances.len();
         gi.compute_instances.retain(|ci| ci.id != ci_id);
         if gi.compute_instances.len() == before {
-            return Err(GpuError::NotFound { what: gpu.what(&verb) });
+            return Err(GpuError::NotFound {
+                what: gpu.what(&verb),
+            });
         }
         Ok(())
     }
@@ -262,7 +270,12 @@ impl SimGpuState {
         Ok(())
     }
 
-    fn gi_mut(&mut self, gpu: GpuRef<'_>, gi_id: u32, verb: &str) -> Result<&mut GpuInstance, GpuError> {
+    fn gi_mut(
+        &mut self,
+        gpu: GpuRef<'_>,
+        gi_id: u32,
+        verb: &str,
+    ) -> Result<&mut GpuInstance, GpuError> {
         (self.gpu_instances.iter_mut())
             .find(|gi| gi.id == gi_id)
             .ok_or_else(|| GpuError::NotFound {

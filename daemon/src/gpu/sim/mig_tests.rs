@@ -55,7 +55,9 @@ fn sim_mig_verbs_need_mig_enabled() {
     let not_supported = |r: Result<(), GpuError>| matches!(r, Err(GpuError::NotSupported { .. }));
     assert!(not_supported(sim.mig_profiles(0).map(drop)));
     assert!(not_supported(sim.gpu_instances(0).map(drop)));
-    assert!(not_supported(sim.create_gpu_instance(0, 19, at(0, 1)).map(drop)));
+    assert!(not_supported(
+        sim.create_gpu_instance(0, 19, at(0, 1)).map(drop)
+    ));
     assert!(not_supported(sim.create_compute_instance(0, 7).map(drop)));
     assert!(not_supported(sim.destroy_gpu_instance(0, 7)));
 }
@@ -68,7 +70,11 @@ fn sim_hopper_switches_at_once_and_forgets_at_reboot() {
     let busy = sim.set_mig_mode(0, MigMode::Enabled);
     assert!(matches!(busy, Err(GpuError::InUse { .. })), "{busy:?}");
     let off = mode(MigMode::Disabled, MigMode::Disabled);
-    assert_eq!(sim.device_info(0).unwrap().mig, off, "Hopper keeps nothing pending");
+    assert_eq!(
+        sim.device_info(0).unwrap().mig,
+        off,
+        "Hopper keeps nothing pending"
+    );
     sim.set_busy(0, false).unwrap();
     assert_eq!(sim.set_mig_mode(0, MigMode::Enabled), Ok(on));
     assert_eq!(sim.device_info(0).unwrap().mig, on);
@@ -84,12 +90,19 @@ fn sim_ampere_waits_for_idle_and_keeps_the_mode_at_reboot() {
     assert!(matches!(busy, Err(GpuError::InUse { .. })), "{busy:?}");
     let pending = mode(MigMode::Disabled, MigMode::Enabled);
     assert_eq!(sim.device_info(0).unwrap().mig, pending);
-    assert!(matches!(sim.mig_profiles(0), Err(GpuError::NotSupported { .. })));
+    assert!(matches!(
+        sim.mig_profiles(0),
+        Err(GpuError::NotSupported { .. })
+    ));
     sim.set_busy(0, false).unwrap();
     let on = mode(MigMode::Enabled, MigMode::Enabled);
     assert_eq!(sim.set_mig_mode(0, MigMode::Enabled), Ok(on));
     sim.reboot().unwrap();
-    assert_eq!(sim.device_info(0).unwrap().mig, on, "InfoROM keeps the mode");
+    assert_eq!(
+        sim.device_info(0).unwrap().mig,
+        on,
+        "InfoROM keeps the mode"
+    );
     // A change left pending by a busy GPU takes effect at the next boot.
     sim.set_busy(0, true).unwrap();
     assert!(sim.set_mig_mode(0, MigMode::Disabled).is_err());
@@ -105,7 +118,10 @@ fn sim_disabling_with_instances_is_in_use() {
         let p = &sim.mig_profiles(0).unwrap()[0];
         sim.create_gpu_instance(0, p.id, p.placements[0]).unwrap();
         let refused = sim.set_mig_mode(0, MigMode::Disabled);
-        assert!(matches!(refused, Err(GpuError::InUse { .. })), "{refused:?}");
+        assert!(
+            matches!(refused, Err(GpuError::InUse { .. })),
+            "{refused:?}"
+        );
         let on = mode(MigMode::Enabled, MigMode::Enabled);
         assert_eq!(sim.device_info(0).unwrap().mig, on);
         mig_conformance::clear(&sim, 0);
@@ -122,7 +138,12 @@ fn sim_instance_ids_are_nvmls() {
     assert_eq!(sim.create_gpu_instance(0, 19, at(6, 1)).unwrap().id, 13);
     assert_eq!(sim.create_gpu_instance(0, 14, at(4, 2)).unwrap().id, 5);
     assert_eq!(sim.create_gpu_instance(0, 5, at(0, 4)).unwrap().id, 1);
-    let ids: Vec<u32> = sim.gpu_instances(0).unwrap().iter().map(|gi| gi.id).collect();
+    let ids: Vec<u32> = sim
+        .gpu_instances(0)
+        .unwrap()
+        .iter()
+        .map(|gi| gi.id)
+        .collect();
     assert_eq!(ids, [1, 5, 13]);
     let sim = enabled(SimModel::A30_24GB);
     assert_eq!(sim.create_gpu_instance(0, 0, at(0, 4)).unwrap().id, 0);
@@ -154,7 +175,8 @@ fn sim_mig_uuids_are_deterministic_and_new_on_recreate() {
 fn sim_compute_mode_is_kept_until_reboot() {
     let sim = SimBackend::new(vec![SimModel::H100_80GB], SEED);
     assert_eq!(sim.compute_mode(0), Ok(ComputeMode::Default));
-    sim.set_compute_mode(0, ComputeMode::ExclusiveProcess).unwrap();
+    sim.set_compute_mode(0, ComputeMode::ExclusiveProcess)
+        .unwrap();
     assert_eq!(sim.compute_mode(0), Ok(ComputeMode::ExclusiveProcess));
     sim.reboot().unwrap();
     assert_eq!(sim.compute_mode(0), Ok(ComputeMode::Default));
@@ -169,18 +191,40 @@ fn sim_faults_on_every_mig_verb_change_nothing() {
     let before = sim.gpu_instances(0).unwrap();
     let calls: [(&'static str, Box<dyn Fn() -> Result<(), GpuError>>); 9] = [
         (op::MIG_PROFILES, Box::new(|| sim.mig_profiles(0).map(drop))),
-        (op::SET_MIG_MODE, Box::new(|| sim.set_mig_mode(0, MigMode::Enabled).map(drop))),
-        (op::GPU_INSTANCES, Box::new(|| sim.gpu_instances(0).map(drop))),
-        (op::CREATE_GPU_INSTANCE, Box::new(|| sim.create_gpu_instance(0, 14, at(2, 2)).map(drop))),
-        (op::CREATE_COMPUTE_INSTANCE, Box::new(|| sim.create_compute_instance(0, gi.id).map(drop))),
-        (op::DESTROY_COMPUTE_INSTANCE, Box::new(|| sim.destroy_compute_instance(0, gi.id, ci.id))),
-        (op::DESTROY_GPU_INSTANCE, Box::new(|| sim.destroy_gpu_instance(0, gi.id))),
+        (
+            op::SET_MIG_MODE,
+            Box::new(|| sim.set_mig_mode(0, MigMode::Enabled).map(drop)),
+        ),
+        (
+            op::GPU_INSTANCES,
+            Box::new(|| sim.gpu_instances(0).map(drop)),
+        ),
+        (
+            op::CREATE_GPU_INSTANCE,
+            Box::new(|| sim.create_gpu_instance(0, 14, at(2, 2)).map(drop)),
+        ),
+        (
+            op::CREATE_COMPUTE_INSTANCE,
+            Box::new(|| sim.create_compute_instance(0, gi.id).map(drop)),
+        ),
+        (
+            op::DESTROY_COMPUTE_INSTANCE,
+            Box::new(|| sim.destroy_compute_instance(0, gi.id, ci.id)),
+        ),
+        (
+            op::DESTROY_GPU_INSTANCE,
+            Box::new(|| sim.destroy_gpu_instance(0, gi.id)),
+        ),
         (op::COMPUTE_MODE, Box::new(|| sim.compute_mode(0).map(drop))),
-        (op::SET_COMPUTE_MODE, Box::new(|| sim.set_compute_mode(0, ComputeMode::Prohibited))),
+        (
+            op::SET_COMPUTE_MODE,
+            Box::new(|| sim.set_compute_mode(0, ComputeMode::Prohibited)),
+        ),
     ];
     for (name, call) in &calls {
         let before = sim.faults().calls(name);
-        sim.faults().fail_next(name, GpuError::Injected { call: name });
+        sim.faults()
+            .fail_next(name, GpuError::Injected { call: name });
         assert_eq!(call(), Err(GpuError::Injected { call: name }), "{name}");
         assert_eq!(sim.faults().calls(name), before + 1, "{name}");
     }
@@ -191,9 +235,13 @@ fn sim_faults_on_every_mig_verb_change_nothing() {
 #[test]
 fn sim_fault_between_gi_and_ci_leaves_a_bare_gi() {
     let sim = enabled(SimModel::A100_80GB);
-    sim.faults().fail_nth(op::CREATE_COMPUTE_INSTANCE, 1, GpuError::Injected {
-        call: op::CREATE_COMPUTE_INSTANCE,
-    });
+    sim.faults().fail_nth(
+        op::CREATE_COMPUTE_INSTANCE,
+        1,
+        GpuError::Injected {
+            call: op::CREATE_COMPUTE_INSTANCE,
+        },
+    );
     let gi = sim.create_gpu_instance(0, 9, at(0, 4)).unwrap();
     assert!(sim.create_compute_instance(0, gi.id).is_err());
     let listed = sim.gpu_instances(0).unwrap();

@@ -142,7 +142,11 @@ impl SimBackend {
     /// A node whose hardware state lives in the file at `path` (see
     /// `persist`), in the kernel's current boot, with the faults of
     /// `GPUSLICE_SIM_FAULTS` armed. Errors name the file or the variable.
-    pub fn open(models: Vec<SimModel>, node_seed: &str, path: &Path) -> Result<SimBackend, GpuError> {
+    pub fn open(
+        models: Vec<SimModel>,
+        node_seed: &str,
+        path: &Path,
+    ) -> Result<SimBackend, GpuError> {
         let boot_id = persist::current_boot_id().unwrap_or_else(|| "unknown".to_owned());
         let backend = Self::open_at_boot(models, node_seed, path, &boot_id)?;
         if let Ok(spec) = std::env::var(fault_spec::ENV_VAR) {
@@ -285,7 +289,11 @@ impl SimBackend {
         let gpu = self.gpu(index)?;
         let mut state = gpu.lock();
         let mut next = state.clone();
-        let result = verb(&mut next, gpu.reference(index), gpu.busy.load(Ordering::SeqCst));
+        let result = verb(
+            &mut next,
+            gpu.reference(index),
+            gpu.busy.load(Ordering::SeqCst),
+        );
         if next != *state {
             self.persist(index, &next)?;
             *state = next;

@@ -107,7 +107,10 @@ pub fn load(path: &Path, seed: &str, gpus: &[SimModel], boot_id: &str) -> Result
 }
 
 fn names(gpus: &[SimModel]) -> String {
-    gpus.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(", ")
+    gpus.iter()
+        .map(|m| m.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Writes the whole node state to `path`, atomically (mode 0644).

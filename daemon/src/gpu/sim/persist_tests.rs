@@ -32,9 +32,12 @@ fn off() -> MigSupport {
 fn populate(sim: &SimBackend) {
     for index in 0..2 {
         sim.set_mig_mode(index, MigMode::Enabled).unwrap();
-        let gi = sim.create_gpu_instance(index, 9, Placement { start: 4, size: 4 }).unwrap();
+        let gi = sim
+            .create_gpu_instance(index, 9, Placement { start: 4, size: 4 })
+            .unwrap();
         sim.create_compute_instance(index, gi.id).unwrap();
-        sim.set_compute_mode(index, ComputeMode::ExclusiveProcess).unwrap();
+        sim.set_compute_mode(index, ComputeMode::ExclusiveProcess)
+            .unwrap();
     }
 }
 
@@ -66,7 +69,9 @@ fn sim_state_survives_a_restart() {
     assert_eq!(again.compute_mode(1), Ok(ComputeMode::ExclusiveProcess));
     // The creation counter survives too: a recreated device gets a new UUID.
     let old = before[0][0].compute_instances[0].clone();
-    again.destroy_compute_instance(0, before[0][0].id, old.id).unwrap();
+    again
+        .destroy_compute_instance(0, before[0][0].id, old.id)
+        .unwrap();
     let new = again.create_compute_instance(0, before[0][0].id).unwrap();
     assert_ne!(new.uuid, old.uuid);
 }
@@ -77,7 +82,11 @@ fn sim_reboot_clears_instances_and_hopper_mig_mode() {
     let path = dir.path().join("sim-hardware.json");
     populate(&open(&path, &NODE, BOOT).unwrap());
     let rebooted = open(&path, &NODE, "boot-2").unwrap();
-    assert_eq!(rebooted.device_info(0).unwrap().mig, on(), "A100 keeps MIG mode");
+    assert_eq!(
+        rebooted.device_info(0).unwrap().mig,
+        on(),
+        "A100 keeps MIG mode"
+    );
     assert_eq!(rebooted.device_info(1).unwrap().mig, off(), "H100 loses it");
     assert_eq!(rebooted.gpu_instances(0), Ok(vec![]));
     assert_eq!(rebooted.compute_mode(0), Ok(ComputeMode::Default));
@@ -91,7 +100,9 @@ fn sim_every_change_is_written() {
     let path = dir.path().join("sim-hardware.json");
     let sim = open(&path, &NODE, BOOT).unwrap();
     sim.set_mig_mode(1, MigMode::Enabled).unwrap();
-    let gi = sim.create_gpu_instance(1, 0, Placement { start: 0, size: 8 }).unwrap();
+    let gi = sim
+        .create_gpu_instance(1, 0, Placement { start: 0, size: 8 })
+        .unwrap();
     let file: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     assert_eq!(file["gpus"], serde_json::json!(["A100-40GB", "H100-80GB"]));
     assert_eq!(file["state"][1]["gpu_instances"][0]["id"], gi.id);
@@ -112,7 +123,11 @@ fn sim_state_of_another_node_is_refused() {
     }
     put(&path, b"{ not json");
     let err = open(&path, &NODE, BOOT).unwrap_err();
-    assert!(err.to_string().contains("not a simulated hardware state file"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("not a simulated hardware state file"),
+        "{err}"
+    );
 }
 
 #[test]
