@@ -6,3 +6,4 @@ mod cdi_schema;
 mod claims;
 mod harness;
 mod lifecycle;
+mod mig;

@@ -25,7 +25,10 @@ impl Engine {
             }
         }
         problems.extend(self.restore_slices());
-        let inventory = Inventory::from_backend(self.backend(), mig)?;
+        // A snapshot: the table lock is never held across hardware calls.
+        let slices = lock(&self.table).held_slices();
+        let held = |gpu: &str, placement| slices.contains(&(gpu.to_owned(), placement));
+        let inventory = Inventory::from_backend(self.backend(), mig, &held)?;
         problems.extend(inventory.problems.iter().cloned());
         problems.extend(self.foreign_instances(&inventory)?);
         if self.set_inventory(inventory) {

@@ -59,7 +59,8 @@ impl Node {
     /// A daemon start: engine, reconcile, MIG setup.
     fn start(&self, backend: Arc<SimBackend>) -> Engine {
         let dyn_backend: Arc<dyn GpuBackend> = backend;
-        let inventory = Inventory::from_backend(dyn_backend.as_ref(), &self.mig).unwrap();
+        let inventory =
+            Inventory::from_backend(dyn_backend.as_ref(), &self.mig, &|_, _| false).unwrap();
         let root = sim_root();
         let roots = Roots {
             driver_root: &root,

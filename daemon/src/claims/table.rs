@@ -70,6 +70,19 @@ impl ClaimTable {
         self.holdings.get(gpu_uuid).map_or(&[], Vec::as_slice)
     }
 
+    /// Every held slice as (GPU uuid, placement).
+    pub fn held_slices(&self) -> std::collections::HashSet<(String, Placement)> {
+        self.holdings
+            .iter()
+            .flat_map(|(uuid, list)| {
+                list.iter().filter_map(move |h| match h.share {
+                    Share::Slice(p) => Some((uuid.clone(), p)),
+                    Share::Whole => None,
+                })
+            })
+            .collect()
+    }
+
     /// The claims whose holdings conflict with `share` of the GPU.
     pub fn blockers(&self, gpu_uuid: &str, share: Share) -> Vec<&Holding> {
         self.holdings(gpu_uuid)

@@ -24,7 +24,12 @@ pub(crate) fn sim_backend(gpus: u32) -> Arc<dyn GpuBackend> {
 }
 
 pub(crate) fn fixture_inventory(gpus: u32) -> Inventory {
-    Inventory::from_backend(sim_backend(gpus).as_ref(), &MigConfig::default()).unwrap()
+    Inventory::from_backend(
+        sim_backend(gpus).as_ref(),
+        &MigConfig::default(),
+        &|_, _| false,
+    )
+    .unwrap()
 }
 
 const A: &str = "aaaaaaaa-0000-4000-8000-000000000001";
@@ -58,7 +63,9 @@ impl Fixture {
 
     fn engine(&self, gpus: u32, boot_id: &str) -> Engine {
         let backend = sim_backend(gpus);
-        let inventory = Inventory::from_backend(backend.as_ref(), &MigConfig::default()).unwrap();
+        let inventory =
+            Inventory::from_backend(backend.as_ref(), &MigConfig::default(), &|_, _| false)
+                .unwrap();
         let roots = Roots {
             driver_root: &self.root,
             dev_root: &self.root,

@@ -1,58 +1,54 @@
-//! The layout offered on a GPU in layout mode: the configured profiles, with
-//! slices that already exist kept where they are and the rest placed by the
-//! planner around everything that occupies the GPU.
+//! The layout offered on a GPU in layout mode: the configured profiles placed
+//! by the planner ([`crate::mig::plan_layout`]), with slices that claims hold
+//! kept where they are and every other instance treated as an obstacle.
 
-use crate::gpu::{MigProfile, Placement};
+use crate::gpu::{GpuInstance, MigProfile, Placement};
+use crate::mig::{ForeignPolicy, MigGeometry, MigLayout, Occupant, Ownership, plan_layout};
 
-/// A GPU instance that exists now (ours or not).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Existing {
-    /// Its profile ID.
-    pub profile_id: u32,
-    /// Where it sits.
-    pub placement: Placement,
-}
-
-/// The (profile id, placement) pairs to offer for `wanted` profile names,
-/// and a problem line for each entry that cannot be offered.
+/// The (profile id, placement) pairs to offer for `wanted` profile names on a
+/// GPU with `instances`, of which `held` says which a claim holds; and a
+/// problem line when the layout cannot be offered as configured.
 pub fn plan_offer(
     profiles: &[MigProfile],
-    existing: &[Existing],
+    instances: &[GpuInstance],
+    held: &dyn Fn(&GpuInstance) -> bool,
     wanted: &[String],
 ) -> (Vec<(u32, Placement)>, Vec<String>) {
-    let mut problems = Vec::new();
-    let mut kept: Vec<bool> = vec![false; existing.len()];
-    let mut offer = Vec::new();
-    let mut to_place = Vec::new();
-    for name in wanted {
-        let Some(profile) = profiles.iter().find(|p| &p.name == name) else {
-            let names: Vec<&str> = profiles.iter().map(|p| p.name.as_str()).collect();
-            problems.push(format!(
-                "layout profile {name:?} is not offered by this GPU (it offers {})",
-                names.join(", ")
-            ));
-            continue;
-        };
-        let reuse = existing
+    let geometry = match MigGeometry::new(profiles.to_vec()) {
+        Ok(g) => g,
+        Err(err) => return (Vec::new(), vec![format!("MIG profiles unusable: {err}")]),
+    };
+    let names: Vec<&str> = wanted.iter().map(String::as_str).collect();
+    let attempt = |hold: bool| {
+        let occupants = instances
             .iter()
-            .zip(kept.iter_mut())
-            .find(|(e, k)| !**k && e.profile_id == profile.id);
-        match reuse {
-            Some((e, k)) => {
-                *k = true;
-                offer.push((profile.id, e.placement));
-            }
-            None => to_place.push(profile),
-        }
+            .map(|gi| {
+                let ownership = if hold && held(gi) {
+                    Ownership::Held
+                } else {
+                    Ownership::Foreign
+                };
+                Occupant::from_instance(gi, ownership)
+            })
+            .collect();
+        let layout = MigLayout::new(&geometry, occupants)?;
+        plan_layout(&layout, &names, ForeignPolicy::Keep)
+    };
+    // Held slices stay in the offer; if the config no longer wants one of
+    // them, offer what fits around them instead and say so.
+    let planned = attempt(true)
+        .map(|t| (t, None))
+        .or_else(|first| attempt(false).map(|t| (t, Some(first.to_string()))));
+    match planned {
+        Ok((targets, note)) => (
+            targets
+                .into_iter()
+                .map(|t| (t.profile_id, t.placement))
+                .collect(),
+            note.into_iter()
+                .map(|n| format!("layout kept around held slices: {n}"))
+                .collect(),
+        ),
+        Err(err) => (Vec::new(), vec![format!("layout cannot be offered: {err}")]),
     }
-    let occupied: Vec<(u32, Placement)> = existing
-        .iter()
-        .map(|e| (e.profile_id, e.placement))
-        .collect();
-    match crate::mig::plan_layout(profiles, &occupied, &to_place) {
-        Ok(placed) => offer.extend(placed),
-        Err(err) => problems.push(format!("layout does not fit: {err}")),
-    }
-    offer.sort_by_key(|(_, p)| *p);
-    (offer, problems)
 }

@@ -7,7 +7,7 @@
 //! move under running workloads. A layout a GPU cannot take is reported as a
 //! problem, and what fits is still offered.
 
-use super::layout::{Existing, plan_offer};
+use super::layout::plan_offer;
 use super::mig::{GpuMig, MigDevice, mig_device_name};
 use super::{GpuDevice, Inventory, gpu_device_name};
 use crate::config::{MigAdvertise, MigConfig};
@@ -15,7 +15,13 @@ use crate::gpu::{GpuBackend, GpuError, GpuInstance, MigMode, MigSupport, Placeme
 
 impl Inventory {
     /// Asks the backend for every GPU and, per `mig`, the slices to offer.
-    pub fn from_backend(backend: &dyn GpuBackend, mig: &MigConfig) -> Result<Self, GpuError> {
+    /// `held` says whether a claim holds the instance at a placement of a GPU
+    /// (by UUID): held slices keep their place in a layout.
+    pub fn from_backend(
+        backend: &dyn GpuBackend,
+        mig: &MigConfig,
+        held: &dyn Fn(&str, Placement) -> bool,
+    ) -> Result<Self, GpuError> {
         let driver = backend.driver_info()?;
         let count = backend.device_count()?;
         let mut gpus = Vec::new();
@@ -35,9 +41,13 @@ impl Inventory {
                         let offer = match mig.advertise {
                             MigAdvertise::Partitionable => every_placement(&gpu_mig),
                             MigAdvertise::Layout => {
-                                let existing = existing(&instances);
-                                let (offer, missing) =
-                                    plan_offer(&gpu_mig.profiles, &existing, &wanted.layout);
+                                let is_held = |gi: &GpuInstance| held(&gpu.info.uuid, gi.placement);
+                                let (offer, missing) = plan_offer(
+                                    &gpu_mig.profiles,
+                                    &instances,
+                                    &is_held,
+                                    &wanted.layout,
+                                );
                                 problems.extend(
                                     missing
                                         .into_iter()
@@ -101,16 +111,6 @@ fn every_placement(mig: &GpuMig) -> Vec<(u32, Placement)> {
     mig.profiles
         .iter()
         .flat_map(|p| p.placements.iter().map(move |pl| (p.id, *pl)))
-        .collect()
-}
-
-fn existing(instances: &[GpuInstance]) -> Vec<Existing> {
-    instances
-        .iter()
-        .map(|gi| Existing {
-            profile_id: gi.profile_id,
-            placement: gi.placement,
-        })
         .collect()
 }
 

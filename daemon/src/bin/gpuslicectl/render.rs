@@ -137,7 +137,7 @@ pub fn inventory(inv: &pb::GetInventoryResponse, json: bool) -> String {
         })
         .collect();
     table(
-        &["DEVICE", "PRODUCT", "MEMORY", "UUID", "PCI", "HELD BY"],
+        &["DEVICE", "TYPE", "PRODUCT", "MEMORY", "UUID", "HELD BY"],
         &rows,
     )
 }
