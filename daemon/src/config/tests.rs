@@ -55,6 +55,25 @@ fn relative_paths_resolve_against_the_config_folder() {
 }
 
 #[test]
+fn sim_hardware_state_defaults_next_to_the_socket() {
+    let config = parse("").unwrap();
+    assert_eq!(
+        config.sim_hardware_state(),
+        PathBuf::from("/run/gpuslice/sim-hardware.json")
+    );
+    let config = parse("socket = \"run/g.sock\"\n").unwrap();
+    assert_eq!(
+        config.sim_hardware_state(),
+        PathBuf::from("/etc/gpuslice/run/sim-hardware.json")
+    );
+    let config = parse("[backend.sim]\nhardware_state = \"../hw/./sim.json\"\n").unwrap();
+    assert_eq!(
+        config.sim_hardware_state(),
+        PathBuf::from("/etc/hw/sim.json")
+    );
+}
+
+#[test]
 fn unknown_key_is_refused_with_line_and_column() {
     let err = parse("socket = \"/tmp/a.sock\"\nstate_dri = \"/x\"\n").unwrap_err();
     let text = err.to_string();

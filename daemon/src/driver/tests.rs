@@ -177,7 +177,7 @@ fn missing_mig_minors_is_a_problem() {
     let found = discover(dir.path());
     let text = found.problems.join("\n");
     assert!(text.contains("nvidia-caps/mig-minors"), "{text}");
-    assert!(found.mig_cap_nodes(0, 0, 0).is_err());
+    found.mig_cap_nodes(0, 0, 0).unwrap_err();
 }
 
 #[test]

@@ -105,7 +105,7 @@ fn sim_ampere_waits_for_idle_and_keeps_the_mode_at_reboot() {
     );
     // A change left pending by a busy GPU takes effect at the next boot.
     sim.set_busy(0, true).unwrap();
-    assert!(sim.set_mig_mode(0, MigMode::Disabled).is_err());
+    sim.set_mig_mode(0, MigMode::Disabled).unwrap_err();
     sim.reboot().unwrap();
     let off = mode(MigMode::Disabled, MigMode::Disabled);
     assert_eq!(sim.device_info(0).unwrap().mig, off);
@@ -183,13 +183,16 @@ fn sim_compute_mode_is_kept_until_reboot() {
     assert_eq!(sim.compute_mode(3), Err(GpuError::NoSuchGpu { index: 3 }));
 }
 
+/// One backend call, its result reduced to success or the error.
+type Call<'a> = Box<dyn Fn() -> Result<(), GpuError> + 'a>;
+
 #[test]
 fn sim_faults_on_every_mig_verb_change_nothing() {
     let sim = enabled(SimModel::H100_80GB);
     let gi = sim.create_gpu_instance(0, 14, at(0, 2)).unwrap();
     let ci = sim.create_compute_instance(0, gi.id).unwrap();
     let before = sim.gpu_instances(0).unwrap();
-    let calls: [(&'static str, Box<dyn Fn() -> Result<(), GpuError>>); 9] = [
+    let calls: [(&'static str, Call<'_>); 9] = [
         (op::MIG_PROFILES, Box::new(|| sim.mig_profiles(0).map(drop))),
         (
             op::SET_MIG_MODE,
@@ -243,7 +246,7 @@ fn sim_fault_between_gi_and_ci_leaves_a_bare_gi() {
         },
     );
     let gi = sim.create_gpu_instance(0, 9, at(0, 4)).unwrap();
-    assert!(sim.create_compute_instance(0, gi.id).is_err());
+    sim.create_compute_instance(0, gi.id).unwrap_err();
     let listed = sim.gpu_instances(0).unwrap();
     assert_eq!(listed.len(), 1);
     assert!(listed[0].compute_instances.is_empty());

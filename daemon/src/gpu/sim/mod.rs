@@ -20,6 +20,7 @@ pub mod fault_spec;
 mod faults;
 mod hardware;
 pub mod models;
+mod numbering;
 mod persist;
 mod tables;
 
@@ -39,8 +40,9 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use uuid::Uuid;
 
 pub use faults::{Faults, Latency, op};
-pub use hardware::{SimGpuState, gi_id, mig_uuid};
+pub use hardware::SimGpuState;
 pub use models::{Engines, GiProfile, ModelSpec, Placement, SimModel};
+pub use numbering::{gi_id, mig_uuid};
 
 use self::hardware::GpuRef;
 use self::persist::{HardwareFile, Loaded};
