@@ -153,7 +153,7 @@ fn engine(fx: &Fixture, gpus: usize) -> Engine {
     let inventory = Inventory::from_backend(
         backend.as_ref(),
         &gpuslice::config::MigConfig::default(),
-        &|_, _| false,
+        &|_, _| gpuslice::mig::Ownership::Foreign,
     )
     .expect("sim inventory");
     let roots = Roots {

@@ -95,12 +95,13 @@ fn discover(config: &Config, inventory: &Inventory) -> DriverFiles {
 fn start_engine(config: &Config) -> Result<Engine, RunError> {
     let backend = open_backend(config)?;
     let name = backend.name();
-    let inventory = Inventory::from_backend(backend.as_ref(), &config.mig, &|_, _| false).map_err(
-        |source| RunError::Backend {
-            backend: name,
-            source,
-        },
-    )?;
+    let inventory = Inventory::from_backend(backend.as_ref(), &config.mig, &|_, _| {
+        crate::mig::Ownership::Foreign
+    })
+    .map_err(|source| RunError::Backend {
+        backend: name,
+        source,
+    })?;
     tracing::info!(backend = name, gpus = inventory.gpus.len(), driver = %inventory.driver.driver_version, "GPUs found");
     let driver = discover(config, &inventory);
     for problem in &driver.problems {

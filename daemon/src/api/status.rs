@@ -22,6 +22,7 @@ pub fn error(err: ClaimError) -> Status {
         | ClaimError::PreparedDifferently { .. }
         | ClaimError::SliceOccupied { .. }
         | ClaimError::GpuPartitioned { .. }
+        | ClaimError::LayoutUnplaceable { .. }
         | ClaimError::MigModeStuck { .. } => Code::FailedPrecondition,
         ClaimError::DeviceNodeMissing { .. }
         | ClaimError::DeviceGone { .. }

@@ -165,6 +165,14 @@ pub enum ClaimError {
         /// One of them.
         first: u32,
     },
+    /// The configured layout cannot be placed on a GPU.
+    #[error("{gpu}: the [mig] layout cannot be applied: {reason}")]
+    LayoutUnplaceable {
+        /// The GPU.
+        gpu: String,
+        /// The planner's reason.
+        reason: String,
+    },
     /// MIG mode could not be switched now (Ampere switches only when idle).
     #[error(
         "{gpu}: MIG mode cannot become {wanted} now ({reason}); wait until nothing runs on the \

@@ -10,8 +10,9 @@ use super::error::ClaimError;
 use super::table::Share;
 use super::{Engine, lock};
 use crate::config::MigConfig;
-use crate::gpu::{MigMode, MigSupport};
+use crate::gpu::{GpuInstance, MigMode, MigSupport};
 use crate::inventory::{GpuDevice, Inventory};
+use crate::mig::Ownership;
 
 impl Engine {
     /// Applies `[mig]`; returns the problems found (also kept for status).
@@ -25,20 +26,37 @@ impl Engine {
             }
         }
         problems.extend(self.restore_slices());
-        // A snapshot: the table lock is never held across hardware calls.
-        let slices = lock(&self.table).held_slices();
-        let held = |gpu: &str, placement| slices.contains(&(gpu.to_owned(), placement));
-        let inventory = Inventory::from_backend(self.backend(), mig, &held)?;
+        self.rescan(mig)?;
+        problems.extend(self.apply_ahead_layouts(mig));
+        let inventory = self.rescan(mig)?;
         problems.extend(inventory.problems.iter().cloned());
         problems.extend(self.foreign_instances(&inventory)?);
-        if self.set_inventory(inventory) {
-            tracing::info!(generation = self.generation(), "inventory changed");
-        }
         for problem in &problems {
             tracing::warn!(%problem, "MIG");
         }
         lock(&self.mig_problems).clone_from(&problems);
         Ok(problems)
+    }
+
+    /// Reads the inventory again and installs it; returns it.
+    fn rescan(&self, mig: &MigConfig) -> Result<std::sync::Arc<Inventory>, ClaimError> {
+        // A snapshot: the table lock is never held across hardware calls.
+        let slices = lock(&self.table).held_slices();
+        let ledger = self.made_ahead();
+        let owner = |gpu: &str, gi: &GpuInstance| {
+            if slices.contains(&(gpu.to_owned(), gi.placement)) {
+                Ownership::Held
+            } else if ledger.iter().any(|m| m.is(gpu, gi)) {
+                Ownership::Ours
+            } else {
+                Ownership::Foreign
+            }
+        };
+        let inventory = Inventory::from_backend(self.backend(), mig, &owner)?;
+        if self.set_inventory(inventory) {
+            tracing::info!(generation = self.generation(), "inventory changed");
+        }
+        Ok(self.inventory())
     }
 
     /// Re-creates the slices of prepared claims that are gone (a reboot

@@ -59,8 +59,10 @@ impl Node {
     /// A daemon start: engine, reconcile, MIG setup.
     fn start(&self, backend: Arc<SimBackend>) -> Engine {
         let dyn_backend: Arc<dyn GpuBackend> = backend;
-        let inventory =
-            Inventory::from_backend(dyn_backend.as_ref(), &self.mig, &|_, _| false).unwrap();
+        let inventory = Inventory::from_backend(dyn_backend.as_ref(), &self.mig, &|_, _| {
+            crate::mig::Ownership::Foreign
+        })
+        .unwrap();
         let root = sim_root();
         let roots = Roots {
             driver_root: &root,
@@ -340,4 +342,82 @@ fn a_busy_ampere_gpu_cannot_leave_mig_mode_and_keeps_it() {
         },
         "no change left pending for the next reboot"
     );
+}
+
+fn ahead(layout: &[&str]) -> MigConfig {
+    MigConfig {
+        create: crate::config::MigCreate::Ahead,
+        ..every_gpu(MigAdvertise::Layout, layout)
+    }
+}
+
+#[test]
+fn ahead_slices_are_made_at_start_handed_out_kept_and_reshaped_around_held_ones() {
+    let mut node = Node::new(
+        &[SimModel::H100_80GB],
+        ahead(&["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]),
+    );
+    let backend = node.backend("b1");
+    let engine = node.start(backend.clone());
+    assert_eq!(instances(&backend, 0), 4);
+    let inventory = engine.inventory();
+    assert!(
+        inventory.mig.iter().all(|m| m.uuid.is_some()),
+        "made ahead, so UUIDs are known"
+    );
+    let three = inventory
+        .mig
+        .iter()
+        .find(|m| m.profile.name == "3g.40gb")
+        .unwrap()
+        .name
+        .clone();
+    let prepared = engine.prepare(&req(A, &[&three])).unwrap();
+    assert!(!prepared.record().devices[0].mig.as_ref().unwrap().created);
+    assert_eq!(instances(&backend, 0), 4, "nothing new made at prepare");
+    let held_gi = prepared.record().devices[0]
+        .mig
+        .as_ref()
+        .unwrap()
+        .gpu_instance;
+    drop(engine);
+
+    node.mig = ahead(&["3g.40gb", "3g.40gb"]);
+    let engine = node.start(node.backend("b1"));
+    let after = node.backend("b1").gpu_instances(0).unwrap();
+    assert_eq!(after.len(), 2, "{after:?}");
+    assert!(
+        after.iter().any(|gi| Some(gi.id) == held_gi),
+        "the held slice is untouched"
+    );
+    assert!(engine.problems().is_empty(), "{:?}", engine.problems());
+    engine.unprepare(A).unwrap();
+    assert_eq!(
+        instances(&node.backend("b1"), 0),
+        2,
+        "a slice made ahead outlives its claim"
+    );
+}
+
+#[test]
+fn a_foreign_instance_is_left_alone_and_reported() {
+    let node = Node::new(&[SimModel::H100_80GB], ahead(&["1g.10gb"]));
+    let backend = node.backend("b1");
+    let engine = node.start(backend.clone());
+    drop(engine);
+    let profile = backend
+        .mig_profiles(0)
+        .unwrap()
+        .into_iter()
+        .find(|p| p.name == "2g.20gb")
+        .unwrap();
+    let foreign = backend
+        .create_gpu_instance(0, profile.id, profile.placements[0])
+        .unwrap();
+    let engine = node.start(node.backend("b1"));
+    let gis = node.backend("b1").gpu_instances(0).unwrap();
+    assert!(gis.iter().any(|gi| gi.id == foreign.id), "left alone");
+    assert_eq!(gis.len(), 2);
+    let problems = engine.problems().join("\n");
+    assert!(problems.contains("not created by gpusliced"), "{problems}");
 }

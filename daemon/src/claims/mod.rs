@@ -15,6 +15,7 @@ mod error;
 mod exclusive;
 mod keyed;
 mod mig;
+mod mig_ahead;
 mod mig_cdi;
 mod mig_setup;
 mod prepare;

@@ -27,7 +27,7 @@ pub(crate) fn fixture_inventory(gpus: u32) -> Inventory {
     Inventory::from_backend(
         sim_backend(gpus).as_ref(),
         &MigConfig::default(),
-        &|_, _| false,
+        &|_, _| crate::mig::Ownership::Foreign,
     )
     .unwrap()
 }
@@ -64,8 +64,10 @@ impl Fixture {
     fn engine(&self, gpus: u32, boot_id: &str) -> Engine {
         let backend = sim_backend(gpus);
         let inventory =
-            Inventory::from_backend(backend.as_ref(), &MigConfig::default(), &|_, _| false)
-                .unwrap();
+            Inventory::from_backend(backend.as_ref(), &MigConfig::default(), &|_, _| {
+                crate::mig::Ownership::Foreign
+            })
+            .unwrap();
         let roots = Roots {
             driver_root: &self.root,
             dev_root: &self.root,

@@ -1,17 +1,18 @@
 //! The layout offered on a GPU in layout mode: the configured profiles placed
 //! by the planner ([`crate::mig::plan_layout`]), with slices that claims hold
-//! kept where they are and every other instance treated as an obstacle.
+//! kept where they are, slices made ahead reused where they sit, and every
+//! other instance treated as an obstacle.
 
 use crate::gpu::{GpuInstance, MigProfile, Placement};
 use crate::mig::{ForeignPolicy, MigGeometry, MigLayout, Occupant, Ownership, plan_layout};
 
 /// The (profile id, placement) pairs to offer for `wanted` profile names on a
-/// GPU with `instances`, of which `held` says which a claim holds; and a
-/// problem line when the layout cannot be offered as configured.
+/// GPU with `instances`, whose owners `owner` tells; and a problem line when
+/// the layout cannot be offered as configured.
 pub fn plan_offer(
     profiles: &[MigProfile],
     instances: &[GpuInstance],
-    held: &dyn Fn(&GpuInstance) -> bool,
+    owner: &dyn Fn(&GpuInstance) -> Ownership,
     wanted: &[String],
 ) -> (Vec<(u32, Placement)>, Vec<String>) {
     let geometry = match MigGeometry::new(profiles.to_vec()) {
@@ -23,10 +24,9 @@ pub fn plan_offer(
         let occupants = instances
             .iter()
             .map(|gi| {
-                let ownership = if hold && held(gi) {
-                    Ownership::Held
-                } else {
-                    Ownership::Foreign
+                let ownership = match owner(gi) {
+                    Ownership::Held if !hold => Ownership::Foreign,
+                    other => other,
                 };
                 Occupant::from_instance(gi, ownership)
             })

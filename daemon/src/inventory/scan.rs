@@ -12,15 +12,16 @@ use super::mig::{GpuMig, MigDevice, mig_device_name};
 use super::{GpuDevice, Inventory, gpu_device_name};
 use crate::config::{MigAdvertise, MigConfig};
 use crate::gpu::{GpuBackend, GpuError, GpuInstance, MigMode, MigSupport, Placement};
+use crate::mig::Ownership;
 
 impl Inventory {
     /// Asks the backend for every GPU and, per `mig`, the slices to offer.
-    /// `held` says whether a claim holds the instance at a placement of a GPU
-    /// (by UUID): held slices keep their place in a layout.
+    /// `owner` says who owns an instance of a GPU (by UUID): held slices
+    /// keep their place in a layout, slices made ahead are reused.
     pub fn from_backend(
         backend: &dyn GpuBackend,
         mig: &MigConfig,
-        held: &dyn Fn(&str, Placement) -> bool,
+        owner: &dyn Fn(&str, &GpuInstance) -> Ownership,
     ) -> Result<Self, GpuError> {
         let driver = backend.driver_info()?;
         let count = backend.device_count()?;
@@ -41,11 +42,11 @@ impl Inventory {
                         let offer = match mig.advertise {
                             MigAdvertise::Partitionable => every_placement(&gpu_mig),
                             MigAdvertise::Layout => {
-                                let is_held = |gi: &GpuInstance| held(&gpu.info.uuid, gi.placement);
+                                let owner_here = |gi: &GpuInstance| owner(&gpu.info.uuid, gi);
                                 let (offer, missing) = plan_offer(
                                     &gpu_mig.profiles,
                                     &instances,
-                                    &is_held,
+                                    &owner_here,
                                     &wanted.layout,
                                 );
                                 problems.extend(
