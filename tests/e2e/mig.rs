@@ -15,12 +15,20 @@ fn sim_root() -> PathBuf {
 }
 
 fn write_mig_config(dir: &Path) {
+    write_config_with(
+        dir,
+        "on-prepare",
+        r#"["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]"#,
+    );
+}
+
+fn write_config_with(dir: &Path, create: &str, layout: &str) {
     let text = format!(
         "socket = \"gpusliced.sock\"\nstate_dir = \"state\"\ncdi_dir = \"cdi\"\n\
          driver_root = \"{}\"\n\
          [backend]\nkind = \"sim\"\n[backend.sim]\ngpus = [\"H100-80GB\", \"H100-80GB\"]\n\
-         [mig]\nadvertise = \"layout\"\n\
-         [[mig.gpu]]\nindex = 1\nlayout = [\"3g.40gb\", \"2g.20gb\", \"1g.10gb\", \"1g.10gb\"]\n",
+         [mig]\nadvertise = \"layout\"\ncreate = \"{create}\"\n\
+         [[mig.gpu]]\nindex = 1\nlayout = {layout}\n",
         sim_root().display()
     );
     std::fs::OpenOptions::new()
@@ -136,4 +144,38 @@ async fn sim_mig_slices_are_made_at_prepare_kept_across_restart_and_destroyed_at
         "unprepare destroys what it made"
     );
     assert!(daemon.cdi_files().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_a_reload_reshapes_a_layout_made_ahead_without_touching_a_held_slice() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    write_config_with(
+        dir.path(),
+        "ahead",
+        r#"["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]"#,
+    );
+    let daemon = Daemon::start_in(dir);
+    let made = layout(&daemon).await;
+    assert_eq!(made.len(), 4, "made ahead at start-up");
+    let three = made
+        .iter()
+        .find(|i| i.profile == "3g.40gb")
+        .expect("3g")
+        .clone();
+    daemon
+        .client()
+        .await
+        .prepare(prepare_request(UID, &[&three.device]))
+        .await
+        .expect("prepare a slice made ahead");
+    write_config_with(daemon.dir.path(), "ahead", r#"["3g.40gb", "3g.40gb"]"#);
+    daemon.reload();
+    let after = layout(&daemon).await;
+    assert_eq!(after.len(), 2, "{after:?}");
+    let kept = after
+        .iter()
+        .find(|i| i.gpu_instance_id == three.gpu_instance_id)
+        .expect("the held slice is still there");
+    assert_eq!(kept.uuid, three.uuid, "untouched");
+    assert_eq!(kept.holder, UID);
 }
