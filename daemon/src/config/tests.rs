@@ -172,3 +172,39 @@ fn packaged_default_config_is_valid() {
     let config = Config::load(&path).unwrap();
     assert_eq!(config.backend.kind, BackendKind::Nvml);
 }
+
+#[test]
+fn mps_and_timeslice_sections_parse_with_driver_root_defaults() {
+    let defaults = parse("driver_root = \"/host\"").unwrap();
+    assert_eq!(
+        defaults.mps_control_program(),
+        PathBuf::from("/host/usr/bin/nvidia-cuda-mps-control")
+    );
+    assert_eq!(
+        defaults.nvidia_smi(),
+        PathBuf::from("/host/usr/bin/nvidia-smi")
+    );
+    assert_eq!(defaults.mps.supervisor, super::SupervisorKind::Auto);
+    assert_eq!(defaults.mps.shm_size, "50%");
+    let config = parse(
+        "[mps]\ncontrol_program = \"bin/mps\"\nrun_dir = \"run\"\nsupervisor = \"child\"\n\
+         shm_size = \"8g\"\nready_timeout_s = 5\n[timeslice]\nnvidia_smi = \"/opt/smi\"\n",
+    )
+    .unwrap();
+    assert_eq!(
+        config.mps_control_program(),
+        PathBuf::from("/etc/gpuslice/bin/mps")
+    );
+    assert_eq!(config.mps.run_dir, PathBuf::from("/etc/gpuslice/run"));
+    assert_eq!(config.mps.supervisor, super::SupervisorKind::Child);
+    assert_eq!(config.nvidia_smi(), PathBuf::from("/opt/smi"));
+    for (bad, key) in [
+        ("[mps]\nshm_size = \"8g,uid=0\"", "mps.shm_size"),
+        ("[mps]\nready_timeout_s = 0", "mps.ready_timeout_s"),
+        ("[mps]\nsupervisor = \"cron\"", "unknown variant"),
+        ("[timeslice]\nbogus = 1", "unknown field `bogus`"),
+    ] {
+        let err = parse(bad).unwrap_err().to_string();
+        assert!(err.contains(key), "{bad}: {err}");
+    }
+}
