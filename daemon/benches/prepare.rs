@@ -150,7 +150,12 @@ struct Fixture {
 fn engine(fx: &Fixture, gpus: usize) -> Engine {
     let backend: Arc<dyn GpuBackend> =
         Arc::new(SimBackend::new(vec![SimModel::H100_80GB; gpus], "bench"));
-    let inventory = Inventory::from_backend(backend.as_ref()).expect("sim inventory");
+    let inventory = Inventory::from_backend(
+        backend.as_ref(),
+        &gpuslice::config::MigConfig::default(),
+        &|_, _| gpuslice::mig::Ownership::Foreign,
+    )
+    .expect("sim inventory");
     let roots = Roots {
         driver_root: &fx.root,
         dev_root: &fx.root,

@@ -2,7 +2,8 @@
 //!
 //! Reading order (one room per concern):
 //! 1. [`config`]: the TOML file, validated, every key optional.
-//! 2. [`gpu`]: the hardware boundary (`GpuBackend`, `nvml` and `sim`).
+//! 2. [`gpu`]: the hardware boundary (`GpuBackend`, `nvml` and `sim`), and
+//!    [`mig`]: pure MIG planning (placement choice, layouts, geometry diffs).
 //! 3. [`inventory`]: devices with attributes and capacities, as the DRA shim publishes them.
 //! 4. [`driver`]: what a container needs from the host driver (device nodes,
 //!    libraries, binaries), found once under the driver root.
@@ -23,6 +24,7 @@ pub mod driver;
 pub mod gpu;
 pub mod inventory;
 pub mod logging;
+pub mod mig;
 pub mod mps;
 pub mod run;
 pub mod sharing;

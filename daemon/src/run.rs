@@ -7,7 +7,7 @@
 //! and SIGTERM or SIGINT stops accepting, drains the calls in flight, removes
 //! the socket and returns.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -95,11 +95,13 @@ fn discover(config: &Config, inventory: &Inventory) -> DriverFiles {
 fn start_engine(config: &Config) -> Result<Engine, RunError> {
     let backend = open_backend(config)?;
     let name = backend.name();
-    let inventory =
-        Inventory::from_backend(backend.as_ref()).map_err(|source| RunError::Backend {
-            backend: name,
-            source,
-        })?;
+    let inventory = Inventory::from_backend(backend.as_ref(), &config.mig, &|_, _| {
+        crate::mig::Ownership::Foreign
+    })
+    .map_err(|source| RunError::Backend {
+        backend: name,
+        source,
+    })?;
     tracing::info!(backend = name, gpus = inventory.gpus.len(), driver = %inventory.driver.driver_version, "GPUs found");
     let driver = discover(config, &inventory);
     for problem in &driver.problems {
@@ -115,6 +117,7 @@ fn start_engine(config: &Config) -> Result<Engine, RunError> {
     let engine = Engine::new(backend, inventory, driver, store, settings);
     let report = engine.reconcile().map_err(RunError::Reconcile)?;
     tracing::info!(?report, "reconciled claim records and CDI specs");
+    engine.setup_mig(&config.mig).map_err(RunError::Reconcile)?;
     for problem in &report.problems {
         tracing::error!(%problem, "reconcile");
     }
@@ -130,12 +133,13 @@ fn status_line(engine: &Engine) -> String {
     )
 }
 
-/// Runs the daemon until SIGTERM or SIGINT.
-pub async fn run(config: Config) -> Result<(), RunError> {
+/// Runs the daemon until SIGTERM or SIGINT. On SIGHUP the file at
+/// `config_path` (if any) is read again and its `[mig]` section applied.
+pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), RunError> {
     let mut sigterm = signal(SignalKind::terminate()).map_err(RunError::Signal)?;
     let mut sigint = signal(SignalKind::interrupt()).map_err(RunError::Signal)?;
     let mut sighup = signal(SignalKind::hangup()).map_err(RunError::Signal)?;
-    let config = Arc::new(config);
+    let mut config = Arc::new(config);
     let engine = {
         let config = config.clone();
         Arc::new(tokio::task::spawn_blocking(move || start_engine(&config)).await??)
@@ -162,7 +166,7 @@ pub async fn run(config: Config) -> Result<(), RunError> {
         tokio::select! {
             _ = sigterm.recv() => { tracing::info!("SIGTERM: shutting down"); break; }
             _ = sigint.recv() => { tracing::info!("SIGINT: shutting down"); break; }
-            _ = sighup.recv() => reload(&config, &engine).await,
+            _ = sighup.recv() => config = reload(config, config_path.as_deref(), &engine).await,
         }
     }
     systemd::stopping();
@@ -185,15 +189,29 @@ pub async fn run(config: Config) -> Result<(), RunError> {
     Ok(())
 }
 
-/// SIGHUP: rescan GPUs and driver files, repair CDI specs.
-async fn reload(config: &Arc<Config>, engine: &Arc<Engine>) {
+/// SIGHUP: read the config again (its `[mig]` section takes effect; other
+/// changes need a restart and are logged), rescan GPUs and driver files,
+/// apply MIG layouts, repair CDI specs. Returns the config now in force.
+async fn reload(config: Arc<Config>, path: Option<&Path>, engine: &Arc<Engine>) -> Arc<Config> {
     systemd::reloading();
-    let (config, engine2) = (config.clone(), engine.clone());
+    let config = match path.map(Config::load) {
+        Some(Ok(new)) => Arc::new(adopt_reloaded(&config, new)),
+        Some(Err(err)) => {
+            tracing::error!(error = %err, "config not reloaded; keeping the one in force");
+            config
+        }
+        None => config,
+    };
+    let (in_force, engine2) = (config.clone(), engine.clone());
     let result = tokio::task::spawn_blocking(move || {
-        let inventory = Inventory::from_backend(engine2.backend()).map_err(|e| e.to_string())?;
-        let driver = discover(&config, &inventory);
+        let before = engine2.generation();
+        engine2
+            .setup_mig(&in_force.mig)
+            .map_err(|e| e.to_string())?;
+        let inventory = engine2.inventory();
+        let driver = discover(&in_force, &inventory);
         engine2.set_driver_files(driver);
-        let changed = engine2.set_inventory(inventory);
+        let changed = engine2.generation() != before;
         engine2
             .refresh()
             .map(|report| (changed, report))
@@ -208,6 +226,20 @@ async fn reload(config: &Arc<Config>, engine: &Arc<Engine>) {
         Err(err) => tracing::error!(error = %err, "reload task failed"),
     }
     systemd::ready(&status_line(engine));
+    config
+}
+
+/// The config in force after a reload: the new `[mig]`, everything else as
+/// it was (sockets, folders and the backend are fixed for the process's life).
+fn adopt_reloaded(current: &Config, new: Config) -> Config {
+    let mut next = current.clone();
+    next.mig = new.mig.clone();
+    let mut fixed = new;
+    fixed.mig = current.mig.clone();
+    if fixed != *current {
+        tracing::warn!("config changes outside [mig] take effect at the next restart");
+    }
+    next
 }
 
 /// Pings the watchdog while the engine answers; a wedged engine stops the

@@ -27,6 +27,7 @@ pub struct Daemon {
     pub cdi_dir: PathBuf,
     pub state_dir: PathBuf,
     pub root: PathBuf,
+    notify: UnixDatagram,
     child: ChildGuard,
 }
 
@@ -120,20 +121,34 @@ impl Daemon {
             state_dir: dir.path().join("state"),
             root: dir.path().join("root"),
             dir,
+            notify,
             child: ChildGuard(child),
         };
-        daemon.wait_ready(&notify);
+        daemon.wait_ready();
         daemon
     }
 
-    fn wait_ready(&self, notify: &UnixDatagram) {
+    /// Sends SIGHUP and waits until the daemon says READY=1 again.
+    pub fn reload(&self) {
+        let pid = i32::try_from(self.child.0.id()).expect("pid fits");
+        kill(Pid::from_raw(pid), Signal::SIGHUP).expect("send SIGHUP");
+        self.wait_for("RELOADING=1");
+        self.wait_ready();
+    }
+
+    fn wait_ready(&self) {
+        self.wait_for("READY=1");
+    }
+
+    fn wait_for(&self, line: &str) {
         let mut buf = [0u8; 4096];
         loop {
-            let n = notify.recv(&mut buf).unwrap_or_else(|e| {
-                panic!("no READY=1 from gpusliced ({e}); log:\n{}", self.log())
-            });
+            let n = self
+                .notify
+                .recv(&mut buf)
+                .unwrap_or_else(|e| panic!("no {line} from gpusliced ({e}); log:\n{}", self.log()));
             let msg = String::from_utf8_lossy(&buf[..n]);
-            if msg.lines().any(|l| l == "READY=1") {
+            if msg.lines().any(|l| l == line) {
                 return;
             }
         }

@@ -7,6 +7,7 @@ mod claims;
 mod go_cdi;
 mod harness;
 mod lifecycle;
+mod mig;
 mod nspawn;
 mod podman;
 mod tools;

@@ -3,9 +3,11 @@
 use gpuslice_proto::gpuslice::v1 as pb;
 use tonic::Status;
 
-use crate::claims::{ConfigRequest, DeviceRequest, Engine, PrepareRequest, Prepared};
-use crate::gpu::{MigMode, MigSupport};
-use crate::inventory::{AttrValue, gpu_attributes, gpu_capacity};
+use crate::claims::{ConfigRequest, DeviceRequest, DeviceUse, Engine, PrepareRequest, Prepared};
+use crate::inventory::{
+    AttrValue, counter_set_name, gpu_attributes, gpu_capacity, gpu_counters, mig_attributes,
+    mig_capacity, slice_consumption,
+};
 use crate::state::ClaimRecord;
 
 pub use super::status::error;
@@ -99,64 +101,93 @@ fn attribute(value: AttrValue) -> pb::AttributeValue {
     pb::AttributeValue { value: Some(value) }
 }
 
-/// Every device with attributes, capacities and holders.
+/// Every device with attributes, capacities, holders and (in partitionable
+/// mode) counters.
 pub fn inventory_response(engine: &Engine) -> pb::GetInventoryResponse {
     let inventory = engine.inventory();
-    let uses = engine.device_use();
-    let devices = inventory
-        .gpus
-        .iter()
-        .zip(uses)
-        .map(|(gpu, used)| pb::Device {
-            name: gpu.name.clone(),
-            attributes: gpu_attributes(&gpu.info, &inventory.driver)
-                .into_iter()
-                .map(|(k, v)| (k, attribute(v)))
-                .collect(),
-            capacity: gpu_capacity(&gpu.info).into_iter().collect(),
-            available: used.holders.is_empty(),
-            holders: used.holders,
-            consumes_counters: Vec::new(),
-            healthy: true,
-            health_reason: String::new(),
-        })
-        .collect();
+    let mut uses = engine.device_use().into_iter();
+    let typed = |attrs: std::collections::BTreeMap<String, AttrValue>| {
+        attrs.into_iter().map(|(k, v)| (k, attribute(v))).collect()
+    };
+    let mut devices = Vec::new();
+    for gpu in &inventory.gpus {
+        let used = uses.next();
+        let counters = match (&gpu.mig, inventory.partitionable) {
+            (Some(mig), true) => vec![pb::CounterConsumption {
+                counter_set: counter_set_name(&gpu.name),
+                counters: gpu_counters(mig).into_iter().collect(),
+            }],
+            _ => Vec::new(),
+        };
+        devices.push(device(
+            gpu.name.clone(),
+            typed(gpu_attributes(&gpu.info, &inventory.driver)),
+            gpu_capacity(&gpu.info).into_iter().collect(),
+            used,
+            counters,
+        ));
+    }
+    for slice in &inventory.mig {
+        let used = uses.next();
+        let Some(parent) = inventory.gpus.get(slice.parent) else {
+            continue;
+        };
+        let counters = if inventory.partitionable {
+            vec![pb::CounterConsumption {
+                counter_set: counter_set_name(&parent.name),
+                counters: slice_consumption(&slice.profile, slice.placement)
+                    .into_iter()
+                    .collect(),
+            }]
+        } else {
+            Vec::new()
+        };
+        devices.push(device(
+            slice.name.clone(),
+            typed(mig_attributes(slice, parent, &inventory.driver)),
+            mig_capacity(&slice.profile).into_iter().collect(),
+            used,
+            counters,
+        ));
+    }
+    let counter_sets = if inventory.partitionable {
+        inventory
+            .gpus
+            .iter()
+            .filter_map(|g| {
+                g.mig.as_ref().map(|mig| pb::CounterSet {
+                    name: counter_set_name(&g.name),
+                    counters: gpu_counters(mig).into_iter().collect(),
+                })
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     pb::GetInventoryResponse {
         devices,
         generation: engine.generation(),
-        counter_sets: Vec::new(),
+        counter_sets,
     }
 }
 
-/// Per GPU, its MIG mode and the instances on it.
-pub fn mig_layout_response(engine: &Engine) -> pb::GetMigLayoutResponse {
-    let inventory = engine.inventory();
-    let gpus = inventory
-        .gpus
-        .iter()
-        .map(|gpu| pb::GpuMigLayout {
-            device: gpu.name.clone(),
-            uuid: gpu.info.uuid.clone(),
-            index: gpu.info.index,
-            mig_mode: mig_mode_text(gpu.info.mig),
-            memory_slices: 0,
-            instances: Vec::new(),
-        })
-        .collect();
-    pb::GetMigLayoutResponse { gpus }
-}
-
-fn mig_mode_text(mig: MigSupport) -> String {
-    let word = |mode| match mode {
-        MigMode::Enabled => "enabled",
-        MigMode::Disabled => "disabled",
-    };
-    match mig {
-        MigSupport::NotSupported => "unsupported".into(),
-        MigSupport::Supported { current, pending } if current == pending => word(current).into(),
-        MigSupport::Supported { current, pending } => {
-            format!("{} (pending {})", word(current), word(pending))
-        }
+fn device(
+    name: String,
+    attributes: std::collections::HashMap<String, pb::AttributeValue>,
+    capacity: std::collections::HashMap<String, i64>,
+    used: Option<DeviceUse>,
+    consumes_counters: Vec<pb::CounterConsumption>,
+) -> pb::Device {
+    let (available, holders) = used.map_or((true, Vec::new()), |u| (u.available, u.holders));
+    pb::Device {
+        name,
+        attributes,
+        capacity,
+        available,
+        holders,
+        consumes_counters,
+        healthy: true,
+        health_reason: String::new(),
     }
 }
 

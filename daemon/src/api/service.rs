@@ -8,7 +8,7 @@ use gpuslice_proto::gpuslice::v1 as pb;
 use gpuslice_proto::gpuslice::v1::gpu_slice_server::GpuSlice;
 use tonic::{Request, Response, Status};
 
-use super::convert;
+use super::{convert, mig_layout};
 use crate::claims::{Engine, Unprepared};
 
 /// The API over one engine.
@@ -100,7 +100,7 @@ impl GpuSlice for Service {
         _request: Request<pb::GetMigLayoutRequest>,
     ) -> Result<Response<pb::GetMigLayoutResponse>, Status> {
         let reply = self
-            .blocking(|engine| Ok(convert::mig_layout_response(engine)))
+            .blocking(|engine| Ok(mig_layout::mig_layout_response(engine)))
             .await?;
         Ok(Response::new(reply))
     }

@@ -15,11 +15,15 @@ pub fn error(err: ClaimError) -> Status {
         | ClaimError::NoDevices
         | ClaimError::UnknownDevice { .. }
         | ClaimError::DuplicateDevice { .. }
+        | ClaimError::DevicesOverlap { .. }
         | ClaimError::BadConfig { .. } => Code::InvalidArgument,
         ClaimError::SharingUnavailable { .. } => Code::Unimplemented,
-        ClaimError::DeviceHeld { .. } | ClaimError::PreparedDifferently { .. } => {
-            Code::FailedPrecondition
-        }
+        ClaimError::DeviceHeld { .. }
+        | ClaimError::PreparedDifferently { .. }
+        | ClaimError::SliceOccupied { .. }
+        | ClaimError::GpuPartitioned { .. }
+        | ClaimError::LayoutUnplaceable { .. }
+        | ClaimError::MigModeStuck { .. } => Code::FailedPrecondition,
         ClaimError::DeviceNodeMissing { .. }
         | ClaimError::DeviceGone { .. }
         | ClaimError::CdiFile { .. } => Code::Unavailable,
@@ -66,6 +70,7 @@ mod tests {
                 ClaimError::DeviceHeld {
                     device: "gpu-0".into(),
                     holder: "h".into(),
+                    holder_device: "gpu-0".into(),
                 },
                 Code::FailedPrecondition,
             ),

@@ -37,7 +37,7 @@ fn main() -> ExitCode {
         println!("{}: ok", args.config.display());
         return ExitCode::SUCCESS;
     }
-    match run(config) {
+    match run(config, args.config) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             tracing::error!("{err:#}");
@@ -47,7 +47,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(config: Config) -> anyhow::Result<()> {
+fn run(config: Config, path: PathBuf) -> anyhow::Result<()> {
     let sink = gpuslice::logging::init(&config.log.level)?;
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
@@ -58,6 +58,6 @@ fn run(config: Config) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(gpuslice::run::run(config))?;
+    runtime.block_on(gpuslice::run::run(config, Some(path)))?;
     Ok(())
 }

@@ -63,13 +63,26 @@ pub enum ClaimError {
         /// The strategy asked for.
         strategy: String,
     },
-    /// The device is held by another claim.
-    #[error("device {device} is held exclusively by claim {holder}; unprepare that claim first")]
+    /// The device, or part of it, is held by another claim.
+    #[error(
+        "device {device} is not free: claim {holder} holds {holder_device} on the same GPU; \
+         unprepare that claim first"
+    )]
     DeviceHeld {
         /// The device asked for.
         device: String,
         /// The uid of the claim holding it.
         holder: String,
+        /// The device that claim holds (the same one, the whole GPU, or a slice).
+        holder_device: String,
+    },
+    /// Two devices of one claim overlap on one GPU.
+    #[error("devices {first} and {second} of the claim overlap on one GPU; allocate disjoint ones")]
+    DevicesOverlap {
+        /// The first device.
+        first: String,
+        /// The device overlapping it.
+        second: String,
     },
     /// The claim is prepared already, with other devices or configs.
     #[error(
@@ -123,6 +136,55 @@ pub enum ClaimError {
         /// The rule broken.
         #[source]
         source: gpuslice_cdi::validate::SpecError,
+    },
+    /// A slice's placement is taken by a GPU instance nobody asked for.
+    #[error(
+        "{gpu}: memory slices {start}.. for {profile} are taken by GPU instance {gpu_instance}, \
+         which gpusliced did not create; destroy it (nvidia-smi mig -dgi) or allocate another slice"
+    )]
+    SliceOccupied {
+        /// The GPU.
+        gpu: String,
+        /// The profile asked for.
+        profile: String,
+        /// The first memory slice asked for.
+        start: u32,
+        /// The instance in the way.
+        gpu_instance: u32,
+    },
+    /// A whole GPU was asked for while MIG instances exist on it.
+    #[error(
+        "{gpu} is partitioned ({instances} MIG GPU instances, e.g. id {first}); a whole-GPU \
+         claim needs it free of instances"
+    )]
+    GpuPartitioned {
+        /// The GPU.
+        gpu: String,
+        /// How many instances exist.
+        instances: usize,
+        /// One of them.
+        first: u32,
+    },
+    /// The configured layout cannot be placed on a GPU.
+    #[error("{gpu}: the [mig] layout cannot be applied: {reason}")]
+    LayoutUnplaceable {
+        /// The GPU.
+        gpu: String,
+        /// The planner's reason.
+        reason: String,
+    },
+    /// MIG mode could not be switched now (Ampere switches only when idle).
+    #[error(
+        "{gpu}: MIG mode cannot become {wanted} now ({reason}); wait until nothing runs on the \
+         GPU, or take it out of the [mig] config"
+    )]
+    MigModeStuck {
+        /// The GPU.
+        gpu: String,
+        /// The mode asked for.
+        wanted: &'static str,
+        /// Why, in NVML's words.
+        reason: String,
     },
     /// The claim record could not be written or removed.
     #[error(transparent)]

@@ -14,6 +14,10 @@
 mod error;
 mod exclusive;
 mod keyed;
+mod mig;
+mod mig_ahead;
+mod mig_cdi;
+mod mig_setup;
 mod prepare;
 mod reconcile;
 mod request;
@@ -35,7 +39,7 @@ use crate::gpu::GpuBackend;
 use crate::inventory::Inventory;
 use crate::state::{ClaimRecord, Store};
 use keyed::{KeyedLocks, lock};
-use table::ClaimTable;
+use table::{ClaimTable, Share};
 
 /// What a prepare did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,6 +93,7 @@ pub struct Engine {
     table: Mutex<ClaimTable>,
     claim_locks: KeyedLocks,
     problems: Mutex<Vec<String>>,
+    mig_problems: Mutex<Vec<String>>,
     generation: AtomicU64,
     started: Instant,
 }
@@ -98,8 +103,10 @@ pub struct Engine {
 pub struct DeviceUse {
     /// Inventory name.
     pub device: String,
-    /// Claims holding it.
+    /// Claims holding it (for a whole GPU: every claim holding any part).
     pub holders: Vec<String>,
+    /// Whether a new claim could take it now.
+    pub available: bool,
 }
 
 impl Engine {
@@ -121,6 +128,7 @@ impl Engine {
             table: Mutex::new(ClaimTable::default()),
             claim_locks: KeyedLocks::default(),
             problems: Mutex::new(Vec::new()),
+            mig_problems: Mutex::new(Vec::new()),
             generation: AtomicU64::new(1),
             started: Instant::now(),
         }
@@ -194,18 +202,35 @@ impl Engine {
         lock(&self.table).records()
     }
 
-    /// Holders of every device, in inventory order.
+    /// Holders of every device, in inventory order (whole GPUs, then slices).
     pub fn device_use(&self) -> Vec<DeviceUse> {
         let inventory = self.inventory();
         let table = lock(&self.table);
-        inventory
-            .gpus
-            .iter()
-            .map(|g| DeviceUse {
+        let whole = inventory.gpus.iter().map(|g| {
+            let holdings = table.holdings(&g.info.uuid);
+            let mut holders: Vec<String> = holdings.iter().map(|h| h.uid.clone()).collect();
+            holders.dedup();
+            DeviceUse {
                 device: g.name.clone(),
-                holders: table.holder(&g.info.uuid).into_iter().collect(),
+                available: holders.is_empty(),
+                holders,
+            }
+        });
+        let slices = inventory.mig.iter().filter_map(|m| {
+            let gpu = inventory.gpus.get(m.parent)?;
+            let share = Share::Slice(m.placement);
+            let blockers = table.blockers(&gpu.info.uuid, share);
+            Some(DeviceUse {
+                device: m.name.clone(),
+                available: blockers.is_empty(),
+                holders: blockers
+                    .iter()
+                    .filter(|h| h.share == share)
+                    .map(|h| h.uid.clone())
+                    .collect(),
             })
-            .collect()
+        });
+        whole.chain(slices).collect()
     }
 
     /// Problems an operator should act on: missing driver files, records
@@ -213,6 +238,7 @@ impl Engine {
     pub fn problems(&self) -> Vec<String> {
         let mut all = self.driver().problems.clone();
         all.extend(lock(&self.problems).iter().cloned());
+        all.extend(lock(&self.mig_problems).iter().cloned());
         all
     }
 
@@ -228,5 +254,7 @@ impl Engine {
     }
 }
 
+#[cfg(test)]
+mod mig_tests;
 #[cfg(test)]
 mod tests;

@@ -1,13 +1,19 @@
 //! Prepare: the idempotent path from a validated request to a usable claim.
+//!
+//! Whole GPUs need no hardware step: one spec write and one record write. A
+//! claim with a hardware step (a MIG slice, a MIG mode switch) first writes its
+//! record in phase `preparing`, so a crash at any later point leaves a record
+//! that start-up reconcile rolls back, never an orphaned instance.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::error::ClaimError;
 use super::request::PrepareRequest;
+use super::table::{Share, Want};
 use super::{Engine, Prepared, lock};
 use crate::cdi_build::{cdi_device_id, spec_file_name};
-use crate::inventory::{GpuDevice, Inventory};
-use crate::state::{ClaimRecord, DeviceKind, Phase, RECORD_VERSION, RecordDevice};
+use crate::inventory::{DeviceRef, Inventory};
+use crate::state::{ClaimRecord, DeviceKind, MigSlice, Phase, RECORD_VERSION, RecordDevice};
 
 impl Engine {
     /// Prepares the claim, or returns what an earlier prepare of the same
@@ -28,33 +34,134 @@ impl Engine {
         if let Some(record) = existing {
             return self.prepare_again(req, record);
         }
-        let gpus: Vec<&GpuDevice> = req
+        let devices: Vec<DeviceRef<'_>> = req
             .devices
             .iter()
-            .filter_map(|d| inventory.gpu(&d.device))
+            .filter_map(|d| inventory.device(&d.device))
             .collect();
-        let reservation: Vec<(String, String)> = gpus
-            .iter()
-            .map(|g| (g.info.uuid.clone(), g.name.clone()))
-            .collect();
-        lock(&self.table).reserve(&req.uid, &reservation)?;
-        let record = self.new_record(req, &gpus);
-        match self.write_new_claim(&record) {
-            Ok(()) => {
+        let wants: Vec<Want> = devices.iter().map(want).collect();
+        lock(&self.table).reserve(&req.uid, &wants)?;
+        let record = self.new_record(req, &devices);
+        match self.bring_up(record, &devices) {
+            Ok(record) => {
                 lock(&self.table).insert(record.clone());
                 tracing::info!(claim_uid = %record.uid, devices = ?device_names(&record), "claim prepared");
                 Ok(Prepared::Created(record))
             }
             Err(err) => {
-                let uuids = reservation.iter().map(|(uuid, _)| uuid.as_str());
+                let uuids = wants.iter().map(|w| w.gpu_uuid.as_str());
                 lock(&self.table).release(&req.uid, uuids);
                 Err(err)
             }
         }
     }
 
+    /// Hardware steps (if any) under a `preparing` record, then spec, then
+    /// the `prepared` record. Undoes everything on failure.
+    fn bring_up(
+        &self,
+        mut record: ClaimRecord,
+        devices: &[DeviceRef<'_>],
+    ) -> Result<ClaimRecord, ClaimError> {
+        let hardware = devices
+            .iter()
+            .any(|d| matches!(d, DeviceRef::Mig(..)) || d.gpu().mig.is_some());
+        if hardware {
+            self.plan_hardware(&mut record, devices)?;
+            record.phase = Phase::Preparing;
+            self.store.save(&record)?;
+            if let Err(err) = self.hardware_up(&mut record, devices) {
+                self.forget_record(&record);
+                return Err(err);
+            }
+            record.phase = Phase::Prepared;
+        }
+        if let Err(err) = self.write_new_claim(&record) {
+            self.hardware_down(&record);
+            if hardware {
+                self.forget_record(&record);
+            }
+            return Err(err);
+        }
+        Ok(record)
+    }
+
+    /// Decides every slice's fate before the `preparing` record is written.
+    fn plan_hardware(
+        &self,
+        record: &mut ClaimRecord,
+        devices: &[DeviceRef<'_>],
+    ) -> Result<(), ClaimError> {
+        for (device, slot) in devices.iter().zip(record.devices.iter_mut()) {
+            if let (DeviceRef::Mig(_, gpu), Some(slice)) = (device, slot.mig.as_mut()) {
+                self.plan_slice(gpu, slice)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn hardware_up(
+        &self,
+        record: &mut ClaimRecord,
+        devices: &[DeviceRef<'_>],
+    ) -> Result<(), ClaimError> {
+        for i in 0..record.devices.len() {
+            let (Some(device), Some(slot)) = (devices.get(i), record.devices.get_mut(i)) else {
+                break;
+            };
+            let step = match (device, slot.mig.as_mut()) {
+                (DeviceRef::Mig(_, gpu), Some(slice)) => self.create_slice(gpu, slice),
+                (DeviceRef::Gpu(gpu), None) if gpu.mig.is_some() => {
+                    self.take_whole_gpu(gpu).map(|switched| {
+                        slot.restore_mig_mode = switched;
+                    })
+                }
+                _ => Ok(()),
+            };
+            if let Err(err) = step {
+                self.hardware_down(record);
+                return Err(err);
+            }
+        }
+        Ok(())
+    }
+
+    /// Best effort: undoes the hardware steps a record says were taken.
+    pub(super) fn hardware_down(&self, record: &ClaimRecord) {
+        if let Err(err) = self.release_hardware(record) {
+            tracing::error!(claim_uid = %record.uid, error = %err, "could not undo a hardware step; start-up reconcile retries");
+        }
+    }
+
+    /// Undoes every hardware step of the record, trying all of them; the
+    /// first failure is returned.
+    pub(super) fn release_hardware(&self, record: &ClaimRecord) -> Result<(), ClaimError> {
+        let inventory = self.inventory();
+        let mut first_error = None;
+        for d in &record.devices {
+            let Some(gpu) = inventory.gpu_by_uuid(&d.uuid) else {
+                continue;
+            };
+            let undone = match &d.mig {
+                Some(slice) => self.release_slice(gpu.info.index, slice),
+                None if d.restore_mig_mode => self.return_whole_gpu(gpu.info.index),
+                None => Ok(()),
+            };
+            if let Err(err) = undone {
+                first_error.get_or_insert(err);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    fn forget_record(&self, record: &ClaimRecord) {
+        if let Err(err) = self.store.remove(&record.uid) {
+            tracing::warn!(claim_uid = %record.uid, error = %err, "could not remove the record of a failed prepare; start-up reconcile rolls it back");
+        }
+    }
+
     /// Spec first, record second: a crash in between leaves a spec without a
-    /// record, which reconcile removes.
+    /// record (or with a `preparing` one), which reconcile removes.
     fn write_new_claim(&self, record: &ClaimRecord) -> Result<(), ClaimError> {
         self.write_spec(record)?;
         if let Err(err) = self.store.save(record) {
@@ -93,15 +200,32 @@ impl Engine {
         Ok(Prepared::AlreadyPrepared(record))
     }
 
-    fn new_record(&self, req: &PrepareRequest, gpus: &[&GpuDevice]) -> ClaimRecord {
+    fn new_record(&self, req: &PrepareRequest, devices: &[DeviceRef<'_>]) -> ClaimRecord {
         let devices = req
             .devices
             .iter()
-            .zip(gpus)
-            .map(|(d, gpu)| RecordDevice {
+            .zip(devices)
+            .map(|(d, device)| RecordDevice {
                 device: d.device.clone(),
-                uuid: gpu.info.uuid.clone(),
-                kind: DeviceKind::Exclusive,
+                uuid: device.gpu().info.uuid.clone(),
+                kind: match device {
+                    DeviceRef::Gpu(_) => DeviceKind::Exclusive,
+                    DeviceRef::Mig(..) => DeviceKind::Mig,
+                },
+                mig: match device {
+                    DeviceRef::Gpu(_) => None,
+                    DeviceRef::Mig(m, _) => Some(MigSlice {
+                        profile: m.profile.name.clone(),
+                        profile_id: m.profile.id,
+                        start: m.placement.start,
+                        size: m.placement.size,
+                        gpu_instance: None,
+                        compute_instance: None,
+                        mig_uuid: None,
+                        created: false,
+                    }),
+                },
+                restore_mig_mode: false,
                 request_names: d.request_names.clone(),
                 pool: d.pool.clone(),
                 cdi_device_ids: vec![cdi_device_id(&req.uid, &d.device)],
@@ -123,6 +247,19 @@ impl Engine {
             cdi_spec_file: spec_file_name(&req.uid),
             prepared_at: unix_now(),
         }
+    }
+}
+
+/// What of its GPU a device takes.
+pub(super) fn want(device: &DeviceRef<'_>) -> Want {
+    let (name, share) = match device {
+        DeviceRef::Gpu(g) => (g.name.clone(), Share::Whole),
+        DeviceRef::Mig(m, _) => (m.name.clone(), Share::Slice(m.placement)),
+    };
+    Want {
+        gpu_uuid: device.gpu().info.uuid.clone(),
+        device: name,
+        share,
     }
 }
 

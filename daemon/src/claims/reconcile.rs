@@ -13,9 +13,10 @@ use std::collections::BTreeSet;
 use gpuslice_cdi::atomic::{is_temp_name, remove_durable};
 
 use super::error::ClaimError;
+use super::table::{Share, Want};
 use super::{Engine, lock};
 use crate::cdi_build::{CDI_CLASS, CDI_VENDOR, claim_uid_of_spec_file};
-use crate::state::{ClaimRecord, Phase};
+use crate::state::{ClaimRecord, Phase, RecordDevice};
 
 /// What a reconcile found and did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -68,6 +69,14 @@ impl Engine {
     ) -> Result<(), ClaimError> {
         if record.phase == Phase::Preparing {
             self.remove_spec(&record)?;
+            if let Err(err) = self.release_hardware(&record) {
+                report.problems.push(format!(
+                    "claim {}: a prepare cut short left MIG state that cannot be undone yet \
+                     ({err}); retried at the next start",
+                    record.uid
+                ));
+                return Ok(());
+            }
             self.store.remove(&record.uid)?;
             report.rolled_back += 1;
             tracing::warn!(claim_uid = %record.uid, "rolled back a prepare that was cut short");
@@ -78,13 +87,9 @@ impl Engine {
             self.store.save(&record)?;
             report.from_earlier_boot += 1;
         }
-        let gpus: Vec<(String, String)> = record
-            .devices
-            .iter()
-            .map(|d| (d.uuid.clone(), d.device.clone()))
-            .collect();
+        let wants: Vec<Want> = record.devices.iter().map(record_want).collect();
         let mut table = lock(&self.table);
-        if let Err(err) = table.reserve(&record.uid, &gpus) {
+        if let Err(err) = table.reserve(&record.uid, &wants) {
             report.problems.push(format!(
                 "claim {} overlaps another record: {err}",
                 record.uid
@@ -135,5 +140,16 @@ impl Engine {
                 source,
             },
         }
+    }
+}
+
+/// What of its GPU a recorded device holds.
+fn record_want(d: &RecordDevice) -> Want {
+    Want {
+        gpu_uuid: d.uuid.clone(),
+        device: d.device.clone(),
+        share: d.mig.as_ref().map_or(Share::Whole, |m| {
+            Share::Slice(super::mig::slice_placement(m))
+        }),
     }
 }

@@ -5,7 +5,7 @@
 use serde::Deserialize;
 
 use super::error::ClaimError;
-use crate::inventory::Inventory;
+use crate::inventory::{DeviceRef, Inventory};
 
 /// Longest namespace or claim name Kubernetes allows (DNS subdomain).
 const MAX_NAME: usize = 253;
@@ -89,11 +89,10 @@ impl PrepareRequest {
             return Err(ClaimError::NoDevices);
         }
         for (i, d) in self.devices.iter().enumerate() {
-            if inventory.gpu(&d.device).is_none() {
-                let known: Vec<_> = inventory.gpus.iter().map(|g| g.name.as_str()).collect();
+            if inventory.device(&d.device).is_none() {
                 return Err(ClaimError::UnknownDevice {
                     device: d.device.chars().take(80).collect(),
-                    known: known.join(", "),
+                    known: inventory.device_names().join(", "),
                 });
             }
             if self.devices[..i].iter().any(|e| e.device == d.device) {
@@ -107,10 +106,56 @@ impl PrepareRequest {
             check_name(format!("devices[{i}].pool"), &d.pool, MAX_NAME, true)?;
         }
         for (index, config) in self.configs.iter().enumerate() {
-            check_config(index, config)?;
+            let kind = check_config(index, config)?;
+            self.check_kind_fits(index, config, kind, inventory)?;
         }
         Ok(())
     }
+
+    /// A GpuConfig must apply to whole GPUs only, a MigDeviceConfig to MIG
+    /// slices only.
+    fn check_kind_fits(
+        &self,
+        index: usize,
+        config: &ConfigRequest,
+        kind: ConfigKind,
+        inventory: &Inventory,
+    ) -> Result<(), ClaimError> {
+        let applies = |d: &&DeviceRequest| {
+            config.requests.is_empty()
+                || d.request_names.is_empty()
+                || d.request_names.iter().any(|r| config.requests.contains(r))
+        };
+        for d in self.devices.iter().filter(applies) {
+            let is_mig = matches!(inventory.device(&d.device), Some(DeviceRef::Mig(..)));
+            let problem = match (kind, is_mig) {
+                (ConfigKind::Gpu, true) => "kind GpuConfig applies to whole GPUs, but",
+                (ConfigKind::Mig, false) => "kind MigDeviceConfig applies to MIG devices, but",
+                _ => continue,
+            };
+            return Err(ClaimError::BadConfig {
+                index,
+                problem: format!(
+                    "{problem} it applies to device {} ({}); use kind {} or narrow its requests",
+                    d.device,
+                    if is_mig { "a MIG slice" } else { "a whole GPU" },
+                    if is_mig {
+                        "MigDeviceConfig"
+                    } else {
+                        "GpuConfig"
+                    },
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Which device type an opaque config is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ConfigKind {
+    Gpu,
+    Mig,
 }
 
 /// The opaque config kinds of NVIDIA's DRA driver that gpusliced reads.
@@ -130,7 +175,7 @@ struct Sharing {
     strategy: String,
 }
 
-fn check_config(index: usize, config: &ConfigRequest) -> Result<(), ClaimError> {
+fn check_config(index: usize, config: &ConfigRequest) -> Result<ConfigKind, ClaimError> {
     let bad = |problem: String| ClaimError::BadConfig { index, problem };
     if config.parameters_json.len() > MAX_CONFIG_BYTES {
         return Err(bad(format!(
@@ -146,23 +191,17 @@ fn check_config(index: usize, config: &ConfigRequest) -> Result<(), ClaimError> 
             parsed.api_version
         )));
     }
-    match parsed.kind.as_str() {
-        "GpuConfig" => {}
-        "MigDeviceConfig" => {
-            return Err(bad(
-                "kind MigDeviceConfig applies to MIG devices, and this claim allocates whole \
-                 GPUs; use kind GpuConfig"
-                    .to_owned(),
-            ));
-        }
+    let kind = match parsed.kind.as_str() {
+        "GpuConfig" => ConfigKind::Gpu,
+        "MigDeviceConfig" => ConfigKind::Mig,
         other => {
             return Err(bad(format!(
-                "kind {other:?} is not supported; use \"GpuConfig\""
+                "kind {other:?} is not supported; use \"GpuConfig\" or \"MigDeviceConfig\""
             )));
         }
-    }
+    };
     match parsed.sharing {
-        None => Ok(()),
+        None => Ok(kind),
         Some(s) => Err(ClaimError::SharingUnavailable {
             index,
             strategy: s.strategy,

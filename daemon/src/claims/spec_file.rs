@@ -3,7 +3,7 @@
 use gpuslice_cdi::atomic::{remove_durable, write_atomic};
 
 use super::error::ClaimError;
-use super::{Engine, exclusive};
+use super::{Engine, exclusive, mig_cdi};
 use crate::cdi_build::{ClaimDevice, claim_spec};
 use crate::state::ClaimRecord;
 
@@ -14,6 +14,7 @@ impl Engine {
     /// The spec file's bytes as they should be now.
     fn spec_bytes(&self, record: &ClaimRecord) -> Result<Vec<u8>, ClaimError> {
         let inventory = self.inventory();
+        let driver = self.driver();
         let devices = record
             .devices
             .iter()
@@ -25,13 +26,22 @@ impl Engine {
                         device: d.device.clone(),
                         uuid: d.uuid.clone(),
                     })?;
-                exclusive::claim_device(gpu, &d.device, &self.settings.dev_root)
+                match &d.mig {
+                    Some(slice) => mig_cdi::claim_device(
+                        gpu,
+                        slice,
+                        &d.device,
+                        &self.settings.dev_root,
+                        &driver,
+                    ),
+                    None => exclusive::claim_device(gpu, &d.device, &self.settings.dev_root),
+                }
             })
             .collect::<Result<Vec<ClaimDevice>, _>>()?;
         let spec = claim_spec(
             &record.uid,
             &devices,
-            &self.driver(),
+            &driver,
             self.settings.cdi_hook.as_deref(),
         );
         gpuslice_cdi::to_json(&spec).map_err(|source| ClaimError::InvalidSpec {

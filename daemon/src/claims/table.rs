@@ -1,18 +1,62 @@
-//! The in-memory claim table: every record by uid, and which claim holds each
-//! GPU (by UUID). The single source of truth while the daemon runs; records on
-//! disk mirror it.
+//! The in-memory claim table: every record by uid, and what each claim holds
+//! on each GPU (by UUID): the whole GPU, or MIG slices by placement. The single
+//! source of truth while the daemon runs; records on disk mirror it.
+//!
+//! A whole GPU and any slice of it exclude each other, and so do two slices
+//! whose memory slices overlap.
 
 use std::collections::{BTreeMap, HashMap};
 
 use super::error::ClaimError;
+use crate::gpu::Placement;
 use crate::state::ClaimRecord;
 
-/// Claims and holders.
+/// What a claim takes of one GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Share {
+    /// The whole GPU.
+    Whole,
+    /// The MIG slice at this placement.
+    Slice(Placement),
+}
+
+impl Share {
+    fn conflicts(self, other: Share) -> bool {
+        match (self, other) {
+            (Share::Slice(a), Share::Slice(b)) => a.overlaps(b),
+            _ => true,
+        }
+    }
+}
+
+/// One holding: who holds what of a GPU, under which device name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holding {
+    /// What is held.
+    pub share: Share,
+    /// The claim uid.
+    pub uid: String,
+    /// The device name the claim asked for.
+    pub device: String,
+}
+
+/// One reservation asked for: the GPU's UUID, the device name, the share.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Want {
+    /// The (parent) GPU's UUID.
+    pub gpu_uuid: String,
+    /// The device name asked for.
+    pub device: String,
+    /// What of the GPU.
+    pub share: Share,
+}
+
+/// Claims and holdings.
 #[derive(Debug, Default)]
 pub struct ClaimTable {
     claims: BTreeMap<String, ClaimRecord>,
-    /// GPU uuid → (claim uid, device name as the claim asked for it).
-    holders: HashMap<String, (String, String)>,
+    /// GPU uuid → its holdings.
+    holdings: HashMap<String, Vec<Holding>>,
 }
 
 impl ClaimTable {
@@ -21,38 +65,79 @@ impl ClaimTable {
         self.claims.get(uid)
     }
 
-    /// The claim holding the GPU with this uuid.
-    pub fn holder(&self, gpu_uuid: &str) -> Option<String> {
-        self.holders.get(gpu_uuid).map(|(uid, _)| uid.clone())
+    /// Every holding on the GPU with this uuid.
+    pub fn holdings(&self, gpu_uuid: &str) -> &[Holding] {
+        self.holdings.get(gpu_uuid).map_or(&[], Vec::as_slice)
     }
 
-    /// Reserves every `(uuid, device name)` for `uid`, or none of them if one
-    /// is held by another claim.
-    pub fn reserve(&mut self, uid: &str, gpus: &[(String, String)]) -> Result<(), ClaimError> {
-        for (uuid, device) in gpus {
-            if let Some((holder, _)) = self.holders.get(uuid).filter(|(h, _)| h != uid) {
+    /// Every held slice as (GPU uuid, placement).
+    pub fn held_slices(&self) -> std::collections::HashSet<(String, Placement)> {
+        self.holdings
+            .iter()
+            .flat_map(|(uuid, list)| {
+                list.iter().filter_map(move |h| match h.share {
+                    Share::Slice(p) => Some((uuid.clone(), p)),
+                    Share::Whole => None,
+                })
+            })
+            .collect()
+    }
+
+    /// The claims whose holdings conflict with `share` of the GPU.
+    pub fn blockers(&self, gpu_uuid: &str, share: Share) -> Vec<&Holding> {
+        self.holdings(gpu_uuid)
+            .iter()
+            .filter(|h| h.share.conflicts(share))
+            .collect()
+    }
+
+    /// Reserves every want for `uid`, or none of them if one conflicts with
+    /// another claim's holding (or with another want of the same request).
+    pub fn reserve(&mut self, uid: &str, wants: &[Want]) -> Result<(), ClaimError> {
+        for (i, want) in wants.iter().enumerate() {
+            let held = self
+                .blockers(&want.gpu_uuid, want.share)
+                .into_iter()
+                .find(|h| h.uid != uid);
+            if let Some(h) = held {
                 return Err(ClaimError::DeviceHeld {
-                    device: device.clone(),
-                    holder: holder.clone(),
+                    device: want.device.clone(),
+                    holder: h.uid.clone(),
+                    holder_device: h.device.clone(),
+                });
+            }
+            let clash = wants[..i]
+                .iter()
+                .find(|w| w.gpu_uuid == want.gpu_uuid && w.share.conflicts(want.share));
+            if let Some(other) = clash {
+                return Err(ClaimError::DevicesOverlap {
+                    first: other.device.clone(),
+                    second: want.device.clone(),
                 });
             }
         }
-        for (uuid, device) in gpus {
-            self.holders
-                .insert(uuid.clone(), (uid.to_owned(), device.clone()));
+        for want in wants {
+            let list = self.holdings.entry(want.gpu_uuid.clone()).or_default();
+            let holding = Holding {
+                share: want.share,
+                uid: uid.to_owned(),
+                device: want.device.clone(),
+            };
+            if !list.contains(&holding) {
+                list.push(holding);
+            }
         }
         Ok(())
     }
 
-    /// Frees the GPUs (by uuid) that `uid` holds among `gpu_uuids`.
+    /// Frees whatever `uid` holds on the GPUs with these uuids.
     pub fn release<'a>(&mut self, uid: &str, gpu_uuids: impl IntoIterator<Item = &'a str>) {
         for uuid in gpu_uuids {
-            if self
-                .holders
-                .get(uuid)
-                .is_some_and(|(holder, _)| holder == uid)
-            {
-                self.holders.remove(uuid);
+            if let Some(list) = self.holdings.get_mut(uuid) {
+                list.retain(|h| h.uid != uid);
+                if list.is_empty() {
+                    self.holdings.remove(uuid);
+                }
             }
         }
     }
@@ -62,7 +147,7 @@ impl ClaimTable {
         self.claims.insert(record.uid.clone(), record);
     }
 
-    /// Forgets `uid` and frees its GPUs.
+    /// Forgets `uid` and frees its holdings.
     pub fn remove(&mut self, uid: &str) -> Option<ClaimRecord> {
         let record = self.claims.remove(uid)?;
         self.release(uid, record.devices.iter().map(|d| d.uuid.as_str()));
@@ -72,5 +157,58 @@ impl ClaimTable {
     /// All records, by uid.
     pub fn records(&self) -> Vec<ClaimRecord> {
         self.claims.values().cloned().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slice(start: u32, size: u32) -> Share {
+        Share::Slice(Placement { start, size })
+    }
+
+    fn want(device: &str, share: Share) -> Want {
+        Want {
+            gpu_uuid: "GPU-a".into(),
+            device: device.into(),
+            share,
+        }
+    }
+
+    #[test]
+    fn slices_that_do_not_overlap_coexist_and_block_the_whole_gpu() {
+        let mut t = ClaimTable::default();
+        t.reserve("a", &[want("s0", slice(0, 4))]).unwrap();
+        t.reserve("b", &[want("s4", slice(4, 2))]).unwrap();
+        let err = t.reserve("c", &[want("gpu-0", Share::Whole)]).unwrap_err();
+        assert!(matches!(err, ClaimError::DeviceHeld { ref holder, .. } if holder == "a"));
+        let err = t.reserve("c", &[want("s5", slice(5, 1))]).unwrap_err();
+        assert!(matches!(err, ClaimError::DeviceHeld { ref holder, .. } if holder == "b"));
+        t.release("a", ["GPU-a"]);
+        t.release("b", ["GPU-a"]);
+        t.reserve("c", &[want("gpu-0", Share::Whole)]).unwrap();
+        assert_eq!(t.holdings("GPU-a").len(), 1);
+    }
+
+    #[test]
+    fn one_request_cannot_take_overlapping_slices() {
+        let mut t = ClaimTable::default();
+        let err = t
+            .reserve("a", &[want("x", slice(0, 4)), want("y", slice(2, 2))])
+            .unwrap_err();
+        assert!(matches!(err, ClaimError::DevicesOverlap { .. }));
+        assert!(
+            t.holdings("GPU-a").is_empty(),
+            "nothing reserved on refusal"
+        );
+    }
+
+    #[test]
+    fn reserving_again_for_the_same_claim_is_idempotent() {
+        let mut t = ClaimTable::default();
+        t.reserve("a", &[want("x", slice(0, 1))]).unwrap();
+        t.reserve("a", &[want("x", slice(0, 1))]).unwrap();
+        assert_eq!(t.holdings("GPU-a").len(), 1);
     }
 }

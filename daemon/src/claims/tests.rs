@@ -9,6 +9,7 @@ use gpuslice_cdi::atomic::write_atomic;
 use super::{
     ClaimError, DeviceRequest, Engine, EngineSettings, PrepareRequest, Prepared, Unprepared,
 };
+use crate::config::MigConfig;
 use crate::driver::{DriverFiles, Roots};
 use crate::gpu::GpuBackend;
 use crate::gpu::sim::{SimBackend, SimModel};
@@ -23,7 +24,12 @@ pub(crate) fn sim_backend(gpus: u32) -> Arc<dyn GpuBackend> {
 }
 
 pub(crate) fn fixture_inventory(gpus: u32) -> Inventory {
-    Inventory::from_backend(sim_backend(gpus).as_ref()).unwrap()
+    Inventory::from_backend(
+        sim_backend(gpus).as_ref(),
+        &MigConfig::default(),
+        &|_, _| crate::mig::Ownership::Foreign,
+    )
+    .unwrap()
 }
 
 const A: &str = "aaaaaaaa-0000-4000-8000-000000000001";
@@ -57,7 +63,11 @@ impl Fixture {
 
     fn engine(&self, gpus: u32, boot_id: &str) -> Engine {
         let backend = sim_backend(gpus);
-        let inventory = Inventory::from_backend(backend.as_ref()).unwrap();
+        let inventory =
+            Inventory::from_backend(backend.as_ref(), &MigConfig::default(), &|_, _| {
+                crate::mig::Ownership::Foreign
+            })
+            .unwrap();
         let roots = Roots {
             driver_root: &self.root,
             dev_root: &self.root,

@@ -1,11 +1,13 @@
-//! Unprepare: undo a prepare; a claim the daemon does not know is a success.
+//! Unprepare: undo a prepare (spec, hardware, record, in that order); a claim
+//! the daemon does not know is a success.
 
 use super::error::ClaimError;
 use super::request::validate_uid;
 use super::{Engine, Unprepared, lock};
 
 impl Engine {
-    /// Removes the claim's CDI spec and record and frees its devices.
+    /// Removes the claim's CDI spec, destroys the slices it created, removes
+    /// its record and frees its devices.
     pub fn unprepare(&self, uid: &str) -> Result<Unprepared, ClaimError> {
         validate_uid(uid)?;
         self.claim_locks.run(uid, || {
@@ -15,6 +17,9 @@ impl Engine {
             // Spec first: a crash after it leaves a record whose spec
             // reconcile rewrites, and the kubelet's retry finishes the job.
             self.remove_spec(&record)?;
+            // Hardware second: a slice in use (the container has not stopped
+            // yet) fails here, the record stays, and the retry finishes.
+            self.release_hardware(&record)?;
             self.store.remove(uid)?;
             lock(&self.table).remove(uid);
             tracing::info!(claim_uid = %uid, "claim unprepared");

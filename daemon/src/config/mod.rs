@@ -6,12 +6,14 @@
 //! This module only parses and validates: it opens no socket and creates no
 //! folder.
 
+mod mig;
 mod validate;
 
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+pub use mig::{MigAdvertise, MigConfig, MigCreate, MigGpuConfig};
 pub use validate::ConfigError;
 
 use crate::gpu::sim::SimModel;
@@ -45,6 +47,8 @@ pub struct Config {
     pub cdi_hook: Option<PathBuf>,
     /// Which GPUs the daemon drives.
     pub backend: BackendConfig,
+    /// MIG partitioning.
+    pub mig: MigConfig,
     /// Logging.
     pub log: LogConfig,
     /// `[mps]`: MPS control daemons.
@@ -173,6 +177,7 @@ impl Default for Config {
             dev_root: None,
             cdi_hook: None,
             backend: BackendConfig::default(),
+            mig: MigConfig::default(),
             log: LogConfig::default(),
             mps: MpsConfig::default(),
             timeslice: TimeSliceConfig::default(),

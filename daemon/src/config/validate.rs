@@ -38,7 +38,7 @@ pub enum ConfigError {
     },
 }
 
-fn invalid(key: &'static str, problem: impl Into<String>) -> ConfigError {
+pub(super) fn invalid(key: &'static str, problem: impl Into<String>) -> ConfigError {
     ConfigError::Invalid {
         key,
         problem: problem.into(),
@@ -80,6 +80,7 @@ impl Config {
         if self.backend.sim.seed.is_empty() {
             return Err(invalid("backend.sim.seed", "must not be empty"));
         }
+        self.mig.validate()?;
         let size = &self.mps.shm_size;
         if size.is_empty() || !size.chars().all(|c| c.is_ascii_alphanumeric() || c == '%') {
             return Err(invalid(

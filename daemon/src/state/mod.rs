@@ -10,5 +10,5 @@ mod record;
 mod store;
 
 pub use boot::{BOOT_ID_PATH, read_boot_id};
-pub use record::{ClaimRecord, DeviceKind, Phase, RECORD_VERSION, RecordDevice};
+pub use record::{ClaimRecord, DeviceKind, MigSlice, Phase, RECORD_VERSION, RecordDevice};
 pub use store::{LoadedRecords, StateError, Store};

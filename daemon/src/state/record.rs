@@ -36,6 +36,30 @@ impl Phase {
 pub enum DeviceKind {
     /// The whole GPU, to this claim alone.
     Exclusive,
+    /// One MIG slice of the GPU ([`RecordDevice::mig`] says which).
+    Mig,
+}
+
+/// The MIG slice a device of a claim is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MigSlice {
+    /// Profile name, e.g. "3g.40gb".
+    pub profile: String,
+    /// NVML profile ID of the GPU instance.
+    pub profile_id: u32,
+    /// First memory slice.
+    pub start: u32,
+    /// Memory slices occupied.
+    pub size: u32,
+    /// GPU instance id, once created or found.
+    pub gpu_instance: Option<u32>,
+    /// Compute instance id, once created or found.
+    pub compute_instance: Option<u32>,
+    /// The MIG device UUID, once it exists.
+    pub mig_uuid: Option<String>,
+    /// True when this claim's prepare created the instance (so its
+    /// unprepare destroys it); false for a slice made ahead from the layout.
+    pub created: bool,
 }
 
 /// One device of a claim.
@@ -43,10 +67,17 @@ pub enum DeviceKind {
 pub struct RecordDevice {
     /// The inventory name at prepare time, e.g. "gpu-0".
     pub device: String,
-    /// The GPU's UUID, which survives renumbering across reboots.
+    /// The (parent) GPU's UUID, which survives renumbering across reboots.
     pub uuid: String,
     /// How the device is handed out.
     pub kind: DeviceKind,
+    /// The slice, for [`DeviceKind::Mig`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mig: Option<MigSlice>,
+    /// For a whole GPU whose MIG mode this claim switched off: switch it back
+    /// on at unprepare.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub restore_mig_mode: bool,
     /// Request names the device satisfies.
     pub request_names: Vec<String>,
     /// The pool the device was allocated from.

@@ -2,6 +2,7 @@
 //!
 //! Human output is aligned tables; `--output json` prints one JSON document.
 
+mod mig_map;
 mod render;
 
 use std::path::PathBuf;
@@ -42,6 +43,8 @@ enum Command {
     Inventory,
     /// Every prepared claim.
     Claims,
+    /// Per GPU, the map of MIG slices: which profile and claim hold which slices.
+    Mig,
     /// Prepare a claim by hand (what the DRA plugin does for the kubelet).
     Prepare {
         /// Claim uid (a UUID).
@@ -132,6 +135,13 @@ async fn run(args: Args) -> anyhow::Result<String> {
                 .await?
                 .into_inner();
             render::inventory(&reply, json)
+        }
+        Command::Mig => {
+            let reply = client
+                .get_mig_layout(pb::GetMigLayoutRequest {})
+                .await?
+                .into_inner();
+            mig_map::render(&reply, json)
         }
         Command::Claims => {
             let reply = client

@@ -122,22 +122,31 @@ pub fn inventory(inv: &pb::GetInventoryResponse, json: bool) -> String {
         .devices
         .iter()
         .map(|d| {
+            let kind = match attr(d, "profile") {
+                p if p.is_empty() => attr(d, "type"),
+                p => format!("mig {p}"),
+            };
+            let uuid = match attr(d, "parentUUID") {
+                p if p.is_empty() => attr(d, "uuid"),
+                p => format!("in {p}"),
+            };
+            let state = match (d.holders.is_empty(), d.available) {
+                (false, _) => d.holders.join(","),
+                (true, true) => "free".to_owned(),
+                (true, false) => "blocked".to_owned(),
+            };
             vec![
                 d.name.clone(),
+                kind,
                 attr(d, "productName"),
                 gib(d.capacity.get("memory").copied().unwrap_or(0)),
-                attr(d, "uuid"),
-                attr(d, "pcieBusID"),
-                if d.holders.is_empty() {
-                    "free".to_owned()
-                } else {
-                    d.holders.join(",")
-                },
+                uuid,
+                state,
             ]
         })
         .collect();
     table(
-        &["DEVICE", "PRODUCT", "MEMORY", "UUID", "PCI", "HELD BY"],
+        &["DEVICE", "TYPE", "PRODUCT", "MEMORY", "UUID", "HELD BY"],
         &rows,
     )
 }

@@ -10,6 +10,8 @@ fn record(uid: &str) -> ClaimRecord {
         phase: Phase::Prepared,
         boot_id: "boot".to_owned(),
         devices: vec![RecordDevice {
+            mig: None,
+            restore_mig_mode: false,
             device: "gpu-0".to_owned(),
             uuid: "GPU-1".to_owned(),
             kind: DeviceKind::Exclusive,

@@ -1,0 +1,182 @@
+//! MIG at start-up and on SIGHUP: MIG mode per the config, the inventory
+//! rescanned (profiles can only be read in MIG mode), and instances nobody
+//! asked for reported.
+//!
+//! A GPU that a whole-GPU claim holds keeps its mode until that claim goes. A
+//! GPU that cannot switch (busy, or Ampere waiting for a reset) is a problem
+//! an operator sees in `gpuslicectl status`, not a failed start.
+
+use super::error::ClaimError;
+use super::table::Share;
+use super::{Engine, lock};
+use crate::config::MigConfig;
+use crate::gpu::{GpuInstance, MigMode, MigSupport};
+use crate::inventory::{GpuDevice, Inventory};
+use crate::mig::Ownership;
+
+impl Engine {
+    /// Applies `[mig]`; returns the problems found (also kept for status).
+    pub fn setup_mig(&self, mig: &MigConfig) -> Result<Vec<String>, ClaimError> {
+        let mut problems = Vec::new();
+        for gpu in &self.inventory().gpus {
+            if mig.for_gpu(gpu.info.index, &gpu.info.uuid).is_some()
+                && let Some(problem) = self.enable_mig_mode(gpu)
+            {
+                problems.push(problem);
+            }
+        }
+        problems.extend(self.restore_slices());
+        self.rescan(mig)?;
+        problems.extend(self.apply_ahead_layouts(mig));
+        let inventory = self.rescan(mig)?;
+        problems.extend(inventory.problems.iter().cloned());
+        problems.extend(self.foreign_instances(&inventory)?);
+        for problem in &problems {
+            tracing::warn!(%problem, "MIG");
+        }
+        lock(&self.mig_problems).clone_from(&problems);
+        Ok(problems)
+    }
+
+    /// Reads the inventory again and installs it; returns it.
+    fn rescan(&self, mig: &MigConfig) -> Result<std::sync::Arc<Inventory>, ClaimError> {
+        // A snapshot: the table lock is never held across hardware calls.
+        let slices = lock(&self.table).held_slices();
+        let ledger = self.made_ahead();
+        let owner = |gpu: &str, gi: &GpuInstance| {
+            if slices.contains(&(gpu.to_owned(), gi.placement)) {
+                Ownership::Held
+            } else if ledger.iter().any(|m| m.is(gpu, gi)) {
+                Ownership::Ours
+            } else {
+                Ownership::Foreign
+            }
+        };
+        let inventory = Inventory::from_backend(self.backend(), mig, &owner)?;
+        if self.set_inventory(inventory) {
+            tracing::info!(generation = self.generation(), "inventory changed");
+        }
+        Ok(self.inventory())
+    }
+
+    /// Re-creates the slices of prepared claims that are gone (a reboot
+    /// destroys every MIG instance), at the same placement, and saves the
+    /// new ids so the specs the kubelet asks for again point at them.
+    fn restore_slices(&self) -> Vec<String> {
+        let inventory = self.inventory();
+        let mut problems = Vec::new();
+        for mut record in self.claims() {
+            let mut changed = false;
+            for d in &mut record.devices {
+                let (Some(slice), Some(gpu)) = (d.mig.as_mut(), inventory.gpu_by_uuid(&d.uuid))
+                else {
+                    continue;
+                };
+                let placement = super::mig::slice_placement(slice);
+                let present = self.backend.gpu_instances(gpu.info.index).map(|all| {
+                    all.iter()
+                        .any(|gi| gi.profile_id == slice.profile_id && gi.placement == placement)
+                });
+                if !matches!(present, Ok(false)) {
+                    continue;
+                }
+                slice.gpu_instance = None;
+                slice.compute_instance = None;
+                slice.mig_uuid = None;
+                slice.created = false;
+                let made = self
+                    .plan_slice(gpu, slice)
+                    .and_then(|()| self.create_slice(gpu, slice));
+                match made {
+                    Ok(()) => changed = true,
+                    Err(err) => problems.push(format!(
+                        "claim {}: cannot re-create MIG slice {} of {}: {err}",
+                        record.uid, d.device, gpu.name
+                    )),
+                }
+            }
+            if changed {
+                tracing::info!(claim_uid = %record.uid, "re-created MIG slices lost at reboot");
+                let saved = self.store.save(&record).map_err(ClaimError::from);
+                lock(&self.table).insert(record.clone());
+                if let Err(err) = saved.and_then(|()| self.ensure_spec(&record).map(drop)) {
+                    problems.push(format!("claim {}: {err}", record.uid));
+                }
+            }
+        }
+        problems
+    }
+
+    fn enable_mig_mode(&self, gpu: &GpuDevice) -> Option<String> {
+        let held_whole = lock(&self.table)
+            .holdings(&gpu.info.uuid)
+            .iter()
+            .any(|h| h.share == Share::Whole);
+        let name = format!("{} ({})", gpu.name, gpu.info.uuid);
+        match gpu.info.mig {
+            MigSupport::NotSupported => Some(format!(
+                "{name}: the [mig] config selects it, but it does not support MIG"
+            )),
+            MigSupport::Supported {
+                current: MigMode::Enabled,
+                ..
+            } => None,
+            MigSupport::Supported { .. } if held_whole => None,
+            MigSupport::Supported { .. } => {
+                match self.backend.set_mig_mode(gpu.info.index, MigMode::Enabled) {
+                    Ok(MigSupport::Supported {
+                        current: MigMode::Enabled,
+                        ..
+                    }) => {
+                        tracing::info!(gpu = %name, "MIG mode enabled");
+                        None
+                    }
+                    Ok(_) => Some(format!(
+                        "{name}: MIG mode is pending until the GPU is reset; reset it while \
+                         idle (nvidia-smi -r -i {}) or reboot",
+                        gpu.info.index
+                    )),
+                    Err(err) => Some(format!(
+                        "{name}: cannot enable MIG mode: {err}; stop what runs on it and send \
+                         SIGHUP (systemctl reload gpusliced)"
+                    )),
+                }
+            }
+        }
+    }
+
+    /// GPU instances on MIG GPUs that no claim record accounts for.
+    fn foreign_instances(&self, inventory: &Inventory) -> Result<Vec<String>, ClaimError> {
+        let records = self.claims();
+        let mut found = Vec::new();
+        for gpu in inventory.gpus.iter().filter(|g| g.mig.is_some()) {
+            for gi in self.backend.gpu_instances(gpu.info.index)? {
+                let ours = records.iter().flat_map(|r| &r.devices).any(|d| {
+                    d.uuid == gpu.info.uuid
+                        && d.mig.as_ref().is_some_and(|m| {
+                            m.profile_id == gi.profile_id
+                                && super::mig::slice_placement(m) == gi.placement
+                        })
+                });
+                let offered = inventory.mig.iter().any(|m| {
+                    m.parent_uuid_is(inventory, &gpu.info.uuid)
+                        && m.profile.id == gi.profile_id
+                        && m.placement == gi.placement
+                });
+                if !ours && !offered {
+                    found.push(format!(
+                        "{} ({}): GPU instance {} (profile id {}, memory slices {}..{}) was not \
+                         created by gpusliced; left alone",
+                        gpu.name,
+                        gpu.info.uuid,
+                        gi.id,
+                        gi.profile_id,
+                        gi.placement.start,
+                        gi.placement.start.saturating_add(gi.placement.size)
+                    ));
+                }
+            }
+        }
+        Ok(found)
+    }
+}

@@ -1,0 +1,183 @@
+//! MIG devices as the node offers them: names, attributes, capacities and, in
+//! partitionable mode, the shared counters that keep the scheduler from
+//! picking overlapping slices.
+//!
+//! Pure: which (profile, placement) pairs are offered is decided by the
+//! caller (every legal pair in partitionable mode, the planned layout
+//! otherwise); this module only describes them. Attribute keys follow NVIDIA's
+//! DRA driver (`type`="mig", `profile`, `parentUUID`, the parent's product
+//! attributes) plus `parentIndex` and `placementStart`/`placementSize`.
+
+use std::collections::BTreeMap;
+
+use super::{AttrValue, GpuDevice, gpu_attributes};
+use crate::gpu::{DriverInfo, MigProfile, Placement};
+
+/// A MIG-managed GPU: the profiles it offers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GpuMig {
+    /// GPU-instance profiles with placements, as the backend reported them.
+    pub profiles: Vec<MigProfile>,
+    /// Memory slices of the GPU (the end of the widest placement).
+    pub memory_slices: u32,
+}
+
+impl GpuMig {
+    /// Builds the description from the backend's profiles.
+    pub fn new(profiles: Vec<MigProfile>) -> Self {
+        let memory_slices = profiles
+            .iter()
+            .flat_map(|p| p.placements.iter())
+            .map(|pl| pl.start.saturating_add(pl.size))
+            .max()
+            .unwrap_or(0);
+        Self {
+            profiles,
+            memory_slices,
+        }
+    }
+
+    /// The profile with this name.
+    pub fn profile(&self, name: &str) -> Option<&MigProfile> {
+        self.profiles.iter().find(|p| p.name == name)
+    }
+
+    /// The profile with this NVML profile ID.
+    pub fn profile_by_id(&self, id: u32) -> Option<&MigProfile> {
+        self.profiles.iter().find(|p| p.id == id)
+    }
+
+    /// Profile names, for error messages.
+    pub fn profile_names(&self) -> String {
+        let names: Vec<&str> = self.profiles.iter().map(|p| p.name.as_str()).collect();
+        names.join(", ")
+    }
+}
+
+/// One MIG slice the node offers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MigDevice {
+    /// Inventory name, a DNS label: "gpu-0-mig-3g40gb-4".
+    pub name: String,
+    /// Index into [`super::Inventory::gpus`] of the parent GPU.
+    pub parent: usize,
+    /// The profile.
+    pub profile: MigProfile,
+    /// Where the slice sits.
+    pub placement: Placement,
+    /// The MIG device UUID when the slice exists ahead of any claim.
+    pub uuid: Option<String>,
+}
+
+impl MigDevice {
+    /// Whether the parent GPU has this UUID.
+    pub fn parent_uuid_is(&self, inventory: &super::Inventory, uuid: &str) -> bool {
+        inventory
+            .gpus
+            .get(self.parent)
+            .is_some_and(|g| g.info.uuid == uuid)
+    }
+}
+
+/// "gpu-<index>-mig-<profile without dots or plus>-<start>".
+pub fn mig_device_name(gpu_index: u32, profile: &str, start: u32) -> String {
+    let label: String = profile
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    format!("gpu-{gpu_index}-mig-{label}-{start}")
+}
+
+/// The name of the counter set of the GPU named `gpu_name`.
+pub fn counter_set_name(gpu_name: &str) -> String {
+    format!("{gpu_name}-counters")
+}
+
+/// The attributes of a MIG slice: the parent's product attributes, then the
+/// slice's own.
+pub fn mig_attributes(
+    device: &MigDevice,
+    parent: &GpuDevice,
+    driver: &DriverInfo,
+) -> BTreeMap<String, AttrValue> {
+    let mut attrs = gpu_attributes(&parent.info, driver);
+    for key in ["uuid", "index", "minor", "pcieBusID"] {
+        attrs.remove(key);
+    }
+    let mut put = |key: &str, value: AttrValue| {
+        attrs.insert(key.to_owned(), value);
+    };
+    put("type", AttrValue::Str("mig".into()));
+    put("profile", AttrValue::Str(device.profile.name.clone()));
+    put("parentUUID", AttrValue::Str(parent.info.uuid.clone()));
+    put("parentIndex", AttrValue::Int(i64::from(parent.info.index)));
+    put(
+        "placementStart",
+        AttrValue::Int(i64::from(device.placement.start)),
+    );
+    put(
+        "placementSize",
+        AttrValue::Int(i64::from(device.placement.size)),
+    );
+    if let Some(uuid) = &device.uuid {
+        put("uuid", AttrValue::Str(uuid.clone()));
+    }
+    attrs
+}
+
+/// The capacities of a MIG slice, as NVIDIA's driver names them.
+pub fn mig_capacity(profile: &MigProfile) -> BTreeMap<String, i64> {
+    let int = |v: u32| i64::from(v);
+    BTreeMap::from([
+        (
+            "memory".to_owned(),
+            i64::try_from(profile.memory_bytes).unwrap_or(i64::MAX),
+        ),
+        ("multiprocessors".to_owned(), int(profile.multiprocessors)),
+        ("copyEngines".to_owned(), int(profile.copy_engines)),
+        ("decoders".to_owned(), int(profile.decoders)),
+        ("encoders".to_owned(), int(profile.encoders)),
+        ("jpegEngines".to_owned(), int(profile.jpegs)),
+        ("ofaEngines".to_owned(), int(profile.ofas)),
+    ])
+}
+
+/// Counter names: one per memory slice, compute slices, and the one
+/// media-extension unit a GPU has.
+fn slice_counter(i: u32) -> String {
+    format!("memory-slice-{i}")
+}
+const COMPUTE_SLICES: &str = "compute-slices";
+const MEDIA_EXTENSIONS: &str = "media-extensions";
+
+/// The counter set of a MIG-managed GPU: what every slice draws from.
+pub fn gpu_counters(mig: &GpuMig) -> BTreeMap<String, i64> {
+    let mut counters: BTreeMap<String, i64> = (0..mig.memory_slices)
+        .map(|i| (slice_counter(i), 1))
+        .collect();
+    let compute = mig
+        .profiles
+        .iter()
+        .map(|p| p.compute_slices)
+        .max()
+        .unwrap_or(0);
+    counters.insert(COMPUTE_SLICES.to_owned(), i64::from(compute));
+    counters.insert(MEDIA_EXTENSIONS.to_owned(), 1);
+    counters
+}
+
+/// What a slice at `placement` of `profile` consumes from its GPU's set.
+pub fn slice_consumption(profile: &MigProfile, placement: Placement) -> BTreeMap<String, i64> {
+    let mut used: BTreeMap<String, i64> =
+        placement.slices().map(|i| (slice_counter(i), 1)).collect();
+    used.insert(COMPUTE_SLICES.to_owned(), i64::from(profile.compute_slices));
+    if profile.media_extensions() {
+        used.insert(MEDIA_EXTENSIONS.to_owned(), 1);
+    }
+    used
+}
+
+#[cfg(test)]
+#[path = "mig_tests.rs"]
+mod tests;

@@ -1,0 +1,165 @@
+//! Tests of MIG device naming, attributes and counters over every modelled GPU.
+
+use super::*;
+use crate::gpu::sim::{GiProfile, SimModel};
+use crate::gpu::{GpuInfo, MigMode, MigSupport};
+
+fn profile(p: &GiProfile) -> MigProfile {
+    MigProfile {
+        name: p.name.to_owned(),
+        index: p.index,
+        id: p.id,
+        memory_slices: p.memory_slices,
+        compute_slices: p.compute_slices,
+        multiprocessors: p.sm_count,
+        memory_bytes: p.memory_mib * 1024 * 1024,
+        copy_engines: p.engines.copy,
+        decoders: p.engines.decoders,
+        encoders: p.engines.encoders,
+        jpegs: p.engines.jpeg,
+        ofas: p.engines.ofa,
+        max_count: p.max_count,
+        placements: p.placements.to_vec(),
+    }
+}
+
+fn mig_of(model: SimModel) -> GpuMig {
+    GpuMig::new(model.spec().gi_profiles.iter().map(profile).collect())
+}
+
+fn parent(model: SimModel) -> GpuDevice {
+    let spec = model.spec();
+    GpuDevice {
+        name: "gpu-0".into(),
+        info: GpuInfo {
+            index: 0,
+            uuid: "GPU-00000000-0000-4000-8000-000000000000".into(),
+            product_name: spec.product_name.into(),
+            brand: spec.brand.into(),
+            architecture: spec.architecture.into(),
+            compute_capability: spec.compute_capability,
+            memory_bytes: spec.memory_bytes,
+            pci_bus_id: "0000:18:00.0".into(),
+            pcie_root: Some("pci0000:17".into()),
+            minor: 0,
+            mig: MigSupport::Supported {
+                current: MigMode::Enabled,
+                pending: MigMode::Enabled,
+            },
+        },
+        mig: Some(mig_of(model)),
+    }
+}
+
+fn driver() -> DriverInfo {
+    DriverInfo {
+        driver_version: "580.95.05".into(),
+        cuda_driver_version: (13, 0),
+    }
+}
+
+fn every_slice(model: SimModel) -> Vec<MigDevice> {
+    let mig = mig_of(model);
+    mig.profiles
+        .iter()
+        .flat_map(|p| {
+            p.placements.iter().map(|pl| MigDevice {
+                name: mig_device_name(0, &p.name, pl.start),
+                parent: 0,
+                profile: p.clone(),
+                placement: *pl,
+                uuid: None,
+            })
+        })
+        .collect()
+}
+
+fn fits(budget: &BTreeMap<String, i64>, used: &[BTreeMap<String, i64>]) -> bool {
+    budget.iter().all(|(k, v)| {
+        let sum: i64 = used.iter().filter_map(|u| u.get(k)).sum();
+        sum <= *v
+    }) && used
+        .iter()
+        .all(|u| u.keys().all(|k| budget.contains_key(k)))
+}
+
+#[test]
+fn names_are_unique_dns_labels() {
+    for model in SimModel::ALL {
+        let slices = every_slice(model);
+        let mut names: Vec<&str> = slices.iter().map(|s| s.name.as_str()).collect();
+        for name in &names {
+            assert!(name.len() <= 63, "{name}");
+            assert!(
+                name.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
+                "{name}"
+            );
+        }
+        names.sort_unstable();
+        let before = names.len();
+        names.dedup();
+        assert_eq!(before, names.len(), "{model}: names collide");
+    }
+}
+
+#[test]
+fn attributes_say_what_nvidia_selectors_read() {
+    let model = SimModel::H100_80GB;
+    let gpu = parent(model);
+    for slice in every_slice(model) {
+        let attrs = mig_attributes(&slice, &gpu, &driver());
+        assert_eq!(attrs.get("type"), Some(&AttrValue::Str("mig".into())));
+        assert_eq!(
+            attrs.get("profile"),
+            Some(&AttrValue::Str(slice.profile.name.clone()))
+        );
+        assert_eq!(
+            attrs.get("parentUUID"),
+            Some(&AttrValue::Str(gpu.info.uuid.clone()))
+        );
+        assert!(attrs.contains_key("productName"));
+        assert!(
+            !attrs.contains_key("uuid"),
+            "no uuid before the slice exists"
+        );
+        let capacity = mig_capacity(&slice.profile);
+        assert!(attrs.len() + capacity.len() <= 32, "{}", slice.name);
+        assert_eq!(
+            capacity.get("memory"),
+            Some(&i64::try_from(slice.profile.memory_bytes).unwrap())
+        );
+    }
+}
+
+#[test]
+fn counters_admit_a_pair_of_slices_only_when_they_do_not_overlap() {
+    for model in SimModel::ALL {
+        let mig = mig_of(model);
+        let budget = gpu_counters(&mig);
+        let slices = every_slice(model);
+        for a in &slices {
+            let ua = slice_consumption(&a.profile, a.placement);
+            assert!(fits(&budget, std::slice::from_ref(&ua)), "{}", a.name);
+            for b in &slices {
+                let ub = slice_consumption(&b.profile, b.placement);
+                let both = fits(&budget, &[ua.clone(), ub]);
+                let media = a.profile.media_extensions() && b.profile.media_extensions();
+                if a.placement.overlaps(b.placement) || media {
+                    assert!(!both, "{model}: {} and {} both fit", a.name, b.name);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn the_whole_gpu_consumes_every_counter() {
+    let mig = mig_of(SimModel::A30_24GB);
+    assert_eq!(mig.memory_slices, 4);
+    let budget = gpu_counters(&mig);
+    for slice in every_slice(SimModel::A30_24GB) {
+        let used = slice_consumption(&slice.profile, slice.placement);
+        assert!(!fits(&budget, &[budget.clone(), used]));
+    }
+}

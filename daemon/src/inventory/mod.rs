@@ -1,0 +1,225 @@
+//! The node's devices as the DRA shim publishes them: names, attributes and
+//! capacities, built from what the backend reports.
+//!
+//! Pure: [`Inventory::from_backend`] is the only function that calls the
+//! backend; everything else works on plain data. Attribute keys and value
+//! kinds follow NVIDIA's DRA driver, so existing CEL selectors such as
+//! `device.attributes["gpu.nvidia.com"].productName` keep working.
+
+mod layout;
+mod mig;
+mod scan;
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::gpu::{DriverInfo, GpuInfo};
+
+pub use mig::{
+    GpuMig, MigDevice, counter_set_name, gpu_counters, mig_attributes, mig_capacity,
+    mig_device_name, slice_consumption,
+};
+
+/// One attribute value, as resource.k8s.io/v1 types them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AttrValue {
+    /// A string of at most 64 bytes.
+    Str(String),
+    /// An integer.
+    Int(i64),
+    /// A boolean.
+    Bool(bool),
+    /// A semantic version, already normalised (no leading zeros).
+    Version(String),
+}
+
+/// One whole GPU the node offers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GpuDevice {
+    /// The inventory name, a DNS label: "gpu-<index>".
+    pub name: String,
+    /// What the backend reported.
+    pub info: GpuInfo,
+    /// Its MIG profiles, when the config puts it in MIG mode and MIG is on.
+    pub mig: Option<GpuMig>,
+}
+
+/// A device looked up by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceRef<'a> {
+    /// A whole GPU.
+    Gpu(&'a GpuDevice),
+    /// A MIG slice and its parent GPU.
+    Mig(&'a MigDevice, &'a GpuDevice),
+}
+
+impl DeviceRef<'_> {
+    /// The GPU the device is, or is part of.
+    pub fn gpu(&self) -> &GpuDevice {
+        match self {
+            DeviceRef::Gpu(g) | DeviceRef::Mig(_, g) => g,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    Gpu(usize),
+    Mig(usize),
+}
+
+/// Every device of the node, with the driver's versions. Lookups by name and
+/// by UUID are hashed: a prepare's cost must not grow with the node's size.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inventory {
+    /// Driver and CUDA versions, shared by every GPU.
+    pub driver: DriverInfo,
+    /// Whole GPUs, by index.
+    pub gpus: Vec<GpuDevice>,
+    /// MIG slices offered, by parent then placement.
+    pub mig: Vec<MigDevice>,
+    /// Whether MIG slices are offered with shared counters.
+    pub partitionable: bool,
+    /// What the scan could not offer, for an operator.
+    pub problems: Vec<String>,
+    by_name: HashMap<String, Slot>,
+    by_uuid: HashMap<String, usize>,
+}
+
+impl Inventory {
+    /// An inventory of `gpus` and `mig` slices, indexed.
+    pub fn new(driver: DriverInfo, gpus: Vec<GpuDevice>, mig: Vec<MigDevice>) -> Self {
+        let by_name = gpus
+            .iter()
+            .enumerate()
+            .map(|(i, g)| (g.name.clone(), Slot::Gpu(i)))
+            .chain(
+                mig.iter()
+                    .enumerate()
+                    .map(|(i, m)| (m.name.clone(), Slot::Mig(i))),
+            )
+            .collect();
+        let by_uuid = gpus
+            .iter()
+            .enumerate()
+            .map(|(i, g)| (g.info.uuid.clone(), i))
+            .collect();
+        Self {
+            driver,
+            gpus,
+            mig,
+            partitionable: false,
+            problems: Vec::new(),
+            by_name,
+            by_uuid,
+        }
+    }
+
+    /// The device with inventory name `name`.
+    pub fn device(&self, name: &str) -> Option<DeviceRef<'_>> {
+        match *self.by_name.get(name)? {
+            Slot::Gpu(i) => self.gpus.get(i).map(DeviceRef::Gpu),
+            Slot::Mig(i) => {
+                let m = self.mig.get(i)?;
+                Some(DeviceRef::Mig(m, self.gpus.get(m.parent)?))
+            }
+        }
+    }
+
+    /// Every device name, for error messages (whole GPUs first).
+    pub fn device_names(&self) -> Vec<&str> {
+        self.gpus
+            .iter()
+            .map(|g| g.name.as_str())
+            .chain(self.mig.iter().map(|m| m.name.as_str()))
+            .collect()
+    }
+
+    /// The GPU with inventory name `name`.
+    pub fn gpu(&self, name: &str) -> Option<&GpuDevice> {
+        match self.device(name)? {
+            DeviceRef::Gpu(g) => Some(g),
+            DeviceRef::Mig(..) => None,
+        }
+    }
+
+    /// The GPU with this UUID.
+    pub fn gpu_by_uuid(&self, uuid: &str) -> Option<&GpuDevice> {
+        self.by_uuid.get(uuid).and_then(|&i| self.gpus.get(i))
+    }
+}
+
+/// The inventory name of the GPU at NVML index `index`.
+pub fn gpu_device_name(index: u32) -> String {
+    format!("gpu-{index}")
+}
+
+/// The attributes of a whole GPU, keyed as NVIDIA's DRA driver keys them.
+pub fn gpu_attributes(gpu: &GpuInfo, driver: &DriverInfo) -> BTreeMap<String, AttrValue> {
+    let (cc_major, cc_minor) = gpu.compute_capability;
+    let (cuda_major, cuda_minor) = driver.cuda_driver_version;
+    let mut attrs = BTreeMap::new();
+    let mut put = |key: &str, value: AttrValue| {
+        attrs.insert(key.to_owned(), value);
+    };
+    put("type", AttrValue::Str("gpu".into()));
+    put("uuid", AttrValue::Str(gpu.uuid.clone()));
+    put("productName", AttrValue::Str(gpu.product_name.clone()));
+    put("brand", AttrValue::Str(gpu.brand.clone()));
+    put("architecture", AttrValue::Str(gpu.architecture.clone()));
+    put(
+        "cudaComputeCapability",
+        AttrValue::Version(format!("{cc_major}.{cc_minor}.0")),
+    );
+    put(
+        "driverVersion",
+        AttrValue::Version(normalize_version(&driver.driver_version)),
+    );
+    put(
+        "cudaDriverVersion",
+        AttrValue::Version(format!("{cuda_major}.{cuda_minor}.0")),
+    );
+    put("pcieBusID", AttrValue::Str(gpu.pci_bus_id.clone()));
+    put(
+        "resource.kubernetes.io/pciBusID",
+        AttrValue::Str(gpu.pci_bus_id.clone()),
+    );
+    if let Some(root) = &gpu.pcie_root {
+        put(
+            "resource.kubernetes.io/pcieRoot",
+            AttrValue::Str(root.clone()),
+        );
+    }
+    put("index", AttrValue::Int(i64::from(gpu.index)));
+    put("minor", AttrValue::Int(i64::from(gpu.minor)));
+    attrs
+}
+
+/// The capacities of a whole GPU: `memory` in bytes.
+pub fn gpu_capacity(gpu: &GpuInfo) -> BTreeMap<String, i64> {
+    let memory = i64::try_from(gpu.memory_bytes).unwrap_or(i64::MAX);
+    BTreeMap::from([("memory".to_owned(), memory)])
+}
+
+/// Turns a driver version such as "535.104.05" into semver ("535.104.5"):
+/// Kubernetes validates version attributes as semver, which forbids leading
+/// zeros, and pads a missing patch ("550.54" → "550.54.0").
+pub fn normalize_version(raw: &str) -> String {
+    let mut parts: Vec<String> = raw
+        .trim()
+        .split('.')
+        .take(3)
+        .map(|p| {
+            let digits: String = p.chars().take_while(char::is_ascii_digit).collect();
+            digits
+                .parse::<u64>()
+                .map_or_else(|_| "0".to_owned(), |n| n.to_string())
+        })
+        .collect();
+    while parts.len() < 3 {
+        parts.push("0".to_owned());
+    }
+    parts.join(".")
+}
+
+#[cfg(test)]
+mod tests;

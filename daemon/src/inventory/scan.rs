@@ -1,0 +1,128 @@
+//! Building the inventory from the backend: whole GPUs, and for each GPU the
+//! config puts in MIG mode, the slices it offers.
+//!
+//! Partitionable mode offers every legal (profile, placement). Layout mode
+//! offers the configured profiles at the placements the planner chooses,
+//! keeping slices that already exist where they are, so the offer does not
+//! move under running workloads. A layout a GPU cannot take is reported as a
+//! problem, and what fits is still offered.
+
+use super::layout::plan_offer;
+use super::mig::{GpuMig, MigDevice, mig_device_name};
+use super::{GpuDevice, Inventory, gpu_device_name};
+use crate::config::{MigAdvertise, MigConfig};
+use crate::gpu::{GpuBackend, GpuError, GpuInstance, MigMode, MigSupport, Placement};
+use crate::mig::Ownership;
+
+impl Inventory {
+    /// Asks the backend for every GPU and, per `mig`, the slices to offer.
+    /// `owner` says who owns an instance of a GPU (by UUID): held slices
+    /// keep their place in a layout, slices made ahead are reused.
+    pub fn from_backend(
+        backend: &dyn GpuBackend,
+        mig: &MigConfig,
+        owner: &dyn Fn(&str, &GpuInstance) -> Ownership,
+    ) -> Result<Self, GpuError> {
+        let driver = backend.driver_info()?;
+        let count = backend.device_count()?;
+        let mut gpus = Vec::new();
+        let mut slices = Vec::new();
+        let mut problems = Vec::new();
+        for index in 0..count {
+            let info = backend.device_info(index)?;
+            let mut gpu = GpuDevice {
+                name: gpu_device_name(info.index),
+                info,
+                mig: None,
+            };
+            if let Some(wanted) = mig.for_gpu(gpu.info.index, &gpu.info.uuid) {
+                match mig_of(backend, &gpu) {
+                    Ok(Some((gpu_mig, instances))) => {
+                        let parent = gpus.len();
+                        let offer = match mig.advertise {
+                            MigAdvertise::Partitionable => every_placement(&gpu_mig),
+                            MigAdvertise::Layout => {
+                                let owner_here = |gi: &GpuInstance| owner(&gpu.info.uuid, gi);
+                                let (offer, missing) = plan_offer(
+                                    &gpu_mig.profiles,
+                                    &instances,
+                                    &owner_here,
+                                    &wanted.layout,
+                                );
+                                problems.extend(
+                                    missing
+                                        .into_iter()
+                                        .map(|m| format!("{} ({}): {m}", gpu.name, gpu.info.uuid)),
+                                );
+                                offer
+                            }
+                        };
+                        slices.extend(offer.into_iter().filter_map(|(profile_id, placement)| {
+                            let profile = gpu_mig.profile_by_id(profile_id)?.clone();
+                            let uuid = instance_uuid(&instances, profile_id, placement);
+                            Some(MigDevice {
+                                name: mig_device_name(
+                                    gpu.info.index,
+                                    &profile.name,
+                                    placement.start,
+                                ),
+                                parent,
+                                profile,
+                                placement,
+                                uuid,
+                            })
+                        }));
+                        gpu.mig = Some(gpu_mig);
+                    }
+                    Ok(None) => problems.push(format!(
+                        "{} ({}): the config asks for MIG but MIG mode is not enabled on it",
+                        gpu.name, gpu.info.uuid
+                    )),
+                    Err(err) => problems.push(format!("{}: MIG profiles: {err}", gpu.name)),
+                }
+            }
+            gpus.push(gpu);
+        }
+        let mut inventory = Self::new(driver, gpus, slices);
+        inventory.partitionable = mig.advertise == MigAdvertise::Partitionable;
+        inventory.problems = problems;
+        Ok(inventory)
+    }
+}
+
+/// The profiles and instances of a GPU in MIG mode; `None` when MIG is off.
+fn mig_of(
+    backend: &dyn GpuBackend,
+    gpu: &GpuDevice,
+) -> Result<Option<(GpuMig, Vec<GpuInstance>)>, GpuError> {
+    match gpu.info.mig {
+        MigSupport::Supported {
+            current: MigMode::Enabled,
+            ..
+        } => {
+            let profiles = backend.mig_profiles(gpu.info.index)?;
+            let instances = backend.gpu_instances(gpu.info.index)?;
+            Ok(Some((GpuMig::new(profiles), instances)))
+        }
+        _ => Ok(None),
+    }
+}
+
+fn every_placement(mig: &GpuMig) -> Vec<(u32, Placement)> {
+    mig.profiles
+        .iter()
+        .flat_map(|p| p.placements.iter().map(move |pl| (p.id, *pl)))
+        .collect()
+}
+
+fn instance_uuid(
+    instances: &[GpuInstance],
+    profile_id: u32,
+    placement: Placement,
+) -> Option<String> {
+    instances
+        .iter()
+        .find(|gi| gi.profile_id == profile_id && gi.placement == placement)
+        .and_then(|gi| gi.compute_instances.first())
+        .map(|ci| ci.uuid.clone())
+}

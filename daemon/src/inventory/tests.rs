@@ -1,0 +1,118 @@
+//! Tests of whole-GPU attributes and naming.
+use super::*;
+use crate::gpu::{MigMode, MigSupport};
+
+fn h100() -> GpuInfo {
+    GpuInfo {
+        index: 3,
+        uuid: "GPU-6f1e3c2a-0000-4000-8000-000000000003".into(),
+        product_name: "NVIDIA H100 80GB HBM3".into(),
+        brand: "Nvidia".into(),
+        architecture: "Hopper".into(),
+        compute_capability: (9, 0),
+        memory_bytes: 85_520_809_984,
+        pci_bus_id: "0000:1b:00.0".into(),
+        pcie_root: Some("pci0000:1a".into()),
+        minor: 5,
+        mig: MigSupport::Supported {
+            current: MigMode::Disabled,
+            pending: MigMode::Disabled,
+        },
+    }
+}
+
+fn driver() -> DriverInfo {
+    DriverInfo {
+        driver_version: "535.104.05".into(),
+        cuda_driver_version: (12, 2),
+    }
+}
+
+#[test]
+fn attributes_use_nvidia_keys_and_kinds() {
+    let attrs = gpu_attributes(&h100(), &driver());
+    let s = |k: &str| attrs.get(k).cloned();
+    assert_eq!(s("type"), Some(AttrValue::Str("gpu".into())));
+    assert_eq!(
+        s("productName"),
+        Some(AttrValue::Str("NVIDIA H100 80GB HBM3".into()))
+    );
+    assert_eq!(s("architecture"), Some(AttrValue::Str("Hopper".into())));
+    assert_eq!(s("brand"), Some(AttrValue::Str("Nvidia".into())));
+    assert_eq!(
+        s("cudaComputeCapability"),
+        Some(AttrValue::Version("9.0.0".into()))
+    );
+    assert_eq!(
+        s("driverVersion"),
+        Some(AttrValue::Version("535.104.5".into()))
+    );
+    assert_eq!(
+        s("cudaDriverVersion"),
+        Some(AttrValue::Version("12.2.0".into()))
+    );
+    assert_eq!(s("pcieBusID"), Some(AttrValue::Str("0000:1b:00.0".into())));
+    assert_eq!(
+        s("resource.kubernetes.io/pciBusID"),
+        Some(AttrValue::Str("0000:1b:00.0".into()))
+    );
+    assert_eq!(
+        s("resource.kubernetes.io/pcieRoot"),
+        Some(AttrValue::Str("pci0000:1a".into()))
+    );
+    assert_eq!(s("index"), Some(AttrValue::Int(3)));
+    assert_eq!(s("minor"), Some(AttrValue::Int(5)));
+    assert_eq!(
+        s("uuid"),
+        Some(AttrValue::Str(
+            "GPU-6f1e3c2a-0000-4000-8000-000000000003".into()
+        ))
+    );
+}
+
+#[test]
+fn attributes_fit_resource_slice_limits() {
+    let attrs = gpu_attributes(&h100(), &driver());
+    let capacity = gpu_capacity(&h100());
+    assert!(attrs.len() + capacity.len() <= 32);
+    for (key, value) in &attrs {
+        let name = key.rsplit('/').next().unwrap_or(key);
+        assert!(name.len() <= 32, "{key}");
+        if let AttrValue::Str(s) | AttrValue::Version(s) = value {
+            assert!(s.len() <= 64, "{key}");
+        }
+    }
+}
+
+#[test]
+fn capacity_is_memory_in_bytes() {
+    assert_eq!(gpu_capacity(&h100()).get("memory"), Some(&85_520_809_984));
+}
+
+#[test]
+fn pcie_root_is_left_out_when_unknown() {
+    let mut gpu = h100();
+    gpu.pcie_root = None;
+    assert!(!gpu_attributes(&gpu, &driver()).contains_key("resource.kubernetes.io/pcieRoot"));
+}
+
+#[test]
+fn versions_become_semver() {
+    assert_eq!(normalize_version("580.95.05"), "580.95.5");
+    assert_eq!(normalize_version("550.54"), "550.54.0");
+    assert_eq!(normalize_version("470"), "470.0.0");
+    assert_eq!(normalize_version("535.104.05-beta"), "535.104.5");
+    assert_eq!(normalize_version(""), "0.0.0");
+}
+
+#[test]
+fn device_names_are_dns_labels() {
+    for index in [0, 7, 123] {
+        let name = gpu_device_name(index);
+        assert!(name.len() <= 63);
+        assert!(
+            name.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        );
+    }
+}
