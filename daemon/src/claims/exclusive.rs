@@ -4,7 +4,7 @@
 //! GPU.
 
 use crate::cdi_build::ClaimDevice;
-use crate::driver::{HostPath, rooted};
+use crate::driver::{HostPath, device_node_target, rooted};
 use crate::inventory::GpuDevice;
 
 use super::error::ClaimError;
@@ -27,6 +27,9 @@ pub fn claim_device(
     }
     Ok(ClaimDevice {
         name: cdi_name.to_owned(),
-        nodes: vec![HostPath { container, host }],
+        nodes: vec![HostPath {
+            container,
+            host: device_node_target(host),
+        }],
     })
 }

@@ -3,7 +3,7 @@
 //! GPU instance and the compute instance.
 
 use crate::cdi_build::ClaimDevice;
-use crate::driver::{DriverFiles, HostPath, rooted};
+use crate::driver::{DriverFiles, HostPath, device_node_target, rooted};
 use crate::inventory::GpuDevice;
 use crate::state::MigSlice;
 
@@ -39,10 +39,11 @@ pub fn claim_device(
         container: cap.container,
         host: cap.host,
     }));
-    for node in &nodes {
+    for node in &mut nodes {
         if !node.host.exists() {
             return Err(missing(node.host.display().to_string()));
         }
+        node.host = device_node_target(std::mem::take(&mut node.host));
     }
     Ok(ClaimDevice {
         name: cdi_name.to_owned(),

@@ -81,6 +81,7 @@ impl DriverFiles {
             let container = format!("/dev/{name}");
             let host = rooted(dev_root, &container);
             if host.exists() {
+                let host = device_node_target(host);
                 self.control_nodes.push(HostPath { container, host });
             } else if *required {
                 self.problems.push(format!(
@@ -180,6 +181,14 @@ fn versioned_entries(dir: &Path, stem: &str) -> Vec<String> {
         .collect();
     names.sort();
     names
+}
+
+/// The file a device node path names: runtimes (the Go CDI library, podman,
+/// containerd) refuse a symlink as a device node's hostPath, so a node that is
+/// a link (as in a driver container's root, or the simulated root) is given as
+/// what it links to. A path that cannot be resolved is kept as it is.
+pub fn device_node_target(host: PathBuf) -> PathBuf {
+    std::fs::canonicalize(&host).unwrap_or(host)
 }
 
 #[cfg(test)]
