@@ -26,7 +26,6 @@ pub struct Daemon {
     pub socket: PathBuf,
     pub cdi_dir: PathBuf,
     pub state_dir: PathBuf,
-    pub root: PathBuf,
     notify: UnixDatagram,
     child: ChildGuard,
 }
@@ -119,7 +118,6 @@ impl Daemon {
             socket: dir.path().join("gpusliced.sock"),
             cdi_dir: dir.path().join("cdi"),
             state_dir: dir.path().join("state"),
-            root: dir.path().join("root"),
             dir,
             notify,
             child: ChildGuard(child),
