@@ -63,7 +63,9 @@ pub(super) fn remaining_of(geometry: &MigGeometry, usage: &Usage, position: usiz
             by_slices += 1;
         }
     }
-    let by_count = profile.max_count.saturating_sub(u32::from(usage.counts[position]));
+    let by_count = profile
+        .max_count
+        .saturating_sub(u32::from(usage.counts[position]));
     let free_compute = geometry.compute_slices().saturating_sub(usage.compute);
     let by_compute = free_compute
         .checked_div(profile.compute_slices)

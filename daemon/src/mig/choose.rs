@@ -70,7 +70,10 @@ pub fn scored_candidates(
     let mut scored = Vec::new();
     for placement in legal_placements(layout, profile)? {
         let mask = geometry.mask_of(position, placement)?;
-        scored.push((placement, Score::of(geometry, &usage.with(geometry, position, mask))));
+        scored.push((
+            placement,
+            Score::of(geometry, &usage.with(geometry, position, mask)),
+        ));
     }
     Ok(scored)
 }
@@ -98,7 +101,10 @@ pub fn choose_gpu(layouts: &[MigLayout<'_>], profile: &str) -> Option<(usize, Pl
             .zip(after.remaining())
             .map(|(b, a)| b.saturating_sub(*a))
             .collect();
-        if best.as_ref().is_none_or(|(best_loss, _, _)| loss < *best_loss) {
+        if best
+            .as_ref()
+            .is_none_or(|(best_loss, _, _)| loss < *best_loss)
+        {
             best = Some((loss, index, placement));
         }
     }

@@ -80,7 +80,11 @@ pub fn diff(
 ) -> Result<GeometryDiff, MigPlanError> {
     let mut target_layout = validate_target(layout, target)?;
     let wanted: HashSet<TargetInstance> = target.iter().copied().collect();
-    let current: HashSet<TargetInstance> = layout.occupants().iter().map(TargetInstance::from).collect();
+    let current: HashSet<TargetInstance> = layout
+        .occupants()
+        .iter()
+        .map(TargetInstance::from)
+        .collect();
     let leaving: Vec<&Occupant> = layout
         .occupants()
         .iter()
@@ -96,7 +100,8 @@ pub fn diff(
             instances: held.join(", "),
         });
     }
-    let stays = |o: &&&Occupant| o.ownership == Ownership::Foreign && foreign == ForeignPolicy::Keep;
+    let stays =
+        |o: &&&Occupant| o.ownership == Ownership::Foreign && foreign == ForeignPolicy::Keep;
     let foreign_left: Vec<Occupant> = leaving.iter().filter(stays).map(|o| **o).collect();
     for occupant in &foreign_left {
         target_layout
@@ -121,7 +126,12 @@ pub fn diff(
         let rank = layout
             .geometry()
             .profile_by_id(t.profile_id)
-            .map_or(usize::MAX, |p| names.iter().position(|n| *n == p.name).unwrap_or(usize::MAX));
+            .map_or(usize::MAX, |p| {
+                names
+                    .iter()
+                    .position(|n| *n == p.name)
+                    .unwrap_or(usize::MAX)
+            });
         (rank, t.placement.start)
     });
     let steps = destroys
@@ -132,7 +142,10 @@ pub fn diff(
             placement: t.placement,
         }))
         .collect();
-    Ok(GeometryDiff { steps, foreign_left })
+    Ok(GeometryDiff {
+        steps,
+        foreign_left,
+    })
 }
 
 /// The target as a layout of its own, or the first rule it breaks.
@@ -144,10 +157,16 @@ fn validate_target<'g>(
     let mut target_layout = MigLayout::empty(geometry);
     for (i, t) in target.iter().enumerate() {
         let name = &geometry.profile_by_id(t.profile_id)?.name;
-        if let Some(other) = target[..i].iter().find(|o| o.placement.overlaps(t.placement)) {
+        if let Some(other) = target[..i]
+            .iter()
+            .find(|o| o.placement.overlaps(t.placement))
+        {
             let other_name = &geometry.profile_by_id(other.profile_id)?.name;
             return Err(MigPlanError::Overlap {
-                first: format!("target {other_name} at {}", format_placement(other.placement)),
+                first: format!(
+                    "target {other_name} at {}",
+                    format_placement(other.placement)
+                ),
                 second: format!("target {name} at {}", format_placement(t.placement)),
             });
         }

@@ -130,7 +130,11 @@ impl MigGeometry {
     }
 
     /// The mask of `placement` if the profile at `position` allows it.
-    pub(super) fn mask_of(&self, position: usize, placement: Placement) -> Result<u32, MigPlanError> {
+    pub(super) fn mask_of(
+        &self,
+        position: usize,
+        placement: Placement,
+    ) -> Result<u32, MigPlanError> {
         self.rows[position]
             .masks
             .iter()
@@ -167,17 +171,28 @@ fn validate(profiles: &[MigProfile]) -> Result<(), MigPlanError> {
         return invalid("the GPU reports no MIG profiles".to_owned());
     }
     if profiles.len() > MAX_PROFILES {
-        return invalid(format!("{} profiles, at most {MAX_PROFILES} supported", profiles.len()));
+        return invalid(format!(
+            "{} profiles, at most {MAX_PROFILES} supported",
+            profiles.len()
+        ));
     }
     for (i, p) in profiles.iter().enumerate() {
-        if profiles[..i].iter().any(|q| q.id == p.id || q.name == p.name) {
+        if profiles[..i]
+            .iter()
+            .any(|q| q.id == p.id || q.name == p.name)
+        {
             return invalid(format!("profile {} (id {}) appears twice", p.name, p.id));
         }
         if u8::try_from(p.max_count).is_err() {
             return invalid(format!("{} has max count {}", p.name, p.max_count));
         }
         for pl in &p.placements {
-            if pl.size == 0 || pl.start.checked_add(pl.size).is_none_or(|end| end > MAX_MEMORY_SLICES) {
+            if pl.size == 0
+                || pl
+                    .start
+                    .checked_add(pl.size)
+                    .is_none_or(|end| end > MAX_MEMORY_SLICES)
+            {
                 return invalid(format!(
                     "{} placement {} is empty or beyond {MAX_MEMORY_SLICES} memory slices",
                     p.name,

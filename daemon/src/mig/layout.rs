@@ -148,7 +148,11 @@ impl<'g> MigLayout<'g> {
         let position = self.geometry.position_by_id(occupant.profile_id)?;
         let mask = self.geometry.mask_of(position, occupant.placement)?;
         let name = &self.geometry.profiles()[position].name;
-        if let Some(other) = self.occupants.iter().find(|o| o.placement.overlaps(occupant.placement)) {
+        if let Some(other) = self
+            .occupants
+            .iter()
+            .find(|o| o.placement.overlaps(occupant.placement))
+        {
             return Err(MigPlanError::Overlap {
                 first: self.describe(other),
                 second: format!("{name} at {}", format_placement(occupant.placement)),
@@ -188,7 +192,10 @@ impl<'g> MigLayout<'g> {
         let name = self
             .geometry
             .profile_by_id(occupant.profile_id)
-            .map_or_else(|_| format!("profile {}", occupant.profile_id), |p| p.name.clone());
+            .map_or_else(
+                |_| format!("profile {}", occupant.profile_id),
+                |p| p.name.clone(),
+            );
         let owner = match occupant.ownership {
             Ownership::Held => "held by a claim",
             Ownership::Ours => "idle",

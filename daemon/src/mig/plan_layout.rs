@@ -80,10 +80,14 @@ pub fn plan_layout(
             fixed: layout_without_ours(layout),
         });
     };
-    fixed.extend(best.chosen.iter().map(|&(position, placement)| TargetInstance {
-        profile_id: geometry.profiles()[position].id,
-        placement,
-    }));
+    fixed.extend(
+        best.chosen
+            .iter()
+            .map(|&(position, placement)| TargetInstance {
+                profile_id: geometry.profiles()[position].id,
+                placement,
+            }),
+    );
     Ok(fixed)
 }
 
@@ -138,7 +142,12 @@ impl Search<'_> {
             let repeat_next = self.items.get(next + 1) == Some(&position);
             let next_min = if repeat_next { index + 1 } else { 0 };
             self.chosen.push((position, placement));
-            self.run(next + 1, usage.with(self.geometry, position, mask), reused + reuse, next_min);
+            self.run(
+                next + 1,
+                usage.with(self.geometry, position, mask),
+                reused + reuse,
+                next_min,
+            );
             self.chosen.pop();
         }
     }

@@ -15,7 +15,11 @@ use crate::mig::{
 use super::fixtures::{at, geometry, layout, owned, reachable_states, target};
 
 /// Runs the steps on a copy of `layout`, checking each is legal; the end state.
-fn replay(layout: &MigLayout<'_>, plan: &GeometryDiff, policy: ForeignPolicy) -> HashSet<TargetInstance> {
+fn replay(
+    layout: &MigLayout<'_>,
+    plan: &GeometryDiff,
+    policy: ForeignPolicy,
+) -> HashSet<TargetInstance> {
     let mut now = layout.clone();
     let mut created = 1000;
     for step in &plan.steps {
@@ -24,12 +28,24 @@ fn replay(layout: &MigLayout<'_>, plan: &GeometryDiff, policy: ForeignPolicy) ->
                 let gone = now.remove(gi_id).expect("destroys an existing instance");
                 assert_ne!(gone.ownership, Ownership::Held, "destroyed a held instance");
                 if policy == ForeignPolicy::Keep {
-                    assert_ne!(gone.ownership, Ownership::Foreign, "destroyed a foreign instance");
+                    assert_ne!(
+                        gone.ownership,
+                        Ownership::Foreign,
+                        "destroyed a foreign instance"
+                    );
                 }
             }
-            Step::Create { profile_id, placement } => {
+            Step::Create {
+                profile_id,
+                placement,
+            } => {
                 created += 1;
-                let occupant = Occupant { gi_id: created, profile_id, placement, ownership: Ownership::Ours };
+                let occupant = Occupant {
+                    gi_id: created,
+                    profile_id,
+                    placement,
+                    ownership: Ownership::Ours,
+                };
                 now.insert(occupant).expect("create is legal at its turn");
             }
         }
@@ -43,7 +59,11 @@ fn set(items: &[TargetInstance]) -> HashSet<TargetInstance> {
 
 /// Checks one (layout, target, policy) case; returns whether it planned.
 fn check(layout: &MigLayout<'_>, target: &[TargetInstance], policy: ForeignPolicy) -> bool {
-    let current: HashSet<TargetInstance> = layout.occupants().iter().map(TargetInstance::from).collect();
+    let current: HashSet<TargetInstance> = layout
+        .occupants()
+        .iter()
+        .map(TargetInstance::from)
+        .collect();
     let wanted = set(target);
     let held_removed = layout
         .occupants()
@@ -70,9 +90,21 @@ fn check(layout: &MigLayout<'_>, target: &[TargetInstance], policy: ForeignPolic
         .all(|o| combined.insert(o).is_ok());
     match diff(layout, target, policy) {
         Ok(plan) => {
-            assert!(!held_removed && fits, "planned a change that removes a held instance or overlaps a foreign one");
-            assert_eq!(set(&plan.foreign_left.iter().map(TargetInstance::from).collect::<Vec<_>>()),
-                set(&foreign_left.iter().map(TargetInstance::from).collect::<Vec<_>>()));
+            assert!(
+                !held_removed && fits,
+                "planned a change that removes a held instance or overlaps a foreign one"
+            );
+            assert_eq!(
+                set(&plan
+                    .foreign_left
+                    .iter()
+                    .map(TargetInstance::from)
+                    .collect::<Vec<_>>()),
+                set(&foreign_left
+                    .iter()
+                    .map(TargetInstance::from)
+                    .collect::<Vec<_>>())
+            );
             let mut end_wanted = wanted.clone();
             end_wanted.extend(foreign_left.iter().map(TargetInstance::from));
             assert_eq!(replay(layout, &plan, policy), end_wanted);
@@ -85,7 +117,10 @@ fn check(layout: &MigLayout<'_>, target: &[TargetInstance], policy: ForeignPolic
             false
         }
         Err(MigPlanError::ForeignInstanceInTheWay { .. }) => {
-            assert!(!held_removed && !fits, "refused although the foreign instances fit");
+            assert!(
+                !held_removed && !fits,
+                "refused although the foreign instances fit"
+            );
             false
         }
         Err(other) => panic!("unexpected diff error: {other}"),
@@ -104,7 +139,12 @@ fn mixed(seed: usize) -> impl Fn(usize) -> Ownership {
 /// The held instances of `layout` plus as much of `other` as fits beside them:
 /// a target a caller could legally ask for.
 fn keeping_held(layout: &MigLayout<'_>, other: &[TargetInstance]) -> Vec<TargetInstance> {
-    let held: Vec<Occupant> = layout.occupants().iter().filter(|o| o.ownership == Ownership::Held).copied().collect();
+    let held: Vec<Occupant> = layout
+        .occupants()
+        .iter()
+        .filter(|o| o.ownership == Ownership::Held)
+        .copied()
+        .collect();
     let mut t = MigLayout::new(layout.geometry(), held).expect("legal");
     for (i, item) in other.iter().enumerate() {
         let occupant = Occupant {
@@ -113,7 +153,11 @@ fn keeping_held(layout: &MigLayout<'_>, other: &[TargetInstance]) -> Vec<TargetI
             placement: item.placement,
             ownership: Ownership::Ours,
         };
-        if !t.occupants().iter().any(|o| o.placement == item.placement && o.profile_id == item.profile_id) {
+        if !t
+            .occupants()
+            .iter()
+            .any(|o| o.placement == item.placement && o.profile_id == item.profile_id)
+        {
             let _fits_or_skipped = t.insert(occupant);
         }
     }
@@ -134,7 +178,11 @@ fn sweep(g: &MigGeometry, targets_per_state: usize) -> (usize, usize) {
             let kept = keeping_held(&mixed_owners, other);
             for policy in [ForeignPolicy::Keep, ForeignPolicy::Destroy] {
                 for t in [other.as_slice(), kept.as_slice()] {
-                    if check(&mixed_owners, t, policy) { planned += 1 } else { refused += 1 }
+                    if check(&mixed_owners, t, policy) {
+                        planned += 1
+                    } else {
+                        refused += 1
+                    }
                 }
             }
         }
@@ -146,26 +194,43 @@ fn sweep(g: &MigGeometry, targets_per_state: usize) -> (usize, usize) {
 fn every_a30_state_against_every_other_diffs_minimally() {
     let (planned, refused) = sweep(&geometry(SimModel::A30_24GB), usize::MAX);
     println!("planned {planned}, refused {refused}");
-    assert!(planned > 1000 && refused > 1000, "planned {planned}, refused {refused}");
+    assert!(
+        planned > 1000 && refused > 1000,
+        "planned {planned}, refused {refused}"
+    );
 }
 
 #[test]
 fn every_h100_state_against_a_spread_of_targets_diffs_minimally() {
     let (planned, refused) = sweep(&geometry(SimModel::H100_80GB), 3);
     println!("planned {planned}, refused {refused}");
-    assert!(planned > 10_000 && refused > 1000, "planned {planned}, refused {refused}");
+    assert!(
+        planned > 10_000 && refused > 1000,
+        "planned {planned}, refused {refused}"
+    );
 }
 
 #[test]
 fn matching_instances_stay_and_destroys_come_first() {
     let g = geometry(SimModel::H100_80GB);
-    let l = layout(&g, &[("3g.40gb", 0), ("1g.10gb", 4), ("1g.10gb", 5)], Ownership::Ours);
+    let l = layout(
+        &g,
+        &[("3g.40gb", 0), ("1g.10gb", 4), ("1g.10gb", 5)],
+        Ownership::Ours,
+    );
     let t = [target(&g, "3g.40gb", 0), target(&g, "3g.40gb", 4)];
     let plan = diff(&l, &t, ForeignPolicy::Keep).unwrap();
     let id = g.profile("3g.40gb").unwrap().id;
     assert_eq!(
         plan.steps,
-        vec![Step::Destroy { gi_id: 2 }, Step::Destroy { gi_id: 3 }, Step::Create { profile_id: id, placement: at(4, 4) }]
+        vec![
+            Step::Destroy { gi_id: 2 },
+            Step::Destroy { gi_id: 3 },
+            Step::Create {
+                profile_id: id,
+                placement: at(4, 4)
+            }
+        ]
     );
 }
 
@@ -174,7 +239,11 @@ fn a_target_without_a_held_instance_names_it() {
     let g = geometry(SimModel::H100_80GB);
     let l = layout(&g, &[("1g.10gb", 0)], Ownership::Held);
     let err = diff(&l, &[target(&g, "7g.80gb", 0)], ForeignPolicy::Destroy).unwrap_err();
-    assert!(err.to_string().contains("1g.10gb at 0:1 (gi 1, held by a claim)"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("1g.10gb at 0:1 (gi 1, held by a claim)"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -198,13 +267,25 @@ fn invalid_targets_are_refused_with_the_rule_they_break() {
     let g = geometry(SimModel::H100_80GB);
     let empty = MigLayout::empty(&g);
     let overlap = [target(&g, "3g.40gb", 0), target(&g, "1g.10gb", 3)];
-    assert!(matches!(diff(&empty, &overlap, ForeignPolicy::Keep), Err(MigPlanError::Overlap { .. })));
+    assert!(matches!(
+        diff(&empty, &overlap, ForeignPolicy::Keep),
+        Err(MigPlanError::Overlap { .. })
+    ));
     let id = g.profile("3g.40gb").unwrap().id;
-    let misplaced = [TargetInstance { profile_id: id, placement: at(2, 4) }];
+    let misplaced = [TargetInstance {
+        profile_id: id,
+        placement: at(2, 4),
+    }];
     assert!(matches!(
         diff(&empty, &misplaced, ForeignPolicy::Keep),
         Err(MigPlanError::PlacementNotAllowed { allowed, .. }) if allowed == "0:4, 4:4"
     ));
-    let unknown = [TargetInstance { profile_id: 77, placement: at(0, 1) }];
-    assert!(matches!(diff(&empty, &unknown, ForeignPolicy::Keep), Err(MigPlanError::UnknownProfileId { id: 77, .. })));
+    let unknown = [TargetInstance {
+        profile_id: 77,
+        placement: at(0, 1),
+    }];
+    assert!(matches!(
+        diff(&empty, &unknown, ForeignPolicy::Keep),
+        Err(MigPlanError::UnknownProfileId { id: 77, .. })
+    ));
 }

@@ -13,9 +13,18 @@ use crate::mig::{
 use super::fixtures::{geometry, owned, reachable_states};
 
 /// The layout after adding `profile` at `placement`, if NVML would allow it.
-fn after<'g>(layout: &MigLayout<'g>, profile_id: u32, placement: Placement) -> Option<MigLayout<'g>> {
+fn after<'g>(
+    layout: &MigLayout<'g>,
+    profile_id: u32,
+    placement: Placement,
+) -> Option<MigLayout<'g>> {
     let mut next = layout.clone();
-    let occupant = Occupant { gi_id: 999, profile_id, placement, ownership: Ownership::Held };
+    let occupant = Occupant {
+        gi_id: 999,
+        profile_id,
+        placement,
+        ownership: Ownership::Held,
+    };
     next.insert(occupant).ok().map(|()| next)
 }
 
@@ -36,9 +45,17 @@ fn check_state(g: &MigGeometry, layout: &MigLayout<'_>) {
         };
         let chosen = chosen.expect("a legal placement exists");
         let chosen_score = legal.iter().find(|(p, _)| *p == chosen).map(|(_, s)| *s);
-        assert_eq!(chosen_score, Some(best), "{}: not the best legal placement", profile.name);
+        assert_eq!(
+            chosen_score,
+            Some(best),
+            "{}: not the best legal placement",
+            profile.name
+        );
         let first = first.expect("a legal placement exists");
-        assert_eq!(Some(first), legal.iter().map(|(p, _)| *p).min_by_key(|p| p.start));
+        assert_eq!(
+            Some(first),
+            legal.iter().map(|(p, _)| *p).min_by_key(|p| p.start)
+        );
         let first_score = legal.iter().find(|(p, _)| *p == first).map(|(_, s)| *s);
         assert!(chosen_score >= first_score, "worse than first-fit");
     }
@@ -47,11 +64,15 @@ fn check_state(g: &MigGeometry, layout: &MigLayout<'_>) {
 /// The error names the real reason, checked from the occupants themselves.
 fn check_refusal(g: &MigGeometry, layout: &MigLayout<'_>, name: &str, err: &MigPlanError) {
     let profile = g.profile(name).expect("known");
-    let media_taken = layout
+    let media_taken = layout.occupants().iter().any(|o| {
+        g.profile_by_id(o.profile_id)
+            .is_ok_and(|p| p.media_extensions())
+    });
+    let count = layout
         .occupants()
         .iter()
-        .any(|o| g.profile_by_id(o.profile_id).is_ok_and(|p| p.media_extensions()));
-    let count = layout.occupants().iter().filter(|o| o.profile_id == profile.id).count();
+        .filter(|o| o.profile_id == profile.id)
+        .count();
     match err {
         MigPlanError::MediaExtensionsInUse { .. } => {
             assert!(profile.media_extensions() && media_taken);
@@ -85,7 +106,10 @@ fn reachable_state_counts_match_a_hand_count() {
     // 5 x 5 + 2 halves x 5 x 5 + the 4g alone = 76.
     assert_eq!(reachable_states(&geometry(SimModel::A30_24GB)).len(), 76);
     // The 8-slice models share one placement table, hence one count.
-    for model in SimModel::ALL.into_iter().filter(|m| *m != SimModel::A30_24GB) {
+    for model in SimModel::ALL
+        .into_iter()
+        .filter(|m| *m != SimModel::A30_24GB)
+    {
         assert_eq!(reachable_states(&geometry(model)).len(), 2319, "{model}");
     }
 }

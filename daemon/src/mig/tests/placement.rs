@@ -18,7 +18,12 @@ fn accepted(
     for (name, gi_id) in requests.iter().zip(50..) {
         if let Ok(placement) = pick(&layout, name) {
             let profile_id = layout.geometry().profile(name).expect("known").id;
-            let occupant = Occupant { gi_id, profile_id, placement, ownership: Ownership::Held };
+            let occupant = Occupant {
+                gi_id,
+                profile_id,
+                placement,
+                ownership: Ownership::Held,
+            };
             layout.insert(occupant).expect("chosen placement is legal");
             count += 1;
         }
@@ -32,11 +37,22 @@ fn a_1g_next_to_a_1g_at_0_never_takes_slice_4_while_a_3g_fits_there() {
     for (taken, forbidden) in [(0, 4), (4, 0)] {
         let mut l = layout(&g, &[("1g.10gb", taken)], Ownership::Foreign);
         let chosen = choose_placement(&l, "1g.10gb").unwrap();
-        assert_ne!(chosen.start, forbidden, "1g at {taken}: the next 1g broke the other half");
+        assert_ne!(
+            chosen.start, forbidden,
+            "1g at {taken}: the next 1g broke the other half"
+        );
         let id = g.profile("1g.10gb").unwrap().id;
-        l.insert(Occupant { gi_id: 9, profile_id: id, placement: chosen, ownership: Ownership::Held })
-            .unwrap();
-        assert!(choose_placement(&l, "3g.40gb").is_ok(), "a 3g must still fit");
+        l.insert(Occupant {
+            gi_id: 9,
+            profile_id: id,
+            placement: chosen,
+            ownership: Ownership::Held,
+        })
+        .unwrap();
+        assert!(
+            choose_placement(&l, "3g.40gb").is_ok(),
+            "a 3g must still fit"
+        );
     }
 }
 
@@ -54,7 +70,11 @@ fn on_an_empty_gpu_small_profiles_pack_down_from_the_top() {
         ("7g.80gb", 0),
     ];
     for (name, start) in expect {
-        assert_eq!(choose_placement(&empty, name).unwrap().start, start, "{name}");
+        assert_eq!(
+            choose_placement(&empty, name).unwrap().start,
+            start,
+            "{name}"
+        );
     }
     let a30 = geometry(SimModel::A30_24GB);
     let empty = MigLayout::empty(&a30);
@@ -66,7 +86,10 @@ fn on_an_empty_gpu_small_profiles_pack_down_from_the_top() {
 fn planner_takes_1g_2g_4g_where_first_fit_refuses_the_4g() {
     let g = geometry(SimModel::H100_80GB);
     let requests = ["1g.10gb", "2g.20gb", "4g.40gb"];
-    assert_eq!(accepted(MigLayout::empty(&g), &requests, choose_placement), 3);
+    assert_eq!(
+        accepted(MigLayout::empty(&g), &requests, choose_placement),
+        3
+    );
     assert_eq!(accepted(MigLayout::empty(&g), &requests, first_fit), 2);
 }
 
@@ -85,11 +108,18 @@ fn planner_keeps_a_3g_home_where_first_fit_breaks_the_last_one() {
 fn errors_name_the_profile_and_what_is_in_the_way() {
     let g = geometry(SimModel::H100_80GB);
     let unknown = choose_placement(&MigLayout::empty(&g), "5g.50gb").unwrap_err();
-    assert!(matches!(&unknown, MigPlanError::UnknownProfile { valid, .. } if valid.contains("3g.40gb")));
+    assert!(
+        matches!(&unknown, MigPlanError::UnknownProfile { valid, .. } if valid.contains("3g.40gb"))
+    );
 
     let full_low = layout(&g, &[("3g.40gb", 0), ("1g.10gb", 4)], Ownership::Held);
     let no_room = choose_placement(&full_low, "3g.40gb").unwrap_err();
-    assert!(no_room.to_string().contains("1g.10gb at 4:1 (gi 2, held by a claim)"), "{no_room}");
+    assert!(
+        no_room
+            .to_string()
+            .contains("1g.10gb at 4:1 (gi 2, held by a claim)"),
+        "{no_room}"
+    );
 
     let media = layout(&g, &[("1g.10gb+me", 0)], Ownership::Foreign);
     assert!(matches!(
@@ -101,7 +131,10 @@ fn errors_name_the_profile_and_what_is_in_the_way() {
     let seven = layout(&g, &sevens, Ownership::Held);
     assert_eq!(
         choose_placement(&seven, "1g.10gb").unwrap_err(),
-        MigPlanError::MaxCountReached { profile: "1g.10gb".to_owned(), max: 7 }
+        MigPlanError::MaxCountReached {
+            profile: "1g.10gb".to_owned(),
+            max: 7
+        }
     );
 }
 
@@ -119,7 +152,10 @@ fn a30_allows_one_media_instance_across_both_me_profiles() {
 #[test]
 fn choose_gpu_prefers_a_broken_gpu_over_an_empty_one() {
     let g = geometry(SimModel::H100_80GB);
-    let layouts = [MigLayout::empty(&g), layout(&g, &[("3g.40gb", 4)], Ownership::Held)];
+    let layouts = [
+        MigLayout::empty(&g),
+        layout(&g, &[("3g.40gb", 4)], Ownership::Held),
+    ];
     assert_eq!(choose_gpu(&layouts, "1g.10gb"), Some((1, at(3, 1))));
     // A 4g completes the broken GPU exactly rather than breaking the empty one.
     assert_eq!(choose_gpu(&layouts, "4g.40gb"), Some((1, at(0, 4))));

@@ -42,7 +42,10 @@ fn a_mix_that_needs_a_2g_at_6_is_impossible() {
     let g = geometry(SimModel::H100_80GB);
     let wanted = ["4g.40gb", "2g.20gb", "2g.20gb"];
     let err = plan_layout(&MigLayout::empty(&g), &wanted, ForeignPolicy::Keep).unwrap_err();
-    assert!(matches!(err, MigPlanError::LayoutImpossible { .. }), "{err}");
+    assert!(
+        matches!(err, MigPlanError::LayoutImpossible { .. }),
+        "{err}"
+    );
 }
 
 #[test]
@@ -50,7 +53,10 @@ fn held_instances_stay_and_idle_ones_are_reused_where_they_sit() {
     let g = geometry(SimModel::H100_80GB);
     let mut l = layout(&g, &[("3g.40gb", 0), ("1g.10gb", 4)], Ownership::Ours);
     let t = plan_layout(&l, &["3g.40gb", "2g.20gb"], ForeignPolicy::Keep).unwrap();
-    assert!(t.contains(&target(&g, "3g.40gb", 0)), "idle 3g reused in place");
+    assert!(
+        t.contains(&target(&g, "3g.40gb", 0)),
+        "idle 3g reused in place"
+    );
     assert_eq!(diff(&l, &t, ForeignPolicy::Keep).unwrap().steps.len(), 2);
 
     let t = plan_layout(&l, &["4g.40gb", "3g.40gb"], ForeignPolicy::Keep).unwrap();
@@ -60,14 +66,21 @@ fn held_instances_stay_and_idle_ones_are_reused_where_they_sit() {
     let err = plan_layout(&l, &["4g.40gb", "3g.40gb"], ForeignPolicy::Keep).unwrap_err();
     assert!(matches!(err, MigPlanError::LayoutImpossible { fixed, .. } if fixed.contains("held")));
     let err = plan_layout(&l, &["7g.80gb"], ForeignPolicy::Keep).unwrap_err();
-    assert!(matches!(err, MigPlanError::HeldInstanceRemoved { .. }), "{err}");
+    assert!(
+        matches!(err, MigPlanError::HeldInstanceRemoved { .. }),
+        "{err}"
+    );
 }
 
 #[test]
 fn foreign_instances_are_obstacles_unless_destroy_is_allowed() {
     let g = geometry(SimModel::H100_80GB);
     let l = layout(&g, &[("1g.10gb", 0)], Ownership::Foreign);
-    assert!(plan_layout(&l, &["4g.40gb", "3g.40gb"], ForeignPolicy::Keep).is_err());
+    let blocked = plan_layout(&l, &["4g.40gb", "3g.40gb"], ForeignPolicy::Keep).unwrap_err();
+    assert!(
+        matches!(blocked, MigPlanError::LayoutImpossible { .. }),
+        "{blocked}"
+    );
     let t = plan_layout(&l, &["4g.40gb", "3g.40gb"], ForeignPolicy::Destroy).unwrap();
     assert_eq!(diff(&l, &t, ForeignPolicy::Destroy).unwrap().steps.len(), 3);
 }
@@ -80,16 +93,31 @@ fn every_reachable_layout_is_found_from_scratch_and_kept_in_place() {
         for (i, state) in states.iter().enumerate() {
             let wanted = names(&g, state);
             let fresh = plan_layout(&MigLayout::empty(&g), &wanted, ForeignPolicy::Keep);
-            assert_eq!(fresh.map(|t| t.len()), Ok(state.len()), "{model}: {wanted:?}");
+            assert_eq!(
+                fresh.map(|t| t.len()),
+                Ok(state.len()),
+                "{model}: {wanted:?}"
+            );
             let here = owned(&g, state, |_| Ownership::Ours);
             let kept = plan_layout(&here, &wanted, ForeignPolicy::Keep).unwrap();
-            assert!(diff(&here, &kept, ForeignPolicy::Keep).unwrap().steps.is_empty());
+            assert!(
+                diff(&here, &kept, ForeignPolicy::Keep)
+                    .unwrap()
+                    .steps
+                    .is_empty()
+            );
             // Reshaping to another state's mix costs no more than that state.
             let other = &states[(i * 31 + 7) % states.len()];
             let planned = plan_layout(&here, &names(&g, other), ForeignPolicy::Keep).unwrap();
-            let ops = diff(&here, &planned, ForeignPolicy::Keep).unwrap().steps.len();
+            let ops = diff(&here, &planned, ForeignPolicy::Keep)
+                .unwrap()
+                .steps
+                .len();
             let direct = diff(&here, other, ForeignPolicy::Keep).unwrap().steps.len();
-            assert!(ops <= direct, "{model}: {ops} steps where {direct} would do");
+            assert!(
+                ops <= direct,
+                "{model}: {ops} steps where {direct} would do"
+            );
         }
     }
 }
