@@ -9,10 +9,12 @@
 //!    libraries, binaries), found once under the driver root.
 //! 5. [`cdi_build`]: the per-claim CDI spec, built from the pieces above (pure).
 //! 6. [`state`]: durable claim records, one file per claim.
-//! 7. [`claims`]: the claim engine (prepare, unprepare, reconcile).
-//! 8. [`api`]: the gRPC service on a unix socket.
-//! 9. [`systemd`] and [`logging`]: sd_notify and journald.
-//! 10. [`run`]: start-up, the task set, shutdown.
+//! 7. [`sharing`] (opaque sharing configs, pure), [`mps`] (MPS control
+//!    daemons) and [`timeslice`] (compute time-slice policy).
+//! 8. [`claims`]: the claim engine (prepare, unprepare, reconcile).
+//! 9. [`api`]: the gRPC service on a unix socket.
+//! 10. [`systemd`] and [`logging`]: sd_notify and journald.
+//! 11. [`run`]: start-up, the task set, shutdown.
 
 pub mod api;
 pub mod cdi_build;
@@ -23,6 +25,9 @@ pub mod gpu;
 pub mod inventory;
 pub mod logging;
 pub mod mig;
+pub mod mps;
 pub mod run;
+pub mod sharing;
 pub mod state;
 pub mod systemd;
+pub mod timeslice;

@@ -64,10 +64,16 @@ pub enum RunError {
 /// Opens the backend the config names.
 pub fn open_backend(config: &Config) -> Result<Arc<dyn GpuBackend>, RunError> {
     match config.backend.kind {
-        BackendKind::Sim => Ok(Arc::new(SimBackend::new(
+        BackendKind::Sim => SimBackend::open(
             config.backend.sim.gpus.clone(),
             &config.backend.sim.seed,
-        ))),
+            &config.sim_hardware_state(),
+        )
+        .map(|b| Arc::new(b) as Arc<dyn GpuBackend>)
+        .map_err(|source| RunError::Backend {
+            backend: "sim",
+            source,
+        }),
         BackendKind::Nvml => NvmlBackend::open(config.backend.nvml.library.as_deref())
             .map(|b| Arc::new(b) as Arc<dyn GpuBackend>)
             .map_err(|source| RunError::Backend {

@@ -1,7 +1,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{ClaimDevice, cdi_device_id, claim_spec, claim_uid_of_spec_file, spec_file_name};
-use crate::driver::{DriverFiles, HostPath};
+use crate::driver::{DriverFiles, HostPath, MigCaps};
 
 const UID: &str = "0d5f2a1c-3b4e-4f60-8a9b-1c2d3e4f5a6b";
 
@@ -21,6 +21,7 @@ fn driver(root: &str) -> DriverFiles {
         )],
         library_dirs: vec!["/usr/lib/x86_64-linux-gnu".to_owned()],
         problems: vec![],
+        mig_caps: MigCaps::default(),
     }
 }
 

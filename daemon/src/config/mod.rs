@@ -19,6 +19,9 @@ use crate::gpu::sim::SimModel;
 /// Default path of the config file.
 pub const DEFAULT_PATH: &str = "/etc/gpuslice/gpuslice.toml";
 
+/// File name of the simulated hardware state when no path is configured.
+pub const SIM_HARDWARE_STATE_FILE: &str = "sim-hardware.json";
+
 /// The whole configuration.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -44,6 +47,62 @@ pub struct Config {
     pub backend: BackendConfig,
     /// Logging.
     pub log: LogConfig,
+    /// `[mps]`: MPS control daemons.
+    pub mps: MpsConfig,
+    /// `[timeslice]`: compute time-slicing.
+    pub timeslice: TimeSliceConfig,
+}
+
+/// `[mps]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MpsConfig {
+    /// Host path of nvidia-cuda-mps-control. Default:
+    /// `<driver_root>/usr/bin/nvidia-cuda-mps-control`.
+    pub control_program: Option<PathBuf>,
+    /// Where daemons' folders go (`<run_dir>/mps/<hash>/`). Default /run/gpuslice.
+    pub run_dir: PathBuf,
+    /// "auto" (systemd units when gpusliced runs under systemd with a
+    /// reachable system bus, child processes otherwise), "systemd" or "child".
+    pub supervisor: SupervisorKind,
+    /// The tmpfs `size=` of each daemon's /dev/shm. Default "50%" (of RAM,
+    /// as NVIDIA's drivers do).
+    pub shm_size: String,
+    /// Seconds a starting daemon gets to answer. Default 30.
+    pub ready_timeout_s: u64,
+}
+
+/// `[mps] supervisor`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SupervisorKind {
+    /// systemd when available, else child.
+    #[default]
+    Auto,
+    /// Transient systemd units over D-Bus.
+    Systemd,
+    /// Child processes of gpusliced.
+    Child,
+}
+
+/// `[timeslice]`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TimeSliceConfig {
+    /// Host path of nvidia-smi. Default: `<driver_root>/usr/bin/nvidia-smi`.
+    pub nvidia_smi: Option<PathBuf>,
+}
+
+impl Default for MpsConfig {
+    fn default() -> Self {
+        Self {
+            control_program: None,
+            run_dir: PathBuf::from("/run/gpuslice"),
+            supervisor: SupervisorKind::Auto,
+            shm_size: "50%".to_owned(),
+            ready_timeout_s: 30,
+        }
+    }
 }
 
 /// `[backend]`: the hardware boundary.
@@ -86,6 +145,12 @@ pub struct SimConfig {
     /// Seed for the simulated GPUs' UUIDs; nodes with different seeds get
     /// different UUIDs. Default "gpuslice-sim".
     pub seed: String,
+    /// The simulated GPUs' own state (MIG mode, instances, compute mode),
+    /// kept so it outlives a daemon restart as real hardware state does.
+    /// Default: `sim-hardware.json` next to the socket (so under the runtime
+    /// dir, /run/gpuslice: gone at reboot, like MIG instances). See
+    /// [`Config::sim_hardware_state`].
+    pub hardware_state: Option<PathBuf>,
 }
 
 /// `[log]`.
@@ -109,6 +174,8 @@ impl Default for Config {
             cdi_hook: None,
             backend: BackendConfig::default(),
             log: LogConfig::default(),
+            mps: MpsConfig::default(),
+            timeslice: TimeSliceConfig::default(),
         }
     }
 }
@@ -128,6 +195,7 @@ impl Default for SimConfig {
         Self {
             gpus: vec![SimModel::H100_80GB],
             seed: "gpuslice-sim".to_owned(),
+            hardware_state: None,
         }
     }
 }
@@ -170,6 +238,32 @@ impl Config {
         self.dev_root.as_deref().unwrap_or(&self.driver_root)
     }
 
+    /// The MPS control program: `[mps] control_program`, or the driver's.
+    pub fn mps_control_program(&self) -> PathBuf {
+        self.mps
+            .control_program
+            .clone()
+            .unwrap_or_else(|| self.driver_root.join("usr/bin/nvidia-cuda-mps-control"))
+    }
+
+    /// nvidia-smi: `[timeslice] nvidia_smi`, or the driver's.
+    pub fn nvidia_smi(&self) -> PathBuf {
+        self.timeslice
+            .nvidia_smi
+            .clone()
+            .unwrap_or_else(|| self.driver_root.join("usr/bin/nvidia-smi"))
+    }
+
+    /// Where the simulated backend keeps its hardware state:
+    /// `backend.sim.hardware_state`, or `sim-hardware.json` in the socket's
+    /// folder (the daemon's runtime dir, /run/gpuslice by default).
+    pub fn sim_hardware_state(&self) -> PathBuf {
+        self.backend.sim.hardware_state.clone().unwrap_or_else(|| {
+            let dir = self.socket.parent().unwrap_or(Path::new("/run/gpuslice"));
+            dir.join(SIM_HARDWARE_STATE_FILE)
+        })
+    }
+
     fn resolve_relative(&mut self, base: &Path) {
         let resolve = |p: &mut PathBuf| {
             if p.is_relative() {
@@ -180,10 +274,14 @@ impl Config {
         resolve(&mut self.state_dir);
         resolve(&mut self.cdi_dir);
         resolve(&mut self.driver_root);
+        resolve(&mut self.mps.run_dir);
         for p in [
             &mut self.dev_root,
             &mut self.cdi_hook,
             &mut self.backend.nvml.library,
+            &mut self.mps.control_program,
+            &mut self.timeslice.nvidia_smi,
+            &mut self.backend.sim.hardware_state,
         ] {
             if let Some(p) = p.as_mut() {
                 resolve(p);

@@ -55,6 +55,25 @@ fn relative_paths_resolve_against_the_config_folder() {
 }
 
 #[test]
+fn sim_hardware_state_defaults_next_to_the_socket() {
+    let config = parse("").unwrap();
+    assert_eq!(
+        config.sim_hardware_state(),
+        PathBuf::from("/run/gpuslice/sim-hardware.json")
+    );
+    let config = parse("socket = \"run/g.sock\"\n").unwrap();
+    assert_eq!(
+        config.sim_hardware_state(),
+        PathBuf::from("/etc/gpuslice/run/sim-hardware.json")
+    );
+    let config = parse("[backend.sim]\nhardware_state = \"../hw/./sim.json\"\n").unwrap();
+    assert_eq!(
+        config.sim_hardware_state(),
+        PathBuf::from("/etc/hw/sim.json")
+    );
+}
+
+#[test]
 fn unknown_key_is_refused_with_line_and_column() {
     let err = parse("socket = \"/tmp/a.sock\"\nstate_dri = \"/x\"\n").unwrap_err();
     let text = err.to_string();
@@ -152,4 +171,40 @@ fn packaged_default_config_is_valid() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../packaging/gpuslice.toml");
     let config = Config::load(&path).unwrap();
     assert_eq!(config.backend.kind, BackendKind::Nvml);
+}
+
+#[test]
+fn mps_and_timeslice_sections_parse_with_driver_root_defaults() {
+    let defaults = parse("driver_root = \"/host\"").unwrap();
+    assert_eq!(
+        defaults.mps_control_program(),
+        PathBuf::from("/host/usr/bin/nvidia-cuda-mps-control")
+    );
+    assert_eq!(
+        defaults.nvidia_smi(),
+        PathBuf::from("/host/usr/bin/nvidia-smi")
+    );
+    assert_eq!(defaults.mps.supervisor, super::SupervisorKind::Auto);
+    assert_eq!(defaults.mps.shm_size, "50%");
+    let config = parse(
+        "[mps]\ncontrol_program = \"bin/mps\"\nrun_dir = \"run\"\nsupervisor = \"child\"\n\
+         shm_size = \"8g\"\nready_timeout_s = 5\n[timeslice]\nnvidia_smi = \"/opt/smi\"\n",
+    )
+    .unwrap();
+    assert_eq!(
+        config.mps_control_program(),
+        PathBuf::from("/etc/gpuslice/bin/mps")
+    );
+    assert_eq!(config.mps.run_dir, PathBuf::from("/etc/gpuslice/run"));
+    assert_eq!(config.mps.supervisor, super::SupervisorKind::Child);
+    assert_eq!(config.nvidia_smi(), PathBuf::from("/opt/smi"));
+    for (bad, key) in [
+        ("[mps]\nshm_size = \"8g,uid=0\"", "mps.shm_size"),
+        ("[mps]\nready_timeout_s = 0", "mps.ready_timeout_s"),
+        ("[mps]\nsupervisor = \"cron\"", "unknown variant"),
+        ("[timeslice]\nbogus = 1", "unknown field `bogus`"),
+    ] {
+        let err = parse(bad).unwrap_err().to_string();
+        assert!(err.contains(key), "{bad}: {err}");
+    }
 }

@@ -80,6 +80,16 @@ impl Config {
         if self.backend.sim.seed.is_empty() {
             return Err(invalid("backend.sim.seed", "must not be empty"));
         }
+        let size = &self.mps.shm_size;
+        if size.is_empty() || !size.chars().all(|c| c.is_ascii_alphanumeric() || c == '%') {
+            return Err(invalid(
+                "mps.shm_size",
+                "must not be empty; use e.g. \"50%\" or \"8g\"",
+            ));
+        }
+        if self.mps.ready_timeout_s == 0 {
+            return Err(invalid("mps.ready_timeout_s", "must be at least 1"));
+        }
         if self.log.level.trim().is_empty() {
             return Err(invalid("log.level", "must not be empty; use e.g. \"info\""));
         }

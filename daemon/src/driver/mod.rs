@@ -1,6 +1,6 @@
 //! What a CUDA container needs from the host's NVIDIA driver, found once under
 //! the driver root: control device nodes, user-space libraries, binaries,
-//! firmware and IPC sockets.
+//! firmware, IPC sockets, and the MIG capability minors ([`caps`]).
 //!
 //! This is the job nvidia-container-toolkit does for NVIDIA's CDI specs; doing
 //! it here means containers need no nvidia-container-runtime. Discovery reads
@@ -8,10 +8,12 @@
 //! missing is reported as a problem (shown by `gpuslicectl status`) rather
 //! than failing start-up, because a node can boot before the driver is loaded.
 
+pub mod caps;
 mod files;
 
 use std::path::{Path, PathBuf};
 
+pub use caps::{MigCapError, MigCapNode, MigCaps};
 pub use files::{BINARIES, COMMON_NODES, LIB_DIRS, LIBRARIES};
 
 /// A host file exposed at a path in the container.
@@ -34,6 +36,8 @@ pub struct DriverFiles {
     pub library_dirs: Vec<String>,
     /// What is missing, in words an operator can act on.
     pub problems: Vec<String>,
+    /// The MIG capability minors (empty when the driver lists none).
+    pub mig_caps: MigCaps,
 }
 
 /// Where to look.
@@ -54,7 +58,22 @@ impl DriverFiles {
         found.find_binaries(roots.driver_root);
         found.find_firmware(roots.driver_root, driver_version);
         found.find_sockets(roots.driver_root);
+        let (mig_caps, problem) = MigCaps::discover(roots.driver_root, roots.dev_root);
+        found.mig_caps = mig_caps;
+        found.problems.extend(problem);
         found
+    }
+
+    /// The two capability nodes a container needs for MIG device (`gi_id`,
+    /// `ci_id`) of the GPU with minor `gpu_minor`: the GPU instance's access
+    /// node, then the compute instance's.
+    pub fn mig_cap_nodes(
+        &self,
+        gpu_minor: u32,
+        gi_id: u32,
+        ci_id: u32,
+    ) -> Result<[MigCapNode; 2], MigCapError> {
+        self.mig_caps.mig_device_nodes(gpu_minor, gi_id, ci_id)
     }
 
     fn find_control_nodes(&mut self, dev_root: &Path) {

@@ -1,9 +1,12 @@
 //! The MIG vocabulary of the hardware boundary: profiles, placements and
 //! instances exactly as NVML reports them, shared by both backends, the pure
-//! planner (`crate::mig`) and the claim engine. Plain data, no I/O.
+//! planner (`crate::mig`) and the claim engine. Plain data, no I/O; serde only so
+//! the simulator can persist its "hardware" state.
+
+use serde::{Deserialize, Serialize};
 
 /// Where a GPU instance sits, in memory-slice units (NVML's `{start, size}`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Placement {
     /// Index of the first occupied memory slice.
     pub start: u32,
@@ -66,7 +69,7 @@ impl MigProfile {
 }
 
 /// A GPU instance that exists on a GPU.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GpuInstance {
     /// The GPU instance id (unique on its GPU).
     pub id: u32,
@@ -79,7 +82,7 @@ pub struct GpuInstance {
 }
 
 /// A compute instance inside a GPU instance: what a container actually gets.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ComputeInstance {
     /// The compute instance id (unique within its GPU instance).
     pub id: u32,
@@ -90,7 +93,7 @@ pub struct ComputeInstance {
 }
 
 /// A GPU's compute mode (`nvmlComputeMode_t`); MPS wants `ExclusiveProcess`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ComputeMode {
     /// Many contexts per device (NVML_COMPUTEMODE_DEFAULT).
     Default,

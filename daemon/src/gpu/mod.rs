@@ -13,6 +13,8 @@
 mod conformance;
 mod error;
 mod mig;
+#[cfg(test)]
+mod mig_conformance;
 pub mod nvml;
 pub mod sim;
 
@@ -44,7 +46,7 @@ pub enum MigSupport {
 }
 
 /// MIG mode of a GPU.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum MigMode {
     /// Whole-GPU operation.
     Disabled,
@@ -90,28 +92,40 @@ pub trait GpuBackend: Send + Sync + std::fmt::Debug {
     /// Facts about the GPU at `index` (0..device_count).
     fn device_info(&self, index: u32) -> Result<GpuInfo, GpuError>;
 
-    /// The GPU-instance profiles of the GPU at `index`, with their placements.
-    /// `NotSupported` on a GPU without MIG.
+    /// The GPU-instance profiles of the GPU at `index`, with their placements,
+    /// ascending by profile index. `NotSupported` on a GPU without MIG, and
+    /// while MIG mode is disabled (NVML's profile query needs MIG enabled).
     fn mig_profiles(&self, index: u32) -> Result<Vec<MigProfile>, GpuError>;
     /// Ask for a MIG mode; returns the mode now in force and the pending one.
-    /// `InUse` when the GPU is busy (Ampere needs it idle to switch).
+    /// `InUse` when the GPU is busy: always when disabling with GPU instances
+    /// left; on Ampere a busy GPU keeps the new mode pending (shown by
+    /// `device_info`) until it is asked again while idle, or rebooted.
     fn set_mig_mode(&self, index: u32, mode: MigMode) -> Result<MigSupport, GpuError>;
-    /// Every GPU instance on the GPU, with its compute instances, ascending by id.
+    /// Every GPU instance on the GPU, with its compute instances, ascending by
+    /// id. `NotSupported` while MIG mode is disabled.
     fn gpu_instances(&self, index: u32) -> Result<Vec<GpuInstance>, GpuError>;
     /// Create a GPU instance of `profile_id` at `placement` (no compute
-    /// instance yet). `InsufficientResources` when the placement is occupied.
+    /// instance yet). `InsufficientResources` when the placement overlaps an
+    /// instance, the profile's count is used up, or a second "+me" instance is
+    /// asked for; `Nvml` (NVML's INVALID_ARGUMENT) for an unknown profile or a
+    /// placement the profile does not allow; `NotSupported` with MIG disabled.
+    /// The instance id is NVML's: the placement's node in the memory-slice
+    /// tree (A100: 7g = 0, 4-slice = 1..2, 2-slice = 3..6, 1-slice = 7..14).
     fn create_gpu_instance(
         &self,
         index: u32,
         profile_id: u32,
         placement: Placement,
     ) -> Result<GpuInstance, GpuError>;
-    /// Create the one compute instance that spans the whole GPU instance `gi_id`.
+    /// Create the one compute instance that spans the whole GPU instance
+    /// `gi_id` (lowest free id, so 0). `InsufficientResources` if it already
+    /// has one; `NotFound` for an unknown `gi_id`.
     fn create_compute_instance(&self, index: u32, gi_id: u32) -> Result<ComputeInstance, GpuError>;
     /// Destroy compute instance `ci_id` of GPU instance `gi_id`. `InUse` while
-    /// processes run on it.
+    /// processes run on it; `NotFound` when either id is unknown.
     fn destroy_compute_instance(&self, index: u32, gi_id: u32, ci_id: u32) -> Result<(), GpuError>;
-    /// Destroy GPU instance `gi_id`; `InUse` while it still has compute instances.
+    /// Destroy GPU instance `gi_id`; `InUse` while it still has compute
+    /// instances; `NotFound` for an unknown id.
     fn destroy_gpu_instance(&self, index: u32, gi_id: u32) -> Result<(), GpuError>;
     /// The compute mode of the GPU at `index`.
     fn compute_mode(&self, index: u32) -> Result<ComputeMode, GpuError>;

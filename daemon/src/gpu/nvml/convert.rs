@@ -6,11 +6,11 @@
 
 use std::path::{Component, Path};
 
-use nvml_wrapper::enum_wrappers::device::Brand;
+use nvml_wrapper::enum_wrappers::device::{Brand, ComputeMode as NvmlComputeMode};
 use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::structs::device::MigMode as NvmlMigMode;
 
-use crate::gpu::{GpuError, MigMode, MigSupport};
+use crate::gpu::{ComputeMode, GpuError, MigMode, MigSupport};
 
 /// NVML return codes the wrapper has no variant for (it reports `UnexpectedVariant`).
 const INSUFFICIENT_RESOURCES: u32 = 23;
@@ -139,4 +139,24 @@ pub(super) fn pcie_root_of(sysfs_path: &Path) -> Option<String> {
             .map(String::from),
         _ => None,
     })
+}
+
+/// NVML's compute mode as the boundary's; `None` for the removed
+/// EXCLUSIVE_THREAD mode, which no current driver reports.
+pub(super) fn compute_mode(mode: NvmlComputeMode) -> Option<ComputeMode> {
+    match mode {
+        NvmlComputeMode::Default => Some(ComputeMode::Default),
+        NvmlComputeMode::ExclusiveProcess => Some(ComputeMode::ExclusiveProcess),
+        NvmlComputeMode::Prohibited => Some(ComputeMode::Prohibited),
+        NvmlComputeMode::ExclusiveThread => None,
+    }
+}
+
+/// The boundary's compute mode as NVML's.
+pub(super) fn nvml_compute_mode(mode: ComputeMode) -> NvmlComputeMode {
+    match mode {
+        ComputeMode::Default => NvmlComputeMode::Default,
+        ComputeMode::ExclusiveProcess => NvmlComputeMode::ExclusiveProcess,
+        ComputeMode::Prohibited => NvmlComputeMode::Prohibited,
+    }
 }

@@ -1,13 +1,17 @@
 //! Real GPUs through NVML (nvml-wrapper; the library is loaded at run time).
 //!
 //! Owns the process's one [`Nvml`] handle, inside [`NvmlBackend`]: build the
-//! backend once and share it (`Arc<dyn GpuBackend>`). Read paths only for now;
-//! MIG create/destroy will need raw calls in `raw.rs`, the one file allowed
-//! `unsafe`. No nvml-wrapper type leaves this module: [`convert`] turns them
-//! into the boundary's types and errors. A failed load is an error naming the
+//! backend once and share it (`Arc<dyn GpuBackend>`). MIG verbs live in
+//! `mig`, over raw calls in `raw` (the one file allowed `unsafe`). No
+//! nvml-wrapper type leaves this module: [`convert`] turns them into the
+//! boundary's types and errors. A failed load is an error naming the
 //! library, never a switch to the simulator.
 
 mod convert;
+mod mig;
+#[cfg(test)]
+mod mig_tests;
+mod raw;
 #[cfg(test)]
 mod tests;
 
@@ -178,59 +182,127 @@ impl GpuBackend for NvmlBackend {
         })
     }
     fn mig_profiles(&self, index: u32) -> Result<Vec<MigProfile>, GpuError> {
-        Err(not_yet(index, "MIG profiles"))
+        mig::profiles(&self.nvml, &self.device(index)?, index)
     }
 
-    fn set_mig_mode(&self, index: u32, _mode: MigMode) -> Result<MigSupport, GpuError> {
-        Err(not_yet(index, "set MIG mode"))
+    fn set_mig_mode(&self, index: u32, mode: MigMode) -> Result<MigSupport, GpuError> {
+        let dev = self.device(index)?;
+        let verb = format!("set MIG mode {mode:?}");
+        let status = (dev.set_mig_mode(mode == MigMode::Enabled)).map_err(mig::on(
+            "nvmlDeviceSetMigMode",
+            index,
+            &verb,
+        ))?;
+        // SetMigMode can succeed while the activation failed: check both.
+        if status != 0 {
+            let err = NvmlError::from(status);
+            return Err(mig::on("nvmlDeviceSetMigMode (activation)", index, &verb)(
+                err,
+            ));
+        }
+        convert::mig_support(dev.mig_mode(), || format!("GPU {index} mig mode"))
     }
 
     fn gpu_instances(&self, index: u32) -> Result<Vec<GpuInstance>, GpuError> {
-        Err(not_yet(index, "list GPU instances"))
+        mig::instances(&self.nvml, &self.device(index)?, index)
     }
 
     fn create_gpu_instance(
         &self,
         index: u32,
-        _profile_id: u32,
-        _placement: Placement,
+        profile_id: u32,
+        placement: Placement,
     ) -> Result<GpuInstance, GpuError> {
-        Err(not_yet(index, "create GPU instance"))
+        let dev = self.device(index)?;
+        let verb = format!(
+            "create GPU instance of profile {profile_id} at {}:{}",
+            placement.start, placement.size
+        );
+        let gi = raw::create_gpu_instance(&self.nvml, &dev, profile_id, placement).map_err(
+            mig::on("nvmlDeviceCreateGpuInstanceWithPlacement", index, &verb),
+        )?;
+        Ok(GpuInstance {
+            id: gi.id,
+            profile_id: gi.profile_id,
+            placement: gi.placement,
+            compute_instances: Vec::new(),
+        })
     }
 
-    fn create_compute_instance(
-        &self,
-        index: u32,
-        _gi_id: u32,
-    ) -> Result<ComputeInstance, GpuError> {
-        Err(not_yet(index, "create compute instance"))
+    fn create_compute_instance(&self, index: u32, gi_id: u32) -> Result<ComputeInstance, GpuError> {
+        let dev = self.device(index)?;
+        let verb = format!("create compute instance in GPU instance {gi_id}");
+        let gi = raw::gpu_instance_by_id(&self.nvml, &dev, gi_id).map_err(mig::on(
+            "nvmlDeviceGetGpuInstanceById",
+            index,
+            &verb,
+        ))?;
+        let profile = mig::full_ci_profile(&self.nvml, &gi, index)?;
+        let ci = raw::create_compute_instance(&self.nvml, &gi, profile.id).map_err(mig::on(
+            "nvmlGpuInstanceCreateComputeInstance",
+            index,
+            &verb,
+        ))?;
+        let uuid = mig::mig_uuids(&self.nvml, &dev, index)?
+            .remove(&(gi_id, ci.id))
+            .ok_or_else(|| GpuError::NotFound {
+                what: format!(
+                    "GPU {index} MIG device of GPU instance {gi_id}, compute instance {}",
+                    ci.id
+                ),
+            })?;
+        Ok(ComputeInstance {
+            id: ci.id,
+            profile_id: ci.profile_id,
+            uuid,
+        })
     }
 
-    fn destroy_compute_instance(
-        &self,
-        index: u32,
-        _gi_id: u32,
-        _ci_id: u32,
-    ) -> Result<(), GpuError> {
-        Err(not_yet(index, "destroy compute instance"))
+    fn destroy_compute_instance(&self, index: u32, gi_id: u32, ci_id: u32) -> Result<(), GpuError> {
+        let dev = self.device(index)?;
+        let verb = format!("destroy compute instance {ci_id} of GPU instance {gi_id}");
+        let gi = raw::gpu_instance_by_id(&self.nvml, &dev, gi_id).map_err(mig::on(
+            "nvmlDeviceGetGpuInstanceById",
+            index,
+            &verb,
+        ))?;
+        let ci = raw::compute_instance_by_id(&self.nvml, &gi, ci_id).map_err(mig::on(
+            "nvmlGpuInstanceGetComputeInstanceById",
+            index,
+            &verb,
+        ))?;
+        raw::destroy_compute_instance(&self.nvml, ci).map_err(mig::on(
+            "nvmlComputeInstanceDestroy",
+            index,
+            &verb,
+        ))
     }
 
-    fn destroy_gpu_instance(&self, index: u32, _gi_id: u32) -> Result<(), GpuError> {
-        Err(not_yet(index, "destroy GPU instance"))
+    fn destroy_gpu_instance(&self, index: u32, gi_id: u32) -> Result<(), GpuError> {
+        let dev = self.device(index)?;
+        let verb = format!("destroy GPU instance {gi_id}");
+        let gi = raw::gpu_instance_by_id(&self.nvml, &dev, gi_id).map_err(mig::on(
+            "nvmlDeviceGetGpuInstanceById",
+            index,
+            &verb,
+        ))?;
+        raw::destroy_gpu_instance(&self.nvml, gi).map_err(mig::on(
+            "nvmlGpuInstanceDestroy",
+            index,
+            &verb,
+        ))
     }
 
     fn compute_mode(&self, index: u32) -> Result<ComputeMode, GpuError> {
-        Err(not_yet(index, "compute mode"))
+        let mode = (self.device(index)?.compute_mode())
+            .map_err(on_gpu("nvmlDeviceGetComputeMode", index))?;
+        convert::compute_mode(mode)
+            .ok_or_else(|| malformed("nvmlDeviceGetComputeMode", index, "EXCLUSIVE_THREAD"))
     }
 
-    fn set_compute_mode(&self, index: u32, _mode: ComputeMode) -> Result<(), GpuError> {
-        Err(not_yet(index, "set compute mode"))
-    }
-}
-
-/// Placeholder answer until the MIG and compute-mode paths land (issue 3/5).
-fn not_yet(index: u32, what: &str) -> GpuError {
-    GpuError::NotSupported {
-        what: format!("{what} on GPU {index} (not implemented in this backend yet)"),
+    fn set_compute_mode(&self, index: u32, mode: ComputeMode) -> Result<(), GpuError> {
+        let mut dev = self.device(index)?;
+        (dev.set_compute_mode(convert::nvml_compute_mode(mode)))
+            .map_err(on_gpu("nvmlDeviceSetComputeMode", index))
     }
 }

@@ -1,12 +1,17 @@
-//! Fault injection for the simulator: make the Nth call of a named operation fail.
+//! Fault injection for the simulator: make the Nth call of a named operation
+//! fail, or make every call of it slow.
 //!
-//! Owns one call counter per operation name and the failures armed against
-//! them. Every simulated hardware call asks [`Faults::check`] first; a test
-//! arms a failure with [`Faults::fail_nth`]. An armed failure fires once.
-//! Thread-safe: one `Mutex` guards the whole registry, held only to count.
+//! Owns one call counter per operation name, the failures armed against them
+//! and an optional latency per operation. Every simulated hardware call asks
+//! [`Faults::check`] first; a test arms a failure with [`Faults::fail_nth`] or
+//! a latency with [`Faults::set_latency`], or a running daemon reads them from
+//! `GPUSLICE_SIM_FAULTS` (syntax in `fault_spec`). An armed failure fires
+//! once and leaves the hardware untouched. Thread-safe: one `Mutex` guards the
+//! whole registry, held only to count, never while a latency is waited out.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
 use crate::gpu::GpuError;
 
@@ -18,6 +23,40 @@ pub mod op {
     pub const DEVICE_COUNT: &str = "device_count";
     /// `GpuBackend::device_info`.
     pub const DEVICE_INFO: &str = "device_info";
+    /// `GpuBackend::mig_profiles`.
+    pub const MIG_PROFILES: &str = "mig_profiles";
+    /// `GpuBackend::set_mig_mode`.
+    pub const SET_MIG_MODE: &str = "set_mig_mode";
+    /// `GpuBackend::gpu_instances`.
+    pub const GPU_INSTANCES: &str = "gpu_instances";
+    /// `GpuBackend::create_gpu_instance`.
+    pub const CREATE_GPU_INSTANCE: &str = "create_gpu_instance";
+    /// `GpuBackend::create_compute_instance`.
+    pub const CREATE_COMPUTE_INSTANCE: &str = "create_compute_instance";
+    /// `GpuBackend::destroy_compute_instance`.
+    pub const DESTROY_COMPUTE_INSTANCE: &str = "destroy_compute_instance";
+    /// `GpuBackend::destroy_gpu_instance`.
+    pub const DESTROY_GPU_INSTANCE: &str = "destroy_gpu_instance";
+    /// `GpuBackend::compute_mode`.
+    pub const COMPUTE_MODE: &str = "compute_mode";
+    /// `GpuBackend::set_compute_mode`.
+    pub const SET_COMPUTE_MODE: &str = "set_compute_mode";
+
+    /// Every operation name, for parsing `GPUSLICE_SIM_FAULTS`.
+    pub const ALL: [&str; 12] = [
+        DRIVER_INFO,
+        DEVICE_COUNT,
+        DEVICE_INFO,
+        MIG_PROFILES,
+        SET_MIG_MODE,
+        GPU_INSTANCES,
+        CREATE_GPU_INSTANCE,
+        CREATE_COMPUTE_INSTANCE,
+        DESTROY_COMPUTE_INSTANCE,
+        DESTROY_GPU_INSTANCE,
+        COMPUTE_MODE,
+        SET_COMPUTE_MODE,
+    ];
 }
 
 #[derive(Debug, Default)]
@@ -26,6 +65,32 @@ struct Counter {
     calls: u64,
     /// Armed failures, keyed by the 1-based call number they fire on.
     armed: BTreeMap<u64, GpuError>,
+    /// How long every call of the operation takes.
+    latency: Option<Duration>,
+}
+
+/// The latency a call must take, returned by [`Faults::check`]; the backend
+/// waits it out with [`Latency::wait`] at the point the real call would block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Latency(Option<Duration>);
+
+impl Latency {
+    /// No latency.
+    pub const NONE: Latency = Latency(None);
+
+    /// Blocks the calling thread for the latency, if any. Parks rather than
+    /// sleeps, looping because a park may end early.
+    pub fn wait(self) {
+        let Some(duration) = self.0 else { return };
+        let deadline = Instant::now() + duration;
+        loop {
+            let now = Instant::now();
+            if now >= deadline {
+                return;
+            }
+            std::thread::park_timeout(deadline - now);
+        }
+    }
 }
 
 /// The registry of injected faults of one simulated node.
@@ -54,10 +119,17 @@ impl Faults {
         self.fail_nth(op, 1, error);
     }
 
-    /// Drop every armed failure (counters keep counting).
+    /// Make every call of `op` take `latency` (`None` or zero: no latency).
+    pub fn set_latency(&self, op: &'static str, latency: Option<Duration>) {
+        let latency = latency.filter(|d| !d.is_zero());
+        self.lock().entry(op).or_default().latency = latency;
+    }
+
+    /// Drop every armed failure and latency (counters keep counting).
     pub fn clear(&self) {
         for counter in self.lock().values_mut() {
             counter.armed.clear();
+            counter.latency = None;
         }
     }
 
@@ -66,14 +138,15 @@ impl Faults {
         self.lock().get(op).map_or(0, |c| c.calls)
     }
 
-    /// Count one call of `op`; the armed error if this call is meant to fail.
-    pub fn check(&self, op: &'static str) -> Result<(), GpuError> {
+    /// Count one call of `op`: the armed error if this call is meant to fail,
+    /// otherwise the latency the call must take.
+    pub fn check(&self, op: &'static str) -> Result<Latency, GpuError> {
         let mut ops = self.lock();
         let counter = ops.entry(op).or_default();
         counter.calls = counter.calls.saturating_add(1);
         match counter.armed.remove(&counter.calls) {
             Some(error) => Err(error),
-            None => Ok(()),
+            None => Ok(Latency(counter.latency)),
         }
     }
 
@@ -86,7 +159,9 @@ impl Faults {
 
 #[cfg(test)]
 mod tests {
-    use super::{Faults, op};
+    use std::time::{Duration, Instant};
+
+    use super::{Faults, Latency, op};
     use crate::gpu::GpuError;
 
     fn lost() -> GpuError {
@@ -99,19 +174,19 @@ mod tests {
     fn fires_on_the_nth_call_only() {
         let faults = Faults::new();
         faults.fail_nth(op::DEVICE_INFO, 3, lost());
-        assert_eq!(faults.check(op::DEVICE_INFO), Ok(()));
-        assert_eq!(faults.check(op::DEVICE_INFO), Ok(()));
+        assert_eq!(faults.check(op::DEVICE_INFO), Ok(Latency::NONE));
+        assert_eq!(faults.check(op::DEVICE_INFO), Ok(Latency::NONE));
         assert_eq!(faults.check(op::DEVICE_INFO), Err(lost()));
-        assert_eq!(faults.check(op::DEVICE_INFO), Ok(()));
+        assert_eq!(faults.check(op::DEVICE_INFO), Ok(Latency::NONE));
         assert_eq!(faults.calls(op::DEVICE_INFO), 4);
     }
 
     #[test]
     fn counts_from_when_armed_and_per_op() {
         let faults = Faults::new();
-        assert_eq!(faults.check(op::DEVICE_COUNT), Ok(()));
+        assert_eq!(faults.check(op::DEVICE_COUNT), Ok(Latency::NONE));
         faults.fail_next(op::DEVICE_COUNT, lost());
-        assert_eq!(faults.check(op::DEVICE_INFO), Ok(()));
+        assert_eq!(faults.check(op::DEVICE_INFO), Ok(Latency::NONE));
         assert_eq!(faults.check(op::DEVICE_COUNT), Err(lost()));
     }
 
@@ -120,7 +195,7 @@ mod tests {
         let faults = Faults::new();
         faults.fail_next(op::DRIVER_INFO, lost());
         faults.clear();
-        assert_eq!(faults.check(op::DRIVER_INFO), Ok(()));
+        assert_eq!(faults.check(op::DRIVER_INFO), Ok(Latency::NONE));
     }
 
     #[test]
@@ -140,5 +215,26 @@ mod tests {
             .count();
         assert_eq!(failed, 1);
         assert_eq!(faults.calls(op::DEVICE_INFO), 8);
+    }
+
+    #[test]
+    fn latency_is_returned_and_waited_out() {
+        let faults = Faults::new();
+        let latency = Duration::from_millis(30);
+        faults.set_latency(op::CREATE_GPU_INSTANCE, Some(latency));
+        let got = faults.check(op::CREATE_GPU_INSTANCE).unwrap();
+        assert_eq!(got, Latency(Some(latency)));
+        let started = Instant::now();
+        got.wait();
+        assert!(started.elapsed() >= latency);
+        assert_eq!(faults.check(op::DESTROY_GPU_INSTANCE), Ok(Latency::NONE));
+        faults.set_latency(op::CREATE_GPU_INSTANCE, Some(Duration::ZERO));
+        assert_eq!(faults.check(op::CREATE_GPU_INSTANCE), Ok(Latency::NONE));
+    }
+
+    #[test]
+    fn op_names_are_unique() {
+        let names: std::collections::HashSet<_> = op::ALL.iter().collect();
+        assert_eq!(names.len(), op::ALL.len());
     }
 }

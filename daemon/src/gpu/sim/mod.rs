@@ -2,32 +2,51 @@
 //!
 //! Owns the simulated node: which models sit at which index, their identity
 //! (deterministic UUIDs and PCI addresses derived from a node seed), and the
-//! "hardware" state a real GPU keeps on its own ([`SimGpuState`]). Answers
-//! with the same [`GpuError`] variants NVML would, and lets tests inject them
-//! through [`Faults`]. No I/O yet: persisting [`SimGpuState`] across a daemon
-//! restart comes later and plugs in where [`SimBackend::new`] builds the
-//! fresh-boot state.
+//! "hardware" state a real GPU keeps on its own ([`SimGpuState`], whose rules
+//! live in `hardware`). Answers with the same [`GpuError`] variants NVML
+//! would, lets tests inject failures and latencies through [`Faults`] (or a
+//! running daemon through `GPUSLICE_SIM_FAULTS`, see `fault_spec`), and, when
+//! opened with a path ([`SimBackend::open`]), keeps the hardware state in a
+//! file so it outlives a daemon restart (`persist`). A reboot is either a new
+//! kernel boot id found at open, or [`SimBackend::reboot`].
+//!
+//! Locking: one mutex per GPU, held for the whole verb (so verbs on one GPU
+//! are serialised as the driver does, and verbs on different GPUs are not),
+//! then the state file's mutex, only to write it. A verb runs on a copy of
+//! the state; the copy replaces the state only once it is persisted.
 
+mod backend;
+pub mod fault_spec;
 mod faults;
+mod hardware;
 pub mod models;
+mod numbering;
+mod persist;
 mod tables;
 
+#[cfg(test)]
+mod mig_tests;
+#[cfg(test)]
+mod persist_tests;
 #[cfg(test)]
 mod table_checks;
 #[cfg(test)]
 mod tests;
 
-use std::sync::{Mutex, PoisonError};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use uuid::Uuid;
 
-pub use faults::{Faults, op};
+pub use faults::{Faults, Latency, op};
+pub use hardware::SimGpuState;
 pub use models::{Engines, GiProfile, ModelSpec, Placement, SimModel};
+pub use numbering::{gi_id, mig_uuid};
 
-use super::{
-    ComputeInstance, ComputeMode, DriverInfo, GpuBackend, GpuError, GpuInfo, GpuInstance, MigMode,
-    MigProfile, MigSupport,
-};
+use self::hardware::GpuRef;
+use self::persist::{HardwareFile, Loaded};
+use super::GpuError;
 
 /// The driver version every simulated node reports.
 pub const DRIVER_VERSION: &str = "580.95.05";
@@ -41,26 +60,6 @@ const UUID_NAMESPACE: Uuid = Uuid::from_u128(0x6c1d_3f0e_9a4b_4e57_8d21_5b7f_0c9
 /// Buses of simulated GPUs in one PCI domain; the next GPU opens a new domain.
 const BUSES_PER_DOMAIN: u32 = 32;
 
-/// What a simulated GPU remembers by itself, as real hardware would: the part a
-/// later issue persists so it outlives a daemon restart.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SimGpuState {
-    /// MIG mode in force.
-    pub mig_current: MigMode,
-    /// MIG mode after the next activation.
-    pub mig_pending: MigMode,
-}
-
-impl SimGpuState {
-    /// A GPU straight after boot: MIG disabled.
-    pub fn fresh() -> Self {
-        Self {
-            mig_current: MigMode::Disabled,
-            mig_pending: MigMode::Disabled,
-        }
-    }
-}
-
 /// One simulated GPU: fixed identity plus mutable hardware state.
 #[derive(Debug)]
 struct SimGpu {
@@ -69,6 +68,8 @@ struct SimGpu {
     pci_bus_id: String,
     pcie_root: String,
     state: Mutex<SimGpuState>,
+    /// Simulated processes hold the GPU (see [`SimBackend::set_busy`]).
+    busy: AtomicBool,
 }
 
 impl SimGpu {
@@ -81,13 +82,22 @@ impl SimGpu {
             pci_bus_id: format!("{domain:04x}:{bus:02x}:00.0"),
             pcie_root: format!("pci{domain:04x}:{:02x}", bus - 1),
             state: Mutex::new(SimGpuState::fresh()),
+            busy: AtomicBool::new(false),
         }
     }
 
     /// The state is plain data replaced whole, so a poisoned lock still holds a
     /// consistent value.
-    fn state(&self) -> SimGpuState {
-        *self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    fn lock(&self) -> MutexGuard<'_, SimGpuState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn reference(&self, index: u32) -> GpuRef<'_> {
+        GpuRef {
+            index,
+            spec: self.model.spec(),
+            uuid: &self.uuid,
+        }
     }
 }
 
@@ -97,16 +107,28 @@ fn gpu_uuid(node_seed: &str, index: u32, model: SimModel) -> String {
     format!("GPU-{}", Uuid::new_v5(&UUID_NAMESPACE, name.as_bytes()))
 }
 
+/// The state file of a persistent node, and the last state written to it.
+#[derive(Debug)]
+struct Store {
+    path: PathBuf,
+    seed: String,
+    models: Vec<SimModel>,
+    boot_id: String,
+    written: Mutex<Vec<SimGpuState>>,
+}
+
 /// A simulated node: the configured models at indices 0, 1, ...
 #[derive(Debug)]
 pub struct SimBackend {
     gpus: Vec<SimGpu>,
     faults: Faults,
+    store: Option<Store>,
 }
 
 impl SimBackend {
-    /// A freshly booted node with `models` in index order. `node_seed` (e.g. the
-    /// node name) makes UUIDs differ between nodes and stay put across restarts.
+    /// A freshly booted node with `models` in index order, kept in memory only.
+    /// `node_seed` (e.g. the node name) makes UUIDs differ between nodes and
+    /// stay put across restarts.
     pub fn new(models: Vec<SimModel>, node_seed: &str) -> SimBackend {
         let gpus = (0u32..)
             .zip(models)
@@ -115,7 +137,98 @@ impl SimBackend {
         SimBackend {
             gpus,
             faults: Faults::new(),
+            store: None,
         }
+    }
+
+    /// A node whose hardware state lives in the file at `path` (see
+    /// `persist`), in the kernel's current boot, with the faults of
+    /// `GPUSLICE_SIM_FAULTS` armed. Errors name the file or the variable.
+    pub fn open(
+        models: Vec<SimModel>,
+        node_seed: &str,
+        path: &Path,
+    ) -> Result<SimBackend, GpuError> {
+        let boot_id = persist::current_boot_id().unwrap_or_else(|| "unknown".to_owned());
+        let backend = Self::open_at_boot(models, node_seed, path, &boot_id)?;
+        if let Ok(spec) = std::env::var(fault_spec::ENV_VAR) {
+            fault_spec::arm(&backend.faults, &spec).map_err(|err| GpuError::SimState {
+                path: fault_spec::ENV_VAR.to_owned(),
+                reason: err.to_string(),
+            })?;
+        }
+        Ok(backend)
+    }
+
+    /// [`SimBackend::open`] in the boot `boot_id`, without reading the
+    /// environment: a different `boot_id` than the file's is a reboot.
+    pub fn open_at_boot(
+        models: Vec<SimModel>,
+        node_seed: &str,
+        path: &Path,
+        boot_id: &str,
+    ) -> Result<SimBackend, GpuError> {
+        let loaded = persist::load(path, node_seed, &models, boot_id)?;
+        let mut backend = Self::new(models.clone(), node_seed);
+        let (states, changed) = match loaded {
+            Loaded::Absent => (backend.snapshot(), true),
+            Loaded::SameBoot(states) => (states, false),
+            Loaded::EarlierBoot(states) => {
+                let rebooted = backend.zip_refs(&states, SimGpuState::after_reboot);
+                tracing::info!(path = %path.display(), "simulated node rebooted since the state was written: MIG instances are gone");
+                (rebooted, true)
+            }
+        };
+        for (gpu, state) in backend.gpus.iter().zip(&states) {
+            *gpu.lock() = state.clone();
+        }
+        let store = Store {
+            path: path.to_path_buf(),
+            seed: node_seed.to_owned(),
+            models,
+            boot_id: boot_id.to_owned(),
+            written: Mutex::new(states.clone()),
+        };
+        if changed {
+            persist::save(&store.path, &store.file(states))?;
+        }
+        backend.store = Some(store);
+        Ok(backend)
+    }
+
+    /// Reboots the simulated node: instances and compute modes go, Hopper
+    /// loses MIG mode, Ampere activates a pending one. Persisted.
+    pub fn reboot(&self) -> Result<(), GpuError> {
+        let mut guards: Vec<_> = self.gpus.iter().map(SimGpu::lock).collect();
+        let states: Vec<SimGpuState> = (self.gpus.iter().zip(&guards))
+            .zip(0u32..)
+            .map(|((gpu, state), index)| state.after_reboot(gpu.reference(index)))
+            .collect();
+        if let Some(store) = &self.store {
+            let mut written = store.lock();
+            persist::save(&store.path, &store.file(states.clone()))?;
+            *written = states.clone();
+        }
+        for (guard, state) in guards.iter_mut().zip(states) {
+            **guard = state;
+        }
+        for gpu in &self.gpus {
+            gpu.busy.store(false, Ordering::SeqCst);
+        }
+        Ok(())
+    }
+
+    /// Pretend processes hold (or stop holding) the GPU at `index`, as a CUDA
+    /// context or DCGM would: MIG mode changes then fail IN_USE (Ampere keeps
+    /// the new mode pending). Not persisted: processes die with a reboot.
+    pub fn set_busy(&self, index: u32, busy: bool) -> Result<(), GpuError> {
+        self.gpu(index)?.busy.store(busy, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// The hardware state file, for a persistent node.
+    pub fn hardware_state_path(&self) -> Option<&Path> {
+        self.store.as_ref().map(|s| s.path.as_path())
     }
 
     /// The fault registry every call of this backend consults.
@@ -134,105 +247,90 @@ impl SimBackend {
             .and_then(|i| self.gpus.get(i))
             .ok_or(GpuError::NoSuchGpu { index })
     }
-}
 
-impl GpuBackend for SimBackend {
-    fn name(&self) -> &'static str {
-        "sim"
+    fn snapshot(&self) -> Vec<SimGpuState> {
+        self.gpus.iter().map(|gpu| gpu.lock().clone()).collect()
     }
 
-    fn driver_info(&self) -> Result<DriverInfo, GpuError> {
-        self.faults.check(op::DRIVER_INFO)?;
-        Ok(DriverInfo {
-            driver_version: DRIVER_VERSION.into(),
-            cuda_driver_version: CUDA_DRIVER_VERSION,
-        })
+    fn zip_refs(
+        &self,
+        states: &[SimGpuState],
+        f: impl Fn(&SimGpuState, GpuRef<'_>) -> SimGpuState,
+    ) -> Vec<SimGpuState> {
+        (self.gpus.iter().zip(states))
+            .zip(0u32..)
+            .map(|((gpu, state), index)| f(state, gpu.reference(index)))
+            .collect()
     }
 
-    fn device_count(&self) -> Result<u32, GpuError> {
-        self.faults.check(op::DEVICE_COUNT)?;
-        u32::try_from(self.gpus.len()).map_err(|_| GpuError::Nvml {
-            call: "nvmlDeviceGetCount_v2",
-            message: "more simulated GPUs than NVML can count".into(),
-        })
-    }
-
-    fn device_info(&self, index: u32) -> Result<GpuInfo, GpuError> {
-        self.faults.check(op::DEVICE_INFO)?;
+    /// Runs a read-only verb on GPU `index` after the fault check of `op`.
+    fn read<T>(
+        &self,
+        index: u32,
+        op: &'static str,
+        verb: impl FnOnce(&SimGpuState, GpuRef<'_>) -> Result<T, GpuError>,
+    ) -> Result<T, GpuError> {
+        let latency = self.faults.check(op)?;
         let gpu = self.gpu(index)?;
-        let spec = gpu.model.spec();
-        let state = gpu.state();
-        Ok(GpuInfo {
-            index,
-            uuid: gpu.uuid.clone(),
-            product_name: spec.product_name.into(),
-            brand: spec.brand.into(),
-            architecture: spec.architecture.into(),
-            compute_capability: spec.compute_capability,
-            memory_bytes: spec.memory_bytes,
-            pci_bus_id: gpu.pci_bus_id.clone(),
-            pcie_root: Some(gpu.pcie_root.clone()),
-            minor: index,
-            mig: MigSupport::Supported {
-                current: state.mig_current,
-                pending: state.mig_pending,
-            },
-        })
-    }
-    fn mig_profiles(&self, index: u32) -> Result<Vec<MigProfile>, GpuError> {
-        Err(not_yet(index, "MIG profiles"))
+        let state = gpu.lock();
+        let result = verb(&state, gpu.reference(index));
+        latency.wait();
+        result
     }
 
-    fn set_mig_mode(&self, index: u32, _mode: MigMode) -> Result<MigSupport, GpuError> {
-        Err(not_yet(index, "set MIG mode"))
-    }
-
-    fn gpu_instances(&self, index: u32) -> Result<Vec<GpuInstance>, GpuError> {
-        Err(not_yet(index, "list GPU instances"))
-    }
-
-    fn create_gpu_instance(
+    /// Runs a changing verb on a copy of GPU `index`'s state; the copy is
+    /// persisted, then kept, whenever it differs (also when the verb fails
+    /// after recording something, like Ampere's pending MIG mode).
+    fn change<T>(
         &self,
         index: u32,
-        _profile_id: u32,
-        _placement: Placement,
-    ) -> Result<GpuInstance, GpuError> {
-        Err(not_yet(index, "create GPU instance"))
+        op: &'static str,
+        verb: impl FnOnce(&mut SimGpuState, GpuRef<'_>, bool) -> Result<T, GpuError>,
+    ) -> Result<T, GpuError> {
+        let latency = self.faults.check(op)?;
+        let gpu = self.gpu(index)?;
+        let mut state = gpu.lock();
+        let mut next = state.clone();
+        let result = verb(
+            &mut next,
+            gpu.reference(index),
+            gpu.busy.load(Ordering::SeqCst),
+        );
+        if next != *state {
+            self.persist(index, &next)?;
+            *state = next;
+        }
+        latency.wait();
+        result
     }
 
-    fn create_compute_instance(
-        &self,
-        index: u32,
-        _gi_id: u32,
-    ) -> Result<ComputeInstance, GpuError> {
-        Err(not_yet(index, "create compute instance"))
-    }
-
-    fn destroy_compute_instance(
-        &self,
-        index: u32,
-        _gi_id: u32,
-        _ci_id: u32,
-    ) -> Result<(), GpuError> {
-        Err(not_yet(index, "destroy compute instance"))
-    }
-
-    fn destroy_gpu_instance(&self, index: u32, _gi_id: u32) -> Result<(), GpuError> {
-        Err(not_yet(index, "destroy GPU instance"))
-    }
-
-    fn compute_mode(&self, index: u32) -> Result<ComputeMode, GpuError> {
-        Err(not_yet(index, "compute mode"))
-    }
-
-    fn set_compute_mode(&self, index: u32, _mode: ComputeMode) -> Result<(), GpuError> {
-        Err(not_yet(index, "set compute mode"))
+    fn persist(&self, index: u32, next: &SimGpuState) -> Result<(), GpuError> {
+        let Some(store) = &self.store else {
+            return Ok(());
+        };
+        let mut written = store.lock();
+        let mut states = written.clone();
+        if let Some(slot) = usize::try_from(index).ok().and_then(|i| states.get_mut(i)) {
+            *slot = next.clone();
+        }
+        persist::save(&store.path, &store.file(states.clone()))?;
+        *written = states;
+        Ok(())
     }
 }
 
-/// Placeholder answer until the MIG and compute-mode paths land (issue 3/5).
-fn not_yet(index: u32, what: &str) -> GpuError {
-    GpuError::NotSupported {
-        what: format!("{what} on GPU {index} (not implemented in this backend yet)"),
+impl Store {
+    fn file(&self, state: Vec<SimGpuState>) -> HardwareFile {
+        HardwareFile {
+            version: persist::FORMAT_VERSION,
+            seed: self.seed.clone(),
+            gpus: self.models.clone(),
+            boot_id: self.boot_id.clone(),
+            state,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Vec<SimGpuState>> {
+        self.written.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }

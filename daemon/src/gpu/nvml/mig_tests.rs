@@ -1,0 +1,113 @@
+//! `nvml_*` MIG tests on real GPUs, all `#[ignore]`d: the read-only ones
+//! (profiles, placements, instances, modes, compared with the simulator's
+//! tables) are safe on any node; the mutating one creates and destroys
+//! instances on the GPU named by `GPUSLICE_NVML_MIG_GPU` only, which must have
+//! MIG enabled and no instances. None changes the MIG mode.
+
+use nvml_wrapper::enum_wrappers::device::ComputeMode as NvmlComputeMode;
+
+use super::NvmlBackend;
+use super::convert::{compute_mode, nvml_compute_mode};
+use crate::gpu::sim::SimModel;
+use crate::gpu::{
+    ComputeMode, GpuBackend, GpuError, MigMode, MigSupport, conformance, mig_conformance,
+};
+
+fn open_real() -> NvmlBackend {
+    NvmlBackend::open(None).expect("a GPU node with the NVIDIA driver")
+}
+
+/// Indices of the GPUs with MIG mode enabled now.
+fn mig_enabled(nvml: &NvmlBackend) -> Vec<u32> {
+    let on = MigSupport::Supported {
+        current: MigMode::Enabled,
+        pending: MigMode::Enabled,
+    };
+    (conformance::all_gpus(nvml).into_iter())
+        .filter(|gpu| gpu.mig == on)
+        .map(|gpu| gpu.index)
+        .collect()
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU and driver"]
+fn nvml_mig_read_only() {
+    let nvml = open_real();
+    for gpu in conformance::all_gpus(&nvml) {
+        println!("GPU {} {}: MIG {:?}", gpu.index, gpu.product_name, gpu.mig);
+        println!("  compute mode {:?}", nvml.compute_mode(gpu.index));
+        match nvml.mig_profiles(gpu.index) {
+            Ok(profiles) => {
+                for p in &profiles {
+                    println!("  {p:?}");
+                }
+                mig_conformance::profiles_are_consistent(&nvml, gpu.index);
+                mig_conformance::instances_are_consistent(&nvml, gpu.index);
+            }
+            Err(GpuError::NotSupported { what }) => {
+                println!("  no profiles: {what}");
+                assert!(!mig_enabled(&nvml).contains(&gpu.index), "{what}");
+            }
+            Err(other) => panic!("GPU {}: {other}", gpu.index),
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU with MIG enabled"]
+fn nvml_mig_profiles_match_the_sim_tables() {
+    let nvml = open_real();
+    for index in mig_enabled(&nvml) {
+        let name = nvml.device_info(index).unwrap().product_name;
+        let Some(model) = SimModel::ALL
+            .into_iter()
+            .find(|m| m.spec().product_name == name)
+        else {
+            println!("GPU {index} {name}: no simulated model to compare");
+            continue;
+        };
+        for real in nvml.mig_profiles(index).unwrap() {
+            let table = model.spec().profile_by_id(real.id);
+            let table = table.unwrap_or_else(|| panic!("{model}: no profile id {}", real.id));
+            let row = (
+                table.name,
+                table.index,
+                table.sm_count,
+                table.max_count,
+                table.placements.to_vec(),
+            );
+            let seen = (
+                real.name.as_str(),
+                real.index,
+                real.multiprocessors,
+                real.max_count,
+                real.placements,
+            );
+            assert_eq!(seen, row, "{model} profile {}", real.id);
+        }
+    }
+}
+
+#[test]
+#[ignore = "creates and destroys MIG instances on GPU $GPUSLICE_NVML_MIG_GPU (MIG on, empty)"]
+fn nvml_mig_mutating() {
+    let Some(index) = std::env::var("GPUSLICE_NVML_MIG_GPU")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    else {
+        return eprintln!("skipped: set GPUSLICE_NVML_MIG_GPU to an empty MIG-enabled GPU's index");
+    };
+    mig_conformance::all_mutating(&open_real(), index);
+}
+
+#[test]
+fn compute_modes_convert_both_ways() {
+    for mode in [
+        ComputeMode::Default,
+        ComputeMode::ExclusiveProcess,
+        ComputeMode::Prohibited,
+    ] {
+        assert_eq!(compute_mode(nvml_compute_mode(mode)), Some(mode));
+    }
+    assert_eq!(compute_mode(NvmlComputeMode::ExclusiveThread), None);
+}

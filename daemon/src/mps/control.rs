@@ -1,0 +1,164 @@
+//! Talking to a running control daemon the way NVIDIA's own projects do: run
+//! `nvidia-cuda-mps-control` with one command on its stdin and read its
+//! answer (the socket protocol behind it is undocumented). Also the one
+//! bounded wait for the daemon's control socket to appear.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
+
+use super::MpsError;
+
+/// Upper bound for one control command; only a hung daemon reaches it.
+const COMMAND_BOUND: Duration = Duration::from_secs(30);
+/// The socket the control daemon creates in its pipe dir.
+pub const CONTROL_SOCKET: &str = "control";
+
+/// One control daemon, as its clients reach it.
+#[derive(Debug, Clone)]
+pub struct ControlClient {
+    program: PathBuf,
+    pipe_dir: PathBuf,
+    log_dir: PathBuf,
+}
+
+impl ControlClient {
+    /// The daemon whose pipe dir is `pipe_dir`, reached with `program`.
+    pub fn new(program: &Path, pipe_dir: &Path, log_dir: &Path) -> Self {
+        Self {
+            program: program.to_path_buf(),
+            pipe_dir: pipe_dir.to_path_buf(),
+            log_dir: log_dir.to_path_buf(),
+        }
+    }
+
+    /// Sends `command` and returns the daemon's answer, trimmed.
+    pub fn send(&self, command: &str) -> Result<String, MpsError> {
+        let failed = |problem: String| MpsError::Command {
+            command: command.to_owned(),
+            pipe_dir: self.pipe_dir.clone(),
+            problem,
+        };
+        let mut child = Command::new(&self.program)
+            .env("CUDA_MPS_PIPE_DIRECTORY", &self.pipe_dir)
+            .env("CUDA_MPS_LOG_DIRECTORY", &self.log_dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| failed(format!("cannot run {}: {e}", self.program.display())))?;
+        if let Some(mut stdin) = child.stdin.take() {
+            stdin
+                .write_all(format!("{command}\n").as_bytes())
+                .map_err(|e| failed(format!("cannot write the command: {e}")))?;
+        }
+        let pid = child.id();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait_with_output());
+        });
+        let output = match rx.recv_timeout(COMMAND_BOUND) {
+            Ok(result) => result.map_err(|e| failed(format!("cannot read the answer: {e}")))?,
+            Err(_) => {
+                if let Ok(pid) = i32::try_from(pid) {
+                    let _ = nix::sys::signal::kill(
+                        nix::unistd::Pid::from_raw(pid),
+                        nix::sys::signal::Signal::SIGKILL,
+                    );
+                }
+                return Err(failed(format!(
+                    "no answer within {}s; the daemon hangs",
+                    COMMAND_BOUND.as_secs()
+                )));
+            }
+        };
+        let stdout = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+        if output.status.success() {
+            Ok(stdout)
+        } else {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            Err(failed(format!(
+                "{} ({stdout} {})",
+                output.status,
+                stderr.trim()
+            )))
+        }
+    }
+
+    /// Waits until the control socket exists in the pipe dir; `alive` is
+    /// asked on every wake-up so a daemon that died is reported at once.
+    pub fn wait_for_socket(
+        &self,
+        bound: Duration,
+        alive: &dyn Fn() -> bool,
+    ) -> Result<(), MpsError> {
+        let socket = self.pipe_dir.join(CONTROL_SOCKET);
+        let done = wait_on_dir(&self.pipe_dir, bound, &|| {
+            if socket.exists() {
+                Ok(true)
+            } else if alive() {
+                Ok(false)
+            } else {
+                Err(MpsError::DiedDuringStart {
+                    pipe_dir: self.pipe_dir.clone(),
+                })
+            }
+        })?;
+        if done {
+            Ok(())
+        } else {
+            Err(MpsError::NotReady {
+                pipe_dir: self.pipe_dir.clone(),
+                seconds: bound.as_secs(),
+            })
+        }
+    }
+}
+
+/// Calls `done` each time something changes in `dir` (inotify), and at the
+/// latest every half second, until it says true (`Ok(true)`) or `bound`
+/// passes (`Ok(false)`). Not a sleep: the usual wake-up is the event.
+pub fn wait_on_dir(
+    dir: &Path,
+    bound: Duration,
+    done: &dyn Fn() -> Result<bool, MpsError>,
+) -> Result<bool, MpsError> {
+    let io = |e: nix::Error| MpsError::Io {
+        action: "watch",
+        path: dir.to_path_buf(),
+        source: std::io::Error::from(e),
+    };
+    let inotify = Inotify::init(InitFlags::IN_CLOEXEC | InitFlags::IN_NONBLOCK).map_err(io)?;
+    let flags = AddWatchFlags::IN_CREATE
+        | AddWatchFlags::IN_MOVED_TO
+        | AddWatchFlags::IN_DELETE
+        | AddWatchFlags::IN_CLOSE_WRITE;
+    inotify.add_watch(dir, flags).map_err(io)?;
+    let deadline = Instant::now() + bound;
+    loop {
+        if done()? {
+            return Ok(true);
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Ok(false);
+        }
+        wait_readable(&inotify, left.min(Duration::from_millis(500))).map_err(io)?;
+        let _ = inotify.read_events();
+    }
+}
+/// Blocks until the inotify fd has events or `bound` passes.
+fn wait_readable(inotify: &Inotify, bound: Duration) -> Result<(), nix::Error> {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::AsFd;
+    let millis = u16::try_from(bound.as_millis()).unwrap_or(u16::MAX);
+    let mut fds = [PollFd::new(inotify.as_fd(), PollFlags::POLLIN)];
+    match poll(&mut fds, PollTimeout::from(millis)) {
+        Ok(_) | Err(nix::Error::EINTR) => Ok(()),
+        Err(e) => Err(e),
+    }
+}

@@ -1,0 +1,413 @@
+//! [`MpsManager`]: one control daemon per [`MpsKey`], shared by the claims
+//! that ask for the same devices and limits, reference counted by claim uid.
+//! Blocking: the engine calls it from blocking threads. A lock per key, so
+//! starting one daemon never waits for another.
+//!
+//! Compute mode is the engine's job, not this module's: it must set the
+//! key's whole GPUs to EXCLUSIVE_PROCESS before the first `acquire` of a key,
+//! and back to DEFAULT after the `release` that returns
+//! [`Released::Stopped`]. MIG devices keep their compute mode.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use gpuslice_cdi::ContainerEdits;
+
+use super::MpsError;
+use super::control::ControlClient;
+use super::key::MpsKey;
+use super::layout::DaemonLayout;
+use super::limits::{MpsLimits, client_memory_env};
+use super::mount::ShmMounter;
+use super::supervisor::{DaemonSpec, DaemonStatus, RestartHook, Supervised, Supervisor};
+
+/// What the manager needs from the config.
+#[derive(Debug, Clone)]
+pub struct MpsSettings {
+    /// `nvidia-cuda-mps-control`, a host path (driver root applied).
+    pub control_program: PathBuf,
+    /// `<run_dir>/mps`: one folder per daemon.
+    pub mps_dir: PathBuf,
+    /// Upper bound for a daemon to answer after start.
+    pub ready_bound: Duration,
+}
+
+/// A running daemon, as a claim sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MpsDaemon {
+    /// The devices it covers.
+    pub key: MpsKey,
+    /// Its folders.
+    pub layout: DaemonLayout,
+    /// Its state now.
+    pub status: DaemonStatus,
+    /// The claims on it.
+    pub claims: Vec<String>,
+}
+
+impl MpsDaemon {
+    /// `CUDA_MPS_PIPE_DIRECTORY`.
+    pub fn pipe_dir(&self) -> PathBuf {
+        self.layout.pipe_dir()
+    }
+
+    /// `CUDA_MPS_LOG_DIRECTORY` of the daemon (not given to clients).
+    pub fn log_dir(&self) -> PathBuf {
+        self.layout.log_dir()
+    }
+
+    /// The shm tmpfs, bound at /dev/shm in clients.
+    pub fn shm_dir(&self) -> PathBuf {
+        self.layout.shm_dir()
+    }
+
+    /// CDI edits for a claim's containers; `memory_share` (device UUID →
+    /// bytes) is the claim's own pinned memory limit, when it asked for one.
+    pub fn cdi_edits(&self, memory_share: &BTreeMap<String, u64>) -> ContainerEdits {
+        self.layout.cdi_edits(client_memory_env(memory_share))
+    }
+}
+
+/// What a release did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Released {
+    /// The claim was not on this daemon (already released): nothing done.
+    NotHeld,
+    /// Other claims still use the daemon; it keeps running.
+    StillUsed(usize),
+    /// The last claim left: the daemon was stopped and its folder removed.
+    /// The engine now resets the compute mode of the key's whole GPUs.
+    Stopped,
+}
+
+#[derive(Debug)]
+struct Running {
+    limits: MpsLimits,
+    claims: BTreeSet<String>,
+    layout: DaemonLayout,
+    daemon: Arc<dyn Supervised>,
+}
+
+type Slot = Arc<Mutex<Option<Running>>>;
+
+/// All control daemons of the node.
+#[derive(Debug)]
+pub struct MpsManager {
+    settings: MpsSettings,
+    supervisor: Arc<dyn Supervisor>,
+    mounter: Arc<dyn ShmMounter>,
+    slots: Mutex<HashMap<MpsKey, Slot>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl MpsManager {
+    /// A manager with no daemons yet (call [`Self::cleanup_stale`] next).
+    pub fn new(
+        settings: MpsSettings,
+        supervisor: Arc<dyn Supervisor>,
+        mounter: Arc<dyn ShmMounter>,
+    ) -> Self {
+        Self {
+            settings,
+            supervisor,
+            mounter,
+            slots: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The supervisor's name ("child" or "systemd").
+    pub fn supervisor_name(&self) -> &'static str {
+        self.supervisor.name()
+    }
+
+    /// Puts `claim_uid` on the daemon of `key`, starting it (or taking over
+    /// one a previous gpusliced left) with `limits` when none runs. Returns
+    /// only once the daemon answers with its limits applied. Idempotent for
+    /// a claim already on it. Refused: other limits than the running
+    /// daemon's, or a key that shares devices with another daemon's.
+    pub fn acquire(
+        &self,
+        claim_uid: &str,
+        key: &MpsKey,
+        limits: &MpsLimits,
+    ) -> Result<MpsDaemon, MpsError> {
+        let slot = self.slot(key)?;
+        let mut guard = lock(&slot);
+        if let Some(running) = guard.as_mut() {
+            if running.limits != *limits {
+                return Err(MpsError::LimitsConflict {
+                    key: key.clone(),
+                    asked: limits.clone(),
+                    running: running.limits.clone(),
+                    claims: running.claims.iter().cloned().collect(),
+                });
+            }
+            running.claims.insert(claim_uid.to_owned());
+            return Ok(view(key, running));
+        }
+        let running = self.start(key, limits)?;
+        let mut running = running;
+        running.claims.insert(claim_uid.to_owned());
+        let out = view(key, &running);
+        *guard = Some(running);
+        Ok(out)
+    }
+
+    /// Takes `claim_uid` off the daemon of `key`; stops it after the last.
+    pub fn release(&self, claim_uid: &str, key: &MpsKey) -> Result<Released, MpsError> {
+        let Some(slot) = lock(&self.slots).get(key).cloned() else {
+            return Ok(Released::NotHeld);
+        };
+        let mut guard = lock(&slot);
+        let Some(running) = guard.as_mut() else {
+            return Ok(Released::NotHeld);
+        };
+        if !running.claims.remove(claim_uid) {
+            return Ok(Released::NotHeld);
+        }
+        if !running.claims.is_empty() {
+            return Ok(Released::StillUsed(running.claims.len()));
+        }
+        if let Some(running) = guard.take() {
+            self.stop(key, &running.layout, running.daemon.as_ref())?;
+        }
+        lock(&self.slots).remove(key);
+        Ok(Released::Stopped)
+    }
+
+    /// Every daemon with its claims and state, by key.
+    pub fn daemons(&self) -> Vec<MpsDaemon> {
+        let slots: Vec<(MpsKey, Slot)> = lock(&self.slots)
+            .iter()
+            .map(|(k, s)| (k.clone(), Arc::clone(s)))
+            .collect();
+        let mut out: Vec<MpsDaemon> = slots
+            .iter()
+            .filter_map(|(key, slot)| lock(slot).as_ref().map(|r| view(key, r)))
+            .collect();
+        out.sort_by(|a, b| a.key.cmp(&b.key));
+        out
+    }
+
+    /// Waits until the daemon of `key` has been restarted `count` times and
+    /// is back (or failed), at most `bound`. `None`: no such daemon.
+    pub fn wait_for_restarts(
+        &self,
+        key: &MpsKey,
+        count: u32,
+        bound: Duration,
+    ) -> Option<DaemonStatus> {
+        let slot = lock(&self.slots).get(key).cloned()?;
+        let daemon = lock(&slot).as_ref().map(|r| Arc::clone(&r.daemon))?;
+        Some(daemon.wait_for_restarts(count, bound))
+    }
+
+    /// At start-up, before any acquire: stops every daemon, unit, mount and
+    /// folder not of `live` keys (the keys of claims still prepared). The
+    /// live ones keep running and are taken over by their next `acquire`.
+    pub fn cleanup_stale(&self, live: &[MpsKey]) -> Result<Vec<String>, MpsError> {
+        let live: BTreeSet<String> = live.iter().map(MpsKey::hash).collect();
+        let mut stale = BTreeSet::new();
+        match std::fs::read_dir(&self.settings.mps_dir) {
+            Ok(entries) => {
+                for entry in entries.flatten() {
+                    stale.insert(entry.file_name().to_string_lossy().into_owned());
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => {
+                return Err(MpsError::Io {
+                    action: "list",
+                    path: self.settings.mps_dir.clone(),
+                    source,
+                });
+            }
+        }
+        stale.extend(self.supervisor.running_hashes()?);
+        stale.retain(|hash| !live.contains(hash));
+        for hash in &stale {
+            let layout = DaemonLayout::at(self.settings.mps_dir.join(hash));
+            tracing::info!(daemon = %hash, "stopping an MPS control daemon left from a claim that is gone");
+            let _ = self.control(&layout).send("quit");
+            self.supervisor.stop_stale(hash, &layout)?;
+            self.remove(&layout)?;
+        }
+        Ok(stale.into_iter().collect())
+    }
+
+    fn slot(&self, key: &MpsKey) -> Result<Slot, MpsError> {
+        let mut slots = lock(&self.slots);
+        if let Some(other) = slots.keys().find(|k| k.overlaps(key)) {
+            let claims = slots
+                .get(other)
+                .and_then(|s| lock(s).as_ref().map(|r| r.claims.iter().cloned().collect()))
+                .unwrap_or_default();
+            return Err(MpsError::Overlap {
+                key: key.clone(),
+                other: other.clone(),
+                claims,
+            });
+        }
+        Ok(Arc::clone(slots.entry(key.clone()).or_default()))
+    }
+
+    fn control(&self, layout: &DaemonLayout) -> ControlClient {
+        ControlClient::new(
+            &self.settings.control_program,
+            &layout.pipe_dir(),
+            &layout.log_dir(),
+        )
+    }
+
+    fn spec(&self, key: &MpsKey, limits: &MpsLimits) -> DaemonSpec {
+        let layout = DaemonLayout::new(&self.settings.mps_dir, key);
+        let mut env = vec![
+            ("CUDA_VISIBLE_DEVICES".to_owned(), key.visible_devices()),
+            (
+                "CUDA_MPS_PIPE_DIRECTORY".to_owned(),
+                path_text(&layout.pipe_dir()),
+            ),
+            (
+                "CUDA_MPS_LOG_DIRECTORY".to_owned(),
+                path_text(&layout.log_dir()),
+            ),
+        ];
+        env.extend(limits.daemon_env());
+        DaemonSpec {
+            key: key.clone(),
+            layout,
+            program: self.settings.control_program.clone(),
+            env,
+            bind_shm: self.mounter.bind_in_daemon(),
+        }
+    }
+
+    /// Folders, shm, process, readiness, limits; undone on failure.
+    fn start(&self, key: &MpsKey, limits: &MpsLimits) -> Result<Running, MpsError> {
+        let spec = self.spec(key, limits);
+        let layout = spec.layout.clone();
+        let control = self.control(&layout);
+        let bound = self.settings.ready_bound;
+        if let Some(daemon) = self.supervisor.adopt(&spec)? {
+            let alive = || daemon.is_alive();
+            if bring_up(&control, limits, bound, &alive).is_ok() {
+                tracing::info!(daemon = %key, "took over a running MPS control daemon");
+                return Ok(running(limits, layout, daemon));
+            }
+            daemon.stop(&|| {
+                let _ = control.send("quit");
+            })?;
+        }
+        layout.create(key).map_err(|source| MpsError::Io {
+            action: "create",
+            path: layout.root().to_path_buf(),
+            source,
+        })?;
+        let result = self.mounter.mount(&layout.shm_dir()).and_then(|()| {
+            let hook_control = control.clone();
+            let hook_limits = limits.clone();
+            let hook: RestartHook = Arc::new(move |alive: &dyn Fn() -> bool| {
+                bring_up(&hook_control, &hook_limits, bound, alive)
+            });
+            let daemon = self.supervisor.start(&spec, hook)?;
+            let alive = || daemon.is_alive();
+            match bring_up(&control, limits, bound, &alive) {
+                Ok(()) => Ok(daemon),
+                Err(err) => {
+                    let _ = daemon.stop(&|| {
+                        let _ = control.send("quit");
+                    });
+                    Err(err)
+                }
+            }
+        });
+        match result {
+            Ok(daemon) => {
+                tracing::info!(daemon = %key, supervisor = self.supervisor.name(), "MPS control daemon ready");
+                Ok(running(limits, layout, daemon))
+            }
+            Err(err) => {
+                let _ = self.remove(&layout);
+                Err(err)
+            }
+        }
+    }
+
+    fn stop(
+        &self,
+        key: &MpsKey,
+        layout: &DaemonLayout,
+        daemon: &dyn Supervised,
+    ) -> Result<(), MpsError> {
+        let control = self.control(layout);
+        daemon.stop(&|| {
+            if let Err(err) = control.send("quit") {
+                tracing::warn!(daemon = %key, error = %err, "quit was not answered; stopping the process");
+            }
+        })?;
+        self.supervisor.stop_stale(&key.hash(), layout)?;
+        self.remove(layout)
+    }
+
+    fn remove(&self, layout: &DaemonLayout) -> Result<(), MpsError> {
+        self.mounter.unmount(&layout.shm_dir())?;
+        layout.remove().map_err(|source| MpsError::Io {
+            action: "remove",
+            path: layout.root().to_path_buf(),
+            source,
+        })
+    }
+}
+
+fn running(limits: &MpsLimits, layout: DaemonLayout, daemon: Arc<dyn Supervised>) -> Running {
+    Running {
+        limits: limits.clone(),
+        claims: BTreeSet::new(),
+        layout,
+        daemon,
+    }
+}
+
+fn view(key: &MpsKey, running: &Running) -> MpsDaemon {
+    MpsDaemon {
+        key: key.clone(),
+        layout: running.layout.clone(),
+        status: running.daemon.status(),
+        claims: running.claims.iter().cloned().collect(),
+    }
+}
+
+fn path_text(path: &Path) -> String {
+    path.display().to_string()
+}
+
+/// Readiness through the control program: the socket exists, the daemon
+/// answers `get_server_list`, the limits are set and read back as asked.
+pub fn bring_up(
+    control: &ControlClient,
+    limits: &MpsLimits,
+    bound: Duration,
+    alive: &dyn Fn() -> bool,
+) -> Result<(), MpsError> {
+    control.wait_for_socket(bound, alive)?;
+    control.send("get_server_list")?;
+    for command in limits.commands() {
+        control.send(&command)?;
+    }
+    for (command, expected) in limits.checks() {
+        let answer = control.send(&command)?;
+        if !expected.matches(&answer) {
+            return Err(MpsError::LimitNotApplied {
+                command,
+                answer,
+                expected: format!("{expected:?}"),
+            });
+        }
+    }
+    Ok(())
+}

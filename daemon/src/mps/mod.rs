@@ -1,0 +1,138 @@
+//! MPS control daemons: one per set of GPU or MIG UUIDs ([`MpsKey`]), with its
+//! own pipe, log and shm folders under `<run_dir>/mps/<key hash>/`, started
+//! with `CUDA_VISIBLE_DEVICES=<uuids>`, its limits applied and read back
+//! through the control program before it is reported ready, supervised as a
+//! child process or a transient systemd unit, and stopped with `quit`.
+//!
+//! Reading order: [`key`] and [`limits`] (pure), [`layout`] (folders and CDI
+//! edits), [`control`] (the stdin command protocol), [`supervisor`] and its
+//! two implementations [`child`] and [`systemd`], [`mount`] (the shm tmpfs),
+//! [`manager`] (reference counting, start, stop, start-up cleanup).
+//!
+//! This module never touches the GPU backend: compute mode is the engine's
+//! (see [`manager`]).
+
+pub mod child;
+pub mod control;
+pub mod key;
+pub mod layout;
+pub mod limits;
+pub mod manager;
+pub mod mount;
+pub mod supervisor;
+pub mod systemd;
+
+use std::path::PathBuf;
+
+pub use child::ChildSupervisor;
+pub use key::MpsKey;
+pub use layout::DaemonLayout;
+pub use limits::{MpsLimits, client_memory_env};
+pub use manager::{MpsDaemon, MpsManager, MpsSettings, Released};
+pub use mount::{NoShmMount, ShmMounter, TmpfsMounter};
+pub use supervisor::{DaemonState, DaemonStatus, Supervisor};
+pub use systemd::SystemdSupervisor;
+
+/// An MPS operation that did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum MpsError {
+    /// A file or process operation failed.
+    #[error("cannot {action} {path}: {source}")]
+    Io {
+        /// What was tried.
+        action: &'static str,
+        /// On what.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The control program refused or failed a command.
+    #[error("MPS control command {command:?} (pipe dir {pipe_dir}) failed: {problem}")]
+    Command {
+        /// The command.
+        command: String,
+        /// The daemon's pipe dir.
+        pipe_dir: PathBuf,
+        /// What happened.
+        problem: String,
+    },
+    /// The daemon exited before it answered.
+    #[error(
+        "the MPS control daemon of {pipe_dir} exited during start-up; see control.log in its \
+         log dir and check the control_program path and the GPUs' compute mode"
+    )]
+    DiedDuringStart {
+        /// The daemon's pipe dir.
+        pipe_dir: PathBuf,
+    },
+    /// The daemon did not create its socket in time.
+    #[error("the MPS control daemon of {pipe_dir} did not answer within {seconds}s; retry")]
+    NotReady {
+        /// The daemon's pipe dir.
+        pipe_dir: PathBuf,
+        /// The bound.
+        seconds: u64,
+    },
+    /// A limit did not read back as set.
+    #[error("MPS limit not applied: {command:?} answered {answer:?}, expected {expected}")]
+    LimitNotApplied {
+        /// The read-back command.
+        command: String,
+        /// Its answer.
+        answer: String,
+        /// What was set.
+        expected: String,
+    },
+    /// A second claim on a daemon asked for other limits.
+    #[error(
+        "the MPS daemon of {key} runs with {running:?} for claims [{}]; this claim asks for \
+         {asked:?}; use the same mpsConfig limits, or other devices",
+        claims.join(", ")
+    )]
+    LimitsConflict {
+        /// The daemon.
+        key: MpsKey,
+        /// The limits asked.
+        asked: MpsLimits,
+        /// The limits in force.
+        running: MpsLimits,
+        /// The claims on it.
+        claims: Vec<String>,
+    },
+    /// Devices shared with another daemon's set (one server per device).
+    #[error(
+        "devices {key} overlap the MPS daemon of {other} (claims [{}]); one device can be in \
+         only one MPS daemon: allocate the same set of devices, or disjoint ones",
+        claims.join(", ")
+    )]
+    Overlap {
+        /// The key asked.
+        key: MpsKey,
+        /// The running daemon's key.
+        other: MpsKey,
+        /// Its claims.
+        claims: Vec<String>,
+    },
+    /// The system bus or systemd refused a call.
+    #[error("systemd over D-Bus: {action} {unit}: {problem}")]
+    Systemd {
+        /// What was tried.
+        action: &'static str,
+        /// The unit.
+        unit: String,
+        /// zbus's message.
+        problem: String,
+    },
+}
+
+/// Whether gpusliced runs as a systemd service with a reachable system bus:
+/// then daemons become transient units. `INVOCATION_ID` or `NOTIFY_SOCKET`
+/// must be set; the bus is then tried.
+pub fn under_systemd() -> bool {
+    let has = |name| std::env::var_os(name).is_some_and(|v| !v.is_empty());
+    (has("INVOCATION_ID") || has("NOTIFY_SOCKET")) && SystemdSupervisor::connect().is_ok()
+}
+
+#[cfg(test)]
+mod tests;

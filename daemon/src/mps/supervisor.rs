@@ -1,0 +1,112 @@
+//! How a control daemon's process is kept running: the [`Supervisor`] trait,
+//! the [`DaemonSpec`] it starts from, and the status it reports. Two
+//! implementations: [`super::child::ChildSupervisor`] (a child process,
+//! restarted by a watcher thread) and [`super::systemd::SystemdSupervisor`]
+//! (a transient systemd unit over D-Bus). The daemon always runs in the
+//! foreground (`-f`) so its supervisor sees it exit.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::MpsError;
+use super::key::MpsKey;
+use super::layout::DaemonLayout;
+
+/// Everything needed to start one control daemon.
+#[derive(Debug, Clone)]
+pub struct DaemonSpec {
+    /// The devices it covers.
+    pub key: MpsKey,
+    /// Its folders.
+    pub layout: DaemonLayout,
+    /// `nvidia-cuda-mps-control`, a host path.
+    pub program: PathBuf,
+    /// Environment of the daemon (CUDA_VISIBLE_DEVICES, pipe and log dirs, …).
+    pub env: Vec<(String, String)>,
+    /// Bind the layout's shm tmpfs at /dev/shm in the daemon's own mount
+    /// namespace, so server and clients share one /dev/shm.
+    pub bind_shm: bool,
+}
+
+impl DaemonSpec {
+    /// The unit name under systemd, also used in logs: `gpuslice-mps-<hash>.service`.
+    pub fn unit_name(&self) -> String {
+        unit_name(&self.key.hash())
+    }
+}
+
+/// `gpuslice-mps-<hash>.service`.
+pub fn unit_name(hash: &str) -> String {
+    format!("gpuslice-mps-{hash}.service")
+}
+
+/// Run after the supervisor restarts a daemon that died: waits for it and
+/// re-applies its limits (they are lost with the process). Its argument says
+/// whether the new process still runs; its result becomes the daemon's health.
+pub type RestartHook = Arc<dyn Fn(&dyn Fn() -> bool) -> Result<(), MpsError> + Send + Sync>;
+
+/// The state of a supervised daemon.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DaemonState {
+    /// Running, limits applied.
+    Running,
+    /// Died and being restarted, or restarted without its limits yet.
+    Restarting,
+    /// Died and could not be restarted.
+    Failed,
+    /// Stopped on purpose.
+    Stopped,
+}
+
+/// What `gpuslicectl` shows of one daemon.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DaemonStatus {
+    /// The process id of the control daemon, when known.
+    pub pid: Option<u32>,
+    /// The systemd unit, under systemd.
+    pub unit: Option<String>,
+    /// The state.
+    pub state: DaemonState,
+    /// How often it was restarted since this gpusliced started it.
+    pub restarts: u32,
+}
+
+/// One daemon under supervision.
+pub trait Supervised: Send + Sync + std::fmt::Debug {
+    /// Whether the process runs now (used while waiting for it to start).
+    fn is_alive(&self) -> bool;
+    /// State, pid, unit, restarts.
+    fn status(&self) -> DaemonStatus;
+    /// Ends supervision, runs `quit` (which asks the daemon to exit through
+    /// the control program) and waits for the process to exit; kills it when
+    /// it does not exit within a bound.
+    fn stop(&self, quit: &dyn Fn()) -> Result<(), MpsError>;
+    /// Waits until the daemon has been restarted `count` times in all and is
+    /// back (or failed), at most `bound`; supervisors that cannot wait on
+    /// that answer the status now.
+    fn wait_for_restarts(&self, _count: u32, _bound: std::time::Duration) -> DaemonStatus {
+        self.status()
+    }
+}
+
+/// Starts daemons and finds ones a previous gpusliced left.
+pub trait Supervisor: Send + Sync + std::fmt::Debug {
+    /// "child" or "systemd", for logs and status.
+    fn name(&self) -> &'static str;
+    /// Starts the daemon of `spec`; `on_restart` runs after each restart.
+    fn start(
+        &self,
+        spec: &DaemonSpec,
+        on_restart: RestartHook,
+    ) -> Result<Arc<dyn Supervised>, MpsError>;
+    /// Takes over a daemon a previous gpusliced started for `spec`, when it
+    /// still runs; `None` when there is none.
+    fn adopt(&self, spec: &DaemonSpec) -> Result<Option<Arc<dyn Supervised>>, MpsError>;
+    /// Stops whatever this supervisor still runs for the daemon `hash` (a
+    /// unit, a process) without asking the daemon; used at start-up cleanup
+    /// after `quit` failed or for units whose folder is gone.
+    fn stop_stale(&self, hash: &str, layout: &DaemonLayout) -> Result<(), MpsError>;
+    /// Hashes of daemons this supervisor knows to be running outside any
+    /// folder (systemd units); the child supervisor knows none.
+    fn running_hashes(&self) -> Result<Vec<String>, MpsError>;
+}

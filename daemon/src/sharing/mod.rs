@@ -1,0 +1,252 @@
+//! Opaque sharing configs: parsing, precedence and per-device checks. Pure: no
+//! I/O, no clock, no environment.
+//!
+//! Users write the configs NVIDIA's DRA driver reads (`resource.nvidia.com/v1beta1`,
+//! kinds `GpuConfig` and `MigDeviceConfig`, `sharing.strategy` TimeSlicing or
+//! MPS) plus our one extension under `gpuslice.dev/v1alpha1`:
+//!
+//! ```yaml
+//! apiVersion: gpuslice.dev/v1alpha1
+//! kind: MpsMemoryConfig
+//! memory: 20Gi          # this claim's share of a whole GPU's memory, under MPS
+//! ```
+//!
+//! The flow is two steps:
+//! 1. [`parse_configs`] reads every entry (all of them are checked, not only
+//!    the winners) and picks, per request, the NVIDIA config and the
+//!    gpuslice config that win: claim configs over class configs, later
+//!    entries over earlier ones. The two kinds combine (an `MpsMemoryConfig`
+//!    alone implies MPS); two configs of one kind do not merge field by field,
+//!    the winner replaces the loser, as in NVIDIA's driver.
+//! 2. [`validate_for_device`] checks the winner against the request's actual
+//!    devices (kind, memory, per-device keys) and gives a [`ResolvedSharing`]
+//!    the engine can act on.
+//!
+//! The MPS memory limits (NVIDIA's and ours) bind each client *process*, not
+//! the claim: a claim that runs N processes can pin N times the limit.
+
+mod error;
+mod model;
+mod parse;
+mod quantity;
+mod resolve;
+
+use std::collections::BTreeMap;
+
+pub use error::SharingError;
+pub use model::{GPUSLICE_API_VERSION, NVIDIA_API_VERSION};
+pub use parse::{MAX_CONFIG_BYTES, ParsedEntry, parse_entry};
+pub use quantity::parse_bytes;
+pub use resolve::{DeviceFacts, ResolvedSharing, validate_for_device};
+
+/// The smallest pinned memory limit MPS takes (it counts in whole MiB).
+pub const MIN_PINNED_LIMIT_BYTES: u64 = 1024 * 1024;
+
+/// Where an opaque config came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ConfigSource {
+    /// The DeviceClass: lower precedence.
+    Class,
+    /// The ResourceClaim: higher precedence.
+    Claim,
+}
+
+/// One opaque config entry for this driver, as the claim's allocation lists it.
+#[derive(Debug, Clone, Copy)]
+pub struct ConfigEntry<'a> {
+    /// Class or claim.
+    pub source: ConfigSource,
+    /// Requests it applies to; empty means all.
+    pub requests: &'a [String],
+    /// The raw `opaque.parameters` JSON object.
+    pub parameters_json: &'a str,
+}
+
+/// Which NVIDIA config kind a setting came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigKind {
+    /// `GpuConfig`: whole GPUs.
+    Gpu,
+    /// `MigDeviceConfig`: MIG devices.
+    Mig,
+}
+
+impl ConfigKind {
+    /// The kind's name as users write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Gpu => "GpuConfig",
+            Self::Mig => "MigDeviceConfig",
+        }
+    }
+}
+
+/// The compute time-slice of a GPU, as `nvidia-smi compute-policy` levels it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum TimeSliceInterval {
+    /// The driver's default (level 0).
+    Default,
+    /// Level 1.
+    Short,
+    /// Level 2.
+    Medium,
+    /// Level 3.
+    Long,
+}
+
+impl TimeSliceInterval {
+    /// The value of `nvidia-smi compute-policy --set-timeslice=N`.
+    pub fn level(self) -> u8 {
+        match self {
+            Self::Default => 0,
+            Self::Short => 1,
+            Self::Medium => 2,
+            Self::Long => 3,
+        }
+    }
+
+    /// The name as users write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Default => "Default",
+            Self::Short => "Short",
+            Self::Medium => "Medium",
+            Self::Long => "Long",
+        }
+    }
+
+    /// "Default", "Short", "Medium" or "Long" (exact case, as NVIDIA's API).
+    pub fn parse(text: &str) -> Option<Self> {
+        [Self::Default, Self::Short, Self::Medium, Self::Long]
+            .into_iter()
+            .find(|i| i.name() == text)
+    }
+}
+
+/// MPS settings of a request, before they are checked against its devices.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MpsSettings {
+    /// `defaultActiveThreadPercentage`, 1..100.
+    pub default_active_thread_percentage: Option<u8>,
+    /// `defaultPinnedDeviceMemoryLimit` in bytes, ≥ 1 MiB.
+    pub default_pinned_device_memory_limit: Option<u64>,
+    /// `defaultPerDevicePinnedMemoryLimit`: key (device index in the request,
+    /// or UUID) → bytes; overrides the default for that device.
+    pub per_device_pinned_memory_limit: BTreeMap<String, u64>,
+    /// Our `MpsMemoryConfig.memory`: the claim's share of a whole GPU, bytes.
+    pub memory_share: Option<u64>,
+}
+
+/// How a request's devices are shared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SharingPolicy {
+    /// No sharing config: the devices are the claim's alone.
+    Exclusive,
+    /// Compute time-slicing of the whole GPU.
+    TimeSlicing {
+        /// The time-slice level.
+        interval: TimeSliceInterval,
+    },
+    /// An MPS control daemon over the request's devices.
+    Mps(MpsSettings),
+}
+
+/// The winning settings of one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestSharing {
+    /// The winning NVIDIA config's kind and its position in the configs, when
+    /// one applies (none: only defaults, or only an `MpsMemoryConfig`).
+    pub nvidia: Option<(ConfigKind, usize)>,
+    /// Position of the winning `MpsMemoryConfig`, when one applies.
+    pub memory_config: Option<usize>,
+    /// The combined policy.
+    pub policy: SharingPolicy,
+}
+
+/// Parses every entry and gives each of `requests` its winning policy.
+/// `entries` are in the order the claim lists them; class entries rank below
+/// claim entries whatever their position.
+pub fn parse_configs(
+    entries: &[ConfigEntry<'_>],
+    requests: &[&str],
+) -> Result<BTreeMap<String, RequestSharing>, SharingError> {
+    let parsed = entries
+        .iter()
+        .enumerate()
+        .map(|(index, e)| parse_entry(index, e.parameters_json).map(|p| (index, e, p)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut ranked: Vec<_> = parsed.iter().collect();
+    ranked.sort_by_key(|(index, entry, _)| (entry.source, *index));
+    let mut out = BTreeMap::new();
+    for request in requests {
+        let applies = |entry: &ConfigEntry<'_>| {
+            entry.requests.is_empty() || entry.requests.iter().any(|r| r == request)
+        };
+        let nvidia = ranked.iter().rev().find_map(|(index, entry, p)| match p {
+            ParsedEntry::Nvidia { kind, policy } if applies(entry) => Some((*kind, *index, policy)),
+            _ => None,
+        });
+        let memory = ranked.iter().rev().find_map(|(index, entry, p)| match p {
+            ParsedEntry::MemoryShare(bytes) if applies(entry) => Some((*index, *bytes)),
+            _ => None,
+        });
+        let policy = combine(nvidia.map(|(_, i, p)| (i, p)), memory)?;
+        out.insert(
+            (*request).to_owned(),
+            RequestSharing {
+                nvidia: nvidia.map(|(kind, index, _)| (kind, index)),
+                memory_config: memory.map(|(index, _)| index),
+                policy,
+            },
+        );
+    }
+    Ok(out)
+}
+
+/// Adds a memory share to the NVIDIA policy: it implies MPS, and cannot sit
+/// beside time-slicing or NVIDIA's own pinned limits.
+fn combine(
+    nvidia: Option<(usize, &SharingPolicy)>,
+    memory: Option<(usize, u64)>,
+) -> Result<SharingPolicy, SharingError> {
+    let base = nvidia.map_or(SharingPolicy::Exclusive, |(_, p)| p.clone());
+    let Some((memory_index, bytes)) = memory else {
+        return Ok(base);
+    };
+    let field = format!("configs[{memory_index}].memory");
+    match base {
+        SharingPolicy::Exclusive => Ok(SharingPolicy::Mps(MpsSettings {
+            memory_share: Some(bytes),
+            ..MpsSettings::default()
+        })),
+        SharingPolicy::TimeSlicing { .. } => Err(SharingError::Conflict {
+            field,
+            problem: format!(
+                "a memory share needs strategy MPS, but configs[{}] asks for TimeSlicing; \
+                 use MPS or drop the MpsMemoryConfig",
+                nvidia.map_or(0, |(i, _)| i)
+            ),
+        }),
+        SharingPolicy::Mps(settings) => {
+            if settings.default_pinned_device_memory_limit.is_some()
+                || !settings.per_device_pinned_memory_limit.is_empty()
+            {
+                return Err(SharingError::Conflict {
+                    field,
+                    problem: format!(
+                        "configs[{}].sharing.mpsConfig already sets pinned memory limits; \
+                         set the memory either there or in the MpsMemoryConfig, not both",
+                        nvidia.map_or(0, |(i, _)| i)
+                    ),
+                });
+            }
+            Ok(SharingPolicy::Mps(MpsSettings {
+                memory_share: Some(bytes),
+                ..settings
+            }))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
