@@ -16,13 +16,13 @@
 //! lower bound (symmetric difference) and against teardown-and-rebuild.
 //! What it must not do: measure time (no figure here depends on the clock).
 
-use std::collections::{HashMap, HashSet};
+mod changes;
+mod optimum;
 
 use gpuslice::gpu::sim::{GiProfile, SimModel};
 use gpuslice::gpu::{MigProfile, Placement};
 use gpuslice::mig::{
-    ForeignPolicy, MigGeometry, MigLayout, Occupant, Ownership, TargetInstance, choose_gpu, diff,
-    first_fit, legal_placements, plan_layout,
+    ForeignPolicy, MigGeometry, MigLayout, Occupant, Ownership, choose_gpu, first_fit, plan_layout,
 };
 
 const GPUS: usize = 8;
@@ -253,125 +253,6 @@ fn static_layout(g: &MigGeometry, s: &Scenario, requests: &[Request]) -> usize {
     accepted
 }
 
-/// A GPU's live instances as (profile id, start, depart), sorted.
-type GpuKey = Vec<(u32, u32, usize)>;
-
-/// Exhaustive offline search for the most requests any policy could accept.
-struct Optimum<'r> {
-    requests: &'r [Request],
-    best: usize,
-    nodes: u64,
-    finished: bool,
-    memo: HashMap<(usize, Vec<GpuKey>), usize>,
-}
-
-impl Optimum<'_> {
-    fn gpu_key(&self, layout: &MigLayout<'_>) -> GpuKey {
-        let mut key: GpuKey = layout
-            .occupants()
-            .iter()
-            .map(|o| {
-                let depart = usize::try_from(o.gi_id).map_or(0, |i| self.requests[i].depart);
-                (o.profile_id, o.placement.start, depart)
-            })
-            .collect();
-        key.sort_unstable();
-        key
-    }
-
-    /// An upper bound on how many of the requests from `next` on can still be
-    /// accepted: those for which some GPU has room at their arrival even if
-    /// every later choice rejected all others (only instances accepted so far
-    /// and still live then stand in the way).
-    fn still_possible(&self, next: usize, layouts: &[MigLayout<'_>]) -> usize {
-        let mut count = 0;
-        let mut at_time: Option<(usize, Vec<MigLayout<'_>>)> = None;
-        let mut verdicts: HashMap<&str, bool> = HashMap::new();
-        for request in &self.requests[next..] {
-            if at_time.as_ref().is_none_or(|(t, _)| *t != request.arrive) {
-                let mut then = layouts.to_vec();
-                expire(&mut then, self.requests, request.arrive);
-                at_time = Some((request.arrive, then));
-                verdicts.clear();
-            }
-            let Some((_, then)) = at_time.as_ref() else {
-                continue;
-            };
-            let fits = *verdicts.entry(request.profile).or_insert_with(|| {
-                then.iter()
-                    .any(|l| legal_placements(l, request.profile).is_ok_and(|p| !p.is_empty()))
-            });
-            count += usize::from(fits);
-        }
-        count
-    }
-
-    fn search(
-        &mut self,
-        g: &MigGeometry,
-        next: usize,
-        mut layouts: Vec<MigLayout<'_>>,
-        accepted: usize,
-    ) {
-        self.nodes += 1;
-        if self.nodes > NODE_BUDGET {
-            self.finished = false;
-            return;
-        }
-        if accepted + (self.requests.len() - next) <= self.best {
-            return;
-        }
-        let Some(request) = self.requests.get(next).copied() else {
-            self.best = accepted;
-            return;
-        };
-        expire(&mut layouts, self.requests, request.arrive);
-        if accepted + self.still_possible(next, &layouts) <= self.best {
-            return;
-        }
-        let keys: Vec<GpuKey> = layouts.iter().map(|l| self.gpu_key(l)).collect();
-        let mut canonical = keys.clone();
-        canonical.sort_unstable();
-        if self
-            .memo
-            .get(&(next, canonical.clone()))
-            .is_some_and(|&seen| seen >= accepted)
-        {
-            return;
-        }
-        self.memo.insert((next, canonical), accepted);
-        let mut tried = HashSet::new();
-        for gpu in 0..layouts.len() {
-            if !tried.insert(&keys[gpu]) {
-                continue; // same state as a GPU already tried: same outcomes
-            }
-            for placement in legal_placements(&layouts[gpu], request.profile).unwrap_or_default() {
-                let mut after = layouts.clone();
-                if after[gpu]
-                    .insert(occupant(g, next, request.profile, placement))
-                    .is_ok()
-                {
-                    self.search(g, next + 1, after, accepted + 1);
-                }
-            }
-        }
-        self.search(g, next + 1, layouts, accepted);
-    }
-}
-
-/// (optimum or best found, whether the search finished, nodes visited).
-fn optimum(g: &MigGeometry, requests: &[Request], known: usize) -> (usize, bool, u64) {
-    let mut search = Optimum {
-        requests,
-        best: known,
-        nodes: 0,
-        finished: true,
-        memo: HashMap::new(),
-    };
-    search.search(g, 0, vec![MigLayout::empty(g); GPUS], 0);
-    (search.best, search.finished, search.nodes)
-}
-
 fn ratio(part: usize, whole: usize) -> String {
     let (part, whole) = (
         u32::try_from(part).unwrap_or(0),
@@ -392,7 +273,7 @@ fn admission(s: &Scenario) {
     let fixed = static_layout(&g, s, &requests);
     let known = planner.max(first).max(fixed);
     let (best, label, nodes) = if s.optimum {
-        let (best, finished, nodes) = optimum(&g, &requests, known);
+        let (best, finished, nodes) = optimum::optimum(&g, &requests, known);
         (
             best,
             if finished {
@@ -417,126 +298,6 @@ fn admission(s: &Scenario) {
     );
 }
 
-/// Adds up to `attempts` random legal instances to `layout`.
-fn fill(
-    layout: &mut MigLayout<'_>,
-    rng: &mut Rng,
-    attempts: u64,
-    held_one_in: u64,
-    next_id: &mut u32,
-) {
-    let g = layout.geometry();
-    for _ in 0..rng.below(attempts + 1) {
-        let profile = &g.profiles()[rng.index(g.profiles().len())];
-        let legal = legal_placements(layout, &profile.name).unwrap_or_default();
-        if legal.is_empty() {
-            continue;
-        }
-        let held = held_one_in > 0 && rng.below(held_one_in) == 0;
-        *next_id += 1;
-        let occupant = Occupant {
-            gi_id: *next_id,
-            profile_id: profile.id,
-            placement: legal[rng.index(legal.len())],
-            ownership: if held {
-                Ownership::Held
-            } else {
-                Ownership::Ours
-            },
-        };
-        let _always_legal = layout.insert(occupant);
-    }
-}
-
-/// Sums over the pairs of one kind of geometry change.
-#[derive(Default)]
-struct Totals {
-    pairs: usize,
-    diff_ops: usize,
-    lower_bound: usize,
-    teardown_ops: usize,
-    at_bound: usize,
-    held_teardown_destroys: usize,
-}
-
-impl Totals {
-    fn print(&self, what: &str) {
-        println!(
-            "  {what:<34} pairs={} diff ops={} lower bound={} ({} of pairs at it) teardown+rebuild ops={} \
-             diff/bound={} diff/teardown={} held instances teardown would destroy={}",
-            self.pairs,
-            self.diff_ops,
-            self.lower_bound,
-            ratio(self.at_bound, self.pairs),
-            self.teardown_ops,
-            ratio(self.diff_ops, self.lower_bound),
-            ratio(self.diff_ops, self.teardown_ops),
-            self.held_teardown_destroys,
-        );
-    }
-
-    fn add(&mut self, current: &MigLayout<'_>, target: &[TargetInstance], ops: usize) {
-        let now: HashSet<TargetInstance> = current
-            .occupants()
-            .iter()
-            .map(TargetInstance::from)
-            .collect();
-        let want: HashSet<TargetInstance> = target.iter().copied().collect();
-        let bound = now.symmetric_difference(&want).count();
-        self.pairs += 1;
-        self.diff_ops += ops;
-        self.lower_bound += bound;
-        self.at_bound += usize::from(ops == bound);
-        self.teardown_ops += now.len() + want.len();
-        self.held_teardown_destroys += current
-            .occupants()
-            .iter()
-            .filter(|o| o.ownership == Ownership::Held)
-            .count();
-    }
-}
-
-fn geometry_changes(model: SimModel, pairs: usize) {
-    let g = geometry(model);
-    let mut rng = Rng(SEED ^ 0x9e0);
-    let (mut placed, mut mixes) = (Totals::default(), Totals::default());
-    let mut next_id = 0;
-    for _ in 0..pairs {
-        let mut current = MigLayout::empty(&g);
-        fill(&mut current, &mut rng, 8, 3, &mut next_id);
-        let held: Vec<Occupant> = current
-            .occupants()
-            .iter()
-            .filter(|o| o.ownership == Ownership::Held)
-            .copied()
-            .collect();
-        // A target with placements: the held instances plus a random fill.
-        let mut target = MigLayout::new(&g, held).unwrap_or_else(|e| panic!("{e}"));
-        fill(&mut target, &mut rng, 8, 0, &mut next_id);
-        let explicit: Vec<TargetInstance> = target
-            .occupants()
-            .iter()
-            .map(TargetInstance::from)
-            .collect();
-        if let Ok(plan) = diff(&current, &explicit, ForeignPolicy::Keep) {
-            placed.add(&current, &explicit, plan.steps.len());
-        }
-        // A target as a profile mix (a static layout): plan_layout picks places.
-        let names: Vec<&str> = explicit
-            .iter()
-            .filter_map(|t| g.profile_by_id(t.profile_id).ok().map(|p| p.name.as_str()))
-            .collect();
-        if let Ok(chosen) = plan_layout(&current, &names, ForeignPolicy::Keep)
-            && let Ok(plan) = diff(&current, &chosen, ForeignPolicy::Keep)
-        {
-            mixes.add(&current, &chosen, plan.steps.len());
-        }
-    }
-    println!("{model}: geometry changes, 1 in 3 current instances held by a claim");
-    placed.print("target given with placements:");
-    mixes.print("target given as a profile mix:");
-}
-
 fn main() {
     println!("gpuslice MIG planner bench (seed {SEED:#x}; counts only, no timings)");
     println!();
@@ -546,6 +307,6 @@ fn main() {
     }
     println!();
     for model in [SimModel::H100_80GB, SimModel::A30_24GB] {
-        geometry_changes(model, 2000);
+        changes::geometry_changes(model, 2000);
     }
 }
