@@ -1,6 +1,7 @@
 //! Every CDI spec the daemon writes is checked against the published CDI JSON
 //! schema in ../shared/reference (cdi-schema.json, which `$ref`s defs.json),
-//! the independent definition of what a runtime expects.
+//! the independent definition of what a runtime expects, and loaded by the
+//! reference Go CDI library (`go_cdi`), which is what runtimes really run.
 
 use std::path::{Path, PathBuf};
 
@@ -45,9 +46,11 @@ pub fn schema_errors(spec: &Value) -> Vec<String> {
     validator.iter_errors(spec).map(|e| e.to_string()).collect()
 }
 
-/// Asserts every *.json spec in `dir` is valid, and that there is at least one.
+/// Asserts every *.json spec in `dir` is valid for the schema and the Go CDI
+/// library, and that there is at least one.
 pub fn assert_all_valid(dir: &Path) -> usize {
     let mut checked = 0;
+    let mut files = Vec::new();
     for name in super::harness::list(dir) {
         if !name.ends_with(".json") || name.starts_with('.') {
             continue;
@@ -59,8 +62,20 @@ pub fn assert_all_valid(dir: &Path) -> usize {
             "{name} violates the CDI schema: {errors:?}"
         );
         checked += 1;
+        files.push(dir.join(&name));
     }
     assert!(checked > 0, "no CDI spec in {} to check", dir.display());
+    match super::go_cdi::checker() {
+        Ok(checker) => {
+            if let Err(report) = super::go_cdi::check(checker, &files, false) {
+                panic!(
+                    "the Go CDI library refuses a spec in {}: {report}",
+                    dir.display()
+                );
+            }
+        }
+        Err(why) => super::tools::skip("the Go CDI library check", why),
+    }
     checked
 }
 

@@ -4,5 +4,9 @@
 
 mod cdi_schema;
 mod claims;
+mod go_cdi;
 mod harness;
 mod lifecycle;
+mod nspawn;
+mod podman;
+mod tools;

@@ -14,7 +14,7 @@ use gpuslice::config::{Config, DEFAULT_PATH};
 /// Node-level GPU sharing daemon for Kubernetes DRA: whole GPUs per claim,
 /// CDI specs for containerd, a gRPC API on a unix socket.
 #[derive(Debug, Parser)]
-#[command(version, about)]
+#[command(version)]
 struct Args {
     /// Config file (TOML). Every key is optional; see packaging/gpuslice.toml.
     #[arg(long, short, default_value = DEFAULT_PATH)]

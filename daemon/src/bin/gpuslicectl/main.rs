@@ -16,7 +16,7 @@ use tonic::transport::{Channel, Endpoint};
 
 /// Operator CLI for gpusliced.
 #[derive(Debug, Parser)]
-#[command(version, about)]
+#[command(version)]
 struct Args {
     /// gpusliced's API socket.
     #[arg(long, default_value = "/run/gpuslice/gpusliced.sock", global = true)]

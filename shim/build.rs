@@ -1,0 +1,18 @@
+//! Compiles the vendored kubelet protos with protox (pure Rust), so no
+//! `protoc` is needed. Only servers are generated: the kubelet is the client.
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let protos = [
+        "kubelet-dra-v1-api.proto",
+        "kubelet-dra-v1beta1-api.proto",
+        "kubelet-pluginregistration-v1-api.proto",
+    ];
+    for proto in protos {
+        println!("cargo:rerun-if-changed=proto/{proto}");
+    }
+    let descriptors = protox::compile(protos, ["proto"])?;
+    tonic_prost_build::configure()
+        .build_client(false)
+        .compile_fds(descriptors)?;
+    Ok(())
+}

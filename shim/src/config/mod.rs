@@ -1,0 +1,207 @@
+//! The shim's one TOML file, /etc/gpuslice/gpuslice-dra-plugin.toml, in the
+//! same style as gpusliced's: every key optional with a documented default,
+//! unknown keys refused with line and column, relative paths taken relative
+//! to the file's folder.
+//!
+//! This module parses, validates and resolves (node name, API-server access)
+//! from values passed in: it reads no environment and opens no socket itself,
+//! so every rule is testable.
+
+mod resolve;
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+pub use resolve::{ApiAccess, Environment, Resolved};
+
+/// Default path of the config file.
+pub const DEFAULT_PATH: &str = "/etc/gpuslice/gpuslice-dra-plugin.toml";
+
+/// Longest unix socket path the kernel accepts (sun_path is 108 bytes with the NUL).
+pub const MAX_SOCKET_PATH: usize = 107;
+
+/// The whole configuration.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// The DRA driver name: ResourceSlice `spec.driver`, the name the kubelet
+    /// registers, and the `opaque.driver` of configs meant for us. Default
+    /// `gpu.nvidia.com`, so NVIDIA's DeviceClasses and CEL selectors work.
+    pub driver_name: String,
+    /// The Node's name. Default: env `NODE_NAME`, else the host name in
+    /// lowercase (what the kubelet uses without `--hostname-override`).
+    pub node_name: Option<String>,
+    /// The kubeconfig to reach the API server. Default: in-cluster
+    /// credentials when `KUBERNETES_SERVICE_HOST` is set, else the kubelet's
+    /// own kubeconfig, `/var/lib/kubelet/kubeconfig` (EKS AMIs' path).
+    pub kubeconfig: Option<PathBuf>,
+    /// gpusliced's API socket. Default /run/gpuslice/gpusliced.sock.
+    pub gpusliced_socket: PathBuf,
+    /// The kubelet's plugin registry folder, where the registration socket
+    /// `<driver_name>-reg.sock` goes. Default /var/lib/kubelet/plugins_registry.
+    pub registry_dir: PathBuf,
+    /// The kubelet's plugins folder; the DRA socket is
+    /// `<plugins_dir>/<driver_name>/dra.sock`. Default /var/lib/kubelet/plugins.
+    pub plugins_dir: PathBuf,
+    /// Seconds between two comparisons of the published ResourceSlices with
+    /// gpusliced's inventory (republishing what changed or was deleted).
+    /// Default 30, as the kubelet plugin helper's sync delay.
+    pub resync_seconds: u64,
+    /// Publish unhealthy devices with a NoSchedule device taint
+    /// `<driver_name>/unhealthy`. Needs the DRADeviceTaints feature gate on the
+    /// cluster (alpha in 1.34); without it the API server drops taints.
+    /// Default false.
+    pub taint_unhealthy: bool,
+    /// Logging.
+    pub log: LogConfig,
+}
+
+/// `[log]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LogConfig {
+    /// A tracing filter, e.g. "info" or "gpuslice_dra_plugin=debug". Env
+    /// `GPUSLICE_LOG` overrides it. Default "info".
+    pub level: String,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            driver_name: "gpu.nvidia.com".to_owned(),
+            node_name: None,
+            kubeconfig: None,
+            gpusliced_socket: PathBuf::from("/run/gpuslice/gpusliced.sock"),
+            registry_dir: PathBuf::from("/var/lib/kubelet/plugins_registry"),
+            plugins_dir: PathBuf::from("/var/lib/kubelet/plugins"),
+            resync_seconds: 30,
+            taint_unhealthy: false,
+            log: LogConfig::default(),
+        }
+    }
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        Self {
+            level: "info".to_owned(),
+        }
+    }
+}
+
+/// A config that cannot be used, with what to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Not valid TOML, an unknown key, or a value of the wrong type.
+    #[error("config file {path}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// toml's message, with line, column and the offending text.
+        message: String,
+    },
+    /// A value that parses but cannot work.
+    #[error("config key {key}: {problem}")]
+    Invalid {
+        /// The key, e.g. "driver_name".
+        key: &'static str,
+        /// What is wrong and what to do.
+        problem: String,
+    },
+}
+
+impl Config {
+    /// Reads and validates the file at `path`.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let base = path.parent().unwrap_or_else(|| Path::new("."));
+        Self::parse(&text, path, base)
+    }
+
+    /// Parses `text` (from `origin`, for messages), makes relative paths
+    /// relative to `base`, and validates.
+    pub fn parse(text: &str, origin: &Path, base: &Path) -> Result<Self, ConfigError> {
+        let mut config: Self = toml::from_str(text).map_err(|err| ConfigError::Parse {
+            path: origin.to_path_buf(),
+            message: err.to_string(),
+        })?;
+        for path in [
+            &mut config.gpusliced_socket,
+            &mut config.registry_dir,
+            &mut config.plugins_dir,
+        ] {
+            *path = base.join(&*path);
+        }
+        if let Some(kubeconfig) = config.kubeconfig.as_mut() {
+            *kubeconfig = base.join(&*kubeconfig);
+        }
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// The DRA socket the kubelet dials: `<plugins_dir>/<driver>/dra.sock`.
+    pub fn dra_socket(&self) -> PathBuf {
+        self.plugins_dir.join(&self.driver_name).join("dra.sock")
+    }
+
+    /// The registration socket the kubelet watches:
+    /// `<registry_dir>/<driver>-reg.sock`.
+    pub fn registration_socket(&self) -> PathBuf {
+        self.registry_dir
+            .join(format!("{}-reg.sock", self.driver_name))
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        if !crate::names::is_dns_subdomain(&self.driver_name) || self.driver_name.len() > 63 {
+            return Err(ConfigError::Invalid {
+                key: "driver_name",
+                problem: format!(
+                    "{:?} is not a DNS subdomain of at most 63 characters (lowercase letters, \
+                     digits, '-' and '.'), e.g. \"gpu.nvidia.com\"",
+                    self.driver_name
+                ),
+            });
+        }
+        if let Some(node) = &self.node_name {
+            resolve::check_node_name(node)?;
+        }
+        if self.resync_seconds == 0 {
+            return Err(ConfigError::Invalid {
+                key: "resync_seconds",
+                problem: "must be at least 1".to_owned(),
+            });
+        }
+        for (key, path) in [
+            ("plugins_dir", self.dra_socket()),
+            ("registry_dir", self.registration_socket()),
+            ("gpusliced_socket", self.gpusliced_socket.clone()),
+        ] {
+            if path.as_os_str().len() > MAX_SOCKET_PATH {
+                return Err(ConfigError::Invalid {
+                    key,
+                    problem: format!(
+                        "socket path {} is longer than {MAX_SOCKET_PATH} bytes; use a shorter folder",
+                        path.display()
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,146 @@
+use std::path::{Path, PathBuf};
+
+use super::{ApiAccess, Config, ConfigError, Environment};
+
+fn parse(text: &str) -> Result<Config, ConfigError> {
+    Config::parse(
+        text,
+        Path::new("/etc/gpuslice/gpuslice-dra-plugin.toml"),
+        Path::new("/etc/gpuslice"),
+    )
+}
+
+#[test]
+fn empty_file_gives_the_documented_defaults() {
+    let config = parse("").expect("empty is valid");
+    assert_eq!(config, Config::default());
+    assert_eq!(config.driver_name, "gpu.nvidia.com");
+    assert_eq!(
+        config.dra_socket(),
+        PathBuf::from("/var/lib/kubelet/plugins/gpu.nvidia.com/dra.sock")
+    );
+    assert_eq!(
+        config.registration_socket(),
+        PathBuf::from("/var/lib/kubelet/plugins_registry/gpu.nvidia.com-reg.sock")
+    );
+}
+
+#[test]
+fn the_packaged_file_parses_to_the_defaults() {
+    let text = include_str!("../../../packaging/gpuslice-dra-plugin.toml");
+    assert_eq!(parse(text).expect("packaged config"), Config::default());
+}
+
+#[test]
+fn unknown_keys_are_refused_with_their_place() {
+    let err = parse("driver_name = \"gpu.nvidia.com\"\nresync = 3\n").expect_err("unknown key");
+    let text = err.to_string();
+    assert!(text.contains("resync") && text.contains("line 2"), "{text}");
+}
+
+#[test]
+fn relative_paths_follow_the_config_folder() {
+    let config =
+        parse("gpusliced_socket = \"run/d.sock\"\nkubeconfig = \"kc\"\nplugins_dir = \"p\"")
+            .expect("valid");
+    assert_eq!(
+        config.gpusliced_socket,
+        PathBuf::from("/etc/gpuslice/run/d.sock")
+    );
+    assert_eq!(config.kubeconfig, Some(PathBuf::from("/etc/gpuslice/kc")));
+    assert_eq!(
+        config.dra_socket(),
+        PathBuf::from("/etc/gpuslice/p/gpu.nvidia.com/dra.sock")
+    );
+}
+
+#[test]
+fn bad_values_are_refused_naming_the_key() {
+    for (text, key) in [
+        ("driver_name = \"GPU_Nvidia\"", "driver_name"),
+        ("driver_name = \"\"", "driver_name"),
+        ("node_name = \"Node_1\"", "node_name"),
+        ("resync_seconds = 0", "resync_seconds"),
+        (
+            &format!("plugins_dir = \"/{}\"", "p".repeat(100)),
+            "plugins_dir",
+        ),
+    ] {
+        match parse(text) {
+            Err(ConfigError::Invalid { key: got, .. }) => assert_eq!(got, key, "{text}"),
+            other => panic!("{text}: expected invalid {key}, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn node_name_comes_from_config_then_env_then_hostname() {
+    let env = Environment {
+        node_name: Some("from-env".into()),
+        in_cluster: false,
+        hostname: Some("Host-1.Example\n".into()),
+    };
+    let set = parse("node_name = \"from-config\"").expect("valid");
+    assert_eq!(set.resolve(&env).expect("resolve").node_name, "from-config");
+    assert_eq!(
+        parse("")
+            .expect("valid")
+            .resolve(&env)
+            .expect("resolve")
+            .node_name,
+        "from-env"
+    );
+    let no_env = Environment {
+        node_name: None,
+        ..env.clone()
+    };
+    assert_eq!(
+        parse("")
+            .expect("valid")
+            .resolve(&no_env)
+            .expect("resolve")
+            .node_name,
+        "host-1.example"
+    );
+    let nothing = Environment::default();
+    assert!(matches!(
+        parse("").expect("valid").resolve(&nothing),
+        Err(ConfigError::Invalid {
+            key: "node_name",
+            ..
+        })
+    ));
+}
+
+#[test]
+fn api_access_defaults_to_in_cluster_or_the_kubelet_kubeconfig() {
+    let host = Environment {
+        node_name: Some("n".into()),
+        ..Environment::default()
+    };
+    let pod = Environment {
+        in_cluster: true,
+        ..host.clone()
+    };
+    assert_eq!(
+        parse("")
+            .expect("valid")
+            .resolve(&host)
+            .expect("resolve")
+            .api,
+        ApiAccess::Kubeconfig(PathBuf::from("/var/lib/kubelet/kubeconfig"))
+    );
+    assert_eq!(
+        parse("")
+            .expect("valid")
+            .resolve(&pod)
+            .expect("resolve")
+            .api,
+        ApiAccess::InCluster
+    );
+    let explicit = parse("kubeconfig = \"/etc/kubernetes/kubelet/kubeconfig\"").expect("valid");
+    assert_eq!(
+        explicit.resolve(&pod).expect("resolve").api,
+        ApiAccess::Kubeconfig(PathBuf::from("/etc/kubernetes/kubelet/kubeconfig"))
+    );
+}

@@ -1,0 +1,193 @@
+//! The kubelet's DRA calls, version-neutral: one core both gRPC versions
+//! ([`v1`], [`v1beta1`]) adapt to. Prepare reads each claim from the API
+//! server, checks it ([`crate::claim`]) and forwards to gpusliced; Unprepare
+//! forwards by uid. Every claim asked about gets an entry in the answer, with
+//! an error string where it failed (the kubelet retries those claims).
+
+pub mod v1;
+pub mod v1beta1;
+
+use gpuslice_proto::gpuslice::v1 as pb;
+use k8s_openapi::api::resource::v1::ResourceClaim;
+use kube::Api;
+use tracing::{info, warn};
+
+use crate::claim::{self, ClaimError};
+use crate::gpusliced::GpuSlice;
+use crate::proto::dra_v1 as api;
+
+/// Why one claim could not be prepared or unprepared.
+#[derive(Debug, thiserror::Error)]
+pub enum ClaimCallError {
+    /// The API server did not give us the claim.
+    #[error("cannot read ResourceClaim {claim} from the API server: {source}")]
+    ReadClaim {
+        /// `namespace/name`.
+        claim: String,
+        /// kube's error.
+        #[source]
+        source: kube::Error,
+    },
+    /// The claim is not one we can prepare.
+    #[error(transparent)]
+    Claim(#[from] ClaimError),
+    /// gpusliced answered with an error status.
+    #[error("gpusliced refused claim {claim} ({code:?}): {message}")]
+    Gpusliced {
+        /// `namespace/name`.
+        claim: String,
+        /// The gRPC code.
+        code: tonic::Code,
+        /// gpusliced's message.
+        message: String,
+    },
+}
+
+/// What the DRA services share.
+#[derive(Clone)]
+pub struct DraCore {
+    driver: String,
+    kube: kube::Client,
+    gpusliced: GpuSlice,
+}
+
+impl std::fmt::Debug for DraCore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DraCore")
+            .field("driver", &self.driver)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DraCore {
+    /// A core for `driver` using these clients.
+    pub fn new(driver: String, kube: kube::Client, gpusliced: GpuSlice) -> Self {
+        Self {
+            driver,
+            kube,
+            gpusliced,
+        }
+    }
+
+    /// NodePrepareResources: one entry per claim uid. Claims are handled
+    /// concurrently, so one slow claim does not hold up the others.
+    pub async fn prepare(&self, claims: Vec<api::Claim>) -> api::NodePrepareResourcesResponse {
+        let mut tasks = tokio::task::JoinSet::new();
+        for claim in claims {
+            let core = self.clone();
+            tasks.spawn(async move {
+                let entry = match core.prepare_one(&claim).await {
+                    Ok(devices) => {
+                        info!(claim_uid = %claim.uid, namespace = %claim.namespace, name = %claim.name,
+                              devices = devices.len(), "prepared");
+                        api::NodePrepareResourceResponse {
+                            devices,
+                            error: String::new(),
+                        }
+                    }
+                    Err(err) => {
+                        warn!(claim_uid = %claim.uid, namespace = %claim.namespace, name = %claim.name,
+                              error = %err, "prepare failed; the kubelet will retry");
+                        api::NodePrepareResourceResponse {
+                            devices: Vec::new(),
+                            error: err.to_string(),
+                        }
+                    }
+                };
+                (claim.uid, entry)
+            });
+        }
+        api::NodePrepareResourcesResponse {
+            claims: tasks.join_all().await.into_iter().collect(),
+        }
+    }
+
+    /// NodeUnprepareResources: one entry per claim uid; unknown claims
+    /// succeed. Claims are handled concurrently.
+    pub async fn unprepare(&self, claims: Vec<api::Claim>) -> api::NodeUnprepareResourcesResponse {
+        let mut tasks = tokio::task::JoinSet::new();
+        for claim in claims {
+            let core = self.clone();
+            tasks.spawn(async move {
+                let error = match core.unprepare_one(&claim).await {
+                    Ok(was_prepared) => {
+                        info!(claim_uid = %claim.uid, was_prepared, "unprepared");
+                        String::new()
+                    }
+                    Err(err) => {
+                        warn!(claim_uid = %claim.uid, error = %err, "unprepare failed; the kubelet will retry");
+                        err.to_string()
+                    }
+                };
+                (claim.uid, api::NodeUnprepareResourceResponse { error })
+            });
+        }
+        api::NodeUnprepareResourcesResponse {
+            claims: tasks.join_all().await.into_iter().collect(),
+        }
+    }
+
+    async fn prepare_one(&self, claim: &api::Claim) -> Result<Vec<api::Device>, ClaimCallError> {
+        let id = format!("{}/{}", claim.namespace, claim.name);
+        let object = Api::<ResourceClaim>::namespaced(self.kube.clone(), &claim.namespace)
+            .get(&claim.name)
+            .await
+            .map_err(|source| ClaimCallError::ReadClaim {
+                claim: id.clone(),
+                source,
+            })?;
+        let plan = claim::plan(&object, &claim.uid, &self.driver)?;
+        let request = pb::PrepareRequest {
+            claim: Some(claim_ref(claim)),
+            devices: plan.devices,
+            configs: plan.configs,
+        };
+        let reply = self
+            .gpusliced
+            .clone()
+            .prepare(request)
+            .await
+            .map_err(|status| gpusliced_error(&id, &status))?
+            .into_inner();
+        Ok(reply
+            .devices
+            .into_iter()
+            .map(|d| api::Device {
+                request_names: d.request_names,
+                pool_name: d.pool,
+                device_name: d.device,
+                cdi_device_ids: d.cdi_device_ids,
+                share_id: None,
+            })
+            .collect())
+    }
+
+    async fn unprepare_one(&self, claim: &api::Claim) -> Result<bool, ClaimCallError> {
+        let id = format!("{}/{}", claim.namespace, claim.name);
+        let reply = self
+            .gpusliced
+            .clone()
+            .unprepare(pb::UnprepareRequest {
+                claim: Some(claim_ref(claim)),
+            })
+            .await
+            .map_err(|status| gpusliced_error(&id, &status))?;
+        Ok(reply.into_inner().was_prepared)
+    }
+}
+
+fn claim_ref(claim: &api::Claim) -> pb::ClaimRef {
+    pb::ClaimRef {
+        uid: claim.uid.clone(),
+        namespace: claim.namespace.clone(),
+        name: claim.name.clone(),
+    }
+}
+
+fn gpusliced_error(claim: &str, status: &tonic::Status) -> ClaimCallError {
+    ClaimCallError::Gpusliced {
+        claim: claim.to_owned(),
+        code: status.code(),
+        message: status.message().to_owned(),
+    }
+}

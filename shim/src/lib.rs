@@ -1,0 +1,28 @@
+//! gpuslice-dra-plugin: the kubelet's DRA plugin for gpuslice, a thin,
+//! stateless shim in front of gpusliced.
+//!
+//! Reading order (one room per concern):
+//! 1. [`config`]: the TOML file, and what the environment fills in.
+//! 2. [`names`]: Kubernetes name rules (pure).
+//! 3. [`claim`]: from an allocated ResourceClaim to gpusliced's Prepare (pure).
+//! 4. [`slices`]: from gpusliced's inventory to ResourceSlice specs (pure).
+//! 5. [`sync_plan`]: which slice writes make the published pool right (pure).
+//! 6. [`proto`]: the kubelet's gRPC APIs, generated.
+//! 7. [`gpusliced`]: the client of gpusliced's socket.
+//! 8. [`dra`]: the DRA service core and its v1 and v1beta1 adapters.
+//! 9. [`registration`]: the plugin-registration service.
+//! 10. [`publisher`]: the ResourceSlice loop.
+//! 11. [`sockets`] and [`run`]: the sockets, start-up and shutdown.
+
+pub mod claim;
+pub mod config;
+pub mod dra;
+pub mod gpusliced;
+pub mod names;
+pub mod proto;
+pub mod publisher;
+pub mod registration;
+pub mod run;
+pub mod slices;
+pub mod sockets;
+pub mod sync_plan;

@@ -1,0 +1,76 @@
+//! gpuslice-dra-plugin: parses the command line, loads the config, sets up
+//! logging and runs [`gpuslice_dra_plugin::run::run`]. Exit status 0 after
+//! SIGTERM/SIGINT, 1 on any failure (including a refused registration), 2 on
+//! a bad config.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Parser;
+use gpuslice_dra_plugin::config::{self, Config, Environment};
+use tracing_subscriber::EnvFilter;
+
+/// The kubelet's DRA plugin for gpuslice: forwards to gpusliced.
+#[derive(Debug, Parser)]
+#[command(version)]
+struct Args {
+    /// The config file.
+    #[arg(long, default_value = config::DEFAULT_PATH)]
+    config: PathBuf,
+    /// Validate the config (and the node name) and exit.
+    #[arg(long)]
+    check_config: bool,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let resolved = match load(&args) {
+        Ok(resolved) => resolved,
+        Err(err) => {
+            eprintln!("gpuslice-dra-plugin: {err:#}");
+            return ExitCode::from(2);
+        }
+    };
+    if args.check_config {
+        println!(
+            "config {} is valid (driver {}, node {})",
+            args.config.display(),
+            resolved.config.driver_name,
+            resolved.node_name
+        );
+        return ExitCode::SUCCESS;
+    }
+    let filter =
+        std::env::var("GPUSLICE_LOG").unwrap_or_else(|_| resolved.config.log.level.clone());
+    tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::new(filter))
+        .with_writer(std::io::stderr)
+        .init();
+    match serve(resolved) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            tracing::error!("{err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn load(args: &Args) -> anyhow::Result<config::Resolved> {
+    let config = Config::load(&args.config)?;
+    let env = Environment {
+        node_name: std::env::var("NODE_NAME").ok(),
+        in_cluster: std::env::var_os("KUBERNETES_SERVICE_HOST").is_some(),
+        hostname: std::fs::read_to_string("/proc/sys/kernel/hostname").ok(),
+    };
+    Ok(config.resolve(&env)?)
+}
+
+fn serve(resolved: config::Resolved) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(gpuslice_dra_plugin::run::run(resolved))?;
+    Ok(())
+}

@@ -1,0 +1,36 @@
+//! The kubelet's gRPC APIs the shim serves, generated from the published
+//! protos vendored unchanged in `shim/proto/` (a test checks they still match
+//! `shared/reference`). Generated code only.
+
+/// `k8s.io.kubelet.pkg.apis.dra.v1`: the DRA plugin API the kubelet prefers
+/// (Kubernetes 1.34+).
+#[allow(
+    clippy::all,
+    clippy::pedantic,
+    reason = "generated code: lints are not ours to fix"
+)]
+pub mod dra_v1 {
+    tonic::include_proto!("k8s.io.kubelet.pkg.apis.dra.v1");
+}
+
+/// `k8s.io.kubelet.pkg.apis.dra.v1beta1`: the same calls for 1.32 and 1.33
+/// kubelets (message-identical to v1 except v1's `share_id`).
+#[allow(
+    clippy::all,
+    clippy::pedantic,
+    reason = "generated code: lints are not ours to fix"
+)]
+pub mod dra_v1beta1 {
+    tonic::include_proto!("k8s.io.kubelet.pkg.apis.dra.v1beta1");
+}
+
+/// `pluginregistration`: how the kubelet discovers plugins on its registry
+/// socket (GetInfo, NotifyRegistrationStatus).
+#[allow(
+    clippy::all,
+    clippy::pedantic,
+    reason = "generated code: lints are not ours to fix"
+)]
+pub mod registration {
+    tonic::include_proto!("pluginregistration");
+}

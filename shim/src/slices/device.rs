@@ -1,0 +1,178 @@
+//! One gpusliced inventory device as a resource.k8s.io/v1 `Device`, checked
+//! against the API's per-device rules so one bad device is skipped (and
+//! reported) instead of failing the whole slice on the API server.
+
+use std::collections::BTreeMap;
+
+use gpuslice_proto::gpuslice::v1 as pb;
+use gpuslice_proto::gpuslice::v1::attribute_value::Value;
+use k8s_openapi::api::resource::v1::{
+    Counter, Device, DeviceAttribute, DeviceCapacity, DeviceCounterConsumption, DeviceTaint,
+};
+
+use super::quantity::quantity;
+use super::{PoolTarget, SliceError};
+use crate::names::{is_dns_label, is_qualified_name};
+
+/// Most attributes plus capacities one device may have.
+pub const MAX_ATTRIBUTES_AND_CAPACITIES: usize = 32;
+/// Longest string or version attribute value.
+pub const MAX_ATTRIBUTE_VALUE: usize = 64;
+/// Most counter sets one device may draw from (1.35+ rule).
+pub const MAX_CONSUMES_COUNTERS: usize = 2;
+/// Most counters in one set or one consumption.
+pub const MAX_COUNTERS: usize = 32;
+
+/// The taint key suffix for unhealthy devices: `<driver>/unhealthy`.
+pub const UNHEALTHY_TAINT: &str = "unhealthy";
+
+/// Converts and checks one device.
+pub fn convert(device: &pb::Device, target: &PoolTarget<'_>) -> Result<Device, SliceError> {
+    let name = &device.name;
+    if !is_dns_label(name) {
+        return Err(SliceError::DeviceName {
+            device: name.clone(),
+        });
+    }
+    let total = device.attributes.len() + device.capacity.len();
+    if total > MAX_ATTRIBUTES_AND_CAPACITIES {
+        return Err(SliceError::TooManyAttributes {
+            device: name.clone(),
+            count: total,
+        });
+    }
+    let mut attributes = BTreeMap::new();
+    for (key, value) in &device.attributes {
+        attributes.insert(key.clone(), attribute(name, key, value)?);
+    }
+    let mut capacity = BTreeMap::new();
+    for (key, value) in &device.capacity {
+        check_key(name, key)?;
+        capacity.insert(
+            key.clone(),
+            DeviceCapacity {
+                value: quantity(*value),
+                request_policy: None,
+            },
+        );
+    }
+    if device.consumes_counters.len() > MAX_CONSUMES_COUNTERS {
+        return Err(SliceError::TooManyConsumptions {
+            device: name.clone(),
+            count: device.consumes_counters.len(),
+        });
+    }
+    let consumes = device
+        .consumes_counters
+        .iter()
+        .map(|c| {
+            Ok(DeviceCounterConsumption {
+                counter_set: c.counter_set.clone(),
+                counters: counters(&c.counter_set, &c.counters)?,
+            })
+        })
+        .collect::<Result<Vec<_>, SliceError>>()?;
+    let taints = (target.taint_unhealthy && !device.healthy).then(|| {
+        vec![DeviceTaint {
+            key: format!("{}/{UNHEALTHY_TAINT}", target.driver),
+            value: None,
+            effect: "NoSchedule".to_owned(),
+            time_added: None,
+        }]
+    });
+    Ok(Device {
+        name: name.clone(),
+        attributes: non_empty_map(attributes),
+        capacity: non_empty_map(capacity),
+        consumes_counters: (!consumes.is_empty()).then_some(consumes),
+        taints,
+        ..Device::default()
+    })
+}
+
+/// A counter map (set or consumption), checked: names are DNS labels.
+pub fn counters(
+    set: &str,
+    values: &std::collections::HashMap<String, i64>,
+) -> Result<BTreeMap<String, Counter>, SliceError> {
+    if !is_dns_label(set) {
+        return Err(SliceError::CounterSetName {
+            set: set.to_owned(),
+        });
+    }
+    if values.len() > MAX_COUNTERS {
+        return Err(SliceError::TooManyCounters {
+            set: set.to_owned(),
+            count: values.len(),
+        });
+    }
+    values
+        .iter()
+        .map(|(counter, value)| {
+            if is_dns_label(counter) {
+                Ok((
+                    counter.clone(),
+                    Counter {
+                        value: quantity(*value),
+                    },
+                ))
+            } else {
+                Err(SliceError::CounterName {
+                    set: set.to_owned(),
+                    counter: counter.clone(),
+                })
+            }
+        })
+        .collect()
+}
+
+fn attribute(
+    device: &str,
+    key: &str,
+    value: &pb::AttributeValue,
+) -> Result<DeviceAttribute, SliceError> {
+    check_key(device, key)?;
+    let too_long = |text: &str| {
+        (text.len() > MAX_ATTRIBUTE_VALUE).then(|| SliceError::AttributeValue {
+            device: device.to_owned(),
+            key: key.to_owned(),
+            problem: format!("longer than {MAX_ATTRIBUTE_VALUE} bytes"),
+        })
+    };
+    let mut out = DeviceAttribute::default();
+    match &value.value {
+        Some(Value::String(text)) => {
+            too_long(text).map_or(Ok(()), Err)?;
+            out.string = Some(text.clone());
+        }
+        Some(Value::Version(text)) => {
+            too_long(text).map_or(Ok(()), Err)?;
+            out.version = Some(text.clone());
+        }
+        Some(Value::Int(n)) => out.int = Some(*n),
+        Some(Value::Bool(b)) => out.bool = Some(*b),
+        None => {
+            return Err(SliceError::AttributeValue {
+                device: device.to_owned(),
+                key: key.to_owned(),
+                problem: "has no value".to_owned(),
+            });
+        }
+    }
+    Ok(out)
+}
+
+fn check_key(device: &str, key: &str) -> Result<(), SliceError> {
+    if is_qualified_name(key) {
+        Ok(())
+    } else {
+        Err(SliceError::AttributeKey {
+            device: device.to_owned(),
+            key: key.to_owned(),
+        })
+    }
+}
+
+fn non_empty_map<V>(map: BTreeMap<String, V>) -> Option<BTreeMap<String, V>> {
+    (!map.is_empty()).then_some(map)
+}

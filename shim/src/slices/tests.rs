@@ -1,0 +1,304 @@
+use std::collections::{BTreeSet, HashMap};
+
+use gpuslice_proto::gpuslice::v1 as pb;
+use gpuslice_proto::gpuslice::v1::attribute_value::Value;
+
+use super::{
+    BuiltPool, MAX_COUNTER_SETS_PER_SLICE, MAX_DEVICES_PER_SLICE,
+    MAX_DEVICES_WITH_COUNTERS_OR_TAINTS, PoolTarget, SliceError, build_pool,
+};
+use crate::names::{is_dns_label, is_qualified_name};
+
+const TARGET: PoolTarget<'static> = PoolTarget {
+    driver: "gpu.nvidia.com",
+    node_name: "node-1",
+    taint_unhealthy: false,
+};
+
+fn gpu(index: usize) -> pb::Device {
+    let attr = |v: Value| pb::AttributeValue { value: Some(v) };
+    pb::Device {
+        name: format!("gpu-{index}"),
+        attributes: HashMap::from([
+            ("type".to_owned(), attr(Value::String("gpu".into()))),
+            (
+                "productName".to_owned(),
+                attr(Value::String("NVIDIA H100 80GB HBM3".into())),
+            ),
+            (
+                "driverVersion".to_owned(),
+                attr(Value::Version("580.95.5".into())),
+            ),
+            (
+                "index".to_owned(),
+                attr(Value::Int(i64::try_from(index).expect("small"))),
+            ),
+            (
+                "resource.kubernetes.io/pciBusID".to_owned(),
+                attr(Value::String("0000:3b:00.0".into())),
+            ),
+        ]),
+        capacity: HashMap::from([("memory".to_owned(), 85_899_345_920)]),
+        healthy: true,
+        available: true,
+        ..pb::Device::default()
+    }
+}
+
+fn inventory(devices: usize) -> pb::GetInventoryResponse {
+    pb::GetInventoryResponse {
+        devices: (0..devices).map(gpu).collect(),
+        ..pb::GetInventoryResponse::default()
+    }
+}
+
+/// Every rule a published pool must satisfy, whatever its input.
+fn check_shape(pool: &BuiltPool, generation: i64) -> Vec<String> {
+    let count = i64::try_from(pool.slices.len()).expect("small");
+    assert!(count >= 1, "a pool always has a slice");
+    let mut names = Vec::new();
+    for slice in &pool.slices {
+        assert_eq!(slice.driver, "gpu.nvidia.com");
+        assert_eq!(slice.node_name.as_deref(), Some("node-1"));
+        assert_eq!(slice.pool.name, "node-1");
+        assert_eq!(slice.pool.generation, generation);
+        assert_eq!(slice.pool.resource_slice_count, count);
+        assert!(
+            slice.devices.is_none() || slice.shared_counters.is_none(),
+            "devices and counters never share a slice"
+        );
+        let devices = slice.devices.as_deref().unwrap_or_default();
+        let limited = devices
+            .iter()
+            .any(|d| d.consumes_counters.is_some() || d.taints.is_some());
+        let limit = if limited {
+            MAX_DEVICES_WITH_COUNTERS_OR_TAINTS
+        } else {
+            MAX_DEVICES_PER_SLICE
+        };
+        assert!(
+            devices.len() <= limit,
+            "{} devices in one slice",
+            devices.len()
+        );
+        assert!(
+            slice
+                .shared_counters
+                .as_ref()
+                .is_none_or(|s| s.len() <= MAX_COUNTER_SETS_PER_SLICE)
+        );
+        for device in devices {
+            assert!(is_dns_label(&device.name), "{}", device.name);
+            let attributes = device.attributes.as_ref().map_or(0, |a| a.len());
+            let capacity = device.capacity.as_ref().map_or(0, |c| c.len());
+            assert!(attributes + capacity <= 32);
+            for key in device
+                .attributes
+                .iter()
+                .flatten()
+                .map(|(k, _)| k)
+                .chain(device.capacity.iter().flatten().map(|(k, _)| k))
+            {
+                assert!(is_qualified_name(key), "{key}");
+            }
+            names.push(device.name.clone());
+        }
+    }
+    let unique: BTreeSet<&String> = names.iter().collect();
+    assert_eq!(unique.len(), names.len(), "device names unique in the pool");
+    names
+}
+
+#[test]
+fn splits_at_128_devices_keeping_every_device_once_in_order() {
+    for devices in [0, 1, 2, 127, 128, 129, 255, 256, 257, 300, 1000] {
+        let pool = build_pool(&inventory(devices), &TARGET, 7);
+        let names = check_shape(&pool, 7);
+        let want: Vec<String> = (0..devices).map(|i| format!("gpu-{i}")).collect();
+        assert_eq!(names, want, "{devices} devices");
+        assert_eq!(
+            pool.slices.len(),
+            devices.div_ceil(MAX_DEVICES_PER_SLICE).max(1),
+            "{devices}"
+        );
+        assert!(pool.skipped.is_empty());
+    }
+}
+
+#[test]
+fn an_empty_inventory_publishes_one_empty_slice() {
+    let pool = build_pool(&inventory(0), &TARGET, 1);
+    assert_eq!(pool.slices.len(), 1);
+    assert_eq!(pool.slices[0].devices.as_deref().map(<[_]>::len), Some(0));
+}
+
+#[test]
+fn attributes_and_capacity_keep_their_kinds() {
+    let pool = build_pool(&inventory(1), &TARGET, 1);
+    let device = &pool.slices[0].devices.as_ref().expect("devices")[0];
+    let attrs = device.attributes.as_ref().expect("attributes");
+    assert_eq!(
+        attrs["productName"].string.as_deref(),
+        Some("NVIDIA H100 80GB HBM3")
+    );
+    assert_eq!(attrs["driverVersion"].version.as_deref(), Some("580.95.5"));
+    assert_eq!(attrs["index"].int, Some(0));
+    assert_eq!(
+        attrs["resource.kubernetes.io/pciBusID"].string.as_deref(),
+        Some("0000:3b:00.0")
+    );
+    assert_eq!(
+        device.capacity.as_ref().expect("capacity")["memory"]
+            .value
+            .0,
+        "80Gi"
+    );
+    assert!(device.taints.is_none() && device.consumes_counters.is_none());
+}
+
+fn counter_set(gpu: usize) -> pb::CounterSet {
+    let mut counters: HashMap<String, i64> =
+        (0..8).map(|s| (format!("memory-slice-{s}"), 1)).collect();
+    counters.insert("memory".into(), 85_899_345_920);
+    counters.insert("multiprocessors".into(), 132);
+    pb::CounterSet {
+        name: format!("gpu-{gpu}-counters"),
+        counters,
+    }
+}
+
+#[test]
+fn counter_sets_get_their_own_slices_and_devices_split_at_64() {
+    for gpus in [1, 8, 9, 17, 70] {
+        let mut inv = inventory(gpus);
+        for (i, device) in inv.devices.iter_mut().enumerate() {
+            device.consumes_counters = vec![pb::CounterConsumption {
+                counter_set: format!("gpu-{i}-counters"),
+                counters: HashMap::from([("memory".to_owned(), 85_899_345_920)]),
+            }];
+        }
+        inv.counter_sets = (0..gpus).map(counter_set).collect();
+        let pool = build_pool(&inv, &TARGET, 3);
+        let names = check_shape(&pool, 3);
+        assert_eq!(names.len(), gpus);
+        let counter_slices = gpus.div_ceil(MAX_COUNTER_SETS_PER_SLICE);
+        let device_slices = gpus.div_ceil(MAX_DEVICES_WITH_COUNTERS_OR_TAINTS);
+        assert_eq!(
+            pool.slices.len(),
+            counter_slices + device_slices,
+            "{gpus} gpus"
+        );
+        let sets: usize = pool
+            .slices
+            .iter()
+            .filter_map(|s| s.shared_counters.as_ref())
+            .map(Vec::len)
+            .sum();
+        assert_eq!(sets, gpus);
+        let first = &pool.slices[0]
+            .shared_counters
+            .as_ref()
+            .expect("counter slice first")[0];
+        assert_eq!(first.counters["memory-slice-0"].value.0, "1");
+        assert_eq!(first.counters["multiprocessors"].value.0, "132");
+    }
+}
+
+#[test]
+fn unhealthy_devices_are_tainted_only_when_asked() {
+    let mut inv = inventory(2);
+    inv.devices[1].healthy = false;
+    inv.devices[1].health_reason = "XID 79".into();
+    let plain = build_pool(&inv, &TARGET, 1);
+    assert!(
+        plain.slices[0]
+            .devices
+            .as_ref()
+            .expect("devices")
+            .iter()
+            .all(|d| d.taints.is_none())
+    );
+    let target = PoolTarget {
+        taint_unhealthy: true,
+        ..TARGET
+    };
+    let tainted = build_pool(&inv, &target, 1);
+    check_shape(&tainted, 1);
+    let devices = tainted.slices[0].devices.as_ref().expect("devices");
+    assert!(devices[0].taints.is_none());
+    let taint = &devices[1].taints.as_ref().expect("taint")[0];
+    assert_eq!(taint.key, "gpu.nvidia.com/unhealthy");
+    assert_eq!(taint.effect, "NoSchedule");
+}
+
+#[test]
+fn bad_devices_are_left_out_and_reported() {
+    let mut inv = inventory(8);
+    inv.devices[0].name = "GPU_0".into();
+    for i in 0..40 {
+        inv.devices[1].capacity.insert(format!("c{i}"), 1);
+    }
+    inv.devices[2]
+        .attributes
+        .insert("memory-slice-0".into(), pb::AttributeValue::default());
+    inv.devices[3].attributes.insert(
+        "long".into(),
+        pb::AttributeValue {
+            value: Some(Value::String("x".repeat(65))),
+        },
+    );
+    inv.devices[4]
+        .attributes
+        .insert("none".into(), pb::AttributeValue::default());
+    inv.devices[5].consumes_counters = (0..3)
+        .map(|s| pb::CounterConsumption {
+            counter_set: format!("set-{s}"),
+            counters: HashMap::new(),
+        })
+        .collect();
+    inv.devices[6].consumes_counters = vec![pb::CounterConsumption {
+        counter_set: "set-0".into(),
+        counters: HashMap::from([("Bad_Counter".to_owned(), 1)]),
+    }];
+    let pool = build_pool(&inv, &TARGET, 1);
+    assert_eq!(check_shape(&pool, 1), ["gpu-7"]);
+    assert!(matches!(pool.skipped[0], SliceError::DeviceName { .. }));
+    assert!(matches!(
+        pool.skipped[1],
+        SliceError::TooManyAttributes { count: 46, .. }
+    ));
+    assert!(matches!(pool.skipped[2], SliceError::AttributeKey { .. }));
+    assert!(matches!(pool.skipped[3], SliceError::AttributeValue { ref key, .. } if key == "long"));
+    assert!(matches!(pool.skipped[4], SliceError::AttributeValue { ref key, .. } if key == "none"));
+    assert!(matches!(
+        pool.skipped[5],
+        SliceError::TooManyConsumptions { count: 3, .. }
+    ));
+    assert!(matches!(pool.skipped[6], SliceError::CounterName { .. }));
+    assert_eq!(pool.skipped.len(), 7);
+}
+
+#[test]
+fn bad_counter_sets_are_left_out() {
+    let mut inv = inventory(1);
+    let mut big = counter_set(0);
+    big.counters
+        .extend((0..30).map(|i| (format!("extra-{i}"), 1)));
+    let mut badly_named = counter_set(1);
+    badly_named.name = "gpu.1".into();
+    inv.counter_sets = vec![big, badly_named, counter_set(2)];
+    let pool = build_pool(&inv, &TARGET, 1);
+    check_shape(&pool, 1);
+    assert_eq!(pool.skipped.len(), 2);
+    assert!(matches!(
+        pool.skipped[0],
+        SliceError::TooManyCounters { count: 40, .. }
+    ));
+    assert!(matches!(pool.skipped[1], SliceError::CounterSetName { .. }));
+    let sets = pool.slices[0]
+        .shared_counters
+        .as_ref()
+        .expect("counter slice");
+    assert_eq!(sets.len(), 1);
+    assert_eq!(sets[0].name, "gpu-2-counters");
+}

@@ -1,0 +1,312 @@
+//! A small API server over plain HTTP/1.1 on 127.0.0.1: serves the Node and
+//! ResourceClaims the test puts in, and keeps ResourceSlices the way the real
+//! one does for the calls the shim makes (list by field selector, create with
+//! generateName, replace with a resourceVersion precondition, delete with
+//! uid/resourceVersion preconditions). Every write is checked against the
+//! resource.k8s.io/v1 rules ([`check_slice`]); a bad write is refused with
+//! 422 and recorded, so the test can assert none happened. Tests wait on the
+//! state through a condition variable, never by sleeping.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::slice_rules::check_slice;
+
+/// What the server holds.
+#[derive(Debug, Default)]
+pub struct State {
+    pub node: (String, String),
+    pub claims: BTreeMap<(String, String), Value>,
+    pub slices: BTreeMap<String, Value>,
+    pub next_version: u64,
+    /// Field selectors of every slice list.
+    pub list_selectors: Vec<String>,
+    /// "METHOD path" of every slice write.
+    pub writes: Vec<String>,
+    /// Writes refused for breaking a rule, with why.
+    pub violations: Vec<String>,
+}
+
+pub struct FakeApiServer {
+    pub url: String,
+    shared: Arc<(Mutex<State>, Condvar)>,
+}
+
+impl FakeApiServer {
+    pub fn start(node: &str, node_uid: &str) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind fake API server");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        let state = State {
+            node: (node.to_owned(), node_uid.to_owned()),
+            next_version: 100,
+            ..State::default()
+        };
+        let shared = Arc::new((Mutex::new(state), Condvar::new()));
+        let for_thread = Arc::clone(&shared);
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let shared = Arc::clone(&for_thread);
+                std::thread::spawn(move || serve_connection(stream, &shared));
+            }
+        });
+        Self { url, shared }
+    }
+
+    pub fn state(&self) -> MutexGuard<'_, State> {
+        self.shared.0.lock().expect("state lock")
+    }
+
+    pub fn put_claim(&self, claim: Value) {
+        let ns = claim["metadata"]["namespace"]
+            .as_str()
+            .expect("ns")
+            .to_owned();
+        let name = claim["metadata"]["name"].as_str().expect("name").to_owned();
+        self.state().claims.insert((ns, name), claim);
+    }
+
+    /// Removes every slice (what the kubelet does when it restarts).
+    pub fn delete_all_slices(&self) {
+        self.state().slices.clear();
+    }
+
+    /// Waits until `done` holds for the state; false after `bound`.
+    pub fn wait_for(&self, bound: Duration, done: impl Fn(&State) -> bool) -> bool {
+        let deadline = Instant::now() + bound;
+        let (lock, changed) = &*self.shared;
+        let mut state = lock.lock().expect("state lock");
+        while !done(&state) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            state = changed.wait_timeout(state, left).expect("state lock").0;
+        }
+        true
+    }
+}
+
+fn serve_connection(stream: TcpStream, shared: &(Mutex<State>, Condvar)) {
+    let mut reader = BufReader::new(stream.try_clone().expect("clone stream"));
+    let mut writer = stream;
+    loop {
+        let mut request_line = String::new();
+        if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+            return;
+        }
+        let mut length = 0usize;
+        loop {
+            let mut header = String::new();
+            if reader.read_line(&mut header).unwrap_or(0) == 0 {
+                return;
+            }
+            let header = header.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = header.split_once(':')
+                && name.eq_ignore_ascii_case("content-length")
+            {
+                length = value.trim().parse().unwrap_or(0);
+            }
+        }
+        let mut body = vec![0u8; length];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        let mut parts = request_line.split_whitespace();
+        let method = parts.next().unwrap_or_default().to_owned();
+        let target = parts.next().unwrap_or_default().to_owned();
+        let (status, reply) = {
+            let mut state = shared.0.lock().expect("state lock");
+            let answer = route(&mut state, &method, &target, &body);
+            shared.1.notify_all();
+            answer
+        };
+        let text = reply.to_string();
+        let head = format!(
+            "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            text.len()
+        );
+        if writer
+            .write_all(head.as_bytes())
+            .and_then(|()| writer.write_all(text.as_bytes()))
+            .is_err()
+        {
+            return;
+        }
+    }
+}
+
+const SLICES: &str = "/apis/resource.k8s.io/v1/resourceslices";
+
+fn route(state: &mut State, method: &str, target: &str, body: &[u8]) -> (u16, Value) {
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    match (method, segments.as_slice()) {
+        ("GET", ["api", "v1", "nodes", name]) if *name == state.node.0 => (
+            200,
+            json!({"apiVersion": "v1", "kind": "Node",
+                   "metadata": {"name": state.node.0, "uid": state.node.1}}),
+        ),
+        (
+            "GET",
+            [
+                "apis",
+                "resource.k8s.io",
+                "v1",
+                "namespaces",
+                ns,
+                "resourceclaims",
+                name,
+            ],
+        ) => match state.claims.get(&((*ns).to_owned(), (*name).to_owned())) {
+            Some(claim) => (200, claim.clone()),
+            None => not_found(&format!("resourceclaims {name}")),
+        },
+        ("GET", _) if path == SLICES => list_slices(state, query),
+        ("POST", _) if path == SLICES => create_slice(state, body),
+        ("PUT", ["apis", "resource.k8s.io", "v1", "resourceslices", name]) => {
+            replace_slice(state, name, body)
+        }
+        ("DELETE", ["apis", "resource.k8s.io", "v1", "resourceslices", name]) => {
+            delete_slice(state, name, body)
+        }
+        _ => not_found(target),
+    }
+}
+
+fn list_slices(state: &mut State, query: &str) -> (u16, Value) {
+    let selector = query
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("fieldSelector="))
+        .map(percent_decode)
+        .unwrap_or_default();
+    state.list_selectors.push(selector.clone());
+    let wanted: Vec<(&str, &str)> = selector
+        .split(',')
+        .filter_map(|t| t.split_once('='))
+        .collect();
+    let field = |slice: &Value, key: &str| match key {
+        "spec.nodeName" => slice["spec"]["nodeName"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+        "spec.driver" => slice["spec"]["driver"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+        _ => String::new(),
+    };
+    let items: Vec<Value> = state
+        .slices
+        .values()
+        .filter(|s| wanted.iter().all(|(k, v)| field(s, k) == *v))
+        .cloned()
+        .collect();
+    (
+        200,
+        json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSliceList",
+               "metadata": {"resourceVersion": state.next_version.to_string()}, "items": items}),
+    )
+}
+
+fn create_slice(state: &mut State, body: &[u8]) -> (u16, Value) {
+    let mut slice: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let prefix = slice["metadata"]["generateName"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    state.next_version += 1;
+    let name = format!("{prefix}{:05x}", state.next_version);
+    state.writes.push(format!("POST {name}"));
+    if let Err(why) = check_slice(&slice, &name, &state.node) {
+        state.violations.push(format!("create {name}: {why}"));
+        return invalid(&why);
+    }
+    slice["metadata"]["name"] = json!(name);
+    slice["metadata"]["uid"] = json!(format!("uid-{}", state.next_version));
+    slice["metadata"]["resourceVersion"] = json!(state.next_version.to_string());
+    state.slices.insert(name, slice.clone());
+    (201, slice)
+}
+
+fn replace_slice(state: &mut State, name: &str, body: &[u8]) -> (u16, Value) {
+    let mut slice: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    state.writes.push(format!("PUT {name}"));
+    let Some(old) = state.slices.get(name) else {
+        return not_found(name);
+    };
+    if slice["metadata"]["resourceVersion"] != old["metadata"]["resourceVersion"] {
+        return (
+            409,
+            json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Conflict", "code": 409, "message": "resourceVersion changed"}),
+        );
+    }
+    if let Err(why) = check_slice(&slice, name, &state.node) {
+        state.violations.push(format!("update {name}: {why}"));
+        return invalid(&why);
+    }
+    state.next_version += 1;
+    slice["metadata"]["uid"] = old["metadata"]["uid"].clone();
+    slice["metadata"]["resourceVersion"] = json!(state.next_version.to_string());
+    state.slices.insert(name.to_owned(), slice.clone());
+    (200, slice)
+}
+
+fn delete_slice(state: &mut State, name: &str, body: &[u8]) -> (u16, Value) {
+    let params: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    state.writes.push(format!("DELETE {name}"));
+    let Some(old) = state.slices.get(name) else {
+        return not_found(name);
+    };
+    let pre = &params["preconditions"];
+    for key in ["uid", "resourceVersion"] {
+        if !pre[key].is_null() && pre[key] != old["metadata"][key] {
+            return (
+                409,
+                json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Conflict", "code": 409, "message": "precondition failed"}),
+            );
+        }
+    }
+    let old = state.slices.remove(name).unwrap_or(Value::Null);
+    (200, old)
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && let Ok(v) = u8::from_str_radix(&text[i + 1..i + 3], 16)
+        {
+            out.push(v);
+            i += 3;
+            continue;
+        }
+        out.push(if bytes[i] == b'+' { b' ' } else { bytes[i] });
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn not_found(what: &str) -> (u16, Value) {
+    (
+        404,
+        json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404, "message": format!("{what} not found")}),
+    )
+}
+
+fn invalid(why: &str) -> (u16, Value) {
+    (
+        422,
+        json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Invalid", "code": 422, "message": why}),
+    )
+}

@@ -1,0 +1,364 @@
+//! Conformance of gpuslice-dra-plugin with the kubelet's published protos.
+//!
+//! A Python client generated at test time from `shared/reference`'s kubelet
+//! protos (grpcio-tools) plays the kubelet over the shim's real unix sockets;
+//! the shim talks to a real gpusliced (simulated backend, 130 GPUs, so the
+//! pool needs two slices) and to a fake API server that serves the claims and
+//! checks every ResourceSlice write against the resource.k8s.io/v1 rules.
+
+mod fake_apiserver;
+mod peers;
+mod slice_rules;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use fake_apiserver::{FakeApiServer, State};
+use peers::{Daemon, Kubelet, Shim};
+use serde_json::{Value, json};
+use slice_rules::check_slice;
+
+/// A bound on what the shim must do by itself (publish, republish, exit).
+const BOUND: Duration = Duration::from_secs(60);
+const NODE: &str = "node-1";
+const NODE_UID: &str = "6a1c1f3e-0000-4000-8000-000000000001";
+const GPUS: usize = 130;
+
+fn uid(n: u32) -> String {
+    format!("3f0b7d6e-4c1a-4e2b-9a8d-{n:012x}")
+}
+
+fn claim(name: &str, uid: &str, devices: &[&str], config: &Value) -> Value {
+    let results: Vec<Value> = devices
+        .iter()
+        .map(|d| json!({"request": "gpu", "driver": "gpu.nvidia.com", "pool": NODE, "device": d}))
+        .collect();
+    let allocation = if devices.is_empty() {
+        Value::Null
+    } else {
+        json!({"devices": {"results": results, "config": config}})
+    };
+    json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+           "metadata": {"namespace": "ml", "name": name, "uid": uid},
+           "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}},
+           "status": {"allocation": allocation}})
+}
+
+fn kubelet_claim(name: &str, uid: &str) -> Value {
+    json!({"namespace": "ml", "name": name, "uid": uid})
+}
+
+/// The published pool: one generation, the right count, every device once.
+fn check_pool(state: &State) -> (i64, Vec<String>) {
+    let slices: Vec<&Value> = state.slices.values().collect();
+    assert!(
+        state.violations.is_empty(),
+        "refused writes: {:?}",
+        state.violations
+    );
+    let generations: BTreeSet<i64> = slices
+        .iter()
+        .map(|s| s["spec"]["pool"]["generation"].as_i64().expect("gen"))
+        .collect();
+    assert_eq!(generations.len(), 1, "one generation: {generations:?}");
+    for slice in &slices {
+        let name = slice["metadata"]["name"].as_str().expect("name");
+        check_slice(slice, name, &(NODE.to_owned(), NODE_UID.to_owned())).expect("slice shape");
+        assert_eq!(
+            slice["spec"]["pool"]["resourceSliceCount"],
+            json!(slices.len())
+        );
+        assert_eq!(slice["spec"]["pool"]["name"], NODE);
+    }
+    let mut names: Vec<String> = slices
+        .iter()
+        .flat_map(|s| s["spec"]["devices"].as_array().cloned().unwrap_or_default())
+        .map(|d| d["name"].as_str().expect("device name").to_owned())
+        .collect();
+    names.sort();
+    (generations.into_iter().next().unwrap_or_default(), names)
+}
+
+fn published(state: &State, min_generation: i64) -> bool {
+    state.slices.len() == GPUS.div_ceil(128)
+        && state
+            .slices
+            .values()
+            .all(|s| s["spec"]["pool"]["generation"].as_i64() >= Some(min_generation))
+        && state
+            .slices
+            .values()
+            .map(|s| s["spec"]["devices"].as_array().map_or(0, Vec::len))
+            .sum::<usize>()
+            == GPUS
+}
+
+#[test]
+fn kubelet_conformance_against_real_gpusliced() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let Some(kubelet) = Kubelet::generate(dir.path()) else {
+        return;
+    };
+    let api = FakeApiServer::start(NODE, NODE_UID);
+    let daemon_dir = dir.path().join("daemon");
+    std::fs::create_dir_all(&daemon_dir).expect("daemon dir");
+    let daemon = Daemon::start(&daemon_dir, GPUS);
+    let shim_dir = dir.path().join("shim");
+    std::fs::create_dir_all(&shim_dir).expect("shim dir");
+    let mut shim = Shim::start(&shim_dir, &api.url, &daemon.socket);
+
+    // Registration: what the kubelet's plugin watcher reads.
+    let info = kubelet.call(&shim.registration_socket(), "getinfo", &json!({}));
+    assert_eq!(info["type"], "DRAPlugin");
+    assert_eq!(info["name"], "gpu.nvidia.com");
+    assert_eq!(info["endpoint"], json!(shim.dra_socket().to_string_lossy()));
+    assert!(shim.dra_socket().is_absolute());
+    assert_eq!(
+        info["supported_versions"],
+        json!(["v1.DRAPlugin", "v1beta1.DRAPlugin"])
+    );
+    kubelet.call(
+        &shim.registration_socket(),
+        "notify",
+        &json!({"registered": true}),
+    );
+
+    // ResourceSlices: 130 devices need two slices, each within the limits.
+    assert!(
+        api.wait_for(BOUND, |s| published(s, 1)),
+        "no pool published; writes {:?}; devices per slice {:?}; violations {:?}; shim log:\n{}",
+        api.state().writes,
+        api.state()
+            .slices
+            .values()
+            .map(|s| s["spec"]["devices"].as_array().map_or(0, Vec::len))
+            .collect::<Vec<_>>(),
+        api.state().violations,
+        shim.log()
+    );
+    let (generation, names) = check_pool(&api.state());
+    let want: BTreeSet<String> = (0..GPUS).map(|i| format!("gpu-{i}")).collect();
+    assert_eq!(names.iter().cloned().collect::<BTreeSet<_>>(), want);
+    assert_eq!(names.len(), GPUS, "each device once");
+    {
+        let state = api.state();
+        assert!(
+            state
+                .list_selectors
+                .iter()
+                .all(|s| s.contains("spec.nodeName=node-1")
+                    && s.contains("spec.driver=gpu.nvidia.com")),
+            "lists use the node authorizer's field selector: {:?}",
+            state.list_selectors
+        );
+        let device = state
+            .slices
+            .values()
+            .flat_map(|s| s["spec"]["devices"].as_array().cloned().unwrap_or_default())
+            .find(|d| d["name"] == "gpu-0")
+            .expect("gpu-0");
+        assert_eq!(device["attributes"]["type"]["string"], "gpu");
+        assert!(
+            device["attributes"]["productName"]["string"].is_string(),
+            "{device}"
+        );
+        assert!(
+            device["capacity"]["memory"]["value"].is_string(),
+            "{device}"
+        );
+    }
+
+    // Prepare (v1), with a class config: CDI ids from gpusliced.
+    let class_config = json!([{"source": "FromClass", "requests": [],
+        "opaque": {"driver": "gpu.nvidia.com", "parameters": {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig"}}}]);
+    let (a, b, c, d, e, f) = (uid(1), uid(2), uid(3), uid(4), uid(5), uid(6));
+    api.put_claim(claim("train", &a, &["gpu-3"], &class_config));
+    let first = kubelet.call(
+        &shim.dra_socket(),
+        "prepare-v1",
+        &json!({"claims": [kubelet_claim("train", &a)]}),
+    );
+    let entry = &first["claims"][&a];
+    assert_eq!(entry["error"], "", "{first}");
+    assert_eq!(entry["devices"][0]["device_name"], "gpu-3");
+    assert_eq!(entry["devices"][0]["pool_name"], NODE);
+    assert_eq!(entry["devices"][0]["request_names"], json!(["gpu"]));
+    let ids = entry["devices"][0]["cdi_device_ids"].clone();
+    assert!(ids[0].as_str().is_some_and(|id| id.contains(&a)), "{ids}");
+
+    // Idempotent: the same prepare returns the same CDI ids.
+    let again = kubelet.call(
+        &shim.dra_socket(),
+        "prepare-v1",
+        &json!({"claims": [kubelet_claim("train", &a)]}),
+    );
+    assert_eq!(again["claims"][&a]["devices"][0]["cdi_device_ids"], ids);
+
+    // v1beta1, one call with several claims: one entry each, errors per claim.
+    api.put_claim(claim("ok", &b, &["gpu-4"], &json!([])));
+    api.put_claim(claim("replaced", &uid(99), &["gpu-5"], &json!([])));
+    api.put_claim(claim("pending", &d, &[], &json!([])));
+    api.put_claim(claim("clash", &e, &["gpu-3"], &json!([])));
+    let bad_config = json!([{"source": "FromClaim", "requests": ["gpu"],
+        "opaque": {"driver": "gpu.nvidia.com", "parameters": {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "Nope"}}}]);
+    api.put_claim(claim("badconfig", &f, &["gpu-6"], &bad_config));
+    let batch = kubelet.call(&shim.dra_socket(), "prepare-v1beta1", &json!({"claims": [
+        kubelet_claim("ok", &b), kubelet_claim("replaced", &c), kubelet_claim("pending", &d),
+        kubelet_claim("clash", &e), kubelet_claim("badconfig", &f), kubelet_claim("missing", &uid(7)),
+    ]}));
+    let answers = batch["claims"].as_object().expect("claims map");
+    assert_eq!(answers.len(), 6, "{batch}");
+    assert_eq!(answers[&b]["error"], "", "{batch}");
+    assert_eq!(answers[&b]["devices"][0]["device_name"], "gpu-4");
+    let error = |u: &str| answers[u]["error"].as_str().expect("error").to_owned();
+    assert!(error(&c).contains("re-created"), "{}", error(&c));
+    assert!(error(&d).contains("not allocated"), "{}", error(&d));
+    assert!(error(&e).contains("FailedPrecondition"), "{}", error(&e));
+    assert!(error(&f).contains("InvalidArgument"), "{}", error(&f));
+    assert!(
+        error(&uid(7)).contains("cannot read ResourceClaim ml/missing"),
+        "{}",
+        error(&uid(7))
+    );
+    for failed in [&c, &d, &e, &f] {
+        assert_eq!(
+            answers[failed.as_str()]["devices"],
+            json!([]),
+            "no devices with an error"
+        );
+    }
+
+    // Unprepare twice, and an unknown claim: all succeed, on both versions.
+    for op in ["unprepare-v1", "unprepare-v1", "unprepare-v1beta1"] {
+        let reply = kubelet.call(&shim.dra_socket(), op, &json!({"claims": [kubelet_claim("train", &a), kubelet_claim("ok", &b), kubelet_claim("never", &uid(8))]}));
+        for u in [&a, &b, &uid(8)] {
+            assert_eq!(reply["claims"][u.as_str()]["error"], "", "{op}: {reply}");
+        }
+    }
+    // gpu-3 is free again: the clashing claim now prepares.
+    let retried = kubelet.call(
+        &shim.dra_socket(),
+        "prepare-v1",
+        &json!({"claims": [kubelet_claim("clash", &e)]}),
+    );
+    assert_eq!(retried["claims"][&e]["error"], "", "{retried}");
+
+    // The kubelet deletes the slices when it restarts: they come back, newer.
+    api.delete_all_slices();
+    assert!(
+        api.wait_for(BOUND, |s| published(s, generation + 1)),
+        "no pool republished; shim log:\n{}",
+        shim.log()
+    );
+    let (republished, names) = check_pool(&api.state());
+    assert!(republished > generation);
+    assert_eq!(names.len(), GPUS);
+
+    // SIGTERM: exit 0, both sockets removed.
+    shim.terminate();
+    let status = shim.wait_exit(BOUND);
+    assert!(status.success(), "exit {status:?}; log:\n{}", shim.log());
+    assert!(
+        !shim.registration_socket().exists(),
+        "registration socket left behind"
+    );
+    assert!(!shim.dra_socket().exists(), "DRA socket left behind");
+}
+
+#[test]
+fn a_refused_registration_ends_the_shim_with_an_error() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let Some(kubelet) = Kubelet::generate(dir.path()) else {
+        return;
+    };
+    let api = FakeApiServer::start(NODE, NODE_UID);
+    // No gpusliced: the shim must still register (it connects lazily).
+    let mut shim = Shim::start(dir.path(), &api.url, &dir.path().join("absent.sock"));
+    let info = kubelet.call(&shim.registration_socket(), "getinfo", &json!({}));
+    assert_eq!(info["name"], "gpu.nvidia.com");
+    kubelet.call(
+        &shim.registration_socket(),
+        "notify",
+        &json!({"registered": false, "error": "version not supported"}),
+    );
+    let status = shim.wait_exit(BOUND);
+    assert_eq!(status.code(), Some(1), "log:\n{}", shim.log());
+    assert!(
+        shim.log().contains("version not supported"),
+        "{}",
+        shim.log()
+    );
+    assert!(!shim.registration_socket().exists());
+    assert!(!shim.dra_socket().exists());
+}
+
+/// One way to break a slice.
+type Mutation<'a> = Box<dyn Fn(&mut Value) + 'a>;
+
+/// The checker itself refuses what the API server refuses (so a passing
+/// conformance run means something).
+#[test]
+fn slice_rules_refuse_what_the_api_refuses() {
+    let node = (NODE.to_owned(), NODE_UID.to_owned());
+    let device =
+        |i: usize| json!({"name": format!("gpu-{i}"), "attributes": {"type": {"string": "gpu"}}});
+    let good = json!({
+        "metadata": {"ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": NODE, "uid": NODE_UID}]},
+        "spec": {"driver": "gpu.nvidia.com", "nodeName": NODE,
+                 "pool": {"name": NODE, "generation": 1, "resourceSliceCount": 1},
+                 "devices": (0..128).map(device).collect::<Vec<_>>()}});
+    check_slice(&good, "node-1-gpu.nvidia.com-abcde", &node).expect("a good slice passes");
+    let broken: Vec<(&str, Mutation<'_>)> = vec![
+        (
+            "129 devices",
+            Box::new(|s| {
+                s["spec"]["devices"]
+                    .as_array_mut()
+                    .expect("devices")
+                    .push(device(128))
+            }),
+        ),
+        (
+            "device name",
+            Box::new(|s| s["spec"]["devices"][0]["name"] = json!("GPU_0")),
+        ),
+        (
+            "nodeName",
+            Box::new(|s| s["spec"]["nodeName"] = json!("other")),
+        ),
+        (
+            "owner",
+            Box::new(|s| s["metadata"]["ownerReferences"] = json!([])),
+        ),
+        (
+            "count",
+            Box::new(|s| s["spec"]["pool"]["resourceSliceCount"] = json!(0)),
+        ),
+        (
+            "mixed",
+            Box::new(|s| s["spec"]["sharedCounters"] = json!([{"name": "c", "counters": {}}])),
+        ),
+        (
+            "two kinds",
+            Box::new(|s| s["spec"]["devices"][0]["attributes"]["type"]["int"] = json!(1)),
+        ),
+        (
+            "33 keys",
+            Box::new(|s| {
+                let caps: serde_json::Map<String, Value> = (0..32)
+                    .map(|i| (format!("c{i}"), json!({"value": "1"})))
+                    .collect();
+                s["spec"]["devices"][0]["capacity"] = Value::Object(caps);
+            }),
+        ),
+    ];
+    for (what, mutate) in broken {
+        let mut slice = good.clone();
+        mutate(&mut slice);
+        assert!(
+            check_slice(&slice, "node-1-gpu.nvidia.com-abcde", &node).is_err(),
+            "{what} must be refused"
+        );
+    }
+    assert!(check_slice(&good, "Bad_Name", &node).is_err());
+}

@@ -1,0 +1,316 @@
+//! The real processes the conformance test drives: gpusliced on the simulated
+//! backend, the shim binary, and the Python stand-in kubelet whose stubs are
+//! generated from the reference protos at test time.
+
+use std::os::unix::fs::symlink;
+use std::os::unix::net::UnixDatagram;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// A bound on start-up, not a sleep.
+const READY_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// `$GPUSLICE_REFERENCE_DIR`, or the repo's sibling `shared/reference`.
+pub fn reference_dir() -> PathBuf {
+    std::env::var_os("GPUSLICE_REFERENCE_DIR").map_or_else(
+        || {
+            PathBuf::from(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../shared/reference"
+            ))
+        },
+        PathBuf::from,
+    )
+}
+
+pub const KUBELET_PROTOS: [&str; 3] = [
+    "kubelet-dra-v1-api.proto",
+    "kubelet-dra-v1beta1-api.proto",
+    "kubelet-pluginregistration-v1-api.proto",
+];
+
+/// Kills a child if the test ends without stopping it.
+pub struct ChildGuard(pub Child);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The stand-in kubelet: a Python interpreter with grpcio and stubs.
+pub struct Kubelet {
+    python: String,
+    stubs: PathBuf,
+}
+
+impl Kubelet {
+    /// Generates the stubs into `dir`. None (with the reason printed) when
+    /// Python or grpcio-tools is missing and `GPUSLICE_PYTHON` is not set;
+    /// with `GPUSLICE_PYTHON` set (as `.ci/run` does) a missing piece fails.
+    pub fn generate(dir: &Path) -> Option<Self> {
+        let required = std::env::var("GPUSLICE_PYTHON").ok();
+        let python = required.clone().unwrap_or_else(|| "python3".to_owned());
+        let reference = reference_dir();
+        let missing = KUBELET_PROTOS.iter().find(|p| !reference.join(p).is_file());
+        if let Some(proto) = missing {
+            let why = format!(
+                "reference proto {proto} not found in {} (set GPUSLICE_REFERENCE_DIR)",
+                reference.display()
+            );
+            assert!(required.is_none(), "{why}");
+            println!("skipping the conformance test: {why}");
+            return None;
+        }
+        let stubs = dir.join("kubelet-stubs");
+        std::fs::create_dir_all(&stubs).expect("stub dir");
+        let out = Command::new(&python)
+            .args(["-m", "grpc_tools.protoc", "-I"])
+            .arg(&reference)
+            .arg(format!("--python_out={}", stubs.display()))
+            .arg(format!("--grpc_python_out={}", stubs.display()))
+            .args(KUBELET_PROTOS)
+            .output();
+        match out {
+            Ok(out) if out.status.success() => Some(Self { python, stubs }),
+            other => {
+                let why = match other {
+                    Ok(out) => String::from_utf8_lossy(&out.stderr).into_owned(),
+                    Err(err) => err.to_string(),
+                };
+                assert!(
+                    required.is_none(),
+                    "GPUSLICE_PYTHON is set but grpc_tools.protoc failed: {why}"
+                );
+                println!(
+                    "skipping the conformance test: {python} with grpcio-tools is needed ({why}); \
+                          pip install grpcio-tools and set GPUSLICE_PYTHON"
+                );
+                None
+            }
+        }
+    }
+
+    /// Runs one kubelet call against `socket`; returns the JSON reply.
+    pub fn call(&self, socket: &Path, op: &str, arg: &Value) -> Value {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance/kubelet.py");
+        let out = Command::new(&self.python)
+            .arg(script)
+            .arg(&self.stubs)
+            .arg(socket)
+            .arg(op)
+            .arg(arg.to_string())
+            .output()
+            .expect("run the python kubelet");
+        assert!(
+            out.status.success(),
+            "kubelet.py {op} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("kubelet.py prints JSON")
+    }
+}
+
+/// The gpusliced binary: next to this test's target dir, built when absent.
+pub fn gpusliced_binary() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable");
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>");
+    let binary = profile_dir.join("gpusliced");
+    if !binary.is_file() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+        let mut build = Command::new(cargo);
+        build.args(["build", "-p", "gpuslice", "--bin", "gpusliced"]);
+        if profile_dir.file_name().is_some_and(|n| n == "release") {
+            build.arg("--release");
+        }
+        let status = build.status().expect("run cargo build for gpusliced");
+        assert!(
+            status.success(),
+            "cargo build -p gpuslice --bin gpusliced failed"
+        );
+    }
+    assert!(
+        binary.is_file(),
+        "gpusliced not at {} after building it",
+        binary.display()
+    );
+    binary
+}
+
+/// A running gpusliced with `gpus` simulated H100s in `dir`.
+pub struct Daemon {
+    pub socket: PathBuf,
+    _child: ChildGuard,
+}
+
+impl Daemon {
+    pub fn start(dir: &Path, gpus: usize) -> Self {
+        let root = dir.join("root");
+        std::fs::create_dir_all(root.join("dev")).expect("fake dev root");
+        let nodes = (0..gpus)
+            .map(|i| format!("nvidia{i}"))
+            .chain(["nvidiactl".to_owned(), "nvidia-uvm".to_owned()]);
+        for node in nodes {
+            symlink("/dev/null", root.join("dev").join(node)).expect("link fake device node");
+        }
+        let models = vec!["\"H100-80GB\""; gpus].join(", ");
+        let text = format!(
+            "socket = \"gpusliced.sock\"\nstate_dir = \"state\"\ncdi_dir = \"cdi\"\ndriver_root = \"root\"\n\
+             [backend]\nkind = \"sim\"\n[backend.sim]\ngpus = [{models}]\n"
+        );
+        write(&dir.join("gpuslice.toml"), &text);
+        let notify_path = dir.join("notify.sock");
+        let notify = UnixDatagram::bind(&notify_path).expect("bind notify socket");
+        notify
+            .set_read_timeout(Some(READY_TIMEOUT))
+            .expect("notify timeout");
+        let child = Command::new(gpusliced_binary())
+            .arg("--config")
+            .arg(dir.join("gpuslice.toml"))
+            .env("NOTIFY_SOCKET", &notify_path)
+            .stdout(Stdio::null())
+            .stderr(log_file(&dir.join("gpusliced.log")))
+            .spawn()
+            .expect("spawn gpusliced");
+        let mut buf = [0u8; 4096];
+        loop {
+            let n = notify.recv(&mut buf).unwrap_or_else(|e| {
+                panic!(
+                    "no READY=1 from gpusliced ({e}): {}",
+                    read(&dir.join("gpusliced.log"))
+                )
+            });
+            if String::from_utf8_lossy(&buf[..n])
+                .lines()
+                .any(|l| l == "READY=1")
+            {
+                break;
+            }
+        }
+        Self {
+            socket: dir.join("gpusliced.sock"),
+            _child: ChildGuard(child),
+        }
+    }
+}
+
+/// The shim running with a config in `dir` pointing at `api_url`.
+pub struct Shim {
+    pub dir: PathBuf,
+    child: Option<Child>,
+}
+
+impl Drop for Shim {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Shim {
+    pub fn start(dir: &Path, api_url: &str, gpusliced_socket: &Path) -> Self {
+        let kubeconfig = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: {api_url}\n\
+             users:\n- name: node\n  user:\n    token: fake-node-token\n\
+             contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: node\ncurrent-context: fake\n"
+        );
+        write(&dir.join("kubeconfig"), &kubeconfig);
+        let config = format!(
+            "node_name = \"node-1\"\nkubeconfig = \"kubeconfig\"\ngpusliced_socket = \"{}\"\n\
+             registry_dir = \"registry\"\nplugins_dir = \"plugins\"\nresync_seconds = 1\n",
+            gpusliced_socket.display()
+        );
+        write(&dir.join("shim.toml"), &config);
+        let child = Command::new(env!("CARGO_BIN_EXE_gpuslice-dra-plugin"))
+            .arg("--config")
+            .arg(dir.join("shim.toml"))
+            .env("GPUSLICE_LOG", "info")
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .stdout(Stdio::null())
+            .stderr(log_file(&dir.join("shim.log")))
+            .spawn()
+            .expect("spawn the shim");
+        Self {
+            dir: dir.to_path_buf(),
+            child: Some(child),
+        }
+    }
+
+    pub fn registration_socket(&self) -> PathBuf {
+        self.dir.join("registry/gpu.nvidia.com-reg.sock")
+    }
+
+    pub fn dra_socket(&self) -> PathBuf {
+        self.dir.join("plugins/gpu.nvidia.com/dra.sock")
+    }
+
+    pub fn log(&self) -> String {
+        read(&self.dir.join("shim.log"))
+    }
+
+    /// Sends SIGTERM.
+    pub fn terminate(&self) {
+        let child = self.child.as_ref().expect("the shim runs");
+        let pid = i32::try_from(child.id()).expect("pid fits");
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGTERM,
+        )
+        .expect("send SIGTERM");
+    }
+
+    /// Waits (on a thread blocked in wait(2)) for the shim to exit, within a bound.
+    pub fn wait_exit(&mut self, bound: Duration) -> ExitStatus {
+        let mut child = self.child.take().expect("the shim runs");
+        let pid = child.id();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait());
+        });
+        match rx.recv_timeout(bound) {
+            Ok(status) => status.expect("wait for the shim"),
+            Err(_) => {
+                let pid = i32::try_from(pid).expect("pid fits");
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+                panic!(
+                    "the shim did not exit within {bound:?}; log:\n{}",
+                    self.log()
+                );
+            }
+        }
+    }
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .open(path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
+        .expect("write test file");
+}
+
+fn log_file(path: &Path) -> std::fs::File {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .expect("log file")
+}
+
+pub fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
