@@ -2,8 +2,8 @@
 //!
 //! Reading order (one room per concern):
 //! 1. [`config`]: the TOML file, validated, every key optional.
-//! 2. [`gpu`]: the hardware boundary (`GpuBackend`, `nvml` and `sim`), and
-//!    [`mig`]: pure MIG planning (placement choice, layouts, geometry diffs).
+//! 2. [`gpu`]: the hardware boundary (`GpuBackend`, `nvml` and `sim`); [`mig`] plans
+//!    MIG geometry on top of it (pure: placement choice, layouts, geometry diffs).
 //! 3. [`inventory`]: devices with attributes and capacities, as the DRA shim publishes them.
 //! 4. [`driver`]: what a container needs from the host driver (device nodes,
 //!    libraries, binaries), found once under the driver root.

@@ -76,7 +76,11 @@ fn held_instances_stay_and_idle_ones_are_reused_where_they_sit() {
 fn foreign_instances_are_obstacles_unless_destroy_is_allowed() {
     let g = geometry(SimModel::H100_80GB);
     let l = layout(&g, &[("1g.10gb", 0)], Ownership::Foreign);
-    plan_layout(&l, &["4g.40gb", "3g.40gb"], ForeignPolicy::Keep).unwrap_err();
+    let blocked = plan_layout(&l, &["4g.40gb", "3g.40gb"], ForeignPolicy::Keep).unwrap_err();
+    assert!(
+        matches!(blocked, MigPlanError::LayoutImpossible { .. }),
+        "{blocked}"
+    );
     let t = plan_layout(&l, &["4g.40gb", "3g.40gb"], ForeignPolicy::Destroy).unwrap();
     assert_eq!(diff(&l, &t, ForeignPolicy::Destroy).unwrap().steps.len(), 3);
 }
