@@ -19,8 +19,8 @@
 mod changes;
 mod optimum;
 
-use gpuslice::gpu::sim::{GiProfile, SimModel};
-use gpuslice::gpu::{MigProfile, Placement};
+use gpuslice::gpu::Placement;
+use gpuslice::gpu::sim::SimModel;
 use gpuslice::mig::{
     ForeignPolicy, MigGeometry, MigLayout, Occupant, Ownership, choose_gpu, first_fit, plan_layout,
 };
@@ -133,27 +133,8 @@ struct Request {
     profile: &'static str,
 }
 
-fn mig_profile(p: &GiProfile) -> MigProfile {
-    MigProfile {
-        name: p.name.to_owned(),
-        index: p.index,
-        id: p.id,
-        memory_slices: p.memory_slices,
-        compute_slices: p.compute_slices,
-        multiprocessors: p.sm_count,
-        memory_bytes: p.memory_mib << 20,
-        copy_engines: p.engines.copy,
-        decoders: p.engines.decoders,
-        encoders: p.engines.encoders,
-        jpegs: p.engines.jpeg,
-        ofas: p.engines.ofa,
-        max_count: p.max_count,
-        placements: p.placements.to_vec(),
-    }
-}
-
 fn geometry(model: SimModel) -> MigGeometry {
-    let profiles = model.spec().gi_profiles.iter().map(mig_profile).collect();
+    let profiles = model.spec().mig_profiles();
     MigGeometry::new(profiles).unwrap_or_else(|e| panic!("{model}: {e}"))
 }
 

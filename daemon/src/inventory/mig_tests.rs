@@ -1,30 +1,11 @@
 //! Tests of MIG device naming, attributes and counters over every modelled GPU.
 
 use super::*;
-use crate::gpu::sim::{GiProfile, SimModel};
+use crate::gpu::sim::SimModel;
 use crate::gpu::{GpuInfo, MigMode, MigSupport};
 
-fn profile(p: &GiProfile) -> MigProfile {
-    MigProfile {
-        name: p.name.to_owned(),
-        index: p.index,
-        id: p.id,
-        memory_slices: p.memory_slices,
-        compute_slices: p.compute_slices,
-        multiprocessors: p.sm_count,
-        memory_bytes: p.memory_mib * 1024 * 1024,
-        copy_engines: p.engines.copy,
-        decoders: p.engines.decoders,
-        encoders: p.engines.encoders,
-        jpegs: p.engines.jpeg,
-        ofas: p.engines.ofa,
-        max_count: p.max_count,
-        placements: p.placements.to_vec(),
-    }
-}
-
 fn mig_of(model: SimModel) -> GpuMig {
-    GpuMig::new(model.spec().gi_profiles.iter().map(profile).collect())
+    GpuMig::new(model.spec().mig_profiles())
 }
 
 fn parent(model: SimModel) -> GpuDevice {

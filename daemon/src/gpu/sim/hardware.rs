@@ -12,7 +12,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::models::{GiProfile, ModelSpec};
-use super::numbering::{ci_profile_id, gi_id, mig_profile, mig_uuid};
+use super::numbering::{ci_profile_id, gi_id, mig_uuid};
 use crate::gpu::{
     ComputeInstance, ComputeMode, GpuError, GpuInstance, MigMode, MigProfile, MigSupport, Placement,
 };
@@ -127,7 +127,7 @@ impl SimGpuState {
     /// The profiles, ascending by profile index. MIG must be enabled.
     pub fn profiles(&self, gpu: GpuRef<'_>) -> Result<Vec<MigProfile>, GpuError> {
         self.require_mig(gpu, "MIG profiles")?;
-        let mut profiles: Vec<MigProfile> = gpu.spec.gi_profiles.iter().map(mig_profile).collect();
+        let mut profiles: Vec<MigProfile> = gpu.spec.mig_profiles();
         profiles.sort_by_key(|p| p.index);
         Ok(profiles)
     }

@@ -111,6 +111,15 @@ impl ModelSpec {
         self.gi_profiles.iter().find(|p| p.name == name)
     }
 
+    /// Every profile as the hardware boundary reports it (what `mig_profiles`
+    /// answers for a GPU of this model in MIG mode).
+    pub fn mig_profiles(&self) -> Vec<crate::gpu::MigProfile> {
+        self.gi_profiles
+            .iter()
+            .map(super::numbering::mig_profile)
+            .collect()
+    }
+
     /// The profile with this NVML profile ID, if the model has one.
     pub fn profile_by_id(&self, id: u32) -> Option<&'static GiProfile> {
         self.gi_profiles.iter().find(|p| p.id == id)

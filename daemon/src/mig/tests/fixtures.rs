@@ -1,32 +1,12 @@
 //! Test fixtures: geometries from the simulator's tables, layouts by name, and
 //! the enumeration of every reachable state of a GPU.
 
-use crate::gpu::sim::{GiProfile, SimModel};
-use crate::gpu::{MigProfile, Placement};
+use crate::gpu::Placement;
+use crate::gpu::sim::SimModel;
 use crate::mig::{MigGeometry, MigLayout, Occupant, Ownership, TargetInstance};
 
-/// The planner's profile from a simulator table row.
-pub(super) fn mig_profile(p: &GiProfile) -> MigProfile {
-    MigProfile {
-        name: p.name.to_owned(),
-        index: p.index,
-        id: p.id,
-        memory_slices: p.memory_slices,
-        compute_slices: p.compute_slices,
-        multiprocessors: p.sm_count,
-        memory_bytes: p.memory_mib << 20,
-        copy_engines: p.engines.copy,
-        decoders: p.engines.decoders,
-        encoders: p.engines.encoders,
-        jpegs: p.engines.jpeg,
-        ofas: p.engines.ofa,
-        max_count: p.max_count,
-        placements: p.placements.to_vec(),
-    }
-}
-
 pub(super) fn geometry(model: SimModel) -> MigGeometry {
-    let profiles = model.spec().gi_profiles.iter().map(mig_profile).collect();
+    let profiles = model.spec().mig_profiles();
     MigGeometry::new(profiles).expect("simulator tables are valid")
 }
 
