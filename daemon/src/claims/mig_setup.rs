@@ -17,6 +17,12 @@ use crate::mig::Ownership;
 impl Engine {
     /// Applies `[mig]`; returns the problems found (also kept for status).
     pub fn setup_mig(&self, mig: &MigConfig) -> Result<Vec<String>, ClaimError> {
+        mig.clone_into(
+            &mut self
+                .mig_config
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
         let mut problems = Vec::new();
         for gpu in &self.inventory().gpus {
             if mig.for_gpu(gpu.info.index, &gpu.info.uuid).is_some()
@@ -36,6 +42,24 @@ impl Engine {
         }
         lock(&self.mig_problems).clone_from(&problems);
         Ok(problems)
+    }
+
+    /// In partitionable mode the offer lists each profile's placements in the
+    /// planner's order for the GPU as it is now; after a slice is made or
+    /// destroyed the order is brought up to date (best effort: a failed scan
+    /// keeps the previous offer, which is still correct, only less well ordered).
+    pub(super) fn reorder_offer(&self) {
+        let mig = self
+            .mig_config
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        if mig.advertise != crate::config::MigAdvertise::Partitionable {
+            return;
+        }
+        if let Err(err) = self.rescan(&mig) {
+            tracing::warn!(error = %err, "could not refresh the MIG offer after a change");
+        }
     }
 
     /// Reads the inventory again and installs it; returns it.

@@ -421,3 +421,36 @@ fn a_foreign_instance_is_left_alone_and_reported() {
     let problems = engine.problems().join("\n");
     assert!(problems.contains("not created by gpusliced"), "{problems}");
 }
+
+/// The first free device of a profile in the offer: what the scheduler takes.
+fn first_offered(engine: &Engine, profile: &str) -> String {
+    let inventory = engine.inventory();
+    let uses = engine.device_use();
+    inventory
+        .mig
+        .iter()
+        .find(|m| {
+            m.profile.name == profile && uses.iter().any(|u| u.device == m.name && u.available)
+        })
+        .map(|m| m.name.clone())
+        .unwrap()
+}
+
+#[test]
+fn the_partitionable_offer_lists_the_planners_choice_first_and_follows_changes() {
+    let node = Node::new(
+        &[SimModel::H100_80GB],
+        every_gpu(MigAdvertise::Partitionable, &[]),
+    );
+    let engine = node.start(node.backend("b1"));
+    // A lone 1g goes to the top end, keeping 0..4 whole for a 4g or a 3g.
+    let first = first_offered(&engine, "1g.10gb");
+    assert_eq!(first, "gpu-0-mig-1g10gb-6");
+    engine.prepare(&req(A, &[&first])).unwrap();
+    let next = first_offered(&engine, "1g.10gb");
+    assert_eq!(next, "gpu-0-mig-1g10gb-5", "packs down from the top");
+    // A 3g now fits only at 0..4, and the offer says so first.
+    assert_eq!(first_offered(&engine, "3g.40gb"), "gpu-0-mig-3g40gb-0");
+    engine.unprepare(A).unwrap();
+    assert_eq!(first_offered(&engine, "1g.10gb"), "gpu-0-mig-1g10gb-6");
+}

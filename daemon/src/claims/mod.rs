@@ -94,6 +94,8 @@ pub struct Engine {
     claim_locks: KeyedLocks,
     problems: Mutex<Vec<String>>,
     mig_problems: Mutex<Vec<String>>,
+    /// The `[mig]` in force (set by [`Engine::setup_mig`]).
+    mig_config: RwLock<crate::config::MigConfig>,
     generation: AtomicU64,
     started: Instant,
 }
@@ -129,6 +131,7 @@ impl Engine {
             claim_locks: KeyedLocks::default(),
             problems: Mutex::new(Vec::new()),
             mig_problems: Mutex::new(Vec::new()),
+            mig_config: RwLock::new(crate::config::MigConfig::default()),
             generation: AtomicU64::new(1),
             started: Instant::now(),
         }

@@ -45,6 +45,9 @@ impl Engine {
         match self.bring_up(record, &devices) {
             Ok(record) => {
                 lock(&self.table).insert(record.clone());
+                if record.devices.iter().any(|d| d.mig.is_some()) {
+                    self.reorder_offer();
+                }
                 tracing::info!(claim_uid = %record.uid, devices = ?device_names(&record), "claim prepared");
                 Ok(Prepared::Created(record))
             }

@@ -22,6 +22,13 @@ impl Engine {
             self.release_hardware(&record)?;
             self.store.remove(uid)?;
             lock(&self.table).remove(uid);
+            if record
+                .devices
+                .iter()
+                .any(|d| d.mig.as_ref().is_some_and(|m| m.created))
+            {
+                self.reorder_offer();
+            }
             tracing::info!(claim_uid = %uid, "claim unprepared");
             Ok(Unprepared::Removed)
         })

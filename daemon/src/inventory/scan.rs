@@ -12,7 +12,7 @@ use super::mig::{GpuMig, MigDevice, mig_device_name};
 use super::{GpuDevice, Inventory, gpu_device_name};
 use crate::config::{MigAdvertise, MigConfig};
 use crate::gpu::{GpuBackend, GpuError, GpuInstance, MigMode, MigSupport, Placement};
-use crate::mig::Ownership;
+use crate::mig::{MigGeometry, MigLayout, Occupant, Ownership, scored_candidates};
 
 impl Inventory {
     /// Asks the backend for every GPU and, per `mig`, the slices to offer.
@@ -40,7 +40,7 @@ impl Inventory {
                     Ok(Some((gpu_mig, instances))) => {
                         let parent = gpus.len();
                         let offer = match mig.advertise {
-                            MigAdvertise::Partitionable => every_placement(&gpu_mig),
+                            MigAdvertise::Partitionable => every_placement(&gpu_mig, &instances),
                             MigAdvertise::Layout => {
                                 let owner_here = |gi: &GpuInstance| owner(&gpu.info.uuid, gi);
                                 let (offer, missing) = plan_offer(
@@ -108,10 +108,37 @@ fn mig_of(
     }
 }
 
-fn every_placement(mig: &GpuMig) -> Vec<(u32, Placement)> {
+/// Every (profile, placement), each profile's placements in the planner's
+/// order of preference for the GPU as it is now (best first, then the ones
+/// taken): the scheduler takes the first free device it finds, so it lands
+/// where the planner would have put the slice.
+fn every_placement(mig: &GpuMig, instances: &[GpuInstance]) -> Vec<(u32, Placement)> {
+    let geometry = MigGeometry::new(mig.profiles.clone()).ok();
+    let layout = geometry.as_ref().and_then(|g| {
+        let occupants = instances
+            .iter()
+            .map(|gi| Occupant::from_instance(gi, Ownership::Foreign))
+            .collect();
+        MigLayout::new(g, occupants).ok()
+    });
     mig.profiles
         .iter()
-        .flat_map(|p| p.placements.iter().map(move |pl| (p.id, *pl)))
+        .flat_map(|p| {
+            let mut scored = layout
+                .as_ref()
+                .and_then(|l| scored_candidates(l, &p.name).ok())
+                .unwrap_or_default();
+            scored.sort_by(|(a, sa), (b, sb)| (sb, b.start).cmp(&(sa, a.start)));
+            let mut order: Vec<Placement> = scored.into_iter().map(|(pl, _)| pl).collect();
+            let taken: Vec<Placement> = p
+                .placements
+                .iter()
+                .filter(|pl| !order.contains(pl))
+                .copied()
+                .collect();
+            order.extend(taken);
+            order.into_iter().map(move |pl| (p.id, pl))
+        })
         .collect()
 }
 
