@@ -93,8 +93,9 @@ pub trait GpuBackend: Send + Sync + std::fmt::Debug {
     fn device_info(&self, index: u32) -> Result<GpuInfo, GpuError>;
 
     /// The GPU-instance profiles of the GPU at `index`, with their placements,
-    /// ascending by profile index. `NotSupported` on a GPU without MIG, and
-    /// while MIG mode is disabled (NVML's profile query needs MIG enabled).
+    /// ascending by profile index. `NotSupported` on a GPU without MIG. NVML
+    /// answers on a MIG-capable GPU whatever its MIG mode (seen on an H100,
+    /// driver 580.159.04, MIG disabled), and so does the simulator.
     fn mig_profiles(&self, index: u32) -> Result<Vec<MigProfile>, GpuError>;
     /// Ask for a MIG mode; returns the mode now in force and the pending one.
     /// `InUse` when the GPU is busy: always when disabling with GPU instances
@@ -102,7 +103,8 @@ pub trait GpuBackend: Send + Sync + std::fmt::Debug {
     /// `device_info`) until it is asked again while idle, or rebooted.
     fn set_mig_mode(&self, index: u32, mode: MigMode) -> Result<MigSupport, GpuError>;
     /// Every GPU instance on the GPU, with its compute instances, ascending by
-    /// id. `NotSupported` while MIG mode is disabled.
+    /// id. Empty while MIG mode is disabled (NVML lists none then; seen on an
+    /// H100, driver 580.159.04); `NotSupported` on a GPU without MIG.
     fn gpu_instances(&self, index: u32) -> Result<Vec<GpuInstance>, GpuError>;
     /// Create a GPU instance of `profile_id` at `placement` (no compute
     /// instance yet). `InsufficientResources` when the placement overlaps an

@@ -49,7 +49,9 @@ impl GpuBackend for SimBackend {
     }
 
     fn mig_profiles(&self, index: u32) -> Result<Vec<MigProfile>, GpuError> {
-        self.read(index, op::MIG_PROFILES, |state, gpu| state.profiles(gpu))
+        self.read(index, op::MIG_PROFILES, |_, gpu| {
+            Ok(super::hardware::SimGpuState::profiles(gpu))
+        })
     }
 
     fn set_mig_mode(&self, index: u32, mode: MigMode) -> Result<MigSupport, GpuError> {
@@ -59,7 +61,7 @@ impl GpuBackend for SimBackend {
     }
 
     fn gpu_instances(&self, index: u32) -> Result<Vec<GpuInstance>, GpuError> {
-        self.read(index, op::GPU_INSTANCES, |state, gpu| state.instances(gpu))
+        self.read(index, op::GPU_INSTANCES, |state, _| Ok(state.instances()))
     }
 
     fn create_gpu_instance(

@@ -124,18 +124,18 @@ impl SimGpuState {
         Ok(self.mig_support())
     }
 
-    /// The profiles, ascending by profile index. MIG must be enabled.
-    pub fn profiles(&self, gpu: GpuRef<'_>) -> Result<Vec<MigProfile>, GpuError> {
-        self.require_mig(gpu, "MIG profiles")?;
+    /// The profiles, ascending by profile index, in either MIG mode: real
+    /// NVML answers the profile queries with MIG disabled too.
+    pub fn profiles(gpu: GpuRef<'_>) -> Vec<MigProfile> {
         let mut profiles: Vec<MigProfile> = gpu.spec.mig_profiles();
         profiles.sort_by_key(|p| p.index);
-        Ok(profiles)
+        profiles
     }
 
-    /// The instances, ascending by id. MIG must be enabled.
-    pub fn instances(&self, gpu: GpuRef<'_>) -> Result<Vec<GpuInstance>, GpuError> {
-        self.require_mig(gpu, "list GPU instances")?;
-        Ok(self.gpu_instances.clone())
+    /// The instances, ascending by id; none while MIG is disabled (real NVML
+    /// lists none then, without an error).
+    pub fn instances(&self) -> Vec<GpuInstance> {
+        self.gpu_instances.clone()
     }
 
     /// `nvmlDeviceCreateGpuInstanceWithPlacement`.
