@@ -8,6 +8,9 @@
 //! runtimes (they read `*.json`/`*.yaml`) nor the daemon's loaders pick them up;
 //! [`is_temp_name`] lets start-up clean up the ones a crash left behind.
 //! Symlinks are never followed at the target: rename replaces the link itself.
+//! [`read_regular`] is the matching reader: it reads only a regular file of
+//! bounded size at that name, so a link, FIFO or device planted where a spec
+//! or record belongs can neither redirect, block nor exhaust the daemon.
 //!
 //! Invariants: the file gets exactly `mode` (set with fchmod, so the umask
 //! does not narrow it); a temp name left by an earlier process with the same
@@ -15,7 +18,7 @@
 //! write leaves no temp file behind.
 
 use std::fs::{File, OpenOptions, Permissions};
-use std::io::{ErrorKind, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -39,6 +42,24 @@ pub enum AtomicError {
         /// The OS error.
         #[source]
         source: std::io::Error,
+    },
+    /// The name holds something other than a regular file.
+    #[error("{path} is {what}, not a regular file; remove it")]
+    NotRegular {
+        /// The path.
+        path: PathBuf,
+        /// What it is ("a symbolic link", "a FIFO", ...).
+        what: &'static str,
+    },
+    /// The file is larger than the reader accepts.
+    #[error("{path} is {size} bytes, more than the {max} accepted")]
+    TooLarge {
+        /// The path.
+        path: PathBuf,
+        /// Its size.
+        size: u64,
+        /// The bound.
+        max: u64,
     },
 }
 
@@ -122,6 +143,76 @@ pub fn remove_durable(dir: &Path, name: &str) -> Result<bool, AtomicError> {
         }
         Err(err) if err.kind() == ErrorKind::NotFound => Ok(false),
         Err(err) => Err(io_err("remove", &target)(err)),
+    }
+}
+
+/// Reads `dir/name` if it is a regular file of at most `max_bytes`. Never
+/// follows a symlink at that name, never blocks on a FIFO, never reads a
+/// device. `Ok(None)` when nothing is there.
+pub fn read_regular(
+    dir: &Path,
+    name: &str,
+    max_bytes: u64,
+) -> Result<Option<Vec<u8>>, AtomicError> {
+    check_name(name)?;
+    let path = dir.join(name);
+    let opened = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(&path);
+    let file = match opened {
+        Ok(file) => file,
+        Err(err) if err.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(err) if err.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(AtomicError::NotRegular {
+                path,
+                what: "a symbolic link",
+            });
+        }
+        Err(err) => return Err(io_err("open", &path)(err)),
+    };
+    let meta = file.metadata().map_err(io_err("stat", &path))?;
+    if !meta.is_file() {
+        return Err(AtomicError::NotRegular {
+            path,
+            what: file_type_words(&meta.file_type()),
+        });
+    }
+    if meta.len() > max_bytes {
+        return Err(AtomicError::TooLarge {
+            path,
+            size: meta.len(),
+            max: max_bytes,
+        });
+    }
+    let mut bytes = Vec::new();
+    // The bound holds even if the file grows after the stat.
+    file.take(max_bytes.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(io_err("read", &path))?;
+    let size = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
+    if size > max_bytes {
+        return Err(AtomicError::TooLarge {
+            path,
+            size,
+            max: max_bytes,
+        });
+    }
+    Ok(Some(bytes))
+}
+
+fn file_type_words(kind: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device node"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        "a special file"
     }
 }
 

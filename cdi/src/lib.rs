@@ -25,7 +25,7 @@ pub mod spec;
 pub mod validate;
 pub mod version;
 
-pub use atomic::{AtomicError, remove_durable, write_atomic};
+pub use atomic::{AtomicError, read_regular, remove_durable, write_atomic};
 pub use name::{Kind, NameError, QualifiedName, transient_spec_file_name};
 pub use spec::{ContainerEdits, Device, DeviceNode, Hook, Mount, Spec};
 pub use validate::{SpecError, to_json, validate};

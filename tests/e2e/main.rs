@@ -10,4 +10,5 @@ mod lifecycle;
 mod mig;
 mod nspawn;
 mod podman;
+mod security;
 mod tools;

@@ -162,3 +162,108 @@ fn sync_dir_reports_a_missing_dir() {
     let err = sync_dir(&dir.path().join("missing")).unwrap_err();
     assert!(err.to_string().starts_with("fsync directory "), "{err}");
 }
+
+#[test]
+fn read_regular_reads_files_and_says_none_when_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    write_atomic(dir.path(), "a.json", b"{\"a\":1}", 0o644).unwrap();
+    let read = read_regular(dir.path(), "a.json", 1024).unwrap();
+    assert_eq!(read.as_deref(), Some(&b"{\"a\":1}"[..]));
+    assert_eq!(
+        read_regular(dir.path(), "missing.json", 1024).unwrap(),
+        None
+    );
+    assert!(matches!(
+        read_regular(dir.path(), "../a.json", 1024),
+        Err(AtomicError::BadName { .. })
+    ));
+}
+
+#[test]
+fn read_regular_refuses_a_symlink_even_to_a_regular_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let victim = dir.path().join("victim");
+    write_atomic(dir.path(), "victim", b"secret", 0o600).unwrap();
+    std::os::unix::fs::symlink(&victim, dir.path().join("spec.json")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", dir.path().join("zero.json")).unwrap();
+    for name in ["spec.json", "zero.json"] {
+        let err = read_regular(dir.path(), name, 1 << 20).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                AtomicError::NotRegular {
+                    what: "a symbolic link",
+                    ..
+                }
+            ),
+            "{name}: {err}"
+        );
+        assert!(err.to_string().contains(name), "{err}");
+    }
+}
+
+#[test]
+fn read_regular_neither_blocks_on_a_fifo_nor_reads_a_directory_or_socket() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo.json");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    if made.is_ok_and(|s| s.success()) {
+        // Without O_NONBLOCK the open would wait for a writer forever.
+        let err = read_regular(dir.path(), "fifo.json", 1024).unwrap_err();
+        assert!(
+            matches!(err, AtomicError::NotRegular { what: "a FIFO", .. }),
+            "{err}"
+        );
+    } else {
+        eprintln!("mkfifo not available: FIFO case not checked");
+    }
+    std::fs::create_dir(dir.path().join("dir.json")).unwrap();
+    let err = read_regular(dir.path(), "dir.json", 1024).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            AtomicError::NotRegular {
+                what: "a directory",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let _listener = std::os::unix::net::UnixListener::bind(dir.path().join("sock.json")).unwrap();
+    let err = read_regular(dir.path(), "sock.json", 1024).unwrap_err();
+    // A socket cannot be opened at all (ENXIO) or is refused as one.
+    assert!(
+        matches!(
+            err,
+            AtomicError::NotRegular {
+                what: "a socket",
+                ..
+            } | AtomicError::Io { .. }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn read_regular_refuses_a_file_over_the_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    write_atomic(dir.path(), "big.json", &[b'x'; 2048], 0o644).unwrap();
+    let err = read_regular(dir.path(), "big.json", 1024).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            AtomicError::TooLarge {
+                size: 2048,
+                max: 1024,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        read_regular(dir.path(), "big.json", 2048)
+            .unwrap()
+            .map(|b| b.len()),
+        Some(2048)
+    );
+}

@@ -1,6 +1,6 @@
 //! Writing, checking and removing a claim's CDI spec file.
 
-use gpuslice_cdi::atomic::{remove_durable, write_atomic};
+use gpuslice_cdi::atomic::{read_regular, remove_durable, write_atomic};
 
 use super::error::ClaimError;
 use super::{Engine, exclusive, mig_cdi};
@@ -9,6 +9,9 @@ use crate::state::ClaimRecord;
 
 /// CDI specs are world-readable: runtimes read them, and they hold no secret.
 const SPEC_MODE: u32 = 0o644;
+/// The largest spec file read back to compare (a spec is ~10 KB); anything
+/// larger is rewritten, never read whole.
+const MAX_SPEC_BYTES: u64 = 4 << 20;
 
 impl Engine {
     /// The spec file's bytes as they should be now.
@@ -66,12 +69,20 @@ impl Engine {
     }
 
     /// Rewrites the claim's spec if it is missing or differs from what it
-    /// should be; true when it wrote.
+    /// should be; true when it wrote. Whatever sits at the spec's name that is
+    /// not a regular file (a planted symlink, a FIFO) is replaced, never read.
     pub(super) fn ensure_spec(&self, record: &ClaimRecord) -> Result<bool, ClaimError> {
         let want = self.spec_bytes(record)?;
-        let path = self.settings.cdi_dir.join(&record.cdi_spec_file);
-        if std::fs::read(path).is_ok_and(|have| have == want) {
-            return Ok(false);
+        match read_regular(
+            &self.settings.cdi_dir,
+            &record.cdi_spec_file,
+            MAX_SPEC_BYTES,
+        ) {
+            Ok(Some(have)) if have == want => return Ok(false),
+            Ok(_) => {}
+            Err(err) => {
+                tracing::warn!(claim_uid = %record.uid, problem = %err, "replacing what sits at the claim's CDI spec path");
+            }
         }
         write_atomic(
             &self.settings.cdi_dir,

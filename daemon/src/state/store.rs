@@ -2,12 +2,15 @@
 
 use std::path::{Path, PathBuf};
 
-use gpuslice_cdi::atomic::{AtomicError, is_temp_name, remove_durable, write_atomic};
+use gpuslice_cdi::atomic::{AtomicError, is_temp_name, read_regular, remove_durable, write_atomic};
 
 use super::record::{ClaimRecord, RECORD_VERSION};
 
 /// Mode of record files: only root reads claim records.
 const RECORD_MODE: u32 = 0o600;
+/// The largest record read (a record is under 1 KB): a bigger file is set
+/// aside as unreadable, never read whole.
+const MAX_RECORD_BYTES: u64 = 1 << 20;
 
 /// A record that could not be stored or loaded.
 #[derive(Debug, thiserror::Error)]
@@ -134,7 +137,7 @@ impl Store {
             if name.starts_with('.') || !name.ends_with(".json") {
                 continue;
             }
-            match self.load_one(&path, &name) {
+            match self.load_one(&name) {
                 Ok(record) => loaded.records.push(record),
                 Err(LoadError::Newer(found)) => {
                     return Err(StateError::NewerVersion { path, found });
@@ -149,8 +152,10 @@ impl Store {
         Ok(loaded)
     }
 
-    fn load_one(&self, path: &Path, name: &str) -> Result<ClaimRecord, LoadError> {
-        let text = std::fs::read(path).map_err(|e| LoadError::Bad(e.to_string()))?;
+    fn load_one(&self, name: &str) -> Result<ClaimRecord, LoadError> {
+        let text = read_regular(&self.dir, name, MAX_RECORD_BYTES)
+            .map_err(|e| LoadError::Bad(e.to_string()))?
+            .ok_or_else(|| LoadError::Bad("vanished while being read".to_owned()))?;
         let value: serde_json::Value =
             serde_json::from_slice(&text).map_err(|e| LoadError::Bad(e.to_string()))?;
         let version = value.get("version").and_then(serde_json::Value::as_u64);

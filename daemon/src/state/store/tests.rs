@@ -94,3 +94,33 @@ fn a_record_from_a_newer_format_stops_loading() {
     assert!(matches!(err, StateError::NewerVersion { found, .. } if found == RECORD_VERSION + 1));
     assert!(err.to_string().contains("newer"), "{err}");
 }
+
+#[test]
+fn a_symlink_planted_at_a_record_name_is_set_aside_not_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    // A well-formed record outside the folder, linked in under A's name.
+    Store::open(elsewhere.path())
+        .unwrap()
+        .save(&record(A))
+        .unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let name = format!("{A}.json");
+    let outside = elsewhere.path().join("claims").join(&name);
+    let before = std::fs::read(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, store.dir().join(&name)).unwrap();
+    let loaded = store.load_all().unwrap();
+    assert!(loaded.records.is_empty(), "{:?}", loaded.records);
+    assert_eq!(loaded.unreadable.len(), 1, "{:?}", loaded.unreadable);
+    assert!(
+        loaded.unreadable[0].contains("symbolic link"),
+        "{:?}",
+        loaded.unreadable
+    );
+    assert_eq!(
+        std::fs::read(&outside).unwrap(),
+        before,
+        "the link's target is untouched"
+    );
+    assert!(!store.dir().join(&name).exists(), "the link is set aside");
+}
