@@ -146,13 +146,20 @@ fn start_engine(config: &Config) -> Result<Engine, RunError> {
     Ok(engine)
 }
 
+/// The systemd status line, e.g. "serving 8 GPUs (nvml), 3 claims, 1 unhealthy
+/// (gpuslicectl health)".
 fn status_line(engine: &Engine) -> String {
-    format!(
+    let mut line = format!(
         "serving {} GPUs ({}), {} claims",
         engine.inventory().gpus.len(),
         engine.backend_name(),
         engine.claims().len()
-    )
+    );
+    match engine.fault_count() {
+        0 => {}
+        faults => line.push_str(&format!(", {faults} unhealthy (gpuslicectl health)")),
+    }
+    line
 }
 
 /// Runs the daemon until SIGTERM or SIGINT. On SIGHUP the file at
@@ -173,6 +180,7 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
         .transpose()?;
     let listener = socket::bind(&config.socket, gid)?;
     // Nothing below returns early until the watcher is stopped again.
+    engine.on_health_change(|engine| systemd::status(&status_line(engine)));
     let stop_health = Arc::new(Stop::default());
     let health_watcher = start_health_watcher(engine.clone(), stop_health.clone()).await;
     let policy = PeerPolicy {

@@ -206,6 +206,7 @@ fn sim_a_faulty_mig_instance_blocks_overlapping_devices_only() {
     let slice = prepared.record().devices[0].mig.clone().unwrap();
     let gi = slice.gpu_instance.unwrap();
     assert!(node.event(1, Some(gi), HealthEventKind::Xid(94)));
+    assert_eq!(engine.fault_count(), 1);
 
     let record = engine.claims().into_iter().find(|r| r.uid == A).unwrap();
     let problems = engine.claim_health_problems(&record);
@@ -229,6 +230,7 @@ fn sim_a_faulty_mig_instance_blocks_overlapping_devices_only() {
 
     // A fault of the whole GPU covers every slice; clearing a slice leaves it.
     assert!(node.event(1, None, HealthEventKind::DoubleBitEcc));
+    assert_eq!(engine.fault_count(), 2);
     let other = node.slice("2g.20gb");
     let msg = refused(engine, C, &[&other]);
     assert!(
@@ -242,6 +244,7 @@ fn sim_a_faulty_mig_instance_blocks_overlapping_devices_only() {
     // The operator clears the GPU: every fault of it goes, claims come in.
     let generation = engine.generation();
     assert_eq!(engine.clear_health("gpu-1").unwrap().faults, 2);
+    assert_eq!(engine.fault_count(), 0);
     assert!(engine.generation() > generation);
     engine.prepare(&req(C, &[&other])).unwrap();
     assert!(engine.problems().iter().all(|p| !p.contains("unhealthy")));

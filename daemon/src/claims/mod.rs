@@ -101,6 +101,7 @@ pub struct Engine {
     mig_config: RwLock<crate::config::MigConfig>,
     /// Faults of GPUs and slices (see `health`).
     health: crate::health::DeviceHealth,
+    health_listener: std::sync::OnceLock<health::HealthListener>,
     generation: AtomicU64,
     started: Instant,
 }
@@ -138,6 +139,7 @@ impl Engine {
             mig_problems: Mutex::new(Vec::new()),
             mig_config: RwLock::new(crate::config::MigConfig::default()),
             health: crate::health::DeviceHealth::default(),
+            health_listener: std::sync::OnceLock::new(),
             generation: AtomicU64::new(1),
             started: Instant::now(),
         }
