@@ -133,9 +133,13 @@ impl Engine {
     /// Health lines for the status: each fault in force, each claim on an
     /// unhealthy device, and what keeps events from being watched.
     pub(super) fn health_problems(&self) -> Vec<String> {
+        let table = self.health.table();
+        if table.is_empty() {
+            return self.health.watch_problems();
+        }
         let inventory = self.inventory();
         let mut problems = Vec::new();
-        for (uuid, faults) in self.health.table().gpus() {
+        for (uuid, faults) in table.gpus() {
             let gpu = inventory.gpu_by_uuid(uuid).map_or_else(
                 || format!("GPU {} ({uuid})", faults.gpu_index),
                 |g| format!("{} ({uuid})", g.name),

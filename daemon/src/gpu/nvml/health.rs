@@ -187,9 +187,12 @@ fn rebuild<'n>(
 
 impl NvmlHealthWatch<'_> {
     fn event(&self, raw: &RawEvent<'_>) -> Option<HealthEvent> {
-        let uuid = raw.device.uuid().ok();
+        // NVML names the parent GPU; a MIG device handle is taken to its parent.
+        let parent = raw.device.mig_parent_device().ok();
+        let device = parent.as_ref().unwrap_or(&raw.device);
+        let uuid = device.uuid().ok();
         let known = self.gpus.iter().find(|g| Some(&g.uuid) == uuid.as_ref());
-        let (gpu_index, gpu_uuid) = match (known, raw.device.index()) {
+        let (gpu_index, gpu_uuid) = match (known, device.index()) {
             (Some(g), _) => (g.index, g.uuid.clone()),
             (None, Ok(index)) => (index, uuid.unwrap_or_default()),
             (None, Err(err)) => {
