@@ -6,6 +6,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "kubelet-dra-v1-api.proto",
         "kubelet-dra-v1beta1-api.proto",
         "kubelet-pluginregistration-v1-api.proto",
+        "kubelet-dra-health-v1-api.proto",
+        "kubelet-dra-health-v1alpha1-api.proto",
     ];
     for proto in protos {
         println!("cargo:rerun-if-changed=proto/{proto}");

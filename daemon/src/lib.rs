@@ -9,12 +9,13 @@
 //!    libraries, binaries), found once under the driver root.
 //! 5. [`cdi_build`]: the per-claim CDI spec, built from the pieces above (pure).
 //! 6. [`state`]: durable claim records, one file per claim.
-//! 7. [`sharing`] (opaque sharing configs, pure), [`mps`] (MPS control
+//! 7. [`health`]: which GPUs and slices are unhealthy (XIDs, ECC, lost GPUs).
+//! 8. [`sharing`] (opaque sharing configs, pure), [`mps`] (MPS control
 //!    daemons) and [`timeslice`] (compute time-slice policy).
-//! 8. [`claims`]: the claim engine (prepare, unprepare, reconcile).
-//! 9. [`api`]: the gRPC service on a unix socket.
-//! 10. [`systemd`] and [`logging`]: sd_notify and journald.
-//! 11. [`run`]: start-up, the task set, shutdown.
+//! 9. [`claims`]: the claim engine (prepare, unprepare, reconcile).
+//! 10. [`api`]: the gRPC service on a unix socket.
+//! 11. [`systemd`] and [`logging`]: sd_notify and journald.
+//! 12. [`run`]: start-up, the task set, shutdown.
 
 pub mod api;
 pub mod cdi_build;
@@ -22,6 +23,7 @@ pub mod claims;
 pub mod config;
 pub mod driver;
 pub mod gpu;
+pub mod health;
 pub mod inventory;
 pub mod logging;
 pub mod mig;

@@ -2,10 +2,12 @@
 //!
 //! Order: open the backend (never falling back from NVML to the simulator),
 //! read the inventory, find the driver files, load records and reconcile,
-//! bind the socket, and only then tell systemd READY=1. While serving, SIGHUP
-//! rescans and repairs CDI specs, the watchdog is fed while the engine answers,
-//! and SIGTERM or SIGINT stops accepting, drains the calls in flight, removes
-//! the socket and returns.
+//! take back the device faults recorded before a restart, register the
+//! health watcher, bind the socket, and only then tell systemd READY=1. While
+//! serving, the health watcher waits on the backend's events on a blocking
+//! thread, SIGHUP rescans and repairs CDI specs, the watchdog is fed while the
+//! engine answers, and SIGTERM or SIGINT stops accepting, drains the calls in
+//! flight, stops the health watcher, removes the socket and returns.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -20,6 +22,8 @@ use crate::driver::{DriverFiles, Roots};
 use crate::gpu::nvml::NvmlBackend;
 use crate::gpu::sim::SimBackend;
 use crate::gpu::{GpuBackend, GpuError};
+use crate::health::watch::{Stop, Watcher};
+use crate::health::{Classifier, HealthStore, Monitor};
 use crate::inventory::Inventory;
 use crate::state::{BOOT_ID_PATH, StateError, Store, read_boot_id};
 use crate::systemd;
@@ -28,6 +32,10 @@ use crate::systemd;
 /// connections before it closes them itself. Engine calls already running
 /// on the blocking pool still finish: the runtime waits for them.
 const DRAIN_GRACE: Duration = Duration::from_secs(10);
+
+/// How long start-up waits for the health watcher to register before it
+/// serves anyway (the watcher keeps trying; `gpuslicectl health` tells).
+const HEALTH_REGISTER_GRACE: Duration = Duration::from_secs(30);
 
 /// Why the daemon stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -69,7 +77,7 @@ pub fn open_backend(config: &Config) -> Result<Arc<dyn GpuBackend>, RunError> {
             &config.backend.sim.seed,
             &config.sim_hardware_state(),
         )
-        .map(|b| Arc::new(b) as Arc<dyn GpuBackend>)
+        .map(|b| Arc::new(b.with_health_events(&config.sim_health_events())) as Arc<dyn GpuBackend>)
         .map_err(|source| RunError::Backend {
             backend: "sim",
             source,
@@ -114,7 +122,21 @@ fn start_engine(config: &Config) -> Result<Engine, RunError> {
         boot_id: read_boot_id(Path::new(BOOT_ID_PATH)),
     };
     let store = Store::open(&config.state_dir)?;
+    let health_store = HealthStore::new(&config.state_dir, &settings.boot_id);
     let engine = Engine::new(backend, inventory, driver, store, settings);
+    engine
+        .health()
+        .set_classifier(Classifier::new(&config.health.ignore_xids));
+    match engine.health().restore(health_store) {
+        Ok(0) => {}
+        Ok(gpus) => {
+            tracing::warn!(
+                gpus,
+                "GPUs unhealthy before the restart are still unhealthy; `gpuslicectl health`"
+            );
+        }
+        Err(err) => tracing::error!(error = %err, "device health not restored"),
+    }
     let report = engine.reconcile().map_err(RunError::Reconcile)?;
     tracing::info!(?report, "reconciled claim records and CDI specs");
     engine.setup_mig(&config.mig).map_err(RunError::Reconcile)?;
@@ -124,13 +146,20 @@ fn start_engine(config: &Config) -> Result<Engine, RunError> {
     Ok(engine)
 }
 
+/// The systemd status line, e.g. "serving 8 GPUs (nvml), 3 claims, 1 unhealthy
+/// (gpuslicectl health)".
 fn status_line(engine: &Engine) -> String {
-    format!(
+    let mut line = format!(
         "serving {} GPUs ({}), {} claims",
         engine.inventory().gpus.len(),
         engine.backend_name(),
         engine.claims().len()
-    )
+    );
+    match engine.fault_count() {
+        0 => {}
+        faults => line.push_str(&format!(", {faults} unhealthy (gpuslicectl health)")),
+    }
+    line
 }
 
 /// Runs the daemon until SIGTERM or SIGINT. On SIGHUP the file at
@@ -150,6 +179,10 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
         .map(socket::group_gid)
         .transpose()?;
     let listener = socket::bind(&config.socket, gid)?;
+    // Nothing below returns early until the watcher is stopped again.
+    engine.on_health_change(|engine| systemd::status(&status_line(engine)));
+    let stop_health = Arc::new(Stop::default());
+    let health_watcher = start_health_watcher(engine.clone(), stop_health.clone()).await;
     let policy = PeerPolicy {
         own_uid: nix::unistd::geteuid().as_raw(),
         group: gid,
@@ -174,6 +207,10 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
         task.abort();
     }
     let _ = stop_tx.send(());
+    stop_health.stop();
+    if let Err(err) = health_watcher.await {
+        tracing::error!(error = %err, "health watcher task failed");
+    }
     let mut server = server;
     let served = match tokio::time::timeout(DRAIN_GRACE, &mut server).await {
         Ok(joined) => joined,
@@ -187,6 +224,35 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
     served??;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Starts the health watcher on a blocking thread and waits until it has
+/// registered (or failed to): events from then on are seen. Runs until `stop`.
+async fn start_health_watcher(engine: Arc<Engine>, stop: Arc<Stop>) -> tokio::task::JoinHandle<()> {
+    let (registered_tx, registered_rx) = tokio::sync::oneshot::channel::<Monitor>();
+    let task = tokio::task::spawn_blocking(move || {
+        let on_change = || engine.health_changed();
+        let watcher = Watcher {
+            backend: engine.backend(),
+            health: engine.health(),
+            on_change: &on_change,
+        };
+        watcher.run(&stop, |monitor| {
+            let _ = registered_tx.send(monitor.clone());
+        });
+    });
+    match tokio::time::timeout(HEALTH_REGISTER_GRACE, registered_rx).await {
+        Ok(Ok(Monitor::Watching { unmonitored })) => {
+            for gpu in unmonitored {
+                tracing::warn!(gpu = gpu.gpu_index, reason = %gpu.reason, "health events of this GPU are not watched");
+            }
+        }
+        Ok(_) => {}
+        Err(_) => {
+            tracing::warn!(grace = ?HEALTH_REGISTER_GRACE, "health events not registered yet; serving anyway")
+        }
+    }
+    task
 }
 
 /// SIGHUP: read the config again (its `[mig]` section takes effect; other

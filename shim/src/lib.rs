@@ -10,14 +10,16 @@
 //! 6. [`proto`]: the kubelet's gRPC APIs, generated.
 //! 7. [`gpusliced`]: the client of gpusliced's socket.
 //! 8. [`dra`]: the DRA service core and its v1 and v1beta1 adapters.
-//! 9. [`registration`]: the plugin-registration service.
-//! 10. [`publisher`]: the ResourceSlice loop.
-//! 11. [`sockets`] and [`run`]: the sockets, start-up and shutdown.
+//! 9. [`health`]: the kubelet's DRA health API, from gpusliced's device health.
+//! 10. [`registration`]: the plugin-registration service.
+//! 11. [`publisher`]: the ResourceSlice loop.
+//! 12. [`sockets`] and [`run`]: the sockets, start-up and shutdown.
 
 pub mod claim;
 pub mod config;
 pub mod dra;
 pub mod gpusliced;
+pub mod health;
 pub mod names;
 pub mod proto;
 pub mod publisher;

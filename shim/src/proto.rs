@@ -34,3 +34,23 @@ pub mod dra_v1beta1 {
 pub mod registration {
     tonic::include_proto!("pluginregistration");
 }
+
+/// `v1.DRAResourceHealth`: device health the kubelet watches (Kubernetes 1.36+).
+#[allow(
+    clippy::all,
+    clippy::pedantic,
+    reason = "generated code: lints are not ours to fix"
+)]
+pub mod health_v1 {
+    tonic::include_proto!("v1");
+}
+
+/// `v1alpha1.DRAResourceHealth`: the same for 1.34 and 1.35 kubelets.
+#[allow(
+    clippy::all,
+    clippy::pedantic,
+    reason = "generated code: lints are not ours to fix"
+)]
+pub mod health_v1alpha1 {
+    tonic::include_proto!("v1alpha1");
+}

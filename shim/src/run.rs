@@ -1,7 +1,8 @@
 //! Start-up, serving and shutdown, as named tasks under one `select!`.
 //!
 //! Order: API-server and gpusliced clients; the DRA socket served (v1 and
-//! v1beta1) before the registration socket appears, so the kubelet never
+//! v1beta1, and the device-health watch in v1 and v1alpha1) before the
+//! registration socket appears, so the kubelet never
 //! dials an endpoint that is not there; then the publisher. The process ends
 //! on SIGTERM or SIGINT (success), when the kubelet refuses the registration
 //! or a server fails (errors). Either way both sockets are closed and removed.
@@ -20,6 +21,7 @@ use tracing::{info, warn};
 use crate::config::{ApiAccess, Resolved};
 use crate::dra::{DraCore, v1::V1Service, v1beta1::V1beta1Service};
 use crate::gpusliced;
+use crate::health::{HealthCore, v1::V1HealthService, v1alpha1::V1alpha1HealthService};
 use crate::publisher::Publisher;
 use crate::registration::{RegistrationService, RegistrationState};
 use crate::slices::PoolTarget;
@@ -74,11 +76,19 @@ pub async fn run(resolved: Resolved) -> Result<(), RunError> {
     ));
     let dra_path = config.dra_socket();
     let (dra_listener, dra_file) = sockets::bind(&dra_path)?;
+    let health = HealthCore::new(
+        gpusliced.clone(),
+        resolved.node_name.clone(),
+        Duration::from_secs(config.health_seconds),
+        stopped.clone(),
+    );
     let mut dra = serve(
         "DRA",
         Server::builder()
             .add_service(V1Service::server(Arc::clone(&core)))
-            .add_service(V1beta1Service::server(core)),
+            .add_service(V1beta1Service::server(core))
+            .add_service(V1HealthService::server(health.clone()))
+            .add_service(V1alpha1HealthService::server(health)),
         dra_listener,
         stopped.clone(),
     );

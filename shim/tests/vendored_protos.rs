@@ -4,10 +4,12 @@
 
 use std::path::PathBuf;
 
-const PROTOS: [&str; 3] = [
+const PROTOS: [&str; 5] = [
     "kubelet-dra-v1-api.proto",
     "kubelet-dra-v1beta1-api.proto",
     "kubelet-pluginregistration-v1-api.proto",
+    "kubelet-dra-health-v1-api.proto",
+    "kubelet-dra-health-v1alpha1-api.proto",
 ];
 
 #[test]

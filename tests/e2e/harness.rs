@@ -138,6 +138,25 @@ impl Daemon {
         self.wait_for("READY=1");
     }
 
+    /// Waits for the next `STATUS=` line (sd_notify) that `wanted` accepts;
+    /// returns its text.
+    pub fn wait_for_status(&self, wanted: impl Fn(&str) -> bool) -> String {
+        let mut buf = [0u8; 4096];
+        loop {
+            let n = self.notify.recv(&mut buf).unwrap_or_else(|e| {
+                panic!(
+                    "no awaited STATUS= from gpusliced ({e}); log:\n{}",
+                    self.log()
+                )
+            });
+            let msg = String::from_utf8_lossy(&buf[..n]);
+            let status = msg.lines().find_map(|l| l.strip_prefix("STATUS="));
+            if let Some(status) = status.filter(|s| wanted(s)) {
+                return status.to_owned();
+            }
+        }
+    }
+
     fn wait_for(&self, line: &str) {
         let mut buf = [0u8; 4096];
         loop {

@@ -6,6 +6,7 @@ mod cdi_schema;
 mod claims;
 mod go_cdi;
 mod harness;
+mod health;
 mod lifecycle;
 mod mig;
 mod nspawn;

@@ -4,9 +4,10 @@ use gpuslice_proto::gpuslice::v1 as pb;
 use tonic::Status;
 
 use crate::claims::{ConfigRequest, DeviceRequest, DeviceUse, Engine, PrepareRequest, Prepared};
+use crate::health::DeviceFault;
 use crate::inventory::{
-    AttrValue, counter_set_name, gpu_attributes, gpu_capacity, gpu_counters, mig_attributes,
-    mig_capacity, slice_consumption,
+    AttrValue, DeviceRef, counter_set_name, gpu_attributes, gpu_capacity, gpu_counters,
+    mig_attributes, mig_capacity, slice_consumption,
 };
 use crate::state::ClaimRecord;
 
@@ -24,6 +25,16 @@ fn bounded(field: &str, value: String) -> Result<String, Status> {
         )));
     }
     Ok(value)
+}
+
+/// The device name of a ClearHealth request.
+pub fn device_name(device: String) -> Result<String, Status> {
+    if device.is_empty() {
+        return Err(Status::invalid_argument(
+            "device is required: an inventory name such as gpu-0",
+        ));
+    }
+    bounded("device", device)
 }
 
 /// The claim uid of an unprepare request.
@@ -123,7 +134,7 @@ pub fn inventory_response(engine: &Engine) -> pb::GetInventoryResponse {
             gpu.name.clone(),
             typed(gpu_attributes(&gpu.info, &inventory.driver)),
             gpu_capacity(&gpu.info).into_iter().collect(),
-            used,
+            (used, engine.device_fault(&DeviceRef::Gpu(gpu))),
             counters,
         ));
     }
@@ -146,7 +157,7 @@ pub fn inventory_response(engine: &Engine) -> pb::GetInventoryResponse {
             slice.name.clone(),
             typed(mig_attributes(slice, parent, &inventory.driver)),
             mig_capacity(&slice.profile).into_iter().collect(),
-            used,
+            (used, engine.device_fault(&DeviceRef::Mig(slice, parent))),
             counters,
         ));
     }
@@ -171,11 +182,12 @@ pub fn inventory_response(engine: &Engine) -> pb::GetInventoryResponse {
     }
 }
 
+/// One device; an unhealthy one is not available to a new claim.
 fn device(
     name: String,
     attributes: std::collections::HashMap<String, pb::AttributeValue>,
     capacity: std::collections::HashMap<String, i64>,
-    used: Option<DeviceUse>,
+    (used, fault): (Option<DeviceUse>, Option<DeviceFault>),
     consumes_counters: Vec<pb::CounterConsumption>,
 ) -> pb::Device {
     let (available, holders) = used.map_or((true, Vec::new()), |u| (u.available, u.holders));
@@ -183,11 +195,11 @@ fn device(
         name,
         attributes,
         capacity,
-        available,
+        available: available && fault.is_none(),
         holders,
         consumes_counters,
-        healthy: true,
-        health_reason: String::new(),
+        healthy: fault.is_none(),
+        health_reason: fault.map(|f| f.reason).unwrap_or_default(),
     }
 }
 
@@ -211,6 +223,7 @@ pub fn claims_response(engine: &Engine) -> pb::ListClaimsResponse {
                 .display()
                 .to_string(),
             prepared_at: r.prepared_at,
+            health_problems: engine.claim_health_problems(r),
         })
         .collect();
     pb::ListClaimsResponse { claims }

@@ -8,6 +8,7 @@
 //! gRPC codes.
 
 mod convert;
+mod health;
 mod mig_layout;
 pub mod peer;
 mod service;

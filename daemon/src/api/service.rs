@@ -8,7 +8,7 @@ use gpuslice_proto::gpuslice::v1 as pb;
 use gpuslice_proto::gpuslice::v1::gpu_slice_server::GpuSlice;
 use tonic::{Request, Response, Status};
 
-use super::{convert, mig_layout};
+use super::{convert, health, mig_layout};
 use crate::claims::{Engine, Unprepared};
 
 /// The API over one engine.
@@ -103,5 +103,28 @@ impl GpuSlice for Service {
             .blocking(|engine| Ok(mig_layout::mig_layout_response(engine)))
             .await?;
         Ok(Response::new(reply))
+    }
+
+    async fn get_health(
+        &self,
+        _request: Request<pb::GetHealthRequest>,
+    ) -> Result<Response<pb::GetHealthResponse>, Status> {
+        let reply = self
+            .blocking(|engine| Ok(health::health_response(engine)))
+            .await?;
+        Ok(Response::new(reply))
+    }
+
+    #[tracing::instrument(skip_all, fields(device = tracing::field::Empty))]
+    async fn clear_health(
+        &self,
+        request: Request<pb::ClearHealthRequest>,
+    ) -> Result<Response<pb::ClearHealthResponse>, Status> {
+        let device = convert::device_name(request.into_inner().device)?;
+        tracing::Span::current().record("device", device.as_str());
+        let cleared = self
+            .blocking(move |engine| engine.clear_health(&device).map_err(convert::error))
+            .await?;
+        Ok(Response::new(health::clear_response(cleared)))
     }
 }

@@ -25,6 +25,7 @@ pub fn error(err: ClaimError) -> Status {
         | ClaimError::LayoutUnplaceable { .. }
         | ClaimError::MigModeStuck { .. } => Code::FailedPrecondition,
         ClaimError::DeviceNodeMissing { .. }
+        | ClaimError::DeviceUnhealthy { .. }
         | ClaimError::DeviceGone { .. }
         | ClaimError::CdiFile { .. } => Code::Unavailable,
         ClaimError::State(StateError::NewerVersion { .. }) => Code::FailedPrecondition,
@@ -82,6 +83,14 @@ mod tests {
                 ClaimError::DeviceNodeMissing {
                     device: "gpu-0".into(),
                     path: "/dev/nvidia0".into(),
+                },
+                Code::Unavailable,
+            ),
+            (
+                ClaimError::DeviceUnhealthy {
+                    device: "gpu-0".into(),
+                    reason: "XID 79".into(),
+                    gpu: "gpu-0".into(),
                 },
                 Code::Unavailable,
             ),

@@ -186,6 +186,20 @@ pub enum ClaimError {
         /// Why, in NVML's words.
         reason: String,
     },
+    /// A device of a new claim is unhealthy (an XID, an ECC error, a lost GPU).
+    #[error(
+        "device {device} is unhealthy: {reason}; new claims on it are refused: allocate a healthy \
+         device (with taint_unhealthy the DRA plugin taints this one), or fix the GPU (reset or \
+         reboot) and run `gpuslicectl health clear {gpu}`"
+    )]
+    DeviceUnhealthy {
+        /// The device asked for.
+        device: String,
+        /// Why, and since when.
+        reason: String,
+        /// The GPU it is, or is part of.
+        gpu: String,
+    },
     /// The claim record could not be written or removed.
     #[error(transparent)]
     State(#[from] StateError),

@@ -1,8 +1,9 @@
 //! The claim engine: Prepare and Unprepare as idempotent state transitions,
 //! and the start-up reconcile that makes records, CDI files and hardware agree.
 //!
-//! Prepare: validate, take the claim's lock, reserve its devices in the table
-//! (refused if another claim holds one), write the CDI spec, write the record,
+//! Prepare: validate, take the claim's lock, refuse a new claim on an
+//! unhealthy device (`health`), reserve its devices in the table (refused if
+//! another claim holds one), write the CDI spec, write the record,
 //! and only then report success. Any failure undoes what was done. Unprepare
 //! removes the spec first and the record second, so a crash in between leaves
 //! a record whose spec reconcile rewrites, never a spec nobody owns.
@@ -13,6 +14,7 @@
 
 mod error;
 mod exclusive;
+mod health;
 mod keyed;
 mod mig;
 mod mig_ahead;
@@ -31,6 +33,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
 pub use error::ClaimError;
+pub use health::{Cleared, UnhealthyDevice};
 pub use reconcile::ReconcileReport;
 pub use request::{ConfigRequest, DeviceRequest, PrepareRequest, validate_uid};
 
@@ -96,6 +99,9 @@ pub struct Engine {
     mig_problems: Mutex<Vec<String>>,
     /// The `[mig]` in force (set by [`Engine::setup_mig`]).
     mig_config: RwLock<crate::config::MigConfig>,
+    /// Faults of GPUs and slices (see `health`).
+    health: crate::health::DeviceHealth,
+    health_listener: std::sync::OnceLock<health::HealthListener>,
     generation: AtomicU64,
     started: Instant,
 }
@@ -132,6 +138,8 @@ impl Engine {
             problems: Mutex::new(Vec::new()),
             mig_problems: Mutex::new(Vec::new()),
             mig_config: RwLock::new(crate::config::MigConfig::default()),
+            health: crate::health::DeviceHealth::default(),
+            health_listener: std::sync::OnceLock::new(),
             generation: AtomicU64::new(1),
             started: Instant::now(),
         }
@@ -178,8 +186,13 @@ impl Engine {
             return false;
         }
         *current = Arc::new(inventory);
-        self.generation.fetch_add(1, Ordering::Relaxed);
+        self.bump_generation();
         true
+    }
+
+    /// A new inventory generation: what the devices look like changed.
+    fn bump_generation(&self) {
+        self.generation.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Replaces the driver files (after a rescan on SIGHUP).
@@ -237,11 +250,13 @@ impl Engine {
     }
 
     /// Problems an operator should act on: missing driver files, records
-    /// that could not be read or matched.
+    /// that could not be read or matched, unhealthy devices and the claims
+    /// on them.
     pub fn problems(&self) -> Vec<String> {
         let mut all = self.driver().problems.clone();
         all.extend(lock(&self.problems).iter().cloned());
         all.extend(lock(&self.mig_problems).iter().cloned());
+        all.extend(self.health_problems());
         all
     }
 
@@ -257,6 +272,8 @@ impl Engine {
     }
 }
 
+#[cfg(test)]
+mod health_tests;
 #[cfg(test)]
 mod mig_tests;
 #[cfg(test)]

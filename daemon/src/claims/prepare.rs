@@ -39,6 +39,7 @@ impl Engine {
             .iter()
             .filter_map(|d| inventory.device(&d.device))
             .collect();
+        self.refuse_unhealthy(&devices)?;
         let wants: Vec<Want> = devices.iter().map(want).collect();
         lock(&self.table).reserve(&req.uid, &wants)?;
         let record = self.new_record(req, &devices);

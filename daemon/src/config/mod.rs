@@ -24,6 +24,9 @@ pub const DEFAULT_PATH: &str = "/etc/gpuslice/gpuslice.toml";
 /// File name of the simulated hardware state when no path is configured.
 pub const SIM_HARDWARE_STATE_FILE: &str = "sim-hardware.json";
 
+/// File name of the simulated health events when no path is configured.
+pub const SIM_HEALTH_EVENTS_FILE: &str = "sim-health-events";
+
 /// The whole configuration.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -55,6 +58,17 @@ pub struct Config {
     pub mps: MpsConfig,
     /// `[timeslice]`: compute time-slicing.
     pub timeslice: TimeSliceConfig,
+    /// `[health]`: device health events.
+    pub health: HealthConfig,
+}
+
+/// `[health]`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HealthConfig {
+    /// XIDs that do not make a device unhealthy, besides NVIDIA's default
+    /// list (13, 31, 43, 45, 68, 109). Default: none.
+    pub ignore_xids: Vec<u64>,
 }
 
 /// `[mps]`.
@@ -155,6 +169,11 @@ pub struct SimConfig {
     /// dir, /run/gpuslice: gone at reboot, like MIG instances). See
     /// [`Config::sim_hardware_state`].
     pub hardware_state: Option<PathBuf>,
+    /// A file a test or an operator appends health events to, one a line
+    /// (`gpu=0 xid=79`; syntax in `gpu::sim::health_spec`). Default:
+    /// `sim-health-events` next to `hardware_state`. See
+    /// [`Config::sim_health_events`].
+    pub health_events: Option<PathBuf>,
 }
 
 /// `[log]`.
@@ -181,6 +200,7 @@ impl Default for Config {
             log: LogConfig::default(),
             mps: MpsConfig::default(),
             timeslice: TimeSliceConfig::default(),
+            health: HealthConfig::default(),
         }
     }
 }
@@ -201,6 +221,7 @@ impl Default for SimConfig {
             gpus: vec![SimModel::H100_80GB],
             seed: "gpuslice-sim".to_owned(),
             hardware_state: None,
+            health_events: None,
         }
     }
 }
@@ -269,6 +290,17 @@ impl Config {
         })
     }
 
+    /// Where the simulated backend reads injected health events:
+    /// `backend.sim.health_events`, or `sim-health-events` in the folder of
+    /// [`Config::sim_hardware_state`].
+    pub fn sim_health_events(&self) -> PathBuf {
+        self.backend.sim.health_events.clone().unwrap_or_else(|| {
+            let state = self.sim_hardware_state();
+            let dir = state.parent().unwrap_or(Path::new("/run/gpuslice"));
+            dir.join(SIM_HEALTH_EVENTS_FILE)
+        })
+    }
+
     fn resolve_relative(&mut self, base: &Path) {
         let resolve = |p: &mut PathBuf| {
             if p.is_relative() {
@@ -287,6 +319,7 @@ impl Config {
             &mut self.mps.control_program,
             &mut self.timeslice.nvidia_smi,
             &mut self.backend.sim.hardware_state,
+            &mut self.backend.sim.health_events,
         ] {
             if let Some(p) = p.as_mut() {
                 resolve(p);

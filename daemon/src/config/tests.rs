@@ -74,6 +74,36 @@ fn sim_hardware_state_defaults_next_to_the_socket() {
 }
 
 #[test]
+fn sim_health_events_default_next_to_the_hardware_state() {
+    let config = parse("").unwrap();
+    assert_eq!(
+        config.sim_health_events(),
+        PathBuf::from("/run/gpuslice/sim-health-events")
+    );
+    let config = parse("[backend.sim]\nhardware_state = \"../hw/sim.json\"\n").unwrap();
+    assert_eq!(
+        config.sim_health_events(),
+        PathBuf::from("/etc/hw/sim-health-events")
+    );
+    let config = parse("[backend.sim]\nhealth_events = \"events.txt\"\n").unwrap();
+    assert_eq!(
+        config.sim_health_events(),
+        PathBuf::from("/etc/gpuslice/events.txt")
+    );
+}
+
+#[test]
+fn health_ignore_xids_parse_and_default_to_none() {
+    assert!(parse("").unwrap().health.ignore_xids.is_empty());
+    let config = parse("[health]\nignore_xids = [94, 63]\n").unwrap();
+    assert_eq!(config.health.ignore_xids, vec![94, 63]);
+    let err = parse("[health]\nignore_xids = [-1]\n").unwrap_err();
+    assert!(err.to_string().contains("line 2"), "{err}");
+    let err = parse("[health]\nignore_xid = [1]\n").unwrap_err();
+    assert!(err.to_string().contains("ignore_xid"), "{err}");
+}
+
+#[test]
 fn unknown_key_is_refused_with_line_and_column() {
     let err = parse("socket = \"/tmp/a.sock\"\nstate_dri = \"/x\"\n").unwrap_err();
     let text = err.to_string();

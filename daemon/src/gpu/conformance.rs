@@ -122,4 +122,27 @@ pub(crate) fn all(backend: &dyn GpuBackend) {
     facts(backend);
     driver(backend);
     out_of_range(backend);
+    health_watch(backend);
+}
+
+/// A health watch registers on every GPU and waits briefly, read-only: any
+/// unmonitored GPU or event it reports names a GPU the backend has, by its
+/// index and UUID. Returns the events seen (usually none).
+pub(crate) fn health_watch(backend: &dyn GpuBackend) -> Vec<crate::gpu::HealthEvent> {
+    let gpus = all_gpus(backend);
+    let mut watch = backend.watch_health().unwrap();
+    for gpu in watch.unmonitored() {
+        assert!(gpus.iter().any(|g| g.index == gpu.gpu_index), "{gpu:?}");
+        assert!(!gpu.reason.is_empty(), "{gpu:?}");
+    }
+    let events = watch.wait(std::time::Duration::from_millis(200)).unwrap();
+    for event in &events {
+        let gpu = gpus.iter().find(|g| g.index == event.gpu_index);
+        assert_eq!(
+            gpu.map(|g| g.uuid.as_str()),
+            Some(event.gpu_uuid.as_str()),
+            "{event:?}"
+        );
+    }
+    events
 }

@@ -3,6 +3,9 @@
 //! * [`nvml`]: real GPUs through NVML (nvml-wrapper, library loaded at run time).
 //! * [`sim`]: a faithful simulator driven by per-model tables.
 //!
+//! Besides the verbs, a backend reports health events (XIDs, ECC errors, a
+//! lost GPU) through a [`HealthWatch`] ([`GpuBackend::watch_health`]).
+//!
 //! The backend is chosen explicitly in the config; a failed NVML load is an
 //! error that names the library, never a quiet switch to the simulator.
 //! Nothing above this module knows which backend it talks to, and no
@@ -12,6 +15,7 @@
 #[cfg(test)]
 mod conformance;
 mod error;
+mod health;
 mod mig;
 #[cfg(test)]
 mod mig_conformance;
@@ -19,6 +23,9 @@ pub mod nvml;
 pub mod sim;
 
 pub use error::GpuError;
+pub use health::{
+    HealthEvent, HealthEventKind, HealthWatch, NO_INSTANCE, Unmonitored, instance_id,
+};
 pub use mig::{ComputeInstance, ComputeMode, GpuInstance, MigProfile, Placement};
 
 /// Versions of the node's NVIDIA driver.
@@ -133,4 +140,11 @@ pub trait GpuBackend: Send + Sync + std::fmt::Debug {
     fn compute_mode(&self, index: u32) -> Result<ComputeMode, GpuError>;
     /// Set the compute mode of the GPU at `index` (not persistent across reboot).
     fn set_compute_mode(&self, index: u32, mode: ComputeMode) -> Result<(), GpuError>;
+
+    /// Registers for health events (critical XIDs, ECC errors, a lost GPU) on
+    /// every GPU and returns the watch to wait on. Events before this call
+    /// are not reported. A GPU that refuses registration is listed by
+    /// [`HealthWatch::unmonitored`] rather than failing the call; an error
+    /// means no GPU can be watched.
+    fn watch_health(&self) -> Result<Box<dyn HealthWatch + '_>, GpuError>;
 }

@@ -53,6 +53,10 @@ pub struct Config {
     /// cluster (alpha in 1.34); without it the API server drops taints.
     /// Default false.
     pub taint_unhealthy: bool,
+    /// Seconds between two device-health lists sent to each kubelet watching
+    /// (`NodeWatchResources`); the kubelet trusts one for three periods.
+    /// Default 10.
+    pub health_seconds: u64,
     /// Logging.
     pub log: LogConfig,
 }
@@ -77,6 +81,7 @@ impl Default for Config {
             plugins_dir: PathBuf::from("/var/lib/kubelet/plugins"),
             resync_seconds: 30,
             taint_unhealthy: false,
+            health_seconds: 10,
             log: LogConfig::default(),
         }
     }
@@ -178,11 +183,16 @@ impl Config {
         if let Some(node) = &self.node_name {
             resolve::check_node_name(node)?;
         }
-        if self.resync_seconds == 0 {
-            return Err(ConfigError::Invalid {
-                key: "resync_seconds",
-                problem: "must be at least 1".to_owned(),
-            });
+        for (key, seconds) in [
+            ("resync_seconds", self.resync_seconds),
+            ("health_seconds", self.health_seconds),
+        ] {
+            if seconds == 0 {
+                return Err(ConfigError::Invalid {
+                    key,
+                    problem: "must be at least 1".to_owned(),
+                });
+            }
         }
         for (key, path) in [
             ("plugins_dir", self.dra_socket()),

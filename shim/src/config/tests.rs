@@ -61,6 +61,7 @@ fn bad_values_are_refused_naming_the_key() {
         ("driver_name = \"\"", "driver_name"),
         ("node_name = \"Node_1\"", "node_name"),
         ("resync_seconds = 0", "resync_seconds"),
+        ("health_seconds = 0", "health_seconds"),
         (
             &format!("plugins_dir = \"/{}\"", "p".repeat(100)),
             "plugins_dir",

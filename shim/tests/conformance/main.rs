@@ -5,6 +5,8 @@
 //! the shim talks to a real gpusliced (simulated backend, 130 GPUs, so the
 //! pool needs two slices) and to a fake API server that serves the claims and
 //! checks every ResourceSlice write against the resource.k8s.io/v1 rules.
+//! The kubelet's health watch (v1, v1alpha1) sees an XID injected into
+//! gpusliced, and its recovery.
 
 mod fake_apiserver;
 mod peers;
@@ -254,7 +256,50 @@ fn kubelet_conformance_against_real_gpusliced() {
     assert!(republished > generation);
     assert_eq!(names.len(), GPUS);
 
-    // SIGTERM: exit 0, both sockets removed.
+    // Device health: the kubelet's watch streams gpusliced's health.
+    let v1 = kubelet.watch_health(&shim.dra_socket(), "v1");
+    let first = v1.until(BOUND, |_| true);
+    let devices = first["devices"].as_array().expect("devices");
+    assert_eq!(devices.len(), GPUS, "the complete list");
+    assert!(
+        devices
+            .iter()
+            .all(|d| d["health"] == "HEALTHY" && d["device"]["pool_name"] == NODE),
+        "{first}"
+    );
+    assert_eq!(devices[0]["health_check_timeout_seconds"], "3", "{first}");
+    let gpu7 = |m: &Value| -> Value {
+        let list = m["devices"].as_array().cloned().unwrap_or_default();
+        list.into_iter()
+            .find(|d| d["device"]["device_name"] == "gpu-7")
+            .unwrap_or_default()
+    };
+    daemon.inject_health("gpu=7 xid=79");
+    let sick = v1.until(BOUND, |m| gpu7(m)["health"] == "UNHEALTHY");
+    let message = gpu7(&sick)["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        message.starts_with("XID 79 (GPU has fallen off the bus) since "),
+        "{message}"
+    );
+    let others = sick["devices"]
+        .as_array()
+        .expect("devices")
+        .iter()
+        .filter(|d| d["health"] == "HEALTHY")
+        .count();
+    assert_eq!(others, GPUS - 1, "{sick}");
+    let v1alpha1 = kubelet.watch_health(&shim.dra_socket(), "v1alpha1");
+    let alpha = v1alpha1.until(BOUND, |_| true);
+    assert_eq!(gpu7(&alpha)["health"], "UNHEALTHY", "{alpha}");
+    assert_eq!(gpu7(&alpha)["message"], message.as_str());
+    drop(v1alpha1);
+    daemon.inject_health("gpu=7 recovered");
+    v1.until(BOUND, |m| gpu7(m)["health"] == "HEALTHY");
+
+    // SIGTERM with a health watch open: exit 0, both sockets removed.
     shim.terminate();
     let status = shim.wait_exit(BOUND);
     assert!(status.success(), "exit {status:?}; log:\n{}", shim.log());
@@ -263,6 +308,7 @@ fn kubelet_conformance_against_real_gpusliced() {
         "registration socket left behind"
     );
     assert!(!shim.dra_socket().exists(), "DRA socket left behind");
+    drop(v1);
 }
 
 #[test]

@@ -26,10 +26,12 @@ pub fn reference_dir() -> PathBuf {
     )
 }
 
-pub const KUBELET_PROTOS: [&str; 3] = [
+pub const KUBELET_PROTOS: [&str; 5] = [
     "kubelet-dra-v1-api.proto",
     "kubelet-dra-v1beta1-api.proto",
     "kubelet-pluginregistration-v1-api.proto",
+    "kubelet-dra-health-v1-api.proto",
+    "kubelet-dra-health-v1alpha1-api.proto",
 ];
 
 /// Kills a child if the test ends without stopping it.
@@ -115,6 +117,63 @@ impl Kubelet {
     }
 }
 
+/// A kubelet's open `NodeWatchResources` stream: the Python client prints
+/// one JSON line per message; a thread hands them over.
+pub struct HealthWatch {
+    lines: std::sync::mpsc::Receiver<Value>,
+    _child: ChildGuard,
+}
+
+impl Kubelet {
+    /// Opens a health watch on `socket` in `version` ("v1" or "v1alpha1").
+    pub fn watch_health(&self, socket: &Path, version: &str) -> HealthWatch {
+        let script = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/conformance/kubelet_health.py"
+        );
+        let mut child = Command::new(&self.python)
+            .arg(script)
+            .arg(&self.stubs)
+            .arg(socket)
+            .arg(version)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("run the python kubelet's health watch");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                let value = serde_json::from_str(&line).expect("kubelet_health.py prints JSON");
+                if tx.send(value).is_err() {
+                    return;
+                }
+            }
+        });
+        HealthWatch {
+            lines,
+            _child: ChildGuard(child),
+        }
+    }
+}
+
+impl HealthWatch {
+    /// The first message `wanted` accepts, within `bound`.
+    pub fn until(&self, bound: Duration, wanted: impl Fn(&Value) -> bool) -> Value {
+        let deadline = std::time::Instant::now() + bound;
+        let mut last = Value::Null;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(value) if wanted(&value) => return value,
+                Ok(value) => last = value,
+                Err(err) => panic!("no awaited health message ({err}); last: {last}"),
+            }
+        }
+    }
+}
+
 /// The gpusliced binary: next to this test's target dir, built when absent.
 pub fn gpusliced_binary() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable");
@@ -147,6 +206,7 @@ pub fn gpusliced_binary() -> PathBuf {
 /// A running gpusliced with `gpus` simulated H100s in `dir`.
 pub struct Daemon {
     pub socket: PathBuf,
+    dir: PathBuf,
     _child: ChildGuard,
 }
 
@@ -196,8 +256,21 @@ impl Daemon {
         }
         Self {
             socket: dir.join("gpusliced.sock"),
+            dir: dir.to_path_buf(),
             _child: ChildGuard(child),
         }
+    }
+
+    /// Injects a health event (`gpu=7 xid=79`) through the simulator's
+    /// health events file.
+    pub fn inject_health(&self, line: &str) {
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("sim-health-events"))
+            .expect("open the health events file");
+        std::io::Write::write_all(&mut file, format!("{line}\n").as_bytes())
+            .expect("append a health event");
     }
 }
 
@@ -226,7 +299,8 @@ impl Shim {
         write(&dir.join("kubeconfig"), &kubeconfig);
         let config = format!(
             "node_name = \"node-1\"\nkubeconfig = \"kubeconfig\"\ngpusliced_socket = \"{}\"\n\
-             registry_dir = \"registry\"\nplugins_dir = \"plugins\"\nresync_seconds = 1\n",
+             registry_dir = \"registry\"\nplugins_dir = \"plugins\"\nresync_seconds = 1\n\
+             health_seconds = 1\n",
             gpusliced_socket.display()
         );
         write(&dir.join("shim.toml"), &config);

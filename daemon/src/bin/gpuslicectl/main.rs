@@ -2,6 +2,7 @@
 //!
 //! Human output is aligned tables; `--output json` prints one JSON document.
 
+mod health;
 mod mig_map;
 mod render;
 
@@ -45,6 +46,11 @@ enum Command {
     Claims,
     /// Per GPU, the map of MIG slices: which profile and claim hold which slices.
     Mig,
+    /// Unhealthy devices (XIDs, ECC errors, lost GPUs) with the claims on them.
+    Health {
+        #[command(subcommand)]
+        action: Option<HealthAction>,
+    },
     /// Prepare a claim by hand (what the DRA plugin does for the kubelet).
     Prepare {
         /// Claim uid (a UUID).
@@ -71,6 +77,16 @@ enum Command {
         /// Claim uid.
         #[arg(long)]
         uid: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum HealthAction {
+    /// Mark a device healthy again after fixing it (GPU reset, reboot): an XID
+    /// or ECC fault never clears by itself. A GPU clears with its slices.
+    Clear {
+        /// The device, by inventory name (e.g. gpu-0).
+        device: String,
     },
 }
 
@@ -142,6 +158,22 @@ async fn run(args: Args) -> anyhow::Result<String> {
                 .await?
                 .into_inner();
             mig_map::render(&reply, json)
+        }
+        Command::Health { action: None } => {
+            let reply = client
+                .get_health(pb::GetHealthRequest {})
+                .await?
+                .into_inner();
+            health::render(&reply, json)
+        }
+        Command::Health {
+            action: Some(HealthAction::Clear { device }),
+        } => {
+            let req = pb::ClearHealthRequest {
+                device: device.clone(),
+            };
+            let reply = client.clear_health(req).await?.into_inner();
+            health::cleared(&device, &reply, json)
         }
         Command::Claims => {
             let reply = client

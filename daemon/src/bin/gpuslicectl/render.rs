@@ -4,7 +4,7 @@ use gpuslice_proto::gpuslice::v1 as pb;
 use serde_json::{Value, json};
 
 /// Aligns `rows` under `header`, two spaces between columns.
-fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {
@@ -26,7 +26,7 @@ fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
-fn doc(value: &Value) -> String {
+pub fn doc(value: &Value) -> String {
     format!(
         "{}\n",
         serde_json::to_string_pretty(value).unwrap_or_default()
@@ -113,7 +113,8 @@ pub fn inventory(inv: &pb::GetInventoryResponse, json: bool) -> String {
                     .map(|(k, v)| (k.clone(), attr_json(v)))
                     .collect();
                 json!({ "name": d.name, "attributes": attrs, "capacity": d.capacity,
-                        "available": d.available, "holders": d.holders })
+                        "available": d.available, "holders": d.holders,
+                        "healthy": d.healthy, "health_reason": d.health_reason })
             })
             .collect();
         return doc(&json!({ "generation": inv.generation, "devices": devices }));
@@ -133,8 +134,10 @@ pub fn inventory(inv: &pb::GetInventoryResponse, json: bool) -> String {
             let state = match (d.holders.is_empty(), d.available) {
                 (false, _) => d.holders.join(","),
                 (true, true) => "free".to_owned(),
+                (true, false) if !d.healthy => "-".to_owned(),
                 (true, false) => "blocked".to_owned(),
             };
+            let health = if d.healthy { "ok" } else { "unhealthy" };
             vec![
                 d.name.clone(),
                 kind,
@@ -142,13 +145,20 @@ pub fn inventory(inv: &pb::GetInventoryResponse, json: bool) -> String {
                 gib(d.capacity.get("memory").copied().unwrap_or(0)),
                 uuid,
                 state,
+                health.to_owned(),
             ]
         })
         .collect();
-    table(
-        &["DEVICE", "TYPE", "PRODUCT", "MEMORY", "UUID", "HELD BY"],
+    let mut out = table(
+        &[
+            "DEVICE", "TYPE", "PRODUCT", "MEMORY", "UUID", "HELD BY", "HEALTH",
+        ],
         &rows,
-    )
+    );
+    for d in inv.devices.iter().filter(|d| !d.healthy) {
+        out.push_str(&format!("unhealthy: {}: {}\n", d.name, d.health_reason));
+    }
+    out
 }
 
 /// `claims`.
@@ -161,7 +171,8 @@ pub fn claims(list: &pb::ListClaimsResponse, json: bool) -> String {
                 let claim = c.claim.clone().unwrap_or_default();
                 json!({ "uid": claim.uid, "namespace": claim.namespace, "name": claim.name,
                         "phase": c.phase, "cdi_spec_path": c.cdi_spec_path,
-                        "prepared_at": c.prepared_at, "devices": devices_json(&c.devices) })
+                        "prepared_at": c.prepared_at, "devices": devices_json(&c.devices),
+                        "health_problems": c.health_problems })
             })
             .collect();
         return doc(&json!({ "claims": claims }));
@@ -172,15 +183,27 @@ pub fn claims(list: &pb::ListClaimsResponse, json: bool) -> String {
         .map(|c| {
             let claim = c.claim.clone().unwrap_or_default();
             let devices: Vec<&str> = c.devices.iter().map(|d| d.device.as_str()).collect();
+            let health = match c.health_problems.len() {
+                0 => "ok".to_owned(),
+                n => format!("{n} problem(s)"),
+            };
             vec![
                 claim.uid,
                 format!("{}/{}", claim.namespace, claim.name),
                 c.phase.clone(),
                 devices.join(","),
+                health,
             ]
         })
         .collect();
-    table(&["UID", "CLAIM", "PHASE", "DEVICES"], &rows)
+    let mut out = table(&["UID", "CLAIM", "PHASE", "DEVICES", "HEALTH"], &rows);
+    for c in &list.claims {
+        let uid = c.claim.as_ref().map_or("", |r| r.uid.as_str());
+        for problem in &c.health_problems {
+            out.push_str(&format!("problem: claim {uid}: {problem}\n"));
+        }
+    }
+    out
 }
 
 fn devices_json(devices: &[pb::PreparedDevice]) -> Vec<Value> {

@@ -4,10 +4,12 @@
 //! backend once and share it (`Arc<dyn GpuBackend>`). MIG verbs live in
 //! `mig`, over raw calls in `raw` (the one file allowed `unsafe`). No
 //! nvml-wrapper type leaves this module: [`convert`] turns them into the
-//! boundary's types and errors. A failed load is an error naming the
-//! library, never a switch to the simulator.
+//! boundary's types and errors. Health events come from an NVML event set
+//! (`health`). A failed load is an error naming the library, never a switch
+//! to the simulator.
 
 mod convert;
+mod health;
 mod mig;
 #[cfg(test)]
 mod mig_tests;
@@ -23,8 +25,8 @@ use nvml_wrapper::error::NvmlError;
 
 use self::convert::map_err;
 use super::{
-    ComputeInstance, ComputeMode, DriverInfo, GpuBackend, GpuError, GpuInfo, GpuInstance, MigMode,
-    MigProfile, MigSupport, Placement,
+    ComputeInstance, ComputeMode, DriverInfo, GpuBackend, GpuError, GpuInfo, GpuInstance,
+    HealthWatch, MigMode, MigProfile, MigSupport, Placement,
 };
 
 /// The library `Nvml::init` loads when no path is configured.
@@ -304,5 +306,9 @@ impl GpuBackend for NvmlBackend {
         let mut dev = self.device(index)?;
         (dev.set_compute_mode(convert::nvml_compute_mode(mode)))
             .map_err(on_gpu("nvmlDeviceSetComputeMode", index))
+    }
+
+    fn watch_health(&self) -> Result<Box<dyn HealthWatch + '_>, GpuError> {
+        Ok(Box::new(health::watch(&self.nvml)?))
     }
 }

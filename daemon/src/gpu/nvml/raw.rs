@@ -1,7 +1,8 @@
 //! Raw NVML calls nvml-wrapper 0.13 lacks or gets wrong: GPU- and
 //! compute-instance enumerate/create/destroy, profile info with names, the
-//! possible placements (the wrapper's never sets its vector's length), and
-//! the GI/CI ids of a MIG device handle.
+//! possible placements (the wrapper's never sets its vector's length), the
+//! GI/CI ids of a MIG device handle, and an event-set wait that keeps the
+//! GI/CI ids of the event (the wrapper's `EventSet::wait` drops them).
 //!
 //! The only file of the crate with `unsafe`. Each function is a safe wrapper
 //! around one NVML call through the loaded library's function table
@@ -16,7 +17,7 @@
 )]
 
 use nvml_wrapper::error::{NvmlError, nvml_sym, nvml_try};
-use nvml_wrapper::{Device, Nvml};
+use nvml_wrapper::{Device, EventSet, Nvml};
 use nvml_wrapper_sys::bindings as sys;
 
 use crate::gpu::Placement;
@@ -282,4 +283,43 @@ pub(super) fn mig_device_ids(nvml: &Nvml, mig: &Device<'_>) -> Result<(u32, u32)
     // SAFETY: as above.
     nvml_try(unsafe { ci_sym(handle(mig), &mut ci) })?;
     Ok((gi, ci))
+}
+
+/// One event of an event set, with NVML's instance ids (0xFFFFFFFF when the
+/// event is not attributed to a MIG instance).
+#[derive(Debug)]
+pub(super) struct RawEvent<'nvml> {
+    /// The GPU the event occurred on.
+    pub device: Device<'nvml>,
+    /// `nvmlEventType*` bits.
+    pub event_type: u64,
+    /// The XID for `nvmlEventTypeXidCriticalError`, else 0.
+    pub data: u64,
+    /// GPU instance id.
+    pub gpu_instance: u32,
+    /// Compute instance id.
+    pub compute_instance: u32,
+}
+
+/// `nvmlEventSetWait_v2`: the next event of `set`, waiting up to `timeout_ms`.
+pub(super) fn wait_event<'nvml>(
+    set: &EventSet<'nvml>,
+    timeout_ms: u32,
+) -> Result<RawEvent<'nvml>, NvmlError> {
+    let nvml = set.nvml;
+    let sym = nvml_sym(nvml.lib().nvmlEventSetWait_v2.as_ref())?;
+    // SAFETY: plain C data; all-zero is a valid value of every field.
+    let mut data: sys::nvmlEventData_t = unsafe { std::mem::zeroed() };
+    // SAFETY: the set handle is live while `set` is (it is only passed to NVML,
+    // never freed here), and `data` is a live out-parameter.
+    nvml_try(unsafe { sym(set.handle(), &mut data, timeout_ms) })?;
+    Ok(RawEvent {
+        // SAFETY: NVML filled `device` with a handle of `nvml`, valid as long
+        // as the `Nvml` the returned `Device` borrows.
+        device: unsafe { Device::new(data.device, nvml) },
+        event_type: data.eventType,
+        data: data.eventData,
+        gpu_instance: data.gpuInstanceId,
+        compute_instance: data.computeInstanceId,
+    })
 }

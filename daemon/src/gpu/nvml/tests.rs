@@ -25,6 +25,32 @@ fn nvml_conformance() {
     conformance::all(&open_real());
 }
 
+/// Registers XID and ECC events on every GPU and waits a few seconds for
+/// events, changing nothing: prints what it saw and which GPUs refused.
+#[test]
+#[ignore = "needs an NVIDIA GPU and driver"]
+fn nvml_health_events_register_on_every_gpu() {
+    use crate::gpu::GpuBackend;
+    let nvml = open_real();
+    let count = nvml.device_count().unwrap();
+    let mut watch = nvml.watch_health().unwrap();
+    let unmonitored = watch.unmonitored();
+    eprintln!("{count} GPUs, unmonitored: {unmonitored:?}");
+    assert!(
+        unmonitored.len() < usize::try_from(count).unwrap() || count == 0,
+        "no GPU accepts XID or ECC events: {unmonitored:?}"
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(6);
+    while std::time::Instant::now() < deadline {
+        for event in watch.wait(std::time::Duration::from_millis(500)).unwrap() {
+            eprintln!("health event: {event:?}");
+            assert!(event.gpu_index < count, "{event:?}");
+        }
+    }
+    let events = conformance::health_watch(&nvml);
+    eprintln!("events during the conformance wait: {events:?}");
+}
+
 #[test]
 #[ignore = "needs an NVIDIA GPU and driver"]
 fn nvml_pcie_root_found() {

@@ -2,10 +2,11 @@
 //! pure rule from `hardware` run under the GPU's lock (see the module doc of
 //! `sim` for locking and persistence). Nothing else lives here.
 
+use super::health::SimHealthWatch;
 use super::{CUDA_DRIVER_VERSION, DRIVER_VERSION, SimBackend, op};
 use crate::gpu::{
-    ComputeInstance, ComputeMode, DriverInfo, GpuBackend, GpuError, GpuInfo, GpuInstance, MigMode,
-    MigProfile, MigSupport, Placement,
+    ComputeInstance, ComputeMode, DriverInfo, GpuBackend, GpuError, GpuInfo, GpuInstance,
+    HealthWatch, MigMode, MigProfile, MigSupport, Placement,
 };
 
 impl GpuBackend for SimBackend {
@@ -102,5 +103,10 @@ impl GpuBackend for SimBackend {
             state.compute_mode = mode;
             Ok(())
         })
+    }
+
+    fn watch_health(&self) -> Result<Box<dyn HealthWatch + '_>, GpuError> {
+        self.faults.check(op::WATCH_HEALTH)?.wait();
+        Ok(Box::new(SimHealthWatch::new(self)))
     }
 }

@@ -41,9 +41,11 @@ pub mod op {
     pub const COMPUTE_MODE: &str = "compute_mode";
     /// `GpuBackend::set_compute_mode`.
     pub const SET_COMPUTE_MODE: &str = "set_compute_mode";
+    /// `GpuBackend::watch_health`.
+    pub const WATCH_HEALTH: &str = "watch_health";
 
     /// Every operation name, for parsing `GPUSLICE_SIM_FAULTS`.
-    pub const ALL: [&str; 12] = [
+    pub const ALL: [&str; 13] = [
         DRIVER_INFO,
         DEVICE_COUNT,
         DEVICE_INFO,
@@ -56,6 +58,7 @@ pub mod op {
         DESTROY_GPU_INSTANCE,
         COMPUTE_MODE,
         SET_COMPUTE_MODE,
+        WATCH_HEALTH,
     ];
 }
 

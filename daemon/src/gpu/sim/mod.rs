@@ -8,7 +8,10 @@
 //! running daemon through `GPUSLICE_SIM_FAULTS`, see `fault_spec`), and, when
 //! opened with a path ([`SimBackend::open`]), keeps the hardware state in a
 //! file so it outlives a daemon restart (`persist`). A reboot is either a new
-//! kernel boot id found at open, or [`SimBackend::reboot`].
+//! kernel boot id found at open, or [`SimBackend::reboot`]. Health events
+//! (XIDs, ECC errors, a lost GPU) are injected in process
+//! ([`SimBackend::inject_health`]) or appended to a file a running daemon
+//! watches ([`SimBackend::with_health_events`], syntax in `health_spec`).
 //!
 //! Locking: one mutex per GPU, held for the whole verb (so verbs on one GPU
 //! are serialised as the driver does, and verbs on different GPUs are not),
@@ -19,11 +22,15 @@ mod backend;
 pub mod fault_spec;
 mod faults;
 mod hardware;
+mod health;
+pub mod health_spec;
 pub mod models;
 mod numbering;
 mod persist;
 mod tables;
 
+#[cfg(test)]
+mod health_tests;
 #[cfg(test)]
 mod mig_tests;
 #[cfg(test)]
@@ -41,10 +48,13 @@ use uuid::Uuid;
 
 pub use faults::{Faults, Latency, op};
 pub use hardware::SimGpuState;
+pub use health::FILE_POLL as HEALTH_FILE_POLL;
+pub use health_spec::InjectedEvent;
 pub use models::{Engines, GiProfile, ModelSpec, Placement, SimModel};
 pub use numbering::{gi_id, mig_uuid};
 
 use self::hardware::GpuRef;
+use self::health::SimHealth;
 use self::persist::{HardwareFile, Loaded};
 use super::GpuError;
 
@@ -123,6 +133,7 @@ pub struct SimBackend {
     gpus: Vec<SimGpu>,
     faults: Faults,
     store: Option<Store>,
+    health: SimHealth,
 }
 
 impl SimBackend {
@@ -138,7 +149,29 @@ impl SimBackend {
             gpus,
             faults: Faults::new(),
             store: None,
+            health: SimHealth::default(),
         }
+    }
+
+    /// The node with its health events also read from the file at `path`
+    /// (one event a line, appended; see `health_spec`). Only lines appended
+    /// after a watch is made reach it.
+    pub fn with_health_events(mut self, path: &Path) -> SimBackend {
+        self.health = SimHealth::with_file(Some(path.to_path_buf()));
+        self
+    }
+
+    /// The health events file, if any.
+    pub fn health_events_path(&self) -> Option<&Path> {
+        self.health.file()
+    }
+
+    /// Injects a health event, as the GPU would raise it: every watch made
+    /// before this call reports it. `NoSuchGpu` for an index the node lacks.
+    pub fn inject_health(&self, event: InjectedEvent) -> Result<(), GpuError> {
+        let event = self.health_event(event, "injected".to_owned())?;
+        self.health.push(event);
+        Ok(())
     }
 
     /// A node whose hardware state lives in the file at `path` (see

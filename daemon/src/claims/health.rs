@@ -1,0 +1,224 @@
+//! The engine's side of device health: a new claim on an unhealthy device (a
+//! GPU with a fault, a slice of such a GPU, or a slice overlapping a faulty
+//! GPU instance) is refused; claims already on one are reported (their
+//! `health_problems`, and the status problems); an operator clears a device.
+//!
+//! Faults are looked up by GPU UUID and placement, never by device name, so
+//! a claim prepared under a name the inventory no longer offers is still
+//! reported. A claim prepared before the fault keeps working: re-preparing it
+//! (the kubelet retries) answers as before, so running pods are not broken
+//! by the daemon; moving them is the cluster's decision, which the taint and
+//! the reports inform.
+
+use super::error::ClaimError;
+use super::{Engine, lock};
+use crate::gpu::Placement;
+use crate::health::{DeviceFault, DeviceHealth, since_text};
+use crate::inventory::DeviceRef;
+use crate::state::{ClaimRecord, RecordDevice};
+
+/// One unhealthy device of the inventory, with the claims holding it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnhealthyDevice {
+    /// Inventory name.
+    pub device: String,
+    /// UUID of the (parent) GPU.
+    pub gpu_uuid: String,
+    /// Why, and since when.
+    pub fault: DeviceFault,
+    /// Uids of the claims holding it (for a whole GPU: any part of it).
+    pub claims: Vec<String>,
+}
+
+/// What an operator's clear did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cleared {
+    /// How many faults went.
+    pub faults: usize,
+    /// Why the device is still unhealthy, if it is (a slice of a faulty GPU).
+    pub still: Option<DeviceFault>,
+}
+
+/// What to do after the faults in force changed, besides a new inventory
+/// generation (the daemon updates its systemd status line).
+pub struct HealthListener(Box<dyn Fn(&Engine) + Send + Sync>);
+
+impl std::fmt::Debug for HealthListener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HealthListener")
+    }
+}
+
+/// The slice a device takes of its GPU (`None`: the whole GPU).
+fn slice_of(device: &DeviceRef<'_>) -> Option<Placement> {
+    match device {
+        DeviceRef::Gpu(_) => None,
+        DeviceRef::Mig(m, _) => Some(m.placement),
+    }
+}
+
+fn recorded_slice(device: &RecordDevice) -> Option<Placement> {
+    device.mig.as_ref().map(|m| Placement {
+        start: m.start,
+        size: m.size,
+    })
+}
+
+impl Engine {
+    /// The node's device health.
+    pub fn health(&self) -> &DeviceHealth {
+        &self.health
+    }
+
+    /// Called after the faults in force changed: a new inventory generation,
+    /// so the DRA plugin republishes (and taints) the devices, then the
+    /// listener, if any.
+    pub fn health_changed(&self) {
+        self.bump_generation();
+        if let Some(listener) = self.health_listener.get() {
+            (listener.0)(self);
+        }
+    }
+
+    /// Sets what to do after every change of the faults in force (once;
+    /// later calls are ignored).
+    pub fn on_health_change(&self, listener: impl Fn(&Engine) + Send + Sync + 'static) {
+        let _ = self.health_listener.set(HealthListener(Box::new(listener)));
+    }
+
+    /// How many faults are in force (GPUs plus GPU instances).
+    pub fn fault_count(&self) -> usize {
+        self.health
+            .table()
+            .gpus()
+            .map(|(_, f)| usize::from(f.whole.is_some()) + f.instances.len())
+            .sum()
+    }
+
+    /// Why `device` is unhealthy, if it is.
+    pub fn device_fault(&self, device: &DeviceRef<'_>) -> Option<DeviceFault> {
+        self.health
+            .fault_of(&device.gpu().info.uuid, slice_of(device))
+    }
+
+    /// Refuses a new claim on any unhealthy device.
+    pub(super) fn refuse_unhealthy(&self, devices: &[DeviceRef<'_>]) -> Result<(), ClaimError> {
+        for device in devices {
+            if let Some(fault) = self.device_fault(device) {
+                return Err(ClaimError::DeviceUnhealthy {
+                    device: match device {
+                        DeviceRef::Gpu(g) => g.name.clone(),
+                        DeviceRef::Mig(m, _) => m.name.clone(),
+                    },
+                    reason: fault.reason,
+                    gpu: device.gpu().name.clone(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// One line per unhealthy device of the claim (empty when healthy).
+    pub fn claim_health_problems(&self, record: &ClaimRecord) -> Vec<String> {
+        record
+            .devices
+            .iter()
+            .filter_map(|d| {
+                let fault = self.health.fault_of(&d.uuid, recorded_slice(d))?;
+                Some(format!("{} is unhealthy: {}", d.device, fault.reason))
+            })
+            .collect()
+    }
+
+    /// Health lines for the status: each fault in force, each claim on an
+    /// unhealthy device, and what keeps events from being watched.
+    pub(super) fn health_problems(&self) -> Vec<String> {
+        let table = self.health.table();
+        if table.is_empty() {
+            return self.health.watch_problems();
+        }
+        let inventory = self.inventory();
+        let mut problems = Vec::new();
+        for (uuid, faults) in table.gpus() {
+            let gpu = inventory.gpu_by_uuid(uuid).map_or_else(
+                || format!("GPU {} ({uuid})", faults.gpu_index),
+                |g| format!("{} ({uuid})", g.name),
+            );
+            if let Some(fault) = &faults.whole {
+                problems.push(format!(
+                    "{gpu} is unhealthy: {} since {}; it and its slices take no new claims",
+                    fault.cause,
+                    since_text(fault.since)
+                ));
+            }
+            for i in faults.instances.values() {
+                problems.push(format!(
+                    "{gpu} GPU instance {} (memory slices {}-{}) is unhealthy: {} since {}; \
+                     devices on those slices take no new claims",
+                    i.gpu_instance,
+                    i.placement.start,
+                    (i.placement.start + i.placement.size).saturating_sub(1),
+                    i.fault.cause,
+                    since_text(i.fault.since)
+                ));
+            }
+        }
+        for record in lock(&self.table).records() {
+            let on_it = self.claim_health_problems(&record);
+            if !on_it.is_empty() {
+                problems.push(format!(
+                    "claim {} ({}/{}) runs on unhealthy devices: {}",
+                    record.uid,
+                    record.namespace,
+                    record.name,
+                    on_it.join("; ")
+                ));
+            }
+        }
+        problems.extend(self.health.watch_problems());
+        problems
+    }
+
+    /// Every unhealthy device of the inventory (whole GPUs, then slices),
+    /// with the claims holding it.
+    pub fn unhealthy_devices(&self) -> Vec<UnhealthyDevice> {
+        let inventory = self.inventory();
+        let uses = self.device_use();
+        let gpus = inventory.gpus.iter().map(DeviceRef::Gpu);
+        let slices = (inventory.mig.iter())
+            .filter_map(|m| Some(DeviceRef::Mig(m, inventory.gpus.get(m.parent)?)));
+        gpus.chain(slices)
+            .zip(uses)
+            .filter_map(|(device, used)| {
+                let fault = self.device_fault(&device)?;
+                Some(UnhealthyDevice {
+                    device: used.device,
+                    gpu_uuid: device.gpu().info.uuid.clone(),
+                    fault,
+                    claims: used.holders,
+                })
+            })
+            .collect()
+    }
+
+    /// An operator clears the faults that make `device` unhealthy.
+    pub fn clear_health(&self, device: &str) -> Result<Cleared, ClaimError> {
+        let inventory = self.inventory();
+        let found = inventory
+            .device(device)
+            .ok_or_else(|| ClaimError::UnknownDevice {
+                device: device.to_owned(),
+                known: inventory.device_names().join(", "),
+            })?;
+        let uuid = &found.gpu().info.uuid;
+        let faults = self.health.clear(uuid, slice_of(&found));
+        if faults > 0 {
+            tracing::info!(device, faults, "device health cleared by an operator");
+            self.health_changed();
+        }
+        Ok(Cleared {
+            faults,
+            still: self.device_fault(&found),
+        })
+    }
+}
