@@ -32,6 +32,10 @@ pub struct MpsSettings {
     pub mps_dir: PathBuf,
     /// Upper bound for a daemon to answer after start.
     pub ready_bound: Duration,
+    /// Whether each daemon sees its shm folder at /dev/shm (a systemd
+    /// `BindPaths=`, or a private mount namespace for a child, which needs
+    /// root). When false, daemon and clients keep the host's /dev/shm.
+    pub bind_shm: bool,
 }
 
 /// A running daemon, as a claim sees it.
@@ -45,6 +49,10 @@ pub struct MpsDaemon {
     pub status: DaemonStatus,
     /// The claims on it.
     pub claims: Vec<String>,
+    /// The limits it runs with.
+    pub limits: MpsLimits,
+    /// Whether clients get its shm folder at /dev/shm.
+    pub shm_shared: bool,
 }
 
 impl MpsDaemon {
@@ -66,7 +74,8 @@ impl MpsDaemon {
     /// CDI edits for a claim's containers; `memory_share` (device UUID →
     /// bytes) is the claim's own pinned memory limit, when it asked for one.
     pub fn cdi_edits(&self, memory_share: &BTreeMap<String, u64>) -> ContainerEdits {
-        self.layout.cdi_edits(client_memory_env(memory_share))
+        self.layout
+            .cdi_edits(client_memory_env(memory_share), self.shm_shared)
     }
 }
 
@@ -125,6 +134,23 @@ impl MpsManager {
         self.supervisor.name()
     }
 
+    /// The folders `key`'s daemon has (or would have): a pure function of
+    /// the key, so specs can be rebuilt without the daemon.
+    pub fn layout(&self, key: &MpsKey) -> DaemonLayout {
+        DaemonLayout::new(&self.settings.mps_dir, key)
+    }
+
+    /// CDI edits for a claim's containers on `key`'s daemon, with the claim's
+    /// own memory share (device UUID → bytes).
+    pub fn client_edits(
+        &self,
+        key: &MpsKey,
+        memory_share: &BTreeMap<String, u64>,
+    ) -> ContainerEdits {
+        self.layout(key)
+            .cdi_edits(client_memory_env(memory_share), self.settings.bind_shm)
+    }
+
     /// Puts `claim_uid` on the daemon of `key`, starting it (or taking over
     /// one a previous gpusliced left) with `limits` when none runs. Returns
     /// only once the daemon answers with its limits applied. Idempotent for
@@ -136,26 +162,47 @@ impl MpsManager {
         key: &MpsKey,
         limits: &MpsLimits,
     ) -> Result<MpsDaemon, MpsError> {
-        let slot = self.slot(key)?;
-        let mut guard = lock(&slot);
-        if let Some(running) = guard.as_mut() {
-            if running.limits != *limits {
-                return Err(MpsError::LimitsConflict {
-                    key: key.clone(),
-                    asked: limits.clone(),
-                    running: running.limits.clone(),
-                    claims: running.claims.iter().cloned().collect(),
-                });
+        loop {
+            let slot = self.slot(key)?;
+            let mut guard = lock(&slot);
+            // A release or a failed start may have dropped the slot while we
+            // waited for it: start over with the one in the map.
+            if !self.is_current(key, &slot) {
+                continue;
             }
+            if let Some(running) = guard.as_mut() {
+                if running.limits != *limits {
+                    return Err(MpsError::LimitsConflict {
+                        key: key.clone(),
+                        asked: limits.clone(),
+                        running: running.limits.clone(),
+                        claims: running.claims.iter().cloned().collect(),
+                    });
+                }
+                running.claims.insert(claim_uid.to_owned());
+                return Ok(self.view(key, running));
+            }
+            let mut running = match self.start(key, limits) {
+                Ok(running) => running,
+                Err(err) => {
+                    self.forget_empty(key, &slot);
+                    return Err(err);
+                }
+            };
             running.claims.insert(claim_uid.to_owned());
-            return Ok(view(key, running));
+            let out = self.view(key, &running);
+            *guard = Some(running);
+            return Ok(out);
         }
-        let running = self.start(key, limits)?;
-        let mut running = running;
-        running.claims.insert(claim_uid.to_owned());
-        let out = view(key, &running);
-        *guard = Some(running);
-        Ok(out)
+    }
+
+    /// Whether `slot` is still the map's slot of `key`. Called with the slot
+    /// held: the map lock is taken after a slot lock only here and in
+    /// `release`, never the other way round except through `try_lock`.
+    fn is_current(&self, key: &MpsKey, slot: &Slot) -> bool {
+        lock(&self.slots)
+            .get(key)
+            .is_some_and(|s| Arc::ptr_eq(s, slot))
     }
 
     /// Takes `claim_uid` off the daemon of `key`; stops it after the last.
@@ -188,7 +235,7 @@ impl MpsManager {
             .collect();
         let mut out: Vec<MpsDaemon> = slots
             .iter()
-            .filter_map(|(key, slot)| lock(slot).as_ref().map(|r| view(key, r)))
+            .filter_map(|(key, slot)| lock(slot).as_ref().map(|r| self.view(key, r)))
             .collect();
         out.sort_by(|a, b| a.key.cmp(&b.key));
         out
@@ -233,19 +280,48 @@ impl MpsManager {
         for hash in &stale {
             let layout = DaemonLayout::at(self.settings.mps_dir.join(hash));
             tracing::info!(daemon = %hash, "stopping an MPS control daemon left from a claim that is gone");
-            let _ = self.control(&layout).send("quit");
-            self.supervisor.stop_stale(hash, &layout)?;
+            let control = self.control(&layout);
+            self.supervisor.stop_stale(hash, &layout, &|| {
+                let _ = control.send("quit");
+            })?;
             self.remove(&layout)?;
         }
         Ok(stale.into_iter().collect())
     }
 
+    fn view(&self, key: &MpsKey, running: &Running) -> MpsDaemon {
+        MpsDaemon {
+            key: key.clone(),
+            layout: running.layout.clone(),
+            status: running.daemon.status(),
+            claims: running.claims.iter().cloned().collect(),
+            limits: running.limits.clone(),
+            shm_shared: self.settings.bind_shm,
+        }
+    }
+
+    /// Drops the slot of `key` after a start that failed (called with the
+    /// slot held and empty), so it blocks no overlapping key. Whoever waits
+    /// for the slot sees it is no longer current and starts over.
+    fn forget_empty(&self, key: &MpsKey, slot: &Slot) {
+        let mut slots = lock(&self.slots);
+        if slots.get(key).is_some_and(|s| Arc::ptr_eq(s, slot)) {
+            slots.remove(key);
+        }
+    }
+
     fn slot(&self, key: &MpsKey) -> Result<Slot, MpsError> {
         let mut slots = lock(&self.slots);
         if let Some(other) = slots.keys().find(|k| k.overlaps(key)) {
+            // try_lock: a slot whose daemon is starting is held for up to the
+            // ready bound, and the map lock must not wait for it.
             let claims = slots
                 .get(other)
-                .and_then(|s| lock(s).as_ref().map(|r| r.claims.iter().cloned().collect()))
+                .and_then(|s| {
+                    s.try_lock()
+                        .ok()
+                        .and_then(|r| r.as_ref().map(|r| r.claims.iter().cloned().collect()))
+                })
                 .unwrap_or_default();
             return Err(MpsError::Overlap {
                 key: key.clone(),
@@ -283,7 +359,7 @@ impl MpsManager {
             layout,
             program: self.settings.control_program.clone(),
             env,
-            bind_shm: self.mounter.bind_in_daemon(),
+            bind_shm: self.settings.bind_shm,
         }
     }
 
@@ -350,7 +426,7 @@ impl MpsManager {
                 tracing::warn!(daemon = %key, error = %err, "quit was not answered; stopping the process");
             }
         })?;
-        self.supervisor.stop_stale(&key.hash(), layout)?;
+        self.supervisor.stop_stale(&key.hash(), layout, &|| {})?;
         self.remove(layout)
     }
 
@@ -370,15 +446,6 @@ fn running(limits: &MpsLimits, layout: DaemonLayout, daemon: Arc<dyn Supervised>
         claims: BTreeSet::new(),
         layout,
         daemon,
-    }
-}
-
-fn view(key: &MpsKey, running: &Running) -> MpsDaemon {
-    MpsDaemon {
-        key: key.clone(),
-        layout: running.layout.clone(),
-        status: running.daemon.status(),
-        claims: running.claims.iter().cloned().collect(),
     }
 }
 

@@ -165,7 +165,13 @@ impl Supervisor for SystemdSupervisor {
             .then(|| Arc::new(daemon) as Arc<dyn Supervised>))
     }
 
-    fn stop_stale(&self, hash: &str, _layout: &DaemonLayout) -> Result<(), MpsError> {
+    fn stop_stale(
+        &self,
+        hash: &str,
+        _layout: &DaemonLayout,
+        quit: &dyn Fn(),
+    ) -> Result<(), MpsError> {
+        quit();
         self.stop_unit(&unit_name(hash))
     }
 

@@ -60,6 +60,7 @@ fn manager(dir: &Path) -> MpsManager {
             control_program: dir.join("mps-control"),
             mps_dir: dir.join("run/mps"),
             ready_bound: BOUND,
+            bind_shm: false,
         },
         Arc::new(ChildSupervisor::default()),
         Arc::new(NoShmMount),
@@ -138,7 +139,13 @@ fn sim_limits_reach_the_control_program_before_ready_and_quit_ends_it() {
     assert_eq!(edits.env, [format!("CUDA_MPS_PIPE_DIRECTORY={pipe}")]);
     assert_eq!(edits.mounts[0].host_path, pipe);
     assert_eq!(edits.mounts[0].container_path, pipe);
-    assert_eq!(edits.mounts[1].container_path, "/dev/shm");
+    assert_eq!(edits.mounts.len(), 1, "no shared shm without the bind");
+    let with_shm = daemon.layout.cdi_edits(None, true);
+    assert_eq!(with_shm.mounts[1].container_path, "/dev/shm");
+    assert_eq!(
+        with_shm.mounts[1].host_path,
+        daemon.shm_dir().display().to_string()
+    );
     assert_eq!(f.manager.release("claim-1", &k).unwrap(), Released::Stopped);
     assert_eq!(f.record().last().map(String::as_str), Some("quit"));
     assert!(!daemon.layout.root().exists(), "the folder is removed");
@@ -251,6 +258,7 @@ fn sim_a_daemon_that_cannot_start_fails_the_acquire_and_leaves_nothing() {
             control_program: f.dir.path().join("failing"),
             mps_dir: f.mps_dir(),
             ready_bound: BOUND,
+            bind_shm: false,
         },
         Arc::new(ChildSupervisor::default()),
         Arc::new(NoShmMount),
