@@ -1,8 +1,10 @@
 //! Start-up, the task set and shutdown of gpusliced.
 //!
 //! Order: open the backend (never falling back from NVML to the simulator),
-//! read the inventory, find the driver files, load records and reconcile,
-//! bind the socket, and only then tell systemd READY=1. While serving, SIGHUP
+//! read the inventory, find the driver files, set up the sharing tools (MPS
+//! supervisor, shm, nvidia-smi), load records and reconcile (stopping MPS
+//! daemons of claims that are gone), apply MIG, bring back the sharing of
+//! prepared claims, bind the socket, and only then tell systemd READY=1. While serving, SIGHUP
 //! rescans and repairs CDI specs, the watchdog is fed while the engine answers,
 //! and SIGTERM or SIGINT stops accepting, drains the calls in flight, removes
 //! the socket and returns.
@@ -14,15 +16,20 @@ use std::time::Duration;
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::api::{self, PeerPolicy, socket};
-use crate::claims::{ClaimError, Engine, EngineSettings};
-use crate::config::{BackendKind, Config};
+use crate::claims::{ClaimError, Engine, EngineSettings, SharingTools};
+use crate::config::{BackendKind, Config, ShmKind, SupervisorKind};
 use crate::driver::{DriverFiles, Roots};
 use crate::gpu::nvml::NvmlBackend;
 use crate::gpu::sim::SimBackend;
 use crate::gpu::{GpuBackend, GpuError};
 use crate::inventory::Inventory;
+use crate::mps::{
+    ChildSupervisor, MpsError, MpsManager, MpsSettings, NoShmMount, ShmMounter, Supervisor,
+    SystemdSupervisor, TmpfsMounter,
+};
 use crate::state::{BOOT_ID_PATH, StateError, Store, read_boot_id};
 use crate::systemd;
+use crate::timeslice::NvidiaSmi;
 
 /// How long shutdown waits for calls in flight and for clients to close their
 /// connections before it closes them itself. Engine calls already running
@@ -44,6 +51,10 @@ pub enum RunError {
     /// The claim records could not be opened.
     #[error(transparent)]
     State(#[from] StateError),
+    /// The MPS supervisor could not be set up (`[mps] supervisor = "systemd"`
+    /// without a reachable system bus).
+    #[error("[mps] supervisor: {0}")]
+    Mps(#[from] MpsError),
     /// Reconcile failed.
     #[error("reconcile at start-up: {0}")]
     Reconcile(#[source] ClaimError),
@@ -91,6 +102,63 @@ fn discover(config: &Config, inventory: &Inventory) -> DriverFiles {
     DriverFiles::discover(roots, &inventory.driver.driver_version)
 }
 
+/// Whether systemd started this process (a service sets INVOCATION_ID):
+/// its sandbox then forbids mounts and new mount namespaces.
+fn started_by_systemd() -> bool {
+    std::env::var_os("INVOCATION_ID").is_some_and(|v| !v.is_empty())
+}
+
+/// The MPS manager and nvidia-smi as `[mps]` and `[timeslice]` say.
+fn sharing_tools(config: &Config) -> Result<SharingTools, RunError> {
+    let root = nix::unistd::geteuid().is_root();
+    let supervisor: Arc<dyn Supervisor> = match config.mps.supervisor {
+        SupervisorKind::Systemd => Arc::new(SystemdSupervisor::connect()?),
+        SupervisorKind::Child => Arc::new(ChildSupervisor::default()),
+        SupervisorKind::Auto if crate::mps::under_systemd() => {
+            Arc::new(SystemdSupervisor::connect()?)
+        }
+        SupervisorKind::Auto => Arc::new(ChildSupervisor::default()),
+    };
+    let tmpfs = match config.mps.shm {
+        ShmKind::Tmpfs => true,
+        ShmKind::Folder => false,
+        ShmKind::Auto => root && !started_by_systemd(),
+    };
+    let mounter: Arc<dyn ShmMounter> = if tmpfs {
+        Arc::new(TmpfsMounter {
+            size: config.mps.shm_size.clone(),
+        })
+    } else {
+        Arc::new(NoShmMount)
+    };
+    // The daemon sees its shm at /dev/shm through the unit's BindPaths=, or,
+    // as a child, in a mount namespace of its own, which needs root outside
+    // systemd's sandbox. Otherwise daemon and clients keep the host's.
+    let bind_shm = match supervisor.name() {
+        "systemd" => true,
+        _ => root && !started_by_systemd(),
+    };
+    let settings = MpsSettings {
+        control_program: config.mps_control_program(),
+        mps_dir: config.mps.run_dir.join("mps"),
+        ready_bound: Duration::from_secs(config.mps.ready_timeout_s),
+        bind_shm,
+    };
+    tracing::info!(
+        supervisor = supervisor.name(),
+        shm = if tmpfs { "tmpfs" } else { "folder" },
+        bind_shm,
+        control_program = %settings.control_program.display(),
+        run_dir = %settings.mps_dir.display(),
+        nvidia_smi = %config.nvidia_smi().display(),
+        "sharing tools"
+    );
+    Ok(SharingTools {
+        mps: Arc::new(MpsManager::new(settings, supervisor, mounter)),
+        nvidia_smi: NvidiaSmi::new(&config.nvidia_smi()),
+    })
+}
+
 /// Builds the engine and reconciles; blocking.
 fn start_engine(config: &Config) -> Result<Engine, RunError> {
     let backend = open_backend(config)?;
@@ -114,10 +182,12 @@ fn start_engine(config: &Config) -> Result<Engine, RunError> {
         boot_id: read_boot_id(Path::new(BOOT_ID_PATH)),
     };
     let store = Store::open(&config.state_dir)?;
-    let engine = Engine::new(backend, inventory, driver, store, settings);
+    let engine = Engine::new(backend, inventory, driver, store, settings)
+        .with_sharing(sharing_tools(config)?);
     let report = engine.reconcile().map_err(RunError::Reconcile)?;
     tracing::info!(?report, "reconciled claim records and CDI specs");
     engine.setup_mig(&config.mig).map_err(RunError::Reconcile)?;
+    engine.restore_sharing();
     for problem in &report.problems {
         tracing::error!(%problem, "reconcile");
     }

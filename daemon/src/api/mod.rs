@@ -11,6 +11,7 @@ mod convert;
 mod mig_layout;
 pub mod peer;
 mod service;
+mod sharing;
 pub mod socket;
 mod status;
 

@@ -8,7 +8,7 @@ use gpuslice_proto::gpuslice::v1 as pb;
 use gpuslice_proto::gpuslice::v1::gpu_slice_server::GpuSlice;
 use tonic::{Request, Response, Status};
 
-use super::{convert, mig_layout};
+use super::{convert, mig_layout, sharing};
 use crate::claims::{Engine, Unprepared};
 
 /// The API over one engine.
@@ -101,6 +101,16 @@ impl GpuSlice for Service {
     ) -> Result<Response<pb::GetMigLayoutResponse>, Status> {
         let reply = self
             .blocking(|engine| Ok(mig_layout::mig_layout_response(engine)))
+            .await?;
+        Ok(Response::new(reply))
+    }
+
+    async fn get_sharing(
+        &self,
+        _request: Request<pb::GetSharingRequest>,
+    ) -> Result<Response<pb::GetSharingResponse>, Status> {
+        let reply = self
+            .blocking(|engine| Ok(sharing::sharing_response(engine)))
             .await?;
         Ok(Response::new(reply))
     }

@@ -4,7 +4,7 @@ use gpuslice_proto::gpuslice::v1 as pb;
 use serde_json::{Value, json};
 
 /// Aligns `rows` under `header`, two spaces between columns.
-fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {
@@ -26,7 +26,7 @@ fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
-fn doc(value: &Value) -> String {
+pub fn doc(value: &Value) -> String {
     format!(
         "{}\n",
         serde_json::to_string_pretty(value).unwrap_or_default()
@@ -54,7 +54,7 @@ fn attr_json(value: &pb::AttributeValue) -> Value {
     }
 }
 
-fn gib(bytes: i64) -> String {
+pub fn gib(bytes: i64) -> String {
     format!("{:.1} GiB", bytes as f64 / f64::from(1u32 << 30))
 }
 
@@ -113,7 +113,8 @@ pub fn inventory(inv: &pb::GetInventoryResponse, json: bool) -> String {
                     .map(|(k, v)| (k.clone(), attr_json(v)))
                     .collect();
                 json!({ "name": d.name, "attributes": attrs, "capacity": d.capacity,
-                        "available": d.available, "holders": d.holders })
+                        "available": d.available, "holders": d.holders,
+                        "memory_available": d.memory_available })
             })
             .collect();
         return doc(&json!({ "generation": inv.generation, "devices": devices }));
@@ -140,13 +141,16 @@ pub fn inventory(inv: &pb::GetInventoryResponse, json: bool) -> String {
                 kind,
                 attr(d, "productName"),
                 gib(d.capacity.get("memory").copied().unwrap_or(0)),
+                gib(d.memory_available),
                 uuid,
                 state,
             ]
         })
         .collect();
     table(
-        &["DEVICE", "TYPE", "PRODUCT", "MEMORY", "UUID", "HELD BY"],
+        &[
+            "DEVICE", "TYPE", "PRODUCT", "MEMORY", "FREE", "UUID", "HELD BY",
+        ],
         &rows,
     )
 }
@@ -161,7 +165,8 @@ pub fn claims(list: &pb::ListClaimsResponse, json: bool) -> String {
                 let claim = c.claim.clone().unwrap_or_default();
                 json!({ "uid": claim.uid, "namespace": claim.namespace, "name": claim.name,
                         "phase": c.phase, "cdi_spec_path": c.cdi_spec_path,
-                        "prepared_at": c.prepared_at, "devices": devices_json(&c.devices) })
+                        "prepared_at": c.prepared_at, "devices": devices_json(&c.devices),
+                        "health_problems": c.health_problems })
             })
             .collect();
         return doc(&json!({ "claims": claims }));
@@ -172,21 +177,42 @@ pub fn claims(list: &pb::ListClaimsResponse, json: bool) -> String {
         .map(|c| {
             let claim = c.claim.clone().unwrap_or_default();
             let devices: Vec<&str> = c.devices.iter().map(|d| d.device.as_str()).collect();
+            let mut sharing: Vec<&str> = c.devices.iter().map(|d| d.sharing.as_str()).collect();
+            sharing.dedup();
             vec![
                 claim.uid,
                 format!("{}/{}", claim.namespace, claim.name),
                 c.phase.clone(),
                 devices.join(","),
+                sharing.join("; "),
+                if c.health_problems.is_empty() {
+                    "ok".to_owned()
+                } else {
+                    format!("{} problem(s)", c.health_problems.len())
+                },
             ]
         })
         .collect();
-    table(&["UID", "CLAIM", "PHASE", "DEVICES"], &rows)
+    let mut out = table(
+        &["UID", "CLAIM", "PHASE", "DEVICES", "SHARING", "HEALTH"],
+        &rows,
+    );
+    for c in &list.claims {
+        let uid = c.claim.as_ref().map_or("", |r| r.uid.as_str());
+        for p in &c.health_problems {
+            out.push_str(&format!("problem: {uid}: {p}\n"));
+        }
+    }
+    out
 }
 
 fn devices_json(devices: &[pb::PreparedDevice]) -> Vec<Value> {
     devices
         .iter()
-        .map(|d| json!({ "device": d.device, "cdi_device_ids": d.cdi_device_ids }))
+        .map(|d| {
+            json!({ "device": d.device, "cdi_device_ids": d.cdi_device_ids,
+                    "sharing": d.sharing, "share_id": d.share_id })
+        })
         .collect()
 }
 
@@ -204,10 +230,10 @@ pub fn prepared(uid: &str, reply: &pb::PrepareResponse, json: bool) -> String {
         .flat_map(|d| {
             d.cdi_device_ids
                 .iter()
-                .map(|id| vec![d.device.clone(), id.clone()])
+                .map(|id| vec![d.device.clone(), id.clone(), d.sharing.clone()])
         })
         .collect();
-    table(&["DEVICE", "CDI DEVICE"], &rows)
+    table(&["DEVICE", "CDI DEVICE", "SHARING"], &rows)
 }
 
 /// `unprepare`.
