@@ -10,4 +10,7 @@ mod lifecycle;
 mod mig;
 mod nspawn;
 mod podman;
+mod sharing;
+mod sharing_restart;
+mod stand_ins;
 mod tools;
