@@ -90,8 +90,10 @@ pub enum ClaimError {
     },
     /// A memory share larger than what is left on the GPU.
     #[error(
-        "{gpu} ({uuid}) has {left} bytes of memory left for memory shares; this claim asks for \
-         {asked}; promised to: {holders}"
+        "{gpu} ({uuid}) has {} left for memory shares; this claim asks for {}; promised to: \
+         {holders}; ask for less, or for another GPU",
+        bytes_text(.left),
+        bytes_text(.asked)
     )]
     MemoryExhausted {
         /// The GPU's inventory name.
@@ -102,7 +104,7 @@ pub enum ClaimError {
         asked: u64,
         /// Bytes not promised yet.
         left: u64,
-        /// "claim (bytes)", comma-separated.
+        /// "claim (amount)", comma-separated.
         holders: String,
     },
     /// The claim asks for MPS or time-slicing, but this engine was built
@@ -237,4 +239,12 @@ pub enum ClaimError {
     /// The hardware refused.
     #[error(transparent)]
     Gpu(#[from] GpuError),
+}
+
+/// "20.0 GiB (21474836480 bytes)": readable, and exact.
+pub fn bytes_text(bytes: &u64) -> String {
+    format!(
+        "{:.1} GiB ({bytes} bytes)",
+        *bytes as f64 / f64::from(1u32 << 30)
+    )
 }

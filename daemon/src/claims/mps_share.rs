@@ -95,6 +95,26 @@ impl Engine {
         }
     }
 
+    /// A prepare of a claim prepared already: its daemons must run, so the
+    /// kubelet's retry repairs one that start-up could not bring back.
+    pub(super) fn ensure_mps(&self, record: &ClaimRecord) -> Result<(), ClaimError> {
+        let uses = mps_uses(record);
+        if uses.is_empty() {
+            return Ok(());
+        }
+        let tools = self.sharing_tools(&record.uid)?;
+        let running = tools.mps.daemons();
+        for one in uses {
+            if running.iter().any(|d| d.key == one.key) {
+                continue;
+            }
+            self.ensure_compute_modes(&one.whole_gpus, ComputeMode::ExclusiveProcess)?;
+            tools.mps.acquire(&record.uid, &one.key, &one.limits)?;
+            tracing::warn!(claim_uid = %record.uid, daemon = %one.key, "MPS control daemon of a prepared claim was not running; started it");
+        }
+        Ok(())
+    }
+
     /// Start-up: brings every daemon of a prepared claim back (adopting the
     /// one still running, starting it again after a reboot), with its GPUs
     /// in EXCLUSIVE_PROCESS. Returns problems instead of failing: the other

@@ -259,6 +259,7 @@ impl Engine {
                 asked: asked.join(", "),
             });
         }
+        self.with_gpu_locks(&record, || self.ensure_mps(&record))?;
         if self.ensure_spec(&record)? {
             tracing::warn!(claim_uid = %record.uid, "CDI spec of a prepared claim was missing or changed; rewrote it");
         }

@@ -228,7 +228,7 @@ impl SharingState {
             let holders: Vec<String> = book
                 .iter()
                 .filter(|(claim, _)| *claim != uid)
-                .map(|(claim, b)| format!("{claim} ({b})"))
+                .map(|(claim, b)| format!("{claim} ({})", super::error::bytes_text(b)))
                 .collect();
             return Err(ClaimError::MemoryExhausted {
                 gpu: inventory

@@ -543,3 +543,22 @@ fn sim_mps_on_a_mig_slice_runs_after_the_slice_and_quits_before_it_goes() {
         "slice destroyed after the quit"
     );
 }
+
+#[test]
+fn sim_preparing_again_starts_a_daemon_that_is_missing() {
+    let Some(node) = Node::plain(1) else { return };
+    let e = node.engine();
+    e.prepare(&req(A, &["gpu-0"], &[mps(50)])).unwrap();
+    // As if start-up could not bring the daemon back.
+    let key = MpsKey::new([node.uuid(0).as_str()]);
+    let tools = e.sharing.tools.as_ref().unwrap();
+    tools.mps.release(A, &key).unwrap();
+    assert!(e.sharing_view()[0].daemons.is_empty());
+    let health = e.claim_health(&e.claims()[0]).join("\n");
+    assert!(health.contains("is not running"), "{health}");
+    let again = e.prepare(&req(A, &["gpu-0"], &[mps(50)])).unwrap();
+    assert!(matches!(again, super::Prepared::AlreadyPrepared(_)));
+    assert_eq!(node.starts(), 2);
+    assert_eq!(e.sharing_view()[0].daemons[0].claims, [A]);
+    assert_eq!(node.mode(0), ComputeMode::ExclusiveProcess);
+}

@@ -105,6 +105,20 @@ fn limits_become_commands_checks_and_client_env() {
     assert!(
         checks[1].1.matches("10240M") && checks[1].1.matches("10G") && !checks[1].1.matches("0")
     );
+    assert_eq!(
+        l.daemon_env(),
+        [
+            (
+                "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE".to_owned(),
+                "50".to_owned()
+            ),
+            (
+                "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT".to_owned(),
+                format!("{GPU_A}=10240M")
+            ),
+        ],
+        "a restarted daemon has its limits before anyone re-applies them"
+    );
     let share = BTreeMap::from([(GPU_A.to_owned(), 20 * 1024 * 1024 * 1024)]);
     assert_eq!(
         client_memory_env(&share),
@@ -275,6 +289,12 @@ fn sim_a_daemon_that_cannot_start_fails_the_acquire_and_leaves_nothing() {
         "{err}"
     );
     assert!(!DaemonLayout::new(&f.mps_dir(), &k).root().exists());
+    // The failed start left no slot behind to block a key sharing its GPU.
+    let err = manager
+        .acquire("claim-2", &key(&[GPU_A, GPU_B]), &MpsLimits::default())
+        .unwrap_err();
+    assert!(!matches!(err, MpsError::Overlap { .. }), "{err}");
+    assert!(manager.daemons().is_empty());
 }
 
 /// A daemon a previous gpusliced left: started with `-d`, nobody's child.
