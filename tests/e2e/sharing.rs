@@ -233,7 +233,7 @@ async fn sim_every_bad_sharing_config_names_its_field() {
     ];
     for (device, config, want) in cases {
         let err = client
-            .prepare(shared_request(A, &[device], &[config.clone()]))
+            .prepare(shared_request(A, &[device], std::slice::from_ref(&config)))
             .await
             .unwrap_err();
         assert_eq!(err.code(), Code::InvalidArgument, "{config}: {err}");

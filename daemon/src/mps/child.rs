@@ -149,7 +149,7 @@ impl Supervisor for ChildSupervisor {
         }
     }
 
-    fn running_hashes(&self) -> Result<Vec<String>, MpsError> {
+    fn running_hashes(&self, _mps_dir: &Path) -> Result<Vec<String>, MpsError> {
         Ok(Vec::new())
     }
 }

@@ -275,7 +275,7 @@ impl MpsManager {
                 });
             }
         }
-        stale.extend(self.supervisor.running_hashes()?);
+        stale.extend(self.supervisor.running_hashes(&self.settings.mps_dir)?);
         stale.retain(|hash| !live.contains(hash));
         for hash in &stale {
             let layout = DaemonLayout::at(self.settings.mps_dir.join(hash));

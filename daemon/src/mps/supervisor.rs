@@ -113,7 +113,8 @@ pub trait Supervisor: Send + Sync + std::fmt::Debug {
         layout: &DaemonLayout,
         quit: &dyn Fn(),
     ) -> Result<(), MpsError>;
-    /// Hashes of daemons this supervisor knows to be running outside any
+    /// Hashes of daemons of this gpusliced (their pipe dirs under
+    /// `mps_dir`) that this supervisor knows to be running outside any
     /// folder (systemd units); the child supervisor knows none.
-    fn running_hashes(&self) -> Result<Vec<String>, MpsError>;
+    fn running_hashes(&self, mps_dir: &std::path::Path) -> Result<Vec<String>, MpsError>;
 }
