@@ -304,6 +304,8 @@ impl Engine {
 #[cfg(test)]
 mod mig_tests;
 #[cfg(test)]
+mod sharing_node;
+#[cfg(test)]
 mod sharing_tests;
 #[cfg(test)]
 mod tests;

@@ -7,21 +7,29 @@
 //! key's whole GPUs to EXCLUSIVE_PROCESS before the first `acquire` of a key,
 //! and back to DEFAULT after the `release` that returns
 //! [`Released::Stopped`]. MIG devices keep their compute mode.
+//!
+//! This file holds the bookkeeping (slots, reference counts, views);
+//! [`lifecycle`] starts, adopts and stops one daemon; [`cleanup`] stops the
+//! daemons of claims that are gone at start-up.
+
+mod cleanup;
+mod lifecycle;
+
+pub use lifecycle::bring_up;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use gpuslice_cdi::ContainerEdits;
 
 use super::MpsError;
-use super::control::ControlClient;
 use super::key::MpsKey;
 use super::layout::DaemonLayout;
 use super::limits::{MpsLimits, client_memory_env};
 use super::mount::ShmMounter;
-use super::supervisor::{DaemonSpec, DaemonStatus, RestartHook, Supervised, Supervisor};
+use super::supervisor::{DaemonStatus, Supervised, Supervisor};
 
 /// What the manager needs from the config.
 #[derive(Debug, Clone)]
@@ -254,41 +262,6 @@ impl MpsManager {
         Some(daemon.wait_for_restarts(count, bound))
     }
 
-    /// At start-up, before any acquire: stops every daemon, unit, mount and
-    /// folder not of `live` keys (the keys of claims still prepared). The
-    /// live ones keep running and are taken over by their next `acquire`.
-    pub fn cleanup_stale(&self, live: &[MpsKey]) -> Result<Vec<String>, MpsError> {
-        let live: BTreeSet<String> = live.iter().map(MpsKey::hash).collect();
-        let mut stale = BTreeSet::new();
-        match std::fs::read_dir(&self.settings.mps_dir) {
-            Ok(entries) => {
-                for entry in entries.flatten() {
-                    stale.insert(entry.file_name().to_string_lossy().into_owned());
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(source) => {
-                return Err(MpsError::Io {
-                    action: "list",
-                    path: self.settings.mps_dir.clone(),
-                    source,
-                });
-            }
-        }
-        stale.extend(self.supervisor.running_hashes(&self.settings.mps_dir)?);
-        stale.retain(|hash| !live.contains(hash));
-        for hash in &stale {
-            let layout = DaemonLayout::at(self.settings.mps_dir.join(hash));
-            tracing::info!(daemon = %hash, "stopping an MPS control daemon left from a claim that is gone");
-            let control = self.control(&layout);
-            self.supervisor.stop_stale(hash, &layout, &|| {
-                let _ = control.send("quit");
-            })?;
-            self.remove(&layout)?;
-        }
-        Ok(stale.into_iter().collect())
-    }
-
     fn view(&self, key: &MpsKey, running: &Running) -> MpsDaemon {
         MpsDaemon {
             key: key.clone(),
@@ -331,150 +304,4 @@ impl MpsManager {
         }
         Ok(Arc::clone(slots.entry(key.clone()).or_default()))
     }
-
-    fn control(&self, layout: &DaemonLayout) -> ControlClient {
-        ControlClient::new(
-            &self.settings.control_program,
-            &layout.pipe_dir(),
-            &layout.log_dir(),
-        )
-    }
-
-    fn spec(&self, key: &MpsKey, limits: &MpsLimits) -> DaemonSpec {
-        let layout = DaemonLayout::new(&self.settings.mps_dir, key);
-        let mut env = vec![
-            ("CUDA_VISIBLE_DEVICES".to_owned(), key.visible_devices()),
-            (
-                "CUDA_MPS_PIPE_DIRECTORY".to_owned(),
-                path_text(&layout.pipe_dir()),
-            ),
-            (
-                "CUDA_MPS_LOG_DIRECTORY".to_owned(),
-                path_text(&layout.log_dir()),
-            ),
-        ];
-        env.extend(limits.daemon_env());
-        DaemonSpec {
-            key: key.clone(),
-            layout,
-            program: self.settings.control_program.clone(),
-            env,
-            bind_shm: self.settings.bind_shm,
-        }
-    }
-
-    /// Folders, shm, process, readiness, limits; undone on failure.
-    fn start(&self, key: &MpsKey, limits: &MpsLimits) -> Result<Running, MpsError> {
-        let spec = self.spec(key, limits);
-        let layout = spec.layout.clone();
-        let control = self.control(&layout);
-        let bound = self.settings.ready_bound;
-        if let Some(daemon) = self.supervisor.adopt(&spec)? {
-            let alive = || daemon.is_alive();
-            if bring_up(&control, limits, bound, &alive).is_ok() {
-                tracing::info!(daemon = %key, "took over a running MPS control daemon");
-                return Ok(running(limits, layout, daemon));
-            }
-            daemon.stop(&|| {
-                let _ = control.send("quit");
-            })?;
-        }
-        layout.create(key).map_err(|source| MpsError::Io {
-            action: "create",
-            path: layout.root().to_path_buf(),
-            source,
-        })?;
-        let result = self.mounter.mount(&layout.shm_dir()).and_then(|()| {
-            let hook_control = control.clone();
-            let hook_limits = limits.clone();
-            let hook: RestartHook = Arc::new(move |alive: &dyn Fn() -> bool| {
-                bring_up(&hook_control, &hook_limits, bound, alive)
-            });
-            let daemon = self.supervisor.start(&spec, hook)?;
-            let alive = || daemon.is_alive();
-            match bring_up(&control, limits, bound, &alive) {
-                Ok(()) => Ok(daemon),
-                Err(err) => {
-                    let _ = daemon.stop(&|| {
-                        let _ = control.send("quit");
-                    });
-                    Err(err)
-                }
-            }
-        });
-        match result {
-            Ok(daemon) => {
-                tracing::info!(daemon = %key, supervisor = self.supervisor.name(), "MPS control daemon ready");
-                Ok(running(limits, layout, daemon))
-            }
-            Err(err) => {
-                let _ = self.remove(&layout);
-                Err(err)
-            }
-        }
-    }
-
-    fn stop(
-        &self,
-        key: &MpsKey,
-        layout: &DaemonLayout,
-        daemon: &dyn Supervised,
-    ) -> Result<(), MpsError> {
-        let control = self.control(layout);
-        daemon.stop(&|| {
-            if let Err(err) = control.send("quit") {
-                tracing::warn!(daemon = %key, error = %err, "quit was not answered; stopping the process");
-            }
-        })?;
-        self.supervisor.stop_stale(&key.hash(), layout, &|| {})?;
-        self.remove(layout)
-    }
-
-    fn remove(&self, layout: &DaemonLayout) -> Result<(), MpsError> {
-        self.mounter.unmount(&layout.shm_dir())?;
-        layout.remove().map_err(|source| MpsError::Io {
-            action: "remove",
-            path: layout.root().to_path_buf(),
-            source,
-        })
-    }
-}
-
-fn running(limits: &MpsLimits, layout: DaemonLayout, daemon: Arc<dyn Supervised>) -> Running {
-    Running {
-        limits: limits.clone(),
-        claims: BTreeSet::new(),
-        layout,
-        daemon,
-    }
-}
-
-fn path_text(path: &Path) -> String {
-    path.display().to_string()
-}
-
-/// Readiness through the control program: the socket exists, the daemon
-/// answers `get_server_list`, the limits are set and read back as asked.
-pub fn bring_up(
-    control: &ControlClient,
-    limits: &MpsLimits,
-    bound: Duration,
-    alive: &dyn Fn() -> bool,
-) -> Result<(), MpsError> {
-    control.wait_for_socket(bound, alive)?;
-    control.send("get_server_list")?;
-    for command in limits.commands() {
-        control.send(&command)?;
-    }
-    for (command, expected) in limits.checks() {
-        let answer = control.send(&command)?;
-        if !expected.matches(&answer) {
-            return Err(MpsError::LimitNotApplied {
-                command,
-                answer,
-                expected: format!("{expected:?}"),
-            });
-        }
-    }
-    Ok(())
 }
