@@ -245,10 +245,12 @@ fn device(
 
 /// Every claim.
 pub fn claims_response(engine: &Engine) -> pb::ListClaimsResponse {
-    let claims = engine
-        .claims()
+    let records = engine.claims();
+    let health = engine.claims_health(&records);
+    let claims = records
         .iter()
-        .map(|r| pb::ClaimInfo {
+        .zip(health)
+        .map(|(r, health_problems)| pb::ClaimInfo {
             claim: Some(pb::ClaimRef {
                 uid: r.uid.clone(),
                 namespace: r.namespace.clone(),
@@ -263,7 +265,7 @@ pub fn claims_response(engine: &Engine) -> pb::ListClaimsResponse {
                 .display()
                 .to_string(),
             prepared_at: r.prepared_at,
-            health_problems: engine.claim_health(r),
+            health_problems,
         })
         .collect();
     pb::ListClaimsResponse { claims }

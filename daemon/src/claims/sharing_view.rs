@@ -157,8 +157,21 @@ impl Engine {
     /// Problems with `record`'s sharing daemons and shared GPUs; empty when
     /// healthy.
     pub fn claim_health(&self, record: &ClaimRecord) -> Vec<String> {
-        let mut problems = Vec::new();
+        self.health_with(record, &self.daemons())
+    }
+
+    /// [`Engine::claim_health`] of many claims, asking each daemon's state
+    /// once (under systemd that is a few D-Bus calls a daemon).
+    pub fn claims_health(&self, records: &[ClaimRecord]) -> Vec<Vec<String>> {
         let daemons = self.daemons();
+        records
+            .iter()
+            .map(|r| self.health_with(r, &daemons))
+            .collect()
+    }
+
+    fn health_with(&self, record: &ClaimRecord, daemons: &[MpsDaemon]) -> Vec<String> {
+        let mut problems = Vec::new();
         for one in mps_uses(record) {
             let daemon = daemons.iter().find(|d| d.key == one.key);
             problems.extend(daemon_problem(&one.key.to_string(), daemon));
