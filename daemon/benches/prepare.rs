@@ -190,6 +190,8 @@ fn request(uid: String, gpu: usize) -> PrepareRequest {
             device: format!("gpu-{gpu}"),
             request_names: vec!["gpu".to_owned()],
             pool: "node".to_owned(),
+            consumed_memory: None,
+            share_id: String::new(),
         }],
         configs: vec![],
     }

@@ -29,6 +29,8 @@ pub struct ClaimDevice {
     pub name: String,
     /// Its own device nodes, e.g. /dev/nvidia0.
     pub nodes: Vec<HostPath>,
+    /// Other edits of its own (env, mounts), e.g. an MPS daemon's pipe dir.
+    pub edits: ContainerEdits,
 }
 
 /// `k8s.gpuslice.dev/claim`.
@@ -70,7 +72,7 @@ pub fn claim_spec(
             name: cdi_device_name(claim_uid, &d.name),
             container_edits: ContainerEdits {
                 device_nodes: d.nodes.iter().map(device_node).collect(),
-                ..ContainerEdits::default()
+                ..d.edits.clone()
             },
         })
         .collect();

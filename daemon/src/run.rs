@@ -1,13 +1,16 @@
 //! Start-up, the task set and shutdown of gpusliced.
 //!
 //! Order: open the backend (never falling back from NVML to the simulator),
-//! read the inventory, find the driver files, load records and reconcile,
-//! take back the device faults recorded before a restart, register the
-//! health watcher, bind the socket, and only then tell systemd READY=1. While
-//! serving, the health watcher waits on the backend's events on a blocking
-//! thread, SIGHUP rescans and repairs CDI specs, the watchdog is fed while the
-//! engine answers, and SIGTERM or SIGINT stops accepting, drains the calls in
-//! flight, stops the health watcher, removes the socket and returns.
+//! read the inventory, find the driver files, set up the sharing tools (MPS
+//! supervisor, shm, nvidia-smi), load records and reconcile (stopping MPS
+//! daemons of claims that are gone), take back the device faults recorded
+//! before a restart, apply MIG, bring back the sharing of prepared claims,
+//! register the health watcher, bind the socket, and only then tell systemd
+//! READY=1. While serving, the health watcher waits on the backend's events
+//! on a blocking thread, SIGHUP rescans and repairs CDI specs, the watchdog is
+//! fed while the engine answers, and SIGTERM or SIGINT stops accepting, drains
+//! the calls in flight, stops the health watcher, removes the socket and
+//! returns.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,8 +19,8 @@ use std::time::Duration;
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::api::{self, PeerPolicy, socket};
-use crate::claims::{ClaimError, Engine, EngineSettings};
-use crate::config::{BackendKind, Config};
+use crate::claims::{ClaimError, Engine, EngineSettings, SharingTools};
+use crate::config::{BackendKind, Config, ShmKind, SupervisorKind};
 use crate::driver::{DriverFiles, Roots};
 use crate::gpu::nvml::NvmlBackend;
 use crate::gpu::sim::SimBackend;
@@ -25,8 +28,13 @@ use crate::gpu::{GpuBackend, GpuError};
 use crate::health::watch::{Stop, Watcher};
 use crate::health::{Classifier, HealthStore, Monitor};
 use crate::inventory::Inventory;
+use crate::mps::{
+    ChildSupervisor, MpsError, MpsManager, MpsSettings, NoShmMount, ShmMounter, Supervisor,
+    SystemdSupervisor, TmpfsMounter,
+};
 use crate::state::{BOOT_ID_PATH, StateError, Store, read_boot_id};
 use crate::systemd;
+use crate::timeslice::NvidiaSmi;
 
 /// How long shutdown waits for calls in flight and for clients to close their
 /// connections before it closes them itself. Engine calls already running
@@ -52,6 +60,10 @@ pub enum RunError {
     /// The claim records could not be opened.
     #[error(transparent)]
     State(#[from] StateError),
+    /// The MPS supervisor could not be set up (`[mps] supervisor = "systemd"`
+    /// without a reachable system bus).
+    #[error("[mps] supervisor: {0}")]
+    Mps(#[from] MpsError),
     /// Reconcile failed.
     #[error("reconcile at start-up: {0}")]
     Reconcile(#[source] ClaimError),
@@ -99,6 +111,63 @@ fn discover(config: &Config, inventory: &Inventory) -> DriverFiles {
     DriverFiles::discover(roots, &inventory.driver.driver_version)
 }
 
+/// Whether systemd started this process (a service sets INVOCATION_ID):
+/// its sandbox then forbids mounts and new mount namespaces.
+fn started_by_systemd() -> bool {
+    std::env::var_os("INVOCATION_ID").is_some_and(|v| !v.is_empty())
+}
+
+/// The MPS manager and nvidia-smi as `[mps]` and `[timeslice]` say.
+fn sharing_tools(config: &Config) -> Result<SharingTools, RunError> {
+    let root = nix::unistd::geteuid().is_root();
+    let supervisor: Arc<dyn Supervisor> = match config.mps.supervisor {
+        SupervisorKind::Systemd => Arc::new(SystemdSupervisor::connect()?),
+        SupervisorKind::Child => Arc::new(ChildSupervisor::default()),
+        SupervisorKind::Auto if crate::mps::under_systemd() => {
+            Arc::new(SystemdSupervisor::connect()?)
+        }
+        SupervisorKind::Auto => Arc::new(ChildSupervisor::default()),
+    };
+    let tmpfs = match config.mps.shm {
+        ShmKind::Tmpfs => true,
+        ShmKind::Folder => false,
+        ShmKind::Auto => root && !started_by_systemd(),
+    };
+    let mounter: Arc<dyn ShmMounter> = if tmpfs {
+        Arc::new(TmpfsMounter {
+            size: config.mps.shm_size.clone(),
+        })
+    } else {
+        Arc::new(NoShmMount)
+    };
+    // The daemon sees its shm at /dev/shm through the unit's BindPaths=, or,
+    // as a child, in a mount namespace of its own, which needs root outside
+    // systemd's sandbox. Otherwise daemon and clients keep the host's.
+    let bind_shm = match supervisor.name() {
+        "systemd" => true,
+        _ => root && !started_by_systemd(),
+    };
+    let settings = MpsSettings {
+        control_program: config.mps_control_program(),
+        mps_dir: config.mps.run_dir.join("mps"),
+        ready_bound: Duration::from_secs(config.mps.ready_timeout_s),
+        bind_shm,
+    };
+    tracing::info!(
+        supervisor = supervisor.name(),
+        shm = if tmpfs { "tmpfs" } else { "folder" },
+        bind_shm,
+        control_program = %settings.control_program.display(),
+        run_dir = %settings.mps_dir.display(),
+        nvidia_smi = %config.nvidia_smi().display(),
+        "sharing tools"
+    );
+    Ok(SharingTools {
+        mps: Arc::new(MpsManager::new(settings, supervisor, mounter)),
+        nvidia_smi: NvidiaSmi::new(&config.nvidia_smi()),
+    })
+}
+
 /// Builds the engine and reconciles; blocking.
 fn start_engine(config: &Config) -> Result<Engine, RunError> {
     let backend = open_backend(config)?;
@@ -123,7 +192,8 @@ fn start_engine(config: &Config) -> Result<Engine, RunError> {
     };
     let store = Store::open(&config.state_dir)?;
     let health_store = HealthStore::new(&config.state_dir, &settings.boot_id);
-    let engine = Engine::new(backend, inventory, driver, store, settings);
+    let engine = Engine::new(backend, inventory, driver, store, settings)
+        .with_sharing(sharing_tools(config)?);
     engine
         .health()
         .set_classifier(Classifier::new(&config.health.ignore_xids));
@@ -140,6 +210,7 @@ fn start_engine(config: &Config) -> Result<Engine, RunError> {
     let report = engine.reconcile().map_err(RunError::Reconcile)?;
     tracing::info!(?report, "reconciled claim records and CDI specs");
     engine.setup_mig(&config.mig).map_err(RunError::Reconcile)?;
+    engine.restore_sharing();
     for problem in &report.problems {
         tracing::error!(%problem, "reconcile");
     }

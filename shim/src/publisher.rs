@@ -76,6 +76,7 @@ pub struct Publisher {
     driver: String,
     node_name: String,
     taint_unhealthy: bool,
+    consumable_capacity: bool,
     resync: Duration,
     node_uid: Option<String>,
     last_published: i64,
@@ -105,6 +106,7 @@ impl Publisher {
             driver: target.driver.to_owned(),
             node_name: target.node_name.to_owned(),
             taint_unhealthy: target.taint_unhealthy,
+            consumable_capacity: target.consumable_capacity,
             resync,
             node_uid: None,
             last_published: 0,
@@ -168,6 +170,7 @@ impl Publisher {
             driver: &self.driver,
             node_name: &self.node_name,
             taint_unhealthy: self.taint_unhealthy,
+            consumable_capacity: self.consumable_capacity,
         };
         let built = slices::build_pool(&inventory, &target, 0);
         for problem in &built.skipped {

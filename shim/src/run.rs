@@ -109,6 +109,7 @@ pub async fn run(resolved: Resolved) -> Result<(), RunError> {
         driver: &config.driver_name,
         node_name: &resolved.node_name,
         taint_unhealthy: config.taint_unhealthy,
+        consumable_capacity: config.consumable_capacity,
     };
     let publisher = Publisher::new(
         kube,

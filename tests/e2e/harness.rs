@@ -244,6 +244,8 @@ pub fn prepare_request(uid: &str, devices: &[&str]) -> pb::PrepareRequest {
                 device: (*d).to_owned(),
                 request_names: vec!["gpu".to_owned()],
                 pool: "node-1".to_owned(),
+                consumed_memory_bytes: None,
+                share_id: String::new(),
             })
             .collect(),
         configs: vec![],

@@ -12,4 +12,7 @@ mod mig;
 mod nspawn;
 mod podman;
 mod security;
+mod sharing;
+mod sharing_restart;
+mod stand_ins;
 mod tools;

@@ -1,6 +1,9 @@
 //! A real CDI consumer: Debian 12's podman (4.3, runc) starts a busybox
 //! container with a gpuslice CDI device for a claim prepared on the simulated
 //! backend, and the container sees the claim's env, device nodes and mounts.
+//! The claim shares its GPU under MPS (the stand-in control program), so the
+//! container also sees `CUDA_MPS_PIPE_DIRECTORY`, the daemon's live pipe dir
+//! at the same path, and the daemon's shm folder at /dev/shm.
 //!
 //! podman 4.3 reads CDI specs only from /etc/cdi and /var/run/cdi, so the
 //! daemon here writes to /var/run/cdi (root only), under a claim uid no other
@@ -18,7 +21,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use nix::sys::stat::{Mode, SFlag, makedev, mknod};
 
 use crate::go_cdi;
-use crate::harness::{Daemon, prepare_request, unprepare_request};
+use crate::harness::unprepare_request;
+use crate::stand_ins::{SharedDaemon, daemon_of, mps, sections, shared_request};
 use crate::tools::{first_missing, is_root, repo_root, run, skip, which};
 
 const TEST: &str = "sim_podman_runs_a_container_with_a_prepared_claim";
@@ -54,9 +58,9 @@ fn unavailable() -> Option<String> {
             "podman reads CDI specs only from /etc/cdi and /var/run/cdi: needs root".into(),
         );
     }
-    if let Some(tool) = first_missing(&["podman", "runc", "busybox", "tar"]) {
+    if let Some(tool) = first_missing(&["podman", "runc", "busybox", "tar", "python3"]) {
         return Some(format!(
-            "`{tool}` is not installed (apt-get install podman runc busybox-static)"
+            "`{tool}` is not installed (apt-get install podman runc busybox-static python3)"
         ));
     }
     let busybox = which("busybox")?;
@@ -107,8 +111,9 @@ fn driver_root(dir: &Path) -> PathBuf {
 fn write_config(dir: &Path, driver_root: &Path) {
     let text = format!(
         "socket = \"gpusliced.sock\"\nstate_dir = \"state\"\ncdi_dir = \"{SPEC_DIR}\"\n\
-         driver_root = \"{}\"\n[backend]\nkind = \"sim\"\n[backend.sim]\ngpus = [\"H100-80GB\"]\n",
-        driver_root.display()
+         driver_root = \"{}\"\n{}[backend]\nkind = \"sim\"\n[backend.sim]\ngpus = [\"H100-80GB\"]\n",
+        driver_root.display(),
+        sections(dir),
     );
     write_file(&dir.join("gpuslice.toml"), &text);
 }
@@ -159,12 +164,15 @@ fn ensure_image(dir: &Path) {
 
 /// Inside the container: one `key:value` line per fact the test checks.
 const PROBE: &str = r#"
-env | grep '^NVIDIA_' | sed 's/^/env:/'
+env | grep -e '^NVIDIA_' -e '^CUDA_MPS_' | sed 's/^/env:/'
 for n in /dev/nvidia*; do stat -c "node:%n %F %t:%T" "$n"; done
 while read -r dev mnt fs opts rest; do
-  case "$mnt" in /usr/lib/x86_64-linux-gnu/*|/usr/bin/nvidia-smi) echo "mount:$mnt ${opts%%,*}";; esac
+  case "$mnt" in /usr/lib/x86_64-linux-gnu/*|/usr/bin/nvidia-smi|/dev/shm) echo "mount:$mnt ${opts%%,*}";; esac
+  if [ "$mnt" = "$CUDA_MPS_PIPE_DIRECTORY" ]; then echo "mount:pipe ${opts%%,*}"; fi
 done < /proc/mounts
 echo "lib:$(cat /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1)"
+for f in "$CUDA_MPS_PIPE_DIRECTORY"/*; do echo "pipe:${f##*/}"; done
+echo "shm:$(cat /dev/shm/probe)"
 "#;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -188,13 +196,18 @@ async fn sim_podman_runs_a_container_with_a_prepared_claim() {
         spec: spec.clone(),
     };
 
-    let daemon = Daemon::start_in(dir);
+    let daemon = SharedDaemon::start_in(dir);
     let mut client = daemon.client().await;
     let reply = client
-        .prepare(prepare_request(&uid, &["gpu-0"]))
+        .prepare(shared_request(&uid, &["gpu-0"], &[mps(50)]))
         .await
         .expect("prepare")
         .into_inner();
+    let mps_daemon = daemon_of(&daemon.sharing().await, "gpu-0")
+        .cloned()
+        .expect("the claim's MPS daemon");
+    let shm = Path::new(&mps_daemon.pipe_dir).with_file_name("shm");
+    write_file(&shm.join("probe"), "from the daemon's shm");
     let id = reply.devices[0].cdi_device_ids[0].clone();
     assert_eq!(id, format!("k8s.gpuslice.dev/claim={uid}-gpu-0"));
     assert!(spec.is_file(), "{} was not written", spec.display());
@@ -223,7 +236,14 @@ async fn sim_podman_runs_a_container_with_a_prepared_claim() {
         )
     });
     let lines: Vec<&str> = out.lines().collect();
+    let pipe_env = format!("env:CUDA_MPS_PIPE_DIRECTORY={}", mps_daemon.pipe_dir);
     for want in [
+        pipe_env.as_str(),
+        "mount:pipe rw",
+        "mount:/dev/shm rw",
+        "pipe:control",
+        "pipe:nvidia-cuda-mps-control.pid",
+        "shm:from the daemon's shm",
         "env:NVIDIA_VISIBLE_DEVICES=void",
         "node:/dev/nvidia0 character special file 1:3",
         "node:/dev/nvidiactl character special file 1:3",

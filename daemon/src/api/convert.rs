@@ -9,7 +9,8 @@ use crate::inventory::{
     AttrValue, DeviceRef, counter_set_name, gpu_attributes, gpu_capacity, gpu_counters,
     mig_attributes, mig_capacity, slice_consumption,
 };
-use crate::state::ClaimRecord;
+use crate::sharing::ConfigSource;
+use crate::state::{ClaimRecord, DeviceSharing, RecordDevice};
 
 pub use super::status::error;
 
@@ -60,17 +61,43 @@ pub fn prepare_request(req: pb::PrepareRequest) -> Result<PrepareRequest, Status
                     .map(|r| bounded("devices[].request_names[]", r))
                     .collect::<Result<_, Status>>()?,
                 pool: bounded("devices[].pool", d.pool)?,
+                consumed_memory: d
+                    .consumed_memory_bytes
+                    .map(|b| {
+                        u64::try_from(b).map_err(|_| {
+                            Status::invalid_argument(format!(
+                                "devices[].consumed_memory_bytes is {b}; it must not be negative"
+                            ))
+                        })
+                    })
+                    .transpose()?,
+                share_id: bounded("devices[].share_id", d.share_id)?,
             })
         })
         .collect::<Result<_, Status>>()?;
     let configs = req
         .configs
         .into_iter()
-        .map(|c| ConfigRequest {
-            requests: c.requests,
-            parameters_json: c.parameters_json,
+        .enumerate()
+        .map(|(i, c)| {
+            let source = match pb::ConfigSource::try_from(c.source) {
+                Ok(pb::ConfigSource::Class) => ConfigSource::Class,
+                Ok(pb::ConfigSource::Claim) => ConfigSource::Claim,
+                _ => {
+                    return Err(Status::invalid_argument(format!(
+                        "configs[{i}].source is {}; set CONFIG_SOURCE_CLASS (from the \
+                         DeviceClass) or CONFIG_SOURCE_CLAIM (from the claim)",
+                        c.source
+                    )));
+                }
+            };
+            Ok(ConfigRequest {
+                source,
+                requests: c.requests,
+                parameters_json: c.parameters_json,
+            })
         })
-        .collect();
+        .collect::<Result<_, Status>>()?;
     Ok(PrepareRequest {
         uid: bounded("claim.uid", claim.uid)?,
         namespace: bounded("claim.namespace", claim.namespace)?,
@@ -89,8 +116,28 @@ fn prepared_devices(record: &ClaimRecord) -> Vec<pb::PreparedDevice> {
             request_names: d.request_names.clone(),
             pool: d.pool.clone(),
             cdi_device_ids: d.cdi_device_ids.clone(),
+            share_id: d.share_id.clone(),
+            sharing: sharing_words(d),
         })
         .collect()
+}
+
+/// "exclusive", "mig", "mps", "mps, memory 20.0 GiB", "timeslicing Long".
+fn sharing_words(d: &RecordDevice) -> String {
+    match (&d.sharing, d.mig.is_some()) {
+        (None, false) => "exclusive".to_owned(),
+        (None, true) => "mig".to_owned(),
+        (Some(DeviceSharing::Timeslicing { interval }), _) => {
+            format!("timeslicing {}", interval.name())
+        }
+        (Some(DeviceSharing::Mps(mps)), _) => match mps.memory_share {
+            Some(bytes) => format!(
+                "mps, memory {:.1} GiB",
+                bytes as f64 / f64::from(1u32 << 30)
+            ),
+            None => "mps".to_owned(),
+        },
+    }
 }
 
 /// The reply to a prepare.
@@ -190,7 +237,11 @@ fn device(
     (used, fault): (Option<DeviceUse>, Option<DeviceFault>),
     consumes_counters: Vec<pb::CounterConsumption>,
 ) -> pb::Device {
-    let (available, holders) = used.map_or((true, Vec::new()), |u| (u.available, u.holders));
+    let memory = capacity.get("memory").copied().unwrap_or(0);
+    let (available, holders, memory_available) = used.map_or((true, Vec::new(), memory), |u| {
+        let left = i64::try_from(u.memory_available).unwrap_or(i64::MAX);
+        (u.available, u.holders, left)
+    });
     pb::Device {
         name,
         attributes,
@@ -200,15 +251,18 @@ fn device(
         consumes_counters,
         healthy: fault.is_none(),
         health_reason: fault.map(|f| f.reason).unwrap_or_default(),
+        memory_available,
     }
 }
 
 /// Every claim.
 pub fn claims_response(engine: &Engine) -> pb::ListClaimsResponse {
-    let claims = engine
-        .claims()
+    let records = engine.claims();
+    let health = engine.claims_health(&records);
+    let claims = records
         .iter()
-        .map(|r| pb::ClaimInfo {
+        .zip(health)
+        .map(|(r, health_problems)| pb::ClaimInfo {
             claim: Some(pb::ClaimRef {
                 uid: r.uid.clone(),
                 namespace: r.namespace.clone(),
@@ -223,7 +277,7 @@ pub fn claims_response(engine: &Engine) -> pb::ListClaimsResponse {
                 .display()
                 .to_string(),
             prepared_at: r.prepared_at,
-            health_problems: engine.claim_health_problems(r),
+            health_problems: [engine.claim_health_problems(r), health_problems].concat(),
         })
         .collect();
     pb::ListClaimsResponse { claims }

@@ -12,6 +12,7 @@ mod health;
 mod mig_layout;
 pub mod peer;
 mod service;
+mod sharing;
 pub mod socket;
 mod status;
 

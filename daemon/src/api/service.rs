@@ -8,7 +8,7 @@ use gpuslice_proto::gpuslice::v1 as pb;
 use gpuslice_proto::gpuslice::v1::gpu_slice_server::GpuSlice;
 use tonic::{Request, Response, Status};
 
-use super::{convert, health, mig_layout};
+use super::{convert, health, mig_layout, sharing};
 use crate::claims::{Engine, Unprepared};
 
 /// The API over one engine.
@@ -126,5 +126,15 @@ impl GpuSlice for Service {
             .blocking(move |engine| engine.clear_health(&device).map_err(convert::error))
             .await?;
         Ok(Response::new(health::clear_response(cleared)))
+    }
+
+    async fn get_sharing(
+        &self,
+        _request: Request<pb::GetSharingRequest>,
+    ) -> Result<Response<pb::GetSharingResponse>, Status> {
+        let reply = self
+            .blocking(|engine| Ok(sharing::sharing_response(engine)))
+            .await?;
+        Ok(Response::new(reply))
     }
 }

@@ -5,7 +5,9 @@ use tonic::{Code, Status};
 
 use crate::claims::ClaimError;
 use crate::gpu::GpuError;
+use crate::mps::MpsError;
 use crate::state::StateError;
+use crate::timeslice::TimeSliceError;
 
 /// The gRPC status for a claim error; the message is the error's own text.
 pub fn error(err: ClaimError) -> Status {
@@ -16,9 +18,10 @@ pub fn error(err: ClaimError) -> Status {
         | ClaimError::UnknownDevice { .. }
         | ClaimError::DuplicateDevice { .. }
         | ClaimError::DevicesOverlap { .. }
-        | ClaimError::BadConfig { .. } => Code::InvalidArgument,
-        ClaimError::SharingUnavailable { .. } => Code::Unimplemented,
+        | ClaimError::Sharing(_) => Code::InvalidArgument,
         ClaimError::DeviceHeld { .. }
+        | ClaimError::GpuShared { .. }
+        | ClaimError::SharingOnMigManaged { .. }
         | ClaimError::PreparedDifferently { .. }
         | ClaimError::SliceOccupied { .. }
         | ClaimError::GpuPartitioned { .. }
@@ -29,6 +32,10 @@ pub fn error(err: ClaimError) -> Status {
         | ClaimError::DeviceGone { .. }
         | ClaimError::CdiFile { .. } => Code::Unavailable,
         ClaimError::State(StateError::NewerVersion { .. }) => Code::FailedPrecondition,
+        ClaimError::MemoryExhausted { .. } => Code::ResourceExhausted,
+        ClaimError::SharingNotConfigured { .. } => Code::Unavailable,
+        ClaimError::Mps(mps) => mps_code(mps),
+        ClaimError::TimeSlice(ts) => timeslice_code(ts),
         ClaimError::InvalidSpec { .. } => Code::Internal,
         ClaimError::State(_) => Code::Unavailable,
         ClaimError::Gpu(gpu) => gpu_code(gpu),
@@ -37,6 +44,27 @@ pub fn error(err: ClaimError) -> Status {
         tracing::warn!(error = %err, "claim operation failed; the caller will retry");
     }
     Status::new(code, err.to_string())
+}
+
+fn mps_code(err: &MpsError) -> Code {
+    match err {
+        MpsError::LimitsConflict { .. } | MpsError::Overlap { .. } => Code::FailedPrecondition,
+        MpsError::Io { .. }
+        | MpsError::Command { .. }
+        | MpsError::DiedDuringStart { .. }
+        | MpsError::NotReady { .. }
+        | MpsError::LimitNotApplied { .. }
+        | MpsError::Systemd { .. } => Code::Unavailable,
+    }
+}
+
+fn timeslice_code(err: &TimeSliceError) -> Code {
+    match err {
+        TimeSliceError::IntervalConflict { .. }
+        | TimeSliceError::MpsInUse { .. }
+        | TimeSliceError::TimeSliceInUse { .. } => Code::FailedPrecondition,
+        TimeSliceError::Command { .. } => Code::Unavailable,
+    }
 }
 
 fn gpu_code(err: &GpuError) -> Code {
@@ -78,6 +106,32 @@ mod tests {
             (
                 ClaimError::Gpu(GpuError::InsufficientResources { what: "x".into() }),
                 Code::ResourceExhausted,
+            ),
+            (
+                ClaimError::MemoryExhausted {
+                    gpu: "gpu-0".into(),
+                    uuid: "GPU-a".into(),
+                    asked: 2,
+                    left: 1,
+                    holders: "c (1)".into(),
+                },
+                Code::ResourceExhausted,
+            ),
+            (
+                ClaimError::TimeSlice(TimeSliceError::IntervalConflict {
+                    gpu: "GPU-a".into(),
+                    holder: "c".into(),
+                    held: "Long",
+                    asked: "Short",
+                }),
+                Code::FailedPrecondition,
+            ),
+            (
+                ClaimError::Sharing(crate::sharing::SharingError::Conflict {
+                    field: "configs[0].memory".into(),
+                    problem: "x".into(),
+                }),
+                Code::InvalidArgument,
             ),
             (
                 ClaimError::DeviceNodeMissing {

@@ -32,6 +32,7 @@ fn gpu(root: &str, n: u32) -> ClaimDevice {
             &format!("/dev/nvidia{n}"),
             &format!("{root}/dev/nvidia{n}"),
         )],
+        edits: gpuslice_cdi::ContainerEdits::default(),
     }
 }
 

@@ -5,7 +5,10 @@
 use gpuslice_cdi::atomic::AtomicError;
 
 use crate::gpu::GpuError;
+use crate::mps::MpsError;
+use crate::sharing::SharingError;
 use crate::state::StateError;
+use crate::timeslice::TimeSliceError;
 
 /// A claim operation that did not happen.
 #[derive(Debug, thiserror::Error)]
@@ -44,25 +47,10 @@ pub enum ClaimError {
         /// The repeated name.
         device: String,
     },
-    /// An opaque config that cannot be used.
-    #[error("configs[{index}]: {problem}")]
-    BadConfig {
-        /// Position in the request's configs.
-        index: usize,
-        /// What is wrong, naming the field.
-        problem: String,
-    },
-    /// A sharing strategy this build cannot apply yet.
-    #[error(
-        "configs[{index}]: sharing strategy {strategy:?} is not available in this gpusliced; \
-         remove `sharing` to get the whole device"
-    )]
-    SharingUnavailable {
-        /// Position in the request's configs.
-        index: usize,
-        /// The strategy asked for.
-        strategy: String,
-    },
+    /// An opaque sharing config that cannot be used (the message names the
+    /// field, e.g. `configs[1].sharing.mpsConfig.defaultActiveThreadPercentage`).
+    #[error(transparent)]
+    Sharing(#[from] SharingError),
     /// The device, or part of it, is held by another claim.
     #[error(
         "device {device} is not free: claim {holder} holds {holder_device} on the same GPU; \
@@ -76,6 +64,65 @@ pub enum ClaimError {
         /// The device that claim holds (the same one, the whole GPU, or a slice).
         holder_device: String,
     },
+    /// The GPU is shared by other claims, and this claim does not share it
+    /// the same way (or asks for it whole, or for a slice of it).
+    #[error(
+        "device {device} is shared under {mode} by claim {holder}; only a claim with a matching \
+         sharing config (opaque GpuConfig with sharing.strategy) can join it: add one, or \
+         allocate another device"
+    )]
+    GpuShared {
+        /// The device asked for.
+        device: String,
+        /// A claim sharing it.
+        holder: String,
+        /// "MPS" or "time-slicing".
+        mode: &'static str,
+    },
+    /// Sharing asked for a whole GPU that the `[mig]` config manages.
+    #[error(
+        "device {device} is MIG-managed by the [mig] config; sharing a whole GPU across claims \
+         needs a GPU outside [mig] (or MPS on a MIG slice with a MigDeviceConfig)"
+    )]
+    SharingOnMigManaged {
+        /// The device.
+        device: String,
+    },
+    /// A memory share larger than what is left on the GPU.
+    #[error(
+        "{gpu} ({uuid}) has {} left for memory shares; this claim asks for {}; promised to: \
+         {holders}; ask for less, or for another GPU",
+        bytes_text(.left),
+        bytes_text(.asked)
+    )]
+    MemoryExhausted {
+        /// The GPU's inventory name.
+        gpu: String,
+        /// Its UUID.
+        uuid: String,
+        /// Bytes asked for.
+        asked: u64,
+        /// Bytes not promised yet.
+        left: u64,
+        /// "claim (amount)", comma-separated.
+        holders: String,
+    },
+    /// The claim asks for MPS or time-slicing, but this engine was built
+    /// without the tools for it (a library user that did not call
+    /// `Engine::with_sharing`).
+    #[error(
+        "claim {uid} asks for GPU sharing, but this gpusliced runs without MPS and time-slice support"
+    )]
+    SharingNotConfigured {
+        /// The claim.
+        uid: String,
+    },
+    /// An MPS control daemon could not be started, joined or stopped.
+    #[error(transparent)]
+    Mps(#[from] MpsError),
+    /// A time-slice request conflicts with other claims, or nvidia-smi failed.
+    #[error(transparent)]
+    TimeSlice(#[from] TimeSliceError),
     /// Two devices of one claim overlap on one GPU.
     #[error("devices {first} and {second} of the claim overlap on one GPU; allocate disjoint ones")]
     DevicesOverlap {
@@ -206,4 +253,12 @@ pub enum ClaimError {
     /// The hardware refused.
     #[error(transparent)]
     Gpu(#[from] GpuError),
+}
+
+/// "20.0 GiB (21474836480 bytes)": readable, and exact.
+pub fn bytes_text(bytes: &u64) -> String {
+    format!(
+        "{:.1} GiB ({bytes} bytes)",
+        *bytes as f64 / f64::from(1u32 << 30)
+    )
 }

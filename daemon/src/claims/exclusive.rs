@@ -27,6 +27,7 @@ pub fn claim_device(
     }
     Ok(ClaimDevice {
         name: cdi_name.to_owned(),
+        edits: gpuslice_cdi::ContainerEdits::default(),
         nodes: vec![HostPath {
             container,
             host: device_node_target(host),

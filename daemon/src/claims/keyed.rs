@@ -34,6 +34,16 @@ impl KeyedLocks {
         result
     }
 
+    /// Runs `f` while holding the locks of every key in `keys`, taken in the
+    /// order given (callers pass them sorted, so two callers never wait for
+    /// each other in a cycle).
+    pub fn run_all<T>(&self, keys: &[String], f: impl FnOnce() -> T) -> T {
+        match keys.split_first() {
+            None => f(),
+            Some((first, rest)) => self.run(first, || self.run_all(rest, f)),
+        }
+    }
+
     /// Number of keys currently held or waited for.
     #[cfg(test)]
     pub fn len(&self) -> usize {

@@ -47,6 +47,7 @@ pub fn claim_device(
     }
     Ok(ClaimDevice {
         name: cdi_name.to_owned(),
+        edits: gpuslice_cdi::ContainerEdits::default(),
         nodes,
     })
 }

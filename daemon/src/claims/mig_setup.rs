@@ -135,7 +135,7 @@ impl Engine {
         let held_whole = lock(&self.table)
             .holdings(&gpu.info.uuid)
             .iter()
-            .any(|h| h.share == Share::Whole);
+            .any(|h| matches!(h.share, Share::Whole | Share::Shared(_)));
         let name = format!("{} ({})", gpu.name, gpu.info.uuid);
         match gpu.info.mig {
             MigSupport::NotSupported => Some(format!(

@@ -103,6 +103,8 @@ fn req(uid: &str, devices: &[&str]) -> PrepareRequest {
                 device: (*d).to_owned(),
                 request_names: vec![],
                 pool: "node".to_owned(),
+                consumed_memory: None,
+                share_id: String::new(),
             })
             .collect(),
         configs: vec![],

@@ -2,16 +2,24 @@
 //! and the start-up reconcile that makes records, CDI files and hardware agree.
 //!
 //! Prepare: validate, take the claim's lock, refuse a new claim on an
-//! unhealthy device (`health`), reserve its devices in the table (refused if
-//! another claim holds one), write the CDI spec, write the record,
-//! and only then report success. Any failure undoes what was done. Unprepare
-//! removes the spec first and the record second, so a crash in between leaves
-//! a record whose spec reconcile rewrites, never a spec nobody owns.
+//! unhealthy device (`health`), reserve its devices in the table
+//! (refused if another claim holds one), take hardware steps under a
+//! `preparing` record (MIG slices, then sharing: MPS daemons, time-slices),
+//! write the CDI spec, write the record, and only then report success. Any
+//! failure undoes what was done. Unprepare removes the spec first and the
+//! record last, so a crash in between leaves a record whose spec reconcile
+//! rewrites, never a spec nobody owns.
+//!
+//! Each kind of access is a small module with the same verbs (plan, apply,
+//! release, restore): [`exclusive`], MIG ([`mig`], [`mig_setup`]), MPS
+//! ([`mps_share`]) and time-slicing ([`timeslice_share`]), the last two over
+//! the runtime in [`sharing`].
 //!
 //! The engine is synchronous and thread-safe; the API calls it through
 //! `spawn_blocking`. The table lock is held only to check and reserve, never
 //! across file I/O, so claims on different GPUs never wait for each other.
 
+mod compute_mode;
 mod error;
 mod exclusive;
 mod health;
@@ -20,11 +28,17 @@ mod mig;
 mod mig_ahead;
 mod mig_cdi;
 mod mig_setup;
+mod mps_share;
 mod prepare;
 mod reconcile;
 mod request;
+mod sharing;
+mod sharing_plan;
+mod sharing_restore;
+mod sharing_view;
 mod spec_file;
 mod table;
+mod timeslice_share;
 mod unprepare;
 
 use std::path::PathBuf;
@@ -36,6 +50,8 @@ pub use error::ClaimError;
 pub use health::{Cleared, UnhealthyDevice};
 pub use reconcile::ReconcileReport;
 pub use request::{ConfigRequest, DeviceRequest, PrepareRequest, validate_uid};
+pub use sharing::{SharingTools, TimeSliceOutcome};
+pub use sharing_view::{DaemonView, GpuSharingView, state_words};
 
 use crate::driver::DriverFiles;
 use crate::gpu::GpuBackend;
@@ -102,6 +118,8 @@ pub struct Engine {
     /// Faults of GPUs and slices (see `health`).
     health: crate::health::DeviceHealth,
     health_listener: std::sync::OnceLock<health::HealthListener>,
+    /// MPS and time-slicing: tools, books, per-GPU locks.
+    sharing: sharing::Sharing,
     generation: AtomicU64,
     started: Instant,
 }
@@ -113,8 +131,13 @@ pub struct DeviceUse {
     pub device: String,
     /// Claims holding it (for a whole GPU: every claim holding any part).
     pub holders: Vec<String>,
-    /// Whether a new claim could take it now.
+    /// Whether a new claim could take it now (a shared GPU can take
+    /// another claim that shares it the same way).
     pub available: bool,
+    /// Memory not yet promised: a whole GPU's memory less the memory shares
+    /// of the claims sharing it, none when held whole or sliced; a slice's
+    /// memory while free.
+    pub memory_available: u64,
 }
 
 impl Engine {
@@ -140,6 +163,7 @@ impl Engine {
             mig_config: RwLock::new(crate::config::MigConfig::default()),
             health: crate::health::DeviceHealth::default(),
             health_listener: std::sync::OnceLock::new(),
+            sharing: sharing::Sharing::default(),
             generation: AtomicU64::new(1),
             started: Instant::now(),
         }
@@ -221,15 +245,29 @@ impl Engine {
     /// Holders of every device, in inventory order (whole GPUs, then slices).
     pub fn device_use(&self) -> Vec<DeviceUse> {
         let inventory = self.inventory();
+        let promised: Vec<u64> = {
+            let state = lock(&self.sharing.state);
+            inventory
+                .gpus
+                .iter()
+                .map(|g| state.promised_on(&g.info.uuid))
+                .collect()
+        };
         let table = lock(&self.table);
-        let whole = inventory.gpus.iter().map(|g| {
+        let whole = inventory.gpus.iter().zip(promised).map(|(g, promised)| {
             let holdings = table.holdings(&g.info.uuid);
             let mut holders: Vec<String> = holdings.iter().map(|h| h.uid.clone()).collect();
             holders.dedup();
+            let shareable = holdings.iter().all(|h| matches!(h.share, Share::Shared(_)));
             DeviceUse {
                 device: g.name.clone(),
-                available: holders.is_empty(),
+                available: shareable,
                 holders,
+                memory_available: if shareable {
+                    g.info.memory_bytes.saturating_sub(promised)
+                } else {
+                    0
+                },
             }
         });
         let slices = inventory.mig.iter().filter_map(|m| {
@@ -239,6 +277,11 @@ impl Engine {
             Some(DeviceUse {
                 device: m.name.clone(),
                 available: blockers.is_empty(),
+                memory_available: if blockers.is_empty() {
+                    m.profile.memory_bytes
+                } else {
+                    0
+                },
                 holders: blockers
                     .iter()
                     .filter(|h| h.share == share)
@@ -257,6 +300,7 @@ impl Engine {
         all.extend(lock(&self.problems).iter().cloned());
         all.extend(lock(&self.mig_problems).iter().cloned());
         all.extend(self.health_problems());
+        all.extend(self.sharing_problems());
         all
     }
 
@@ -276,5 +320,9 @@ impl Engine {
 mod health_tests;
 #[cfg(test)]
 mod mig_tests;
+#[cfg(test)]
+mod sharing_node;
+#[cfg(test)]
+mod sharing_tests;
 #[cfg(test)]
 mod tests;

@@ -1,34 +1,42 @@
 //! Prepare: the idempotent path from a validated request to a usable claim.
 //!
-//! Whole GPUs need no hardware step: one spec write and one record write. A
-//! claim with a hardware step (a MIG slice, a MIG mode switch) first writes its
-//! record in phase `preparing`, so a crash at any later point leaves a record
-//! that start-up reconcile rolls back, never an orphaned instance.
+//! Whole GPUs alone need no hardware step: one spec write and one record
+//! write. A claim with a hardware step (a MIG slice, a MIG mode switch, an MPS
+//! daemon, a time-slice, a compute mode) first writes its record in phase
+//! `preparing`, so a crash at any later point leaves a record that start-up
+//! reconcile rolls back, never an orphaned instance or daemon.
+//!
+//! Order: plan (MIG placements, then sharing: policy and memory), the
+//! `preparing` record, MIG steps, sharing steps (a MIG slice's MPS daemon
+//! needs the slice's UUID), the CDI spec, the `prepared` record. Claims that
+//! share a GPU hold its lock from plan to record.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::error::ClaimError;
 use super::request::PrepareRequest;
-use super::table::{Share, Want};
+use super::sharing::has_sharing;
+use super::table::{Share, SharedMode, Want};
 use super::{Engine, Prepared, lock};
 use crate::cdi_build::{cdi_device_id, spec_file_name};
 use crate::inventory::{DeviceRef, Inventory};
-use crate::state::{ClaimRecord, DeviceKind, MigSlice, Phase, RECORD_VERSION, RecordDevice};
+use crate::state::{ClaimRecord, DeviceKind, DeviceSharing, MigSlice, Phase, RecordDevice};
 
 impl Engine {
     /// Prepares the claim, or returns what an earlier prepare of the same
     /// claim did.
     pub fn prepare(&self, req: &PrepareRequest) -> Result<Prepared, ClaimError> {
         let inventory = self.inventory();
-        req.validate(&inventory)?;
+        let sharing = req.validate(&inventory)?;
         self.claim_locks
-            .run(&req.uid, || self.prepare_locked(req, &inventory))
+            .run(&req.uid, || self.prepare_locked(req, &inventory, sharing))
     }
 
     fn prepare_locked(
         &self,
         req: &PrepareRequest,
         inventory: &Inventory,
+        sharing: Vec<Option<DeviceSharing>>,
     ) -> Result<Prepared, ClaimError> {
         let existing = lock(&self.table).get(&req.uid).cloned();
         if let Some(record) = existing {
@@ -40,10 +48,24 @@ impl Engine {
             .filter_map(|d| inventory.device(&d.device))
             .collect();
         self.refuse_unhealthy(&devices)?;
-        let wants: Vec<Want> = devices.iter().map(want).collect();
+        for (device, shared) in devices.iter().zip(&sharing) {
+            if let (DeviceRef::Gpu(gpu), Some(_)) = (device, shared)
+                && gpu.mig.is_some()
+            {
+                return Err(ClaimError::SharingOnMigManaged {
+                    device: gpu.name.clone(),
+                });
+            }
+        }
+        let record = self.new_record(req, &devices, sharing);
+        let wants: Vec<Want> = devices
+            .iter()
+            .zip(&record.devices)
+            .map(|(device, d)| want(device, d.sharing.as_ref()))
+            .collect();
         lock(&self.table).reserve(&req.uid, &wants)?;
-        let record = self.new_record(req, &devices);
-        match self.bring_up(record, &devices) {
+        let brought = self.with_gpu_locks(&record, || self.bring_up(record.clone(), &devices));
+        match brought {
             Ok(record) => {
                 lock(&self.table).insert(record.clone());
                 if record.devices.iter().any(|d| d.mig.is_some()) {
@@ -67,27 +89,67 @@ impl Engine {
         mut record: ClaimRecord,
         devices: &[DeviceRef<'_>],
     ) -> Result<ClaimRecord, ClaimError> {
-        let hardware = devices
+        let mig = devices
             .iter()
             .any(|d| matches!(d, DeviceRef::Mig(..)) || d.gpu().mig.is_some());
-        if hardware {
-            self.plan_hardware(&mut record, devices)?;
+        let steps = mig || has_sharing(&record);
+        if steps {
+            if mig {
+                self.plan_hardware(&mut record, devices)?;
+            }
+            self.plan_sharing(&record)?;
             record.phase = Phase::Preparing;
-            self.store.save(&record)?;
+            if let Err(err) = self.store.save(&record) {
+                self.unplan_sharing(&record);
+                return Err(err.into());
+            }
             if let Err(err) = self.hardware_up(&mut record, devices) {
+                self.unplan_sharing(&record);
+                self.forget_record(&record);
+                return Err(err);
+            }
+            if let Err(err) = self.sharing_up(&record) {
+                self.hardware_down(&record);
                 self.forget_record(&record);
                 return Err(err);
             }
             record.phase = Phase::Prepared;
         }
         if let Err(err) = self.write_new_claim(&record) {
+            self.sharing_down(&record);
             self.hardware_down(&record);
-            if hardware {
+            if steps {
                 self.forget_record(&record);
             }
             return Err(err);
         }
         Ok(record)
+    }
+
+    /// Applies the claim's sharing (time-slices, then MPS daemons); on
+    /// failure nothing of it is left, in the state or on the GPUs.
+    fn sharing_up(&self, record: &ClaimRecord) -> Result<(), ClaimError> {
+        if !has_sharing(record) {
+            return Ok(());
+        }
+        if let Err(err) = self.apply_timeslices(record) {
+            self.unplan_sharing(record);
+            return Err(err);
+        }
+        if let Err(err) = self.apply_mps(record) {
+            self.release_timeslices(record);
+            self.unplan_sharing(record);
+            return Err(err);
+        }
+        Ok(())
+    }
+
+    /// Releases the claim's sharing (never fails; see `release_mps`).
+    pub(super) fn sharing_down(&self, record: &ClaimRecord) {
+        if has_sharing(record) {
+            self.release_timeslices(record);
+            self.release_mps(record);
+        }
     }
 
     /// Decides every slice's fate before the `preparing` record is written.
@@ -198,23 +260,31 @@ impl Engine {
                 asked: asked.join(", "),
             });
         }
+        self.with_gpu_locks(&record, || self.ensure_mps(&record))?;
         if self.ensure_spec(&record)? {
             tracing::warn!(claim_uid = %record.uid, "CDI spec of a prepared claim was missing or changed; rewrote it");
         }
         Ok(Prepared::AlreadyPrepared(record))
     }
 
-    fn new_record(&self, req: &PrepareRequest, devices: &[DeviceRef<'_>]) -> ClaimRecord {
+    fn new_record(
+        &self,
+        req: &PrepareRequest,
+        devices: &[DeviceRef<'_>],
+        sharing: Vec<Option<DeviceSharing>>,
+    ) -> ClaimRecord {
         let devices = req
             .devices
             .iter()
             .zip(devices)
-            .map(|(d, device)| RecordDevice {
+            .zip(sharing)
+            .map(|((d, device), sharing)| RecordDevice {
                 device: d.device.clone(),
                 uuid: device.gpu().info.uuid.clone(),
-                kind: match device {
-                    DeviceRef::Gpu(_) => DeviceKind::Exclusive,
-                    DeviceRef::Mig(..) => DeviceKind::Mig,
+                kind: match (device, &sharing) {
+                    (DeviceRef::Gpu(_), None) => DeviceKind::Exclusive,
+                    (DeviceRef::Gpu(_), Some(_)) => DeviceKind::Shared,
+                    (DeviceRef::Mig(..), _) => DeviceKind::Mig,
                 },
                 mig: match device {
                     DeviceRef::Gpu(_) => None,
@@ -233,10 +303,13 @@ impl Engine {
                 request_names: d.request_names.clone(),
                 pool: d.pool.clone(),
                 cdi_device_ids: vec![cdi_device_id(&req.uid, &d.device)],
+                sharing,
+                consumed_memory: d.consumed_memory,
+                share_id: d.share_id.clone(),
             })
             .collect();
-        ClaimRecord {
-            version: RECORD_VERSION,
+        let mut record = ClaimRecord {
+            version: 0,
             uid: req.uid.clone(),
             namespace: req.namespace.clone(),
             name: req.name.clone(),
@@ -250,15 +323,24 @@ impl Engine {
                 .collect(),
             cdi_spec_file: spec_file_name(&req.uid),
             prepared_at: unix_now(),
-        }
+        };
+        record.version = record.format_version();
+        record
     }
 }
 
-/// What of its GPU a device takes.
-pub(super) fn want(device: &DeviceRef<'_>) -> Want {
-    let (name, share) = match device {
-        DeviceRef::Gpu(g) => (g.name.clone(), Share::Whole),
-        DeviceRef::Mig(m, _) => (m.name.clone(), Share::Slice(m.placement)),
+/// What of its GPU a device takes: a whole GPU shared across claims is a
+/// shared holding; a MIG slice stays the claim's alone, MPS or not.
+pub(super) fn want(device: &DeviceRef<'_>, sharing: Option<&DeviceSharing>) -> Want {
+    let (name, share) = match (device, sharing) {
+        (DeviceRef::Gpu(g), None) => (g.name.clone(), Share::Whole),
+        (DeviceRef::Gpu(g), Some(DeviceSharing::Mps(_))) => {
+            (g.name.clone(), Share::Shared(SharedMode::Mps))
+        }
+        (DeviceRef::Gpu(g), Some(DeviceSharing::Timeslicing { .. })) => {
+            (g.name.clone(), Share::Shared(SharedMode::Timeslicing))
+        }
+        (DeviceRef::Mig(m, _), _) => (m.name.clone(), Share::Slice(m.placement)),
     };
     Want {
         gpu_uuid: device.gpu().info.uuid.clone(),

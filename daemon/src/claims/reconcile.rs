@@ -7,16 +7,22 @@
 //! * A spec of ours without a record is removed, and so are temp files.
 //! * A record from an earlier boot is re-stamped: whole GPUs survive a reboot
 //!   and the kubelet prepares its claims again with the same ids.
+//! * Shared claims are put back in the sharing books (policy, memory), MPS
+//!   daemons of claims that are gone are stopped (with their units, mounts
+//!   and folders), and a `preparing` record's time-slice and compute mode are
+//!   reset where no live claim uses the GPU. The daemons and time-slices of
+//!   live claims are brought back by [`Engine::restore_sharing`], after the
+//!   MIG set-up (a MIG slice's daemon needs the slice).
 
 use std::collections::BTreeSet;
 
 use gpuslice_cdi::atomic::{is_temp_name, remove_durable};
 
 use super::error::ClaimError;
-use super::table::{Share, Want};
+use super::table::{Share, SharedMode, Want};
 use super::{Engine, lock};
 use crate::cdi_build::{CDI_CLASS, CDI_VENDOR, claim_uid_of_spec_file};
-use crate::state::{ClaimRecord, Phase, RecordDevice};
+use crate::state::{ClaimRecord, DeviceSharing, Phase, RecordDevice};
 
 /// What a reconcile found and did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -29,6 +35,8 @@ pub struct ReconcileReport {
     pub specs_removed: usize,
     /// Half-done prepares rolled back.
     pub rolled_back: usize,
+    /// MPS control daemons stopped because their claims are gone.
+    pub daemons_stopped: usize,
     /// Records from an earlier boot.
     pub from_earlier_boot: usize,
     /// Problems left for an operator.
@@ -46,8 +54,16 @@ impl Engine {
                 .into_iter()
                 .map(|p| format!("unreadable claim record set aside: {p}")),
         );
-        for record in loaded.records {
+        let (preparing, prepared): (Vec<ClaimRecord>, Vec<ClaimRecord>) = loaded
+            .records
+            .into_iter()
+            .partition(|r| r.phase == Phase::Preparing);
+        for record in prepared {
             self.adopt(record, &mut report)?;
+        }
+        self.stop_stale_daemons(&mut report);
+        for record in preparing {
+            self.roll_back(&record, &mut report)?;
         }
         self.repair_cdi_dir(&mut report)?;
         *lock(&self.problems) = report.problems.clone();
@@ -62,26 +78,33 @@ impl Engine {
         Ok(report)
     }
 
+    /// A prepare cut short: spec, sharing state, MIG hardware, record.
+    fn roll_back(
+        &self,
+        record: &ClaimRecord,
+        report: &mut ReconcileReport,
+    ) -> Result<(), ClaimError> {
+        self.remove_spec(record)?;
+        report.problems.extend(self.roll_back_sharing(record));
+        if let Err(err) = self.release_hardware(record) {
+            report.problems.push(format!(
+                "claim {}: a prepare cut short left MIG state that cannot be undone yet \
+                 ({err}); retried at the next start",
+                record.uid
+            ));
+            return Ok(());
+        }
+        self.store.remove(&record.uid)?;
+        report.rolled_back += 1;
+        tracing::warn!(claim_uid = %record.uid, "rolled back a prepare that was cut short");
+        Ok(())
+    }
+
     fn adopt(
         &self,
         mut record: ClaimRecord,
         report: &mut ReconcileReport,
     ) -> Result<(), ClaimError> {
-        if record.phase == Phase::Preparing {
-            self.remove_spec(&record)?;
-            if let Err(err) = self.release_hardware(&record) {
-                report.problems.push(format!(
-                    "claim {}: a prepare cut short left MIG state that cannot be undone yet \
-                     ({err}); retried at the next start",
-                    record.uid
-                ));
-                return Ok(());
-            }
-            self.store.remove(&record.uid)?;
-            report.rolled_back += 1;
-            tracing::warn!(claim_uid = %record.uid, "rolled back a prepare that was cut short");
-            return Ok(());
-        }
         if record.boot_id != self.settings.boot_id {
             record.boot_id.clone_from(&self.settings.boot_id);
             self.store.save(&record)?;
@@ -95,7 +118,14 @@ impl Engine {
                 record.uid
             ));
         }
-        table.insert(record);
+        drop(table);
+        if let Err(err) = lock(&self.sharing.state).join(&record, &self.inventory()) {
+            report.problems.push(format!(
+                "claim {} cannot share its GPUs with the other records: {err}",
+                record.uid
+            ));
+        }
+        lock(&self.table).insert(record);
         report.claims += 1;
         Ok(())
     }
@@ -145,11 +175,15 @@ impl Engine {
 
 /// What of its GPU a recorded device holds.
 fn record_want(d: &RecordDevice) -> Want {
+    let share = match (&d.mig, &d.sharing) {
+        (Some(m), _) => Share::Slice(super::mig::slice_placement(m)),
+        (None, None) => Share::Whole,
+        (None, Some(DeviceSharing::Mps(_))) => Share::Shared(SharedMode::Mps),
+        (None, Some(DeviceSharing::Timeslicing { .. })) => Share::Shared(SharedMode::Timeslicing),
+    };
     Want {
         gpu_uuid: d.uuid.clone(),
         device: d.device.clone(),
-        share: d.mig.as_ref().map_or(Share::Whole, |m| {
-            Share::Slice(super::mig::slice_placement(m))
-        }),
+        share,
     }
 }

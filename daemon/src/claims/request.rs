@@ -1,18 +1,19 @@
 //! A prepare request, checked before anything is touched: a claim uid that is
 //! a canonical UUID (so nothing untrusted reaches a file name), sane names,
-//! devices that exist, and opaque configs this build can apply.
-
-use serde::Deserialize;
+//! devices that exist, and opaque configs parsed strictly and resolved per
+//! device ([`super::sharing_plan`]).
 
 use super::error::ClaimError;
 use crate::inventory::{DeviceRef, Inventory};
+use crate::sharing::ConfigSource;
+use crate::state::DeviceSharing;
 
 /// Longest namespace or claim name Kubernetes allows (DNS subdomain).
 const MAX_NAME: usize = 253;
-/// The opaque config API group NVIDIA's DRA driver defines, which we accept.
-const NVIDIA_API_VERSION: &str = "resource.nvidia.com/v1beta1";
-/// Largest opaque config Kubernetes stores (10 KiB).
-const MAX_CONFIG_BYTES: usize = 10 * 1024;
+/// Longest share id accepted (Kubernetes makes them UUIDs, 36 bytes).
+const MAX_SHARE_ID: usize = 64;
+/// The smallest consumed memory MPS can carry as a limit (it counts in MiB).
+const MIN_CONSUMED_MEMORY: u64 = crate::sharing::MIN_PINNED_LIMIT_BYTES;
 
 /// One allocated device, as asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,11 +24,17 @@ pub struct DeviceRequest {
     pub request_names: Vec<String>,
     /// Pool it came from.
     pub pool: String,
+    /// Memory the scheduler counted for this allocation (DRAConsumableCapacity).
+    pub consumed_memory: Option<u64>,
+    /// The allocation's share id (DRAConsumableCapacity); empty when none.
+    pub share_id: String,
 }
 
 /// One opaque config entry, as asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigRequest {
+    /// The DeviceClass or the claim: claim configs win.
+    pub source: ConfigSource,
     /// Requests it applies to (empty: all).
     pub requests: Vec<String>,
     /// The raw JSON object.
@@ -80,8 +87,13 @@ fn check_name(field: String, value: &str, max: usize, allow_empty: bool) -> Resu
 }
 
 impl PrepareRequest {
-    /// Checks everything that does not depend on other claims.
-    pub fn validate(&self, inventory: &Inventory) -> Result<(), ClaimError> {
+    /// Checks everything that does not depend on other claims, and returns
+    /// how each device (in request order) is shared: `None` for a device that
+    /// is the claim's alone.
+    pub fn validate(
+        &self,
+        inventory: &Inventory,
+    ) -> Result<Vec<Option<DeviceSharing>>, ClaimError> {
         validate_uid(&self.uid)?;
         check_name("claim.namespace".into(), &self.namespace, MAX_NAME, false)?;
         check_name("claim.name".into(), &self.name, MAX_NAME, false)?;
@@ -89,12 +101,12 @@ impl PrepareRequest {
             return Err(ClaimError::NoDevices);
         }
         for (i, d) in self.devices.iter().enumerate() {
-            if inventory.device(&d.device).is_none() {
+            let Some(device) = inventory.device(&d.device) else {
                 return Err(ClaimError::UnknownDevice {
                     device: d.device.chars().take(80).collect(),
                     known: inventory.device_names().join(", "),
                 });
-            }
+            };
             if self.devices[..i].iter().any(|e| e.device == d.device) {
                 return Err(ClaimError::DuplicateDevice {
                     device: d.device.clone(),
@@ -104,108 +116,46 @@ impl PrepareRequest {
                 check_name(format!("devices[{i}].request_names[{j}]"), r, 63, false)?;
             }
             check_name(format!("devices[{i}].pool"), &d.pool, MAX_NAME, true)?;
+            check_name(
+                format!("devices[{i}].share_id"),
+                &d.share_id,
+                MAX_SHARE_ID,
+                true,
+            )?;
+            check_consumed(i, d.consumed_memory, &device)?;
         }
-        for (index, config) in self.configs.iter().enumerate() {
-            let kind = check_config(index, config)?;
-            self.check_kind_fits(index, config, kind, inventory)?;
-        }
-        Ok(())
-    }
-
-    /// A GpuConfig must apply to whole GPUs only, a MigDeviceConfig to MIG
-    /// slices only.
-    fn check_kind_fits(
-        &self,
-        index: usize,
-        config: &ConfigRequest,
-        kind: ConfigKind,
-        inventory: &Inventory,
-    ) -> Result<(), ClaimError> {
-        let applies = |d: &&DeviceRequest| {
-            config.requests.is_empty()
-                || d.request_names.is_empty()
-                || d.request_names.iter().any(|r| config.requests.contains(r))
-        };
-        for d in self.devices.iter().filter(applies) {
-            let is_mig = matches!(inventory.device(&d.device), Some(DeviceRef::Mig(..)));
-            let problem = match (kind, is_mig) {
-                (ConfigKind::Gpu, true) => "kind GpuConfig applies to whole GPUs, but",
-                (ConfigKind::Mig, false) => "kind MigDeviceConfig applies to MIG devices, but",
-                _ => continue,
-            };
-            return Err(ClaimError::BadConfig {
-                index,
-                problem: format!(
-                    "{problem} it applies to device {} ({}); use kind {} or narrow its requests",
-                    d.device,
-                    if is_mig { "a MIG slice" } else { "a whole GPU" },
-                    if is_mig {
-                        "MigDeviceConfig"
-                    } else {
-                        "GpuConfig"
-                    },
-                ),
-            });
-        }
-        Ok(())
+        super::sharing_plan::resolve(self, inventory)
     }
 }
 
-/// Which device type an opaque config is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ConfigKind {
-    Gpu,
-    Mig,
-}
-
-/// The opaque config kinds of NVIDIA's DRA driver that gpusliced reads.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct OpaqueConfig {
-    #[serde(rename = "apiVersion")]
-    api_version: String,
-    kind: String,
-    #[serde(default)]
-    sharing: Option<Sharing>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Sharing {
-    #[serde(default)]
-    strategy: String,
-}
-
-fn check_config(index: usize, config: &ConfigRequest) -> Result<ConfigKind, ClaimError> {
-    let bad = |problem: String| ClaimError::BadConfig { index, problem };
-    if config.parameters_json.len() > MAX_CONFIG_BYTES {
-        return Err(bad(format!(
-            "parameters are {} bytes; at most {MAX_CONFIG_BYTES} are allowed",
-            config.parameters_json.len()
-        )));
-    }
-    let parsed: OpaqueConfig = serde_json::from_str(&config.parameters_json)
-        .map_err(|e| bad(format!("parameters are not a valid config object: {e}")))?;
-    if parsed.api_version != NVIDIA_API_VERSION {
-        return Err(bad(format!(
-            "apiVersion {:?} is not supported; use {NVIDIA_API_VERSION:?}",
-            parsed.api_version
-        )));
-    }
-    let kind = match parsed.kind.as_str() {
-        "GpuConfig" => ConfigKind::Gpu,
-        "MigDeviceConfig" => ConfigKind::Mig,
-        other => {
-            return Err(bad(format!(
-                "kind {other:?} is not supported; use \"GpuConfig\" or \"MigDeviceConfig\""
-            )));
-        }
+/// Consumed memory, when given, is at least 1 MiB and at most the device's.
+fn check_consumed(
+    index: usize,
+    consumed: Option<u64>,
+    device: &DeviceRef<'_>,
+) -> Result<(), ClaimError> {
+    let Some(bytes) = consumed else {
+        return Ok(());
     };
-    match parsed.sharing {
-        None => Ok(kind),
-        Some(s) => Err(ClaimError::SharingUnavailable {
-            index,
-            strategy: s.strategy,
-        }),
+    let memory = device_memory(device);
+    let problem = if bytes < MIN_CONSUMED_MEMORY {
+        format!("{bytes} bytes is less than 1Mi, the smallest amount MPS can limit")
+    } else if bytes > memory {
+        format!("{bytes} bytes is more than the device has ({memory} bytes)")
+    } else {
+        return Ok(());
+    };
+    Err(ClaimError::InvalidField {
+        field: format!("devices[{index}].consumed_memory_bytes"),
+        problem,
+    })
+}
+
+/// A device's memory: the whole GPU's, or the MIG profile's.
+pub(super) fn device_memory(device: &DeviceRef<'_>) -> u64 {
+    match device {
+        DeviceRef::Gpu(g) => g.info.memory_bytes,
+        DeviceRef::Mig(m, _) => m.profile.memory_bytes,
     }
 }
 

@@ -3,6 +3,7 @@
 use gpuslice_cdi::atomic::{read_regular, remove_durable, write_atomic};
 
 use super::error::ClaimError;
+use super::sharing::mps_uses;
 use super::{Engine, exclusive, mig_cdi};
 use crate::cdi_build::{ClaimDevice, claim_spec};
 use crate::state::ClaimRecord;
@@ -41,6 +42,8 @@ impl Engine {
                 }
             })
             .collect::<Result<Vec<ClaimDevice>, _>>()?;
+        let mut devices = devices;
+        self.add_mps_edits(record, &mut devices)?;
         let spec = claim_spec(
             &record.uid,
             &devices,
@@ -51,6 +54,29 @@ impl Engine {
             uid: record.uid.clone(),
             source,
         })
+    }
+
+    /// Gives the first device of each MPS daemon the claim uses the
+    /// daemon's client edits (pipe dir, shm, the claim's memory share), so a
+    /// container that gets all the request's devices gets them once.
+    fn add_mps_edits(
+        &self,
+        record: &ClaimRecord,
+        devices: &mut [ClaimDevice],
+    ) -> Result<(), ClaimError> {
+        let uses = mps_uses(record);
+        if uses.is_empty() {
+            return Ok(());
+        }
+        let tools = self.sharing_tools(&record.uid)?;
+        for one in uses {
+            let edits = tools.mps.client_edits(&one.key, &one.memory_share);
+            if let Some(device) = devices.iter_mut().find(|d| d.name == one.first_device) {
+                device.edits.env.extend(edits.env);
+                device.edits.mounts.extend(edits.mounts);
+            }
+        }
+        Ok(())
     }
 
     /// Writes the claim's spec.

@@ -3,7 +3,10 @@
 //! source of truth while the daemon runs; records on disk mirror it.
 //!
 //! A whole GPU and any slice of it exclude each other, and so do two slices
-//! whose memory slices overlap.
+//! whose memory slices overlap. Shared holdings of a whole GPU (MPS or
+//! time-slicing) coexist with each other and exclude everything else; whether
+//! two shared claims can really run together (same MPS daemon and limits,
+//! same interval, never MPS beside time-slicing) is the sharing layer's call.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -14,16 +17,38 @@ use crate::state::ClaimRecord;
 /// What a claim takes of one GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Share {
-    /// The whole GPU.
+    /// The whole GPU, alone.
     Whole,
     /// The MIG slice at this placement.
     Slice(Placement),
+    /// The whole GPU, shared with other claims that share it too.
+    Shared(SharedMode),
+}
+
+/// How a shared whole GPU is shared, for messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SharedMode {
+    /// Under an MPS control daemon.
+    Mps,
+    /// Under compute time-slicing.
+    Timeslicing,
+}
+
+impl SharedMode {
+    /// "MPS" or "time-slicing".
+    pub fn words(self) -> &'static str {
+        match self {
+            Self::Mps => "MPS",
+            Self::Timeslicing => "time-slicing",
+        }
+    }
 }
 
 impl Share {
     fn conflicts(self, other: Share) -> bool {
         match (self, other) {
             (Share::Slice(a), Share::Slice(b)) => a.overlaps(b),
+            (Share::Shared(_), Share::Shared(_)) => false,
             _ => true,
         }
     }
@@ -77,7 +102,7 @@ impl ClaimTable {
             .flat_map(|(uuid, list)| {
                 list.iter().filter_map(move |h| match h.share {
                     Share::Slice(p) => Some((uuid.clone(), p)),
-                    Share::Whole => None,
+                    Share::Whole | Share::Shared(_) => None,
                 })
             })
             .collect()
@@ -100,10 +125,17 @@ impl ClaimTable {
                 .into_iter()
                 .find(|h| h.uid != uid);
             if let Some(h) = held {
-                return Err(ClaimError::DeviceHeld {
-                    device: want.device.clone(),
-                    holder: h.uid.clone(),
-                    holder_device: h.device.clone(),
+                return Err(match h.share {
+                    Share::Shared(mode) => ClaimError::GpuShared {
+                        device: want.device.clone(),
+                        holder: h.uid.clone(),
+                        mode: mode.words(),
+                    },
+                    Share::Whole | Share::Slice(_) => ClaimError::DeviceHeld {
+                        device: want.device.clone(),
+                        holder: h.uid.clone(),
+                        holder_device: h.device.clone(),
+                    },
                 });
             }
             let clash = wants[..i]
@@ -201,6 +233,29 @@ mod tests {
         assert!(
             t.holdings("GPU-a").is_empty(),
             "nothing reserved on refusal"
+        );
+    }
+
+    #[test]
+    fn shared_holdings_coexist_and_exclude_everything_else() {
+        let mut t = ClaimTable::default();
+        let mps = Share::Shared(SharedMode::Mps);
+        t.reserve("a", &[want("gpu-0", mps)]).unwrap();
+        t.reserve("b", &[want("gpu-0", mps)]).unwrap();
+        for other in [Share::Whole, slice(0, 1)] {
+            let err = t.reserve("c", &[want("x", other)]).unwrap_err();
+            assert!(
+                matches!(err, ClaimError::GpuShared { ref holder, mode: "MPS", .. } if holder == "a"),
+                "{err}"
+            );
+        }
+        t.release("a", ["GPU-a"]);
+        t.release("b", ["GPU-a"]);
+        t.reserve("c", &[want("gpu-0", Share::Whole)]).unwrap();
+        let err = t.reserve("d", &[want("gpu-0", mps)]).unwrap_err();
+        assert!(
+            matches!(err, ClaimError::DeviceHeld { ref holder, .. } if holder == "c"),
+            "{err}"
         );
     }
 

@@ -109,6 +109,8 @@ fn req(uid: &str, devices: &[&str]) -> PrepareRequest {
                 device: (*d).to_owned(),
                 request_names: vec!["gpu".to_owned()],
                 pool: "node".to_owned(),
+                consumed_memory: None,
+                share_id: String::new(),
             })
             .collect(),
         configs: vec![],

@@ -1,9 +1,11 @@
-//! Unprepare: undo a prepare (spec, hardware, record, in that order); a claim
+//! Unprepare: undo a prepare (spec, sharing, MIG hardware, record, in that
+//! order: an MPS daemon on a MIG slice quits before the slice goes); a claim
 //! the daemon does not know is a success.
 
 use super::error::ClaimError;
 use super::request::validate_uid;
 use super::{Engine, Unprepared, lock};
+use crate::state::ClaimRecord;
 
 impl Engine {
     /// Removes the claim's CDI spec, destroys the slices it created, removes
@@ -14,23 +16,32 @@ impl Engine {
             let Some(record) = lock(&self.table).get(uid).cloned() else {
                 return Ok(Unprepared::NotPresent);
             };
-            // Spec first: a crash after it leaves a record whose spec
-            // reconcile rewrites, and the kubelet's retry finishes the job.
-            self.remove_spec(&record)?;
-            // Hardware second: a slice in use (the container has not stopped
-            // yet) fails here, the record stays, and the retry finishes.
-            self.release_hardware(&record)?;
-            self.store.remove(uid)?;
-            lock(&self.table).remove(uid);
-            if record
-                .devices
-                .iter()
-                .any(|d| d.mig.as_ref().is_some_and(|m| m.created))
-            {
-                self.reorder_offer();
-            }
-            tracing::info!(claim_uid = %uid, "claim unprepared");
-            Ok(Unprepared::Removed)
+            self.with_gpu_locks(&record, || self.take_down(&record))
         })
+    }
+
+    fn take_down(&self, record: &ClaimRecord) -> Result<Unprepared, ClaimError> {
+        let uid = record.uid.as_str();
+        // Spec first: a crash after it leaves a record whose spec reconcile
+        // rewrites, and the kubelet's retry finishes the job.
+        self.remove_spec(record)?;
+        // Sharing next: the last claim stops the MPS daemon and resets the
+        // GPU; a step that fails leaves the GPU degraded, not the claim,
+        // since a retry could not redo it.
+        self.sharing_down(record);
+        // MIG hardware last: a slice in use (the container has not stopped
+        // yet) fails here, the record stays, and the retry finishes.
+        self.release_hardware(record)?;
+        self.store.remove(uid)?;
+        lock(&self.table).remove(uid);
+        if record
+            .devices
+            .iter()
+            .any(|d| d.mig.as_ref().is_some_and(|m| m.created))
+        {
+            self.reorder_offer();
+        }
+        tracing::info!(claim_uid = %uid, "claim unprepared");
+        Ok(Unprepared::Removed)
     }
 }

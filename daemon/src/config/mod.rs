@@ -83,6 +83,13 @@ pub struct MpsConfig {
     /// "auto" (systemd units when gpusliced runs under systemd with a
     /// reachable system bus, child processes otherwise), "systemd" or "child".
     pub supervisor: SupervisorKind,
+    /// What each daemon's shm folder is: "tmpfs" (a tmpfs of `shm_size`
+    /// mounted by gpusliced; needs root and the host's mount namespace),
+    /// "folder" (a plain folder on the run dir's filesystem, /run being a
+    /// tmpfs already), or "auto" (the default: "folder" under systemd, whose
+    /// sandbox forbids mounts, "tmpfs" for root otherwise, "folder" without
+    /// root).
+    pub shm: ShmKind,
     /// The tmpfs `size=` of each daemon's /dev/shm. Default "50%" (of RAM,
     /// as NVIDIA's drivers do).
     pub shm_size: String,
@@ -103,6 +110,19 @@ pub enum SupervisorKind {
     Child,
 }
 
+/// `[mps] shm`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ShmKind {
+    /// "folder" under systemd or without root, "tmpfs" otherwise.
+    #[default]
+    Auto,
+    /// A tmpfs mounted by gpusliced.
+    Tmpfs,
+    /// A plain folder.
+    Folder,
+}
+
 /// `[timeslice]`.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -117,6 +137,7 @@ impl Default for MpsConfig {
             control_program: None,
             run_dir: PathBuf::from("/run/gpuslice"),
             supervisor: SupervisorKind::Auto,
+            shm: ShmKind::Auto,
             shm_size: "50%".to_owned(),
             ready_timeout_s: 30,
         }

@@ -216,9 +216,11 @@ fn mps_and_timeslice_sections_parse_with_driver_root_defaults() {
     );
     assert_eq!(defaults.mps.supervisor, super::SupervisorKind::Auto);
     assert_eq!(defaults.mps.shm_size, "50%");
+    assert_eq!(defaults.mps.shm, super::ShmKind::Auto);
     let config = parse(
         "[mps]\ncontrol_program = \"bin/mps\"\nrun_dir = \"run\"\nsupervisor = \"child\"\n\
-         shm_size = \"8g\"\nready_timeout_s = 5\n[timeslice]\nnvidia_smi = \"/opt/smi\"\n",
+         shm = \"folder\"\nshm_size = \"8g\"\nready_timeout_s = 5\n\
+         [timeslice]\nnvidia_smi = \"/opt/smi\"\n",
     )
     .unwrap();
     assert_eq!(
@@ -227,11 +229,13 @@ fn mps_and_timeslice_sections_parse_with_driver_root_defaults() {
     );
     assert_eq!(config.mps.run_dir, PathBuf::from("/etc/gpuslice/run"));
     assert_eq!(config.mps.supervisor, super::SupervisorKind::Child);
+    assert_eq!(config.mps.shm, super::ShmKind::Folder);
     assert_eq!(config.nvidia_smi(), PathBuf::from("/opt/smi"));
     for (bad, key) in [
         ("[mps]\nshm_size = \"8g,uid=0\"", "mps.shm_size"),
         ("[mps]\nready_timeout_s = 0", "mps.ready_timeout_s"),
         ("[mps]\nsupervisor = \"cron\"", "unknown variant"),
+        ("[mps]\nshm = \"ramdisk\"", "unknown variant"),
         ("[timeslice]\nbogus = 1", "unknown field `bogus`"),
     ] {
         let err = parse(bad).unwrap_err().to_string();

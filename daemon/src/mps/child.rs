@@ -57,6 +57,10 @@ impl ChildSupervisor {
         } else {
             Command::new(&spec.program)
         };
+        // A process group of its own: a Ctrl-C or SIGTERM meant for
+        // gpusliced's group does not reach the daemon, which outlives a
+        // restart of gpusliced like a systemd unit does.
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
         command
             .arg("-f")
             .env_clear()
@@ -124,18 +128,28 @@ impl Supervisor for ChildSupervisor {
         }))
     }
 
-    fn stop_stale(&self, _hash: &str, layout: &DaemonLayout) -> Result<(), MpsError> {
-        if let Some(pid) = running_pid(layout) {
-            AdoptedDaemon {
+    fn stop_stale(
+        &self,
+        _hash: &str,
+        layout: &DaemonLayout,
+        quit: &dyn Fn(),
+    ) -> Result<(), MpsError> {
+        // The pid before the quit: the daemon removes its pid file as it
+        // exits, and the wait is for the process, not the file.
+        match running_pid(layout) {
+            Some(pid) => AdoptedDaemon {
                 pid,
                 pipe_dir: layout.pipe_dir(),
             }
-            .stop(&|| {})?;
+            .stop(quit),
+            None => {
+                quit();
+                Ok(())
+            }
         }
-        Ok(())
     }
 
-    fn running_hashes(&self) -> Result<Vec<String>, MpsError> {
+    fn running_hashes(&self, _mps_dir: &Path) -> Result<Vec<String>, MpsError> {
         Ok(Vec::new())
     }
 }

@@ -82,9 +82,11 @@ impl DaemonLayout {
 
     /// Edits for every container of a claim on this daemon: the pipe dir at
     /// the same path as on the host (both NVIDIA projects keep them equal),
-    /// the daemon's shm at /dev/shm, `CUDA_MPS_PIPE_DIRECTORY`, and the
-    /// claim's own memory limit when it has one.
-    pub fn cdi_edits(&self, client_memory_env: Option<String>) -> ContainerEdits {
+    /// `CUDA_MPS_PIPE_DIRECTORY`, the claim's own memory limit when it has
+    /// one, and the daemon's shm at /dev/shm when `with_shm` (the daemon sees
+    /// the same folder there; otherwise daemon and clients both keep the
+    /// host's /dev/shm, which is also one shared filesystem).
+    pub fn cdi_edits(&self, client_memory_env: Option<String>, with_shm: bool) -> ContainerEdits {
         let pipe = self.pipe_dir().display().to_string();
         let bind = |host: String, container: String| Mount {
             host_path: host,
@@ -94,12 +96,16 @@ impl DaemonLayout {
         };
         let mut env = vec![format!("CUDA_MPS_PIPE_DIRECTORY={pipe}")];
         env.extend(client_memory_env);
+        let mut mounts = vec![bind(pipe.clone(), pipe)];
+        if with_shm {
+            mounts.push(bind(
+                self.shm_dir().display().to_string(),
+                "/dev/shm".to_owned(),
+            ));
+        }
         ContainerEdits {
             env,
-            mounts: vec![
-                bind(pipe.clone(), pipe),
-                bind(self.shm_dir().display().to_string(), "/dev/shm".to_owned()),
-            ],
+            mounts,
             ..ContainerEdits::default()
         }
     }

@@ -52,10 +52,13 @@ impl MpsLimits {
     }
 
     /// Environment for the daemon itself: the thread percentage as
-    /// `CUDA_MPS_ACTIVE_THREAD_PERCENTAGE`, so a daemon that systemd or the
-    /// supervisor restarts has it before anyone re-applies the commands.
+    /// `CUDA_MPS_ACTIVE_THREAD_PERCENTAGE` and the pinned memory limits as
+    /// `CUDA_MPS_PINNED_DEVICE_MEM_LIMIT` (both read by the control daemon as
+    /// its defaults), so a daemon that systemd or the supervisor restarts has
+    /// them before anyone re-applies the commands.
     pub fn daemon_env(&self) -> Vec<(String, String)> {
-        self.active_thread_percentage
+        let mut env: Vec<(String, String)> = self
+            .active_thread_percentage
             .map(|p| {
                 (
                     "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE".to_owned(),
@@ -63,7 +66,11 @@ impl MpsLimits {
                 )
             })
             .into_iter()
-            .collect()
+            .collect();
+        if let Some(list) = memory_list(&self.pinned_memory_limits) {
+            env.push(("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT".to_owned(), list));
+        }
+        env
     }
 }
 
@@ -72,17 +79,19 @@ impl MpsLimits {
 /// limit, binds each client process (not the claim), and a process that
 /// unsets it escapes it: it is advice to well-behaved clients.
 pub fn client_memory_env(share: &BTreeMap<String, u64>) -> Option<String> {
-    if share.is_empty() {
+    memory_list(share).map(|list| format!("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT={list}"))
+}
+
+/// "GPU-a=20480M,GPU-b=1024M", or none for an empty map.
+fn memory_list(limits: &BTreeMap<String, u64>) -> Option<String> {
+    if limits.is_empty() {
         return None;
     }
-    let list: Vec<String> = share
+    let list: Vec<String> = limits
         .iter()
         .map(|(uuid, bytes)| format!("{uuid}={}", mib(*bytes)))
         .collect();
-    Some(format!(
-        "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT={}",
-        list.join(",")
-    ))
+    Some(list.join(","))
 }
 
 /// Whole MiB with MPS's "M" suffix.

@@ -7,21 +7,29 @@
 //! key's whole GPUs to EXCLUSIVE_PROCESS before the first `acquire` of a key,
 //! and back to DEFAULT after the `release` that returns
 //! [`Released::Stopped`]. MIG devices keep their compute mode.
+//!
+//! This file holds the bookkeeping (slots, reference counts, views);
+//! [`lifecycle`] starts, adopts and stops one daemon; [`cleanup`] stops the
+//! daemons of claims that are gone at start-up.
+
+mod cleanup;
+mod lifecycle;
+
+pub use lifecycle::bring_up;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use gpuslice_cdi::ContainerEdits;
 
 use super::MpsError;
-use super::control::ControlClient;
 use super::key::MpsKey;
 use super::layout::DaemonLayout;
 use super::limits::{MpsLimits, client_memory_env};
 use super::mount::ShmMounter;
-use super::supervisor::{DaemonSpec, DaemonStatus, RestartHook, Supervised, Supervisor};
+use super::supervisor::{DaemonStatus, Supervised, Supervisor};
 
 /// What the manager needs from the config.
 #[derive(Debug, Clone)]
@@ -32,6 +40,10 @@ pub struct MpsSettings {
     pub mps_dir: PathBuf,
     /// Upper bound for a daemon to answer after start.
     pub ready_bound: Duration,
+    /// Whether each daemon sees its shm folder at /dev/shm (a systemd
+    /// `BindPaths=`, or a private mount namespace for a child, which needs
+    /// root). When false, daemon and clients keep the host's /dev/shm.
+    pub bind_shm: bool,
 }
 
 /// A running daemon, as a claim sees it.
@@ -45,6 +57,10 @@ pub struct MpsDaemon {
     pub status: DaemonStatus,
     /// The claims on it.
     pub claims: Vec<String>,
+    /// The limits it runs with.
+    pub limits: MpsLimits,
+    /// Whether clients get its shm folder at /dev/shm.
+    pub shm_shared: bool,
 }
 
 impl MpsDaemon {
@@ -66,7 +82,8 @@ impl MpsDaemon {
     /// CDI edits for a claim's containers; `memory_share` (device UUID →
     /// bytes) is the claim's own pinned memory limit, when it asked for one.
     pub fn cdi_edits(&self, memory_share: &BTreeMap<String, u64>) -> ContainerEdits {
-        self.layout.cdi_edits(client_memory_env(memory_share))
+        self.layout
+            .cdi_edits(client_memory_env(memory_share), self.shm_shared)
     }
 }
 
@@ -125,6 +142,23 @@ impl MpsManager {
         self.supervisor.name()
     }
 
+    /// The folders `key`'s daemon has (or would have): a pure function of
+    /// the key, so specs can be rebuilt without the daemon.
+    pub fn layout(&self, key: &MpsKey) -> DaemonLayout {
+        DaemonLayout::new(&self.settings.mps_dir, key)
+    }
+
+    /// CDI edits for a claim's containers on `key`'s daemon, with the claim's
+    /// own memory share (device UUID → bytes).
+    pub fn client_edits(
+        &self,
+        key: &MpsKey,
+        memory_share: &BTreeMap<String, u64>,
+    ) -> ContainerEdits {
+        self.layout(key)
+            .cdi_edits(client_memory_env(memory_share), self.settings.bind_shm)
+    }
+
     /// Puts `claim_uid` on the daemon of `key`, starting it (or taking over
     /// one a previous gpusliced left) with `limits` when none runs. Returns
     /// only once the daemon answers with its limits applied. Idempotent for
@@ -136,26 +170,47 @@ impl MpsManager {
         key: &MpsKey,
         limits: &MpsLimits,
     ) -> Result<MpsDaemon, MpsError> {
-        let slot = self.slot(key)?;
-        let mut guard = lock(&slot);
-        if let Some(running) = guard.as_mut() {
-            if running.limits != *limits {
-                return Err(MpsError::LimitsConflict {
-                    key: key.clone(),
-                    asked: limits.clone(),
-                    running: running.limits.clone(),
-                    claims: running.claims.iter().cloned().collect(),
-                });
+        loop {
+            let slot = self.slot(key)?;
+            let mut guard = lock(&slot);
+            // A release or a failed start may have dropped the slot while we
+            // waited for it: start over with the one in the map.
+            if !self.is_current(key, &slot) {
+                continue;
             }
+            if let Some(running) = guard.as_mut() {
+                if running.limits != *limits {
+                    return Err(MpsError::LimitsConflict {
+                        key: key.clone(),
+                        asked: limits.clone(),
+                        running: running.limits.clone(),
+                        claims: running.claims.iter().cloned().collect(),
+                    });
+                }
+                running.claims.insert(claim_uid.to_owned());
+                return Ok(self.view(key, running));
+            }
+            let mut running = match self.start(key, limits) {
+                Ok(running) => running,
+                Err(err) => {
+                    self.forget_empty(key, &slot);
+                    return Err(err);
+                }
+            };
             running.claims.insert(claim_uid.to_owned());
-            return Ok(view(key, running));
+            let out = self.view(key, &running);
+            *guard = Some(running);
+            return Ok(out);
         }
-        let running = self.start(key, limits)?;
-        let mut running = running;
-        running.claims.insert(claim_uid.to_owned());
-        let out = view(key, &running);
-        *guard = Some(running);
-        Ok(out)
+    }
+
+    /// Whether `slot` is still the map's slot of `key`. Called with the slot
+    /// held: the map lock is taken after a slot lock only here and in
+    /// `release`, never the other way round except through `try_lock`.
+    fn is_current(&self, key: &MpsKey, slot: &Slot) -> bool {
+        lock(&self.slots)
+            .get(key)
+            .is_some_and(|s| Arc::ptr_eq(s, slot))
     }
 
     /// Takes `claim_uid` off the daemon of `key`; stops it after the last.
@@ -188,7 +243,7 @@ impl MpsManager {
             .collect();
         let mut out: Vec<MpsDaemon> = slots
             .iter()
-            .filter_map(|(key, slot)| lock(slot).as_ref().map(|r| view(key, r)))
+            .filter_map(|(key, slot)| lock(slot).as_ref().map(|r| self.view(key, r)))
             .collect();
         out.sort_by(|a, b| a.key.cmp(&b.key));
         out
@@ -207,45 +262,39 @@ impl MpsManager {
         Some(daemon.wait_for_restarts(count, bound))
     }
 
-    /// At start-up, before any acquire: stops every daemon, unit, mount and
-    /// folder not of `live` keys (the keys of claims still prepared). The
-    /// live ones keep running and are taken over by their next `acquire`.
-    pub fn cleanup_stale(&self, live: &[MpsKey]) -> Result<Vec<String>, MpsError> {
-        let live: BTreeSet<String> = live.iter().map(MpsKey::hash).collect();
-        let mut stale = BTreeSet::new();
-        match std::fs::read_dir(&self.settings.mps_dir) {
-            Ok(entries) => {
-                for entry in entries.flatten() {
-                    stale.insert(entry.file_name().to_string_lossy().into_owned());
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(source) => {
-                return Err(MpsError::Io {
-                    action: "list",
-                    path: self.settings.mps_dir.clone(),
-                    source,
-                });
-            }
+    fn view(&self, key: &MpsKey, running: &Running) -> MpsDaemon {
+        MpsDaemon {
+            key: key.clone(),
+            layout: running.layout.clone(),
+            status: running.daemon.status(),
+            claims: running.claims.iter().cloned().collect(),
+            limits: running.limits.clone(),
+            shm_shared: self.settings.bind_shm,
         }
-        stale.extend(self.supervisor.running_hashes()?);
-        stale.retain(|hash| !live.contains(hash));
-        for hash in &stale {
-            let layout = DaemonLayout::at(self.settings.mps_dir.join(hash));
-            tracing::info!(daemon = %hash, "stopping an MPS control daemon left from a claim that is gone");
-            let _ = self.control(&layout).send("quit");
-            self.supervisor.stop_stale(hash, &layout)?;
-            self.remove(&layout)?;
+    }
+
+    /// Drops the slot of `key` after a start that failed (called with the
+    /// slot held and empty), so it blocks no overlapping key. Whoever waits
+    /// for the slot sees it is no longer current and starts over.
+    fn forget_empty(&self, key: &MpsKey, slot: &Slot) {
+        let mut slots = lock(&self.slots);
+        if slots.get(key).is_some_and(|s| Arc::ptr_eq(s, slot)) {
+            slots.remove(key);
         }
-        Ok(stale.into_iter().collect())
     }
 
     fn slot(&self, key: &MpsKey) -> Result<Slot, MpsError> {
         let mut slots = lock(&self.slots);
         if let Some(other) = slots.keys().find(|k| k.overlaps(key)) {
+            // try_lock: a slot whose daemon is starting is held for up to the
+            // ready bound, and the map lock must not wait for it.
             let claims = slots
                 .get(other)
-                .and_then(|s| lock(s).as_ref().map(|r| r.claims.iter().cloned().collect()))
+                .and_then(|s| {
+                    s.try_lock()
+                        .ok()
+                        .and_then(|r| r.as_ref().map(|r| r.claims.iter().cloned().collect()))
+                })
                 .unwrap_or_default();
             return Err(MpsError::Overlap {
                 key: key.clone(),
@@ -255,159 +304,4 @@ impl MpsManager {
         }
         Ok(Arc::clone(slots.entry(key.clone()).or_default()))
     }
-
-    fn control(&self, layout: &DaemonLayout) -> ControlClient {
-        ControlClient::new(
-            &self.settings.control_program,
-            &layout.pipe_dir(),
-            &layout.log_dir(),
-        )
-    }
-
-    fn spec(&self, key: &MpsKey, limits: &MpsLimits) -> DaemonSpec {
-        let layout = DaemonLayout::new(&self.settings.mps_dir, key);
-        let mut env = vec![
-            ("CUDA_VISIBLE_DEVICES".to_owned(), key.visible_devices()),
-            (
-                "CUDA_MPS_PIPE_DIRECTORY".to_owned(),
-                path_text(&layout.pipe_dir()),
-            ),
-            (
-                "CUDA_MPS_LOG_DIRECTORY".to_owned(),
-                path_text(&layout.log_dir()),
-            ),
-        ];
-        env.extend(limits.daemon_env());
-        DaemonSpec {
-            key: key.clone(),
-            layout,
-            program: self.settings.control_program.clone(),
-            env,
-            bind_shm: self.mounter.bind_in_daemon(),
-        }
-    }
-
-    /// Folders, shm, process, readiness, limits; undone on failure.
-    fn start(&self, key: &MpsKey, limits: &MpsLimits) -> Result<Running, MpsError> {
-        let spec = self.spec(key, limits);
-        let layout = spec.layout.clone();
-        let control = self.control(&layout);
-        let bound = self.settings.ready_bound;
-        if let Some(daemon) = self.supervisor.adopt(&spec)? {
-            let alive = || daemon.is_alive();
-            if bring_up(&control, limits, bound, &alive).is_ok() {
-                tracing::info!(daemon = %key, "took over a running MPS control daemon");
-                return Ok(running(limits, layout, daemon));
-            }
-            daemon.stop(&|| {
-                let _ = control.send("quit");
-            })?;
-        }
-        layout.create(key).map_err(|source| MpsError::Io {
-            action: "create",
-            path: layout.root().to_path_buf(),
-            source,
-        })?;
-        let result = self.mounter.mount(&layout.shm_dir()).and_then(|()| {
-            let hook_control = control.clone();
-            let hook_limits = limits.clone();
-            let hook: RestartHook = Arc::new(move |alive: &dyn Fn() -> bool| {
-                bring_up(&hook_control, &hook_limits, bound, alive)
-            });
-            let daemon = self.supervisor.start(&spec, hook)?;
-            let alive = || daemon.is_alive();
-            match bring_up(&control, limits, bound, &alive) {
-                Ok(()) => Ok(daemon),
-                Err(err) => {
-                    let _ = daemon.stop(&|| {
-                        let _ = control.send("quit");
-                    });
-                    Err(err)
-                }
-            }
-        });
-        match result {
-            Ok(daemon) => {
-                tracing::info!(daemon = %key, supervisor = self.supervisor.name(), "MPS control daemon ready");
-                Ok(running(limits, layout, daemon))
-            }
-            Err(err) => {
-                let _ = self.remove(&layout);
-                Err(err)
-            }
-        }
-    }
-
-    fn stop(
-        &self,
-        key: &MpsKey,
-        layout: &DaemonLayout,
-        daemon: &dyn Supervised,
-    ) -> Result<(), MpsError> {
-        let control = self.control(layout);
-        daemon.stop(&|| {
-            if let Err(err) = control.send("quit") {
-                tracing::warn!(daemon = %key, error = %err, "quit was not answered; stopping the process");
-            }
-        })?;
-        self.supervisor.stop_stale(&key.hash(), layout)?;
-        self.remove(layout)
-    }
-
-    fn remove(&self, layout: &DaemonLayout) -> Result<(), MpsError> {
-        self.mounter.unmount(&layout.shm_dir())?;
-        layout.remove().map_err(|source| MpsError::Io {
-            action: "remove",
-            path: layout.root().to_path_buf(),
-            source,
-        })
-    }
-}
-
-fn running(limits: &MpsLimits, layout: DaemonLayout, daemon: Arc<dyn Supervised>) -> Running {
-    Running {
-        limits: limits.clone(),
-        claims: BTreeSet::new(),
-        layout,
-        daemon,
-    }
-}
-
-fn view(key: &MpsKey, running: &Running) -> MpsDaemon {
-    MpsDaemon {
-        key: key.clone(),
-        layout: running.layout.clone(),
-        status: running.daemon.status(),
-        claims: running.claims.iter().cloned().collect(),
-    }
-}
-
-fn path_text(path: &Path) -> String {
-    path.display().to_string()
-}
-
-/// Readiness through the control program: the socket exists, the daemon
-/// answers `get_server_list`, the limits are set and read back as asked.
-pub fn bring_up(
-    control: &ControlClient,
-    limits: &MpsLimits,
-    bound: Duration,
-    alive: &dyn Fn() -> bool,
-) -> Result<(), MpsError> {
-    control.wait_for_socket(bound, alive)?;
-    control.send("get_server_list")?;
-    for command in limits.commands() {
-        control.send(&command)?;
-    }
-    for (command, expected) in limits.checks() {
-        let answer = control.send(&command)?;
-        if !expected.matches(&answer) {
-            return Err(MpsError::LimitNotApplied {
-                command,
-                answer,
-                expected: format!("{expected:?}"),
-            });
-        }
-    }
-    Ok(())
 }

@@ -14,9 +14,6 @@ pub trait ShmMounter: Send + Sync + std::fmt::Debug {
     fn mount(&self, dir: &Path) -> Result<(), MpsError>;
     /// Unmounts `dir`; not mounted is fine.
     fn unmount(&self, dir: &Path) -> Result<(), MpsError>;
-    /// Whether the daemon itself should see `dir` at /dev/shm (only when it
-    /// is a real tmpfs and gpusliced may make mount namespaces).
-    fn bind_in_daemon(&self) -> bool;
 }
 
 /// A tmpfs of `size` (a tmpfs size option, e.g. "50%" or "8g"), mode 1777,
@@ -54,14 +51,12 @@ impl ShmMounter for TmpfsMounter {
             }),
         }
     }
-
-    fn bind_in_daemon(&self) -> bool {
-        true
-    }
 }
 
-/// Leaves the shm a plain folder: for tests and runs without root. MPS
-/// clients then share that folder's filesystem instead of a private tmpfs.
+/// Leaves the shm a plain folder (on /run's tmpfs): under the packaged
+/// systemd unit, whose sandbox forbids mounts, for runs without root, and in
+/// tests. The daemon and its clients still share that one folder at /dev/shm
+/// (see [`super::MpsSettings::bind_shm`]).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NoShmMount;
 
@@ -72,9 +67,5 @@ impl ShmMounter for NoShmMount {
 
     fn unmount(&self, _dir: &Path) -> Result<(), MpsError> {
         Ok(())
-    }
-
-    fn bind_in_daemon(&self) -> bool {
-        false
     }
 }

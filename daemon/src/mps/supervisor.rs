@@ -103,10 +103,18 @@ pub trait Supervisor: Send + Sync + std::fmt::Debug {
     /// still runs; `None` when there is none.
     fn adopt(&self, spec: &DaemonSpec) -> Result<Option<Arc<dyn Supervised>>, MpsError>;
     /// Stops whatever this supervisor still runs for the daemon `hash` (a
-    /// unit, a process) without asking the daemon; used at start-up cleanup
-    /// after `quit` failed or for units whose folder is gone.
-    fn stop_stale(&self, hash: &str, layout: &DaemonLayout) -> Result<(), MpsError>;
-    /// Hashes of daemons this supervisor knows to be running outside any
+    /// unit, a process): runs `quit` (which asks the daemon to exit through
+    /// the control program; a no-op where it was asked already), then waits
+    /// for the process to go, stopping or killing it when it does not. Used
+    /// at start-up for daemons whose claims are gone, and after a stop.
+    fn stop_stale(
+        &self,
+        hash: &str,
+        layout: &DaemonLayout,
+        quit: &dyn Fn(),
+    ) -> Result<(), MpsError>;
+    /// Hashes of daemons of this gpusliced (their pipe dirs under
+    /// `mps_dir`) that this supervisor knows to be running outside any
     /// folder (systemd units); the child supervisor knows none.
-    fn running_hashes(&self) -> Result<Vec<String>, MpsError>;
+    fn running_hashes(&self, mps_dir: &std::path::Path) -> Result<Vec<String>, MpsError>;
 }

@@ -4,12 +4,14 @@
 //! (`Restart=on-failure`) and its logs. Its state is read back from the
 //! unit's D-Bus properties; `StopUnit` ends it.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use zbus::blocking::Connection;
 use zbus::zvariant::{OwnedObjectPath, OwnedValue, Value};
 
 use super::MpsError;
+use super::control::wait_on_dir;
 use super::layout::DaemonLayout;
 use super::supervisor::{
     DaemonSpec, DaemonState, DaemonStatus, RestartHook, Supervised, Supervisor, unit_name,
@@ -19,6 +21,9 @@ const DEST: &str = "org.freedesktop.systemd1";
 const PATH: &str = "/org/freedesktop/systemd1";
 const MANAGER: &str = "org.freedesktop.systemd1.Manager";
 const UNIT_PREFIX: &str = "gpuslice-mps-";
+/// How long a stopped unit gets to go inactive (systemd's own stop timeout
+/// kills it before that).
+const STOP_BOUND: std::time::Duration = std::time::Duration::from_secs(100);
 
 /// Supervises control daemons as transient systemd units.
 #[derive(Debug, Clone)]
@@ -151,6 +156,7 @@ impl Supervisor for SystemdSupervisor {
         Ok(Arc::new(UnitDaemon {
             supervisor: self.clone(),
             unit,
+            pipe_dir: spec.layout.pipe_dir(),
         }))
     }
 
@@ -159,17 +165,24 @@ impl Supervisor for SystemdSupervisor {
         let daemon = UnitDaemon {
             supervisor: self.clone(),
             unit,
+            pipe_dir: spec.layout.pipe_dir(),
         };
         Ok(daemon
             .is_alive()
             .then(|| Arc::new(daemon) as Arc<dyn Supervised>))
     }
 
-    fn stop_stale(&self, hash: &str, _layout: &DaemonLayout) -> Result<(), MpsError> {
+    fn stop_stale(
+        &self,
+        hash: &str,
+        _layout: &DaemonLayout,
+        quit: &dyn Fn(),
+    ) -> Result<(), MpsError> {
+        quit();
         self.stop_unit(&unit_name(hash))
     }
 
-    fn running_hashes(&self) -> Result<Vec<String>, MpsError> {
+    fn running_hashes(&self, mps_dir: &Path) -> Result<Vec<String>, MpsError> {
         let pattern = format!("{UNIT_PREFIX}*.service");
         let states: Vec<&str> = Vec::new();
         let reply = self.manager_call(
@@ -193,13 +206,25 @@ impl Supervisor for SystemdSupervisor {
             .body()
             .deserialize()
             .map_err(|e| sd_err("read ListUnitsByPatterns of", &pattern, &e))?;
+        // Only this gpusliced's units: another instance on the host (another
+        // run dir) owns its own, even under the same unit names' prefix.
+        let ours = format!("CUDA_MPS_PIPE_DIRECTORY={}/", mps_dir.display());
         Ok(rows
             .into_iter()
             .filter_map(|row| {
-                row.0
+                let hash = row
+                    .0
                     .strip_prefix(UNIT_PREFIX)
-                    .and_then(|r| r.strip_suffix(".service"))
-                    .map(str::to_owned)
+                    .and_then(|r| r.strip_suffix(".service"))?
+                    .to_owned();
+                let unit = UnitDaemon {
+                    supervisor: self.clone(),
+                    unit: row.0.clone(),
+                    pipe_dir: mps_dir.join(&hash).join("pipe"),
+                };
+                let env = unit.property("org.freedesktop.systemd1.Service", "Environment")?;
+                let env = Vec::<String>::try_from(env).ok()?;
+                env.iter().any(|e| e.starts_with(&ours)).then_some(hash)
             })
             .collect())
     }
@@ -210,6 +235,8 @@ impl Supervisor for SystemdSupervisor {
 struct UnitDaemon {
     supervisor: SystemdSupervisor,
     unit: String,
+    /// Watched while the unit stops.
+    pipe_dir: std::path::PathBuf,
 }
 
 impl UnitDaemon {
@@ -265,6 +292,17 @@ impl Supervised for UnitDaemon {
 
     fn stop(&self, quit: &dyn Fn()) -> Result<(), MpsError> {
         quit();
-        self.supervisor.stop_unit(&self.unit)
+        self.supervisor.stop_unit(&self.unit)?;
+        // StopUnit only queues the job: wait (bounded) until the daemon is
+        // gone, so the GPU's compute mode is reset after it, not under it.
+        let dir = if self.pipe_dir.is_dir() {
+            self.pipe_dir.as_path()
+        } else {
+            Path::new("/")
+        };
+        if !wait_on_dir(dir, STOP_BOUND, &|| Ok(!self.is_alive()))? {
+            tracing::warn!(unit = %self.unit, "MPS control daemon unit still active after stop");
+        }
+        Ok(())
     }
 }

@@ -60,6 +60,7 @@ fn manager(dir: &Path) -> MpsManager {
             control_program: dir.join("mps-control"),
             mps_dir: dir.join("run/mps"),
             ready_bound: BOUND,
+            bind_shm: false,
         },
         Arc::new(ChildSupervisor::default()),
         Arc::new(NoShmMount),
@@ -104,6 +105,20 @@ fn limits_become_commands_checks_and_client_env() {
     assert!(
         checks[1].1.matches("10240M") && checks[1].1.matches("10G") && !checks[1].1.matches("0")
     );
+    assert_eq!(
+        l.daemon_env(),
+        [
+            (
+                "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE".to_owned(),
+                "50".to_owned()
+            ),
+            (
+                "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT".to_owned(),
+                format!("{GPU_A}=10240M")
+            ),
+        ],
+        "a restarted daemon has its limits before anyone re-applies them"
+    );
     let share = BTreeMap::from([(GPU_A.to_owned(), 20 * 1024 * 1024 * 1024)]);
     assert_eq!(
         client_memory_env(&share),
@@ -138,7 +153,13 @@ fn sim_limits_reach_the_control_program_before_ready_and_quit_ends_it() {
     assert_eq!(edits.env, [format!("CUDA_MPS_PIPE_DIRECTORY={pipe}")]);
     assert_eq!(edits.mounts[0].host_path, pipe);
     assert_eq!(edits.mounts[0].container_path, pipe);
-    assert_eq!(edits.mounts[1].container_path, "/dev/shm");
+    assert_eq!(edits.mounts.len(), 1, "no shared shm without the bind");
+    let with_shm = daemon.layout.cdi_edits(None, true);
+    assert_eq!(with_shm.mounts[1].container_path, "/dev/shm");
+    assert_eq!(
+        with_shm.mounts[1].host_path,
+        daemon.shm_dir().display().to_string()
+    );
     assert_eq!(f.manager.release("claim-1", &k).unwrap(), Released::Stopped);
     assert_eq!(f.record().last().map(String::as_str), Some("quit"));
     assert!(!daemon.layout.root().exists(), "the folder is removed");
@@ -251,6 +272,7 @@ fn sim_a_daemon_that_cannot_start_fails_the_acquire_and_leaves_nothing() {
             control_program: f.dir.path().join("failing"),
             mps_dir: f.mps_dir(),
             ready_bound: BOUND,
+            bind_shm: false,
         },
         Arc::new(ChildSupervisor::default()),
         Arc::new(NoShmMount),
@@ -267,6 +289,12 @@ fn sim_a_daemon_that_cannot_start_fails_the_acquire_and_leaves_nothing() {
         "{err}"
     );
     assert!(!DaemonLayout::new(&f.mps_dir(), &k).root().exists());
+    // The failed start left no slot behind to block a key sharing its GPU.
+    let err = manager
+        .acquire("claim-2", &key(&[GPU_A, GPU_B]), &MpsLimits::default())
+        .unwrap_err();
+    assert!(!matches!(err, MpsError::Overlap { .. }), "{err}");
+    assert!(manager.daemons().is_empty());
 }
 
 /// A daemon a previous gpusliced left: started with `-d`, nobody's child.

@@ -82,7 +82,10 @@ impl ConfigKind {
 }
 
 /// The compute time-slice of a GPU, as `nvidia-smi compute-policy` levels it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// Stored in claim records by its name ("Default", "Short", "Medium", "Long").
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub enum TimeSliceInterval {
     /// The driver's default (level 0).
     Default,

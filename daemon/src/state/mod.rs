@@ -10,5 +10,8 @@ mod record;
 mod store;
 
 pub use boot::{BOOT_ID_PATH, read_boot_id};
-pub use record::{ClaimRecord, DeviceKind, MigSlice, Phase, RECORD_VERSION, RecordDevice};
+pub use record::{
+    ClaimRecord, DeviceKind, DeviceSharing, MigSlice, MpsSharing, Phase, RECORD_VERSION,
+    RECORD_VERSION_PLAIN, RecordDevice,
+};
 pub use store::{LoadedRecords, StateError, Store};

@@ -3,11 +3,23 @@
 //! Versioned: a reader refuses a record from a newer format instead of
 //! guessing. Unknown fields are ignored so that a downgrade within one
 //! version reads what an upgrade wrote.
+//!
+//! Version 2 added sharing (MPS, time-slicing, memory shares, consumed
+//! capacity), as fields that default when absent, so version 1 records load
+//! unchanged. A record is written as version 1 when it uses none of them, so
+//! an older gpusliced keeps reading the claims it understands, and refuses
+//! (instead of misreading as exclusive) a claim whose GPU is shared.
+
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-/// The format version this build writes and reads.
-pub const RECORD_VERSION: u32 = 1;
+use crate::sharing::TimeSliceInterval;
+
+/// The newest format version this build reads and writes.
+pub const RECORD_VERSION: u32 = 2;
+/// The version of records that use no version-2 field.
+pub const RECORD_VERSION_PLAIN: u32 = 1;
 
 /// Where a claim stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,6 +50,40 @@ pub enum DeviceKind {
     Exclusive,
     /// One MIG slice of the GPU ([`RecordDevice::mig`] says which).
     Mig,
+    /// The whole GPU, shared with other claims under MPS or time-slicing
+    /// ([`RecordDevice::sharing`] says how).
+    Shared,
+}
+
+/// How a device is shared, with other claims (whole GPUs) or among the
+/// claim's own processes (an MPS daemon on its MIG slices).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "lowercase")]
+pub enum DeviceSharing {
+    /// Compute time-slicing of the whole GPU at `interval`.
+    Timeslicing {
+        /// The time-slice level.
+        interval: TimeSliceInterval,
+    },
+    /// A client of the MPS control daemon over [`MpsSharing::devices`].
+    Mps(MpsSharing),
+}
+
+/// The MPS daemon a device's request uses, in terms that survive a reboot
+/// (device names, not MIG UUIDs, which change when a slice is made again).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MpsSharing {
+    /// The claim's devices (record names) the daemon covers, sorted: its key.
+    pub devices: Vec<String>,
+    /// `defaultActiveThreadPercentage` of the daemon.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_thread_percentage: Option<u8>,
+    /// Default pinned memory limits of the daemon, by device name, in bytes.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pinned_memory_limits: BTreeMap<String, u64>,
+    /// This device's memory share for the claim's clients, in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_share: Option<u64>,
 }
 
 /// The MIG slice a device of a claim is.
@@ -84,6 +130,26 @@ pub struct RecordDevice {
     pub pool: String,
     /// The CDI ids returned to the kubelet; never change once returned.
     pub cdi_device_ids: Vec<String>,
+    /// How the device is shared; absent: it is the claim's alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sharing: Option<DeviceSharing>,
+    /// Memory the scheduler counted for this allocation
+    /// (DRAConsumableCapacity), in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consumed_memory: Option<u64>,
+    /// The allocation's share id (DRAConsumableCapacity), echoed to the kubelet.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub share_id: String,
+}
+
+impl RecordDevice {
+    /// Whether the device uses a version-2 field.
+    fn needs_version_2(&self) -> bool {
+        self.sharing.is_some()
+            || self.consumed_memory.is_some()
+            || !self.share_id.is_empty()
+            || self.kind == DeviceKind::Shared
+    }
 }
 
 /// The durable record of one claim.
@@ -109,4 +175,15 @@ pub struct ClaimRecord {
     pub cdi_spec_file: String,
     /// Unix seconds of the prepare.
     pub prepared_at: i64,
+}
+
+impl ClaimRecord {
+    /// The lowest format version that holds this record (see the module doc).
+    pub fn format_version(&self) -> u32 {
+        if self.devices.iter().any(RecordDevice::needs_version_2) {
+            RECORD_VERSION
+        } else {
+            RECORD_VERSION_PLAIN
+        }
+    }
 }

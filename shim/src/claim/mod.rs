@@ -4,10 +4,14 @@
 //!
 //! Pure: the caller fetched the claim. Checks what the kubelet plugin helper
 //! checks: the claim is allocated and is the claim the kubelet asked for (same
-//! UID; a different UID means it was deleted and re-created).
+//! UID; a different UID means it was deleted and re-created). Under
+//! DRAConsumableCapacity each result's consumed memory and share id go along.
 
 use gpuslice_proto::gpuslice::v1 as pb;
 use k8s_openapi::api::resource::v1::{DeviceAllocationConfiguration, ResourceClaim};
+
+use crate::slices::MEMORY;
+use crate::slices::quantity::whole_value;
 
 /// `source` of a config copied from the DeviceClass.
 pub const SOURCE_CLASS: &str = "FromClass";
@@ -43,6 +47,19 @@ pub enum ClaimError {
         claim: String,
         /// Our driver name.
         driver: String,
+    },
+    /// A consumed amount that is not a quantity (DRAConsumableCapacity).
+    #[error(
+        "ResourceClaim {claim}: device {device} has consumedCapacity memory {found:?}, which is \
+         not a whole quantity"
+    )]
+    BadConsumedCapacity {
+        /// `namespace/name`.
+        claim: String,
+        /// The allocated device.
+        device: String,
+        /// The value found.
+        found: String,
     },
     /// A config entry with a source this shim does not know.
     #[error(
@@ -99,12 +116,28 @@ pub fn plan(
         .iter()
         .flatten()
         .filter(|result| result.driver == driver)
-        .map(|result| pb::AllocatedDevice {
-            device: result.device.clone(),
-            request_names: vec![request_name(&result.request).to_owned()],
-            pool: result.pool.clone(),
+        .map(|result| {
+            let consumed = result
+                .consumed_capacity
+                .as_ref()
+                .and_then(|c| c.get(MEMORY))
+                .map(|q| {
+                    whole_value(&q.0).ok_or_else(|| ClaimError::BadConsumedCapacity {
+                        claim: id.clone(),
+                        device: result.device.clone(),
+                        found: q.0.chars().take(64).collect(),
+                    })
+                })
+                .transpose()?;
+            Ok(pb::AllocatedDevice {
+                device: result.device.clone(),
+                request_names: vec![request_name(&result.request).to_owned()],
+                pool: result.pool.clone(),
+                consumed_memory_bytes: consumed,
+                share_id: result.share_id.clone().unwrap_or_default(),
+            })
         })
-        .collect();
+        .collect::<Result<_, ClaimError>>()?;
     if devices.is_empty() {
         return Err(ClaimError::NoDevices {
             claim: id,

@@ -41,12 +41,14 @@ fn takes_only_our_results_with_subrequests_stripped() {
             pb::AllocatedDevice {
                 device: "gpu-0".into(),
                 request_names: vec!["gpu".into()],
-                pool: "node-1".into()
+                pool: "node-1".into(),
+                ..Default::default()
             },
             pb::AllocatedDevice {
                 device: "gpu-1".into(),
                 request_names: vec!["big".into()],
-                pool: "node-1".into()
+                pool: "node-1".into(),
+                ..Default::default()
             },
         ]
     );
@@ -138,4 +140,26 @@ fn request_names() {
     assert_eq!(request_name("gpu"), "gpu");
     assert_eq!(request_name("gpu/h100"), "gpu");
     assert_eq!(request_name(""), "");
+}
+
+#[test]
+fn consumed_memory_and_share_ids_go_along() {
+    let mut shared = result("gpu", DRIVER, "gpu-0");
+    shared["consumedCapacity"] = json!({"memory": "10Gi"});
+    shared["shareID"] = json!("0b6f2c4e-7a1d-4e8b-9c3f-5d2a1b0e9f87");
+    let claim = claim(json!({"allocation": {"devices": {"results": [shared]}}}));
+    let planned = plan(&claim, UID, DRIVER).expect("plan");
+    assert_eq!(planned.devices[0].consumed_memory_bytes, Some(10 << 30));
+    assert_eq!(
+        planned.devices[0].share_id,
+        "0b6f2c4e-7a1d-4e8b-9c3f-5d2a1b0e9f87"
+    );
+    let mut bad = result("gpu", DRIVER, "gpu-0");
+    bad["consumedCapacity"] = json!({"memory": "100m"});
+    let err = plan(&claim_of(bad), UID, DRIVER).expect_err("a milli amount of memory");
+    assert!(err.to_string().contains("\"100m\""), "{err}");
+}
+
+fn claim_of(result: serde_json::Value) -> ResourceClaim {
+    claim(json!({"allocation": {"devices": {"results": [result]}}}))
 }

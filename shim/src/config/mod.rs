@@ -57,6 +57,14 @@ pub struct Config {
     /// (`NodeWatchResources`); the kubelet trusts one for three periods.
     /// Default 10.
     pub health_seconds: u64,
+    /// Publish whole GPUs as shareable by memory (DRAConsumableCapacity,
+    /// alpha in 1.34/1.35, beta from 1.36; without the gate the API server
+    /// drops the fields): `allowMultipleAllocations: true` and a `memory`
+    /// capacity `requestPolicy` whose default is all the memory (a claim that
+    /// asks for none still takes the GPU alone), minimum and step 1Mi. The
+    /// scheduler then packs claims by memory; gpusliced enforces an MPS
+    /// claim's consumed memory as its pinned memory limit. Default false.
+    pub consumable_capacity: bool,
     /// Logging.
     pub log: LogConfig,
 }
@@ -82,6 +90,7 @@ impl Default for Config {
             resync_seconds: 30,
             taint_unhealthy: false,
             health_seconds: 10,
+            consumable_capacity: false,
             log: LogConfig::default(),
         }
     }

@@ -157,7 +157,7 @@ impl DraCore {
                 pool_name: d.pool,
                 device_name: d.device,
                 cdi_device_ids: d.cdi_device_ids,
-                share_id: None,
+                share_id: (!d.share_id.is_empty()).then_some(d.share_id),
             })
             .collect())
     }

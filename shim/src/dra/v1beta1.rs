@@ -1,6 +1,7 @@
 //! `k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin`: converts to and from the
 //! v1 messages the core speaks (identical but for v1's `share_id`, which
-//! v1beta1 cannot carry and gpuslice does not set).
+//! v1beta1 cannot carry; a kubelet that speaks v1beta1 predates
+//! DRAConsumableCapacity).
 
 use std::sync::Arc;
 

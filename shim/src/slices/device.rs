@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use gpuslice_proto::gpuslice::v1 as pb;
 use gpuslice_proto::gpuslice::v1::attribute_value::Value;
 use k8s_openapi::api::resource::v1::{
-    Counter, Device, DeviceAttribute, DeviceCapacity, DeviceCounterConsumption, DeviceTaint,
+    CapacityRequestPolicy, CapacityRequestPolicyRange, Counter, Device, DeviceAttribute,
+    DeviceCapacity, DeviceCounterConsumption, DeviceTaint,
 };
 
 use super::quantity::quantity;
@@ -25,6 +26,11 @@ pub const MAX_COUNTERS: usize = 32;
 
 /// The taint key suffix for unhealthy devices: `<driver>/unhealthy`.
 pub const UNHEALTHY_TAINT: &str = "unhealthy";
+
+/// The capacity shared by memory under DRAConsumableCapacity.
+pub const MEMORY: &str = "memory";
+/// Its minimum and step: 1Mi, the unit MPS limits count in.
+const MIB: i64 = 1024 * 1024;
 
 /// Converts and checks one device.
 pub fn convert(device: &pb::Device, target: &PoolTarget<'_>) -> Result<Device, SliceError> {
@@ -45,6 +51,7 @@ pub fn convert(device: &pb::Device, target: &PoolTarget<'_>) -> Result<Device, S
     for (key, value) in &device.attributes {
         attributes.insert(key.clone(), attribute(name, key, value)?);
     }
+    let shareable = target.consumable_capacity && is_whole_gpu(device);
     let mut capacity = BTreeMap::new();
     for (key, value) in &device.capacity {
         check_key(name, key)?;
@@ -52,7 +59,7 @@ pub fn convert(device: &pb::Device, target: &PoolTarget<'_>) -> Result<Device, S
             key.clone(),
             DeviceCapacity {
                 value: quantity(*value),
-                request_policy: None,
+                request_policy: (shareable && key == MEMORY).then(|| memory_policy(*value)),
             },
         );
     }
@@ -86,8 +93,35 @@ pub fn convert(device: &pb::Device, target: &PoolTarget<'_>) -> Result<Device, S
         capacity: non_empty_map(capacity),
         consumes_counters: (!consumes.is_empty()).then_some(consumes),
         taints,
+        allow_multiple_allocations: shareable.then_some(true),
         ..Device::default()
     })
+}
+
+/// A whole GPU, as gpusliced types it (`type` = "gpu"), not a MIG slice.
+fn is_whole_gpu(device: &pb::Device) -> bool {
+    matches!(
+        device.attributes.get("type").and_then(|a| a.value.as_ref()),
+        Some(Value::String(kind)) if kind == "gpu"
+    )
+}
+
+/// How requests consume a shareable GPU's memory: by default all of it (a
+/// claim that asks for none takes the GPU alone), otherwise at least 1Mi in
+/// steps of 1Mi. The API wants the default to be a multiple of the step, so
+/// it is the memory rounded down to whole MiB; the rest (under 1Mi) cannot
+/// be asked for anyway.
+fn memory_policy(bytes: i64) -> CapacityRequestPolicy {
+    let default = bytes - bytes.rem_euclid(MIB);
+    CapacityRequestPolicy {
+        default: Some(quantity(default)),
+        valid_range: Some(CapacityRequestPolicyRange {
+            min: quantity(MIB),
+            max: None,
+            step: Some(quantity(MIB)),
+        }),
+        valid_values: None,
+    }
 }
 
 /// A counter map (set or consumption), checked: names are DNS labels.

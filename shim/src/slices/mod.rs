@@ -18,7 +18,7 @@ use k8s_openapi::api::resource::v1::{CounterSet, Device, ResourcePool, ResourceS
 
 pub use device::{
     MAX_ATTRIBUTE_VALUE, MAX_ATTRIBUTES_AND_CAPACITIES, MAX_CONSUMES_COUNTERS, MAX_COUNTERS,
-    UNHEALTHY_TAINT,
+    MEMORY, UNHEALTHY_TAINT,
 };
 
 /// Most devices in one slice.
@@ -37,6 +37,8 @@ pub struct PoolTarget<'a> {
     pub node_name: &'a str,
     /// Whether unhealthy devices get a NoSchedule taint.
     pub taint_unhealthy: bool,
+    /// Whether whole GPUs are shareable by memory (DRAConsumableCapacity).
+    pub consumable_capacity: bool,
 }
 
 /// A device or counter set left out of the pool, and why.

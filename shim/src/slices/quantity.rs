@@ -2,7 +2,8 @@
 //! is canonical for its own format), so a published slice compares equal to
 //! what a later list returns: the largest binary suffix that keeps an integer
 //! ("80Gi") or the largest decimal one ("2k", "80G", "132"), whichever is
-//! shorter (binary on a tie).
+//! shorter (binary on a tie). And the way back, [`whole_value`], for the
+//! amounts the scheduler writes into a claim (consumed capacity).
 
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
@@ -38,9 +39,48 @@ pub fn quantity(value: i64) -> Quantity {
     Quantity(canonical(value))
 }
 
+/// A quantity as a whole number, rounded up as `Quantity.Value()` does:
+/// "10Gi", "512Mi", "1.5G", "1e9", "1048576". `None` for what is not a
+/// non-negative quantity of at least one unit or does not fit an `i64`
+/// (milli and smaller suffixes).
+pub fn whole_value(text: &str) -> Option<i64> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+'))
+        .unwrap_or(text.len());
+    let (number, suffix) = text.split_at(split);
+    let number = number.strip_prefix('+').unwrap_or(number);
+    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+    let digits = |s: &str| s.chars().all(|c| c.is_ascii_digit());
+    if (whole.is_empty() && fraction.is_empty()) || !digits(whole) || !digits(fraction) {
+        return None;
+    }
+    let (base, power): (u128, u32) = if suffix.is_empty() {
+        (1, 0)
+    } else if let Some(p) = BINARY.iter().position(|s| *s == suffix && !s.is_empty()) {
+        (1024, u32::try_from(p).ok()?)
+    } else if let Some(p) = DECIMAL.iter().position(|s| *s == suffix && !s.is_empty()) {
+        (1000, u32::try_from(p).ok()?)
+    } else {
+        let exponent = suffix.strip_prefix(['e', 'E'])?;
+        if exponent.is_empty() || !digits(exponent) {
+            return None;
+        }
+        (10, exponent.parse::<u32>().ok().filter(|e| *e <= 18)?)
+    };
+    let fraction = fraction.trim_end_matches('0');
+    if fraction.len() > 30 {
+        return None;
+    }
+    let mantissa: u128 = format!("{whole}{fraction}").parse().ok()?;
+    let numerator = mantissa.checked_mul(base.checked_pow(power)?)?;
+    let denominator = 10u128.checked_pow(u32::try_from(fraction.len()).ok()?)?;
+    i64::try_from(numerator.div_ceil(denominator)).ok()
+}
+
 #[cfg(test)]
 mod tests {
-    use super::canonical;
+    use super::{canonical, whole_value};
 
     #[test]
     fn canonical_forms() {
@@ -65,6 +105,27 @@ mod tests {
         ];
         for (value, want) in cases {
             assert_eq!(canonical(value), want, "{value}");
+        }
+    }
+
+    #[test]
+    fn whole_values_read_what_canonical_writes_and_what_users_write() {
+        for value in [
+            1,
+            1024,
+            1_048_576,
+            85_899_345_920,
+            132,
+            2000,
+            80_000_000_000,
+        ] {
+            assert_eq!(whole_value(&canonical(value)), Some(value), "{value}");
+        }
+        for (text, value) in [("1.5Gi", 1_610_612_736), ("1e9", 1_000_000_000), ("0.5", 1)] {
+            assert_eq!(whole_value(text), Some(value), "{text}");
+        }
+        for bad in ["", "Gi", "-1Gi", "10GB", "1.2.3", "100m", "9999999999Ei"] {
+            assert_eq!(whole_value(bad), None, "{bad}");
         }
     }
 }

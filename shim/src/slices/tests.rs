@@ -13,6 +13,7 @@ const TARGET: PoolTarget<'static> = PoolTarget {
     driver: "gpu.nvidia.com",
     node_name: "node-1",
     taint_unhealthy: false,
+    consumable_capacity: false,
 };
 
 fn gpu(index: usize) -> pb::Device {
@@ -301,4 +302,51 @@ fn bad_counter_sets_are_left_out() {
         .expect("counter slice");
     assert_eq!(sets.len(), 1);
     assert_eq!(sets[0].name, "gpu-2-counters");
+}
+
+#[test]
+fn consumable_capacity_makes_whole_gpus_shareable_by_memory() {
+    let mut inv = inventory(2);
+    inv.devices[1].attributes.insert(
+        "type".to_owned(),
+        pb::AttributeValue {
+            value: Some(Value::String("mig".into())),
+        },
+    );
+    // Not a whole number of MiB: the default is rounded down to one.
+    inv.devices[0]
+        .capacity
+        .insert("memory".to_owned(), 85_899_345_920 + 4096);
+    let plain = build_pool(&inv, &TARGET, 1);
+    let devices = plain.slices[0].devices.as_ref().expect("devices");
+    assert!(
+        devices
+            .iter()
+            .all(|d| d.allow_multiple_allocations.is_none())
+    );
+    let target = PoolTarget {
+        consumable_capacity: true,
+        ..TARGET
+    };
+    let shared = build_pool(&inv, &target, 1);
+    check_shape(&shared, 1);
+    let devices = shared.slices[0].devices.as_ref().expect("devices");
+    assert_eq!(devices[0].allow_multiple_allocations, Some(true));
+    let memory = &devices[0].capacity.as_ref().expect("capacity")["memory"];
+    let policy = memory.request_policy.as_ref().expect("request policy");
+    assert_eq!(memory.value.0, "83886084Ki");
+    assert_eq!(policy.default.as_ref().map(|q| q.0.as_str()), Some("80Gi"));
+    let range = policy.valid_range.as_ref().expect("range");
+    assert_eq!(range.min.0, "1Mi");
+    assert_eq!(range.step.as_ref().map(|q| q.0.as_str()), Some("1Mi"));
+    assert_eq!(range.max, None);
+    assert_eq!(
+        devices[1].allow_multiple_allocations, None,
+        "a MIG slice stays whole"
+    );
+    assert!(
+        devices[1].capacity.as_ref().expect("capacity")["memory"]
+            .request_policy
+            .is_none()
+    );
 }

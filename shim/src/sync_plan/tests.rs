@@ -9,6 +9,7 @@ const TARGET: PoolTarget<'static> = PoolTarget {
     driver: "gpu.nvidia.com",
     node_name: "node-1",
     taint_unhealthy: false,
+    consumable_capacity: false,
 };
 
 fn pool(devices: usize) -> impl Fn(i64) -> Vec<ResourceSliceSpec> {

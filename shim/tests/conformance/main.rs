@@ -3,8 +3,11 @@
 //! A Python client generated at test time from `shared/reference`'s kubelet
 //! protos (grpcio-tools) plays the kubelet over the shim's real unix sockets;
 //! the shim talks to a real gpusliced (simulated backend, 130 GPUs, so the
-//! pool needs two slices) and to a fake API server that serves the claims and
-//! checks every ResourceSlice write against the resource.k8s.io/v1 rules.
+//! pool needs two slices; the stand-in MPS control program) and to a fake API
+//! server that serves the claims and checks every ResourceSlice write against
+//! the resource.k8s.io/v1 rules. The shim runs with `consumable_capacity`, so
+//! whole GPUs are published shareable by memory, and two claims sharing one
+//! GPU by memory go through with their consumed memory and share ids.
 //! The kubelet's health watch (v1, v1alpha1) sees an XID injected into
 //! gpusliced, and its recovery.
 
@@ -44,6 +47,22 @@ fn claim(name: &str, uid: &str, devices: &[&str], config: &Value) -> Value {
            "metadata": {"namespace": "ml", "name": name, "uid": uid},
            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}},
            "status": {"allocation": allocation}})
+}
+
+/// A claim allocated a share of `device` (DRAConsumableCapacity).
+fn shared_claim(
+    name: &str,
+    uid: &str,
+    device: &str,
+    memory: &str,
+    share: &str,
+    config: &Value,
+) -> Value {
+    let mut claim = claim(name, uid, &[device], config);
+    let result = &mut claim["status"]["allocation"]["devices"]["results"][0];
+    result["consumedCapacity"] = json!({"memory": memory});
+    result["shareID"] = json!(share);
+    claim
 }
 
 fn kubelet_claim(name: &str, uid: &str) -> Value {
@@ -168,6 +187,11 @@ fn kubelet_conformance_against_real_gpusliced() {
             device["capacity"]["memory"]["value"].is_string(),
             "{device}"
         );
+        assert_eq!(device["allowMultipleAllocations"], true, "{device}");
+        let policy = &device["capacity"]["memory"]["requestPolicy"];
+        assert!(policy["default"].is_string(), "{device}");
+        assert_eq!(policy["validRange"]["min"], "1Mi", "{device}");
+        assert_eq!(policy["validRange"]["step"], "1Mi", "{device}");
     }
 
     // Prepare (v1), with a class config: CDI ids from gpusliced.
@@ -228,6 +252,63 @@ fn kubelet_conformance_against_real_gpusliced() {
             json!([]),
             "no devices with an error"
         );
+    }
+
+    // DRAConsumableCapacity: two claims share gpu-7 by memory, under MPS from
+    // the class; each consumed amount becomes its MPS memory limit, and each
+    // share id comes back (v1 only: v1beta1 has no field for it).
+    let mps_class = json!([{"source": "FromClass", "requests": [],
+        "opaque": {"driver": "gpu.nvidia.com", "parameters": {"apiVersion": "resource.nvidia.com/v1beta1",
+            "kind": "GpuConfig", "sharing": {"strategy": "MPS"}}}}]);
+    let (s1, s2) = (uid(11), uid(12));
+    let shares = [
+        "0b6f2c4e-7a1d-4e8b-9c3f-5d2a1b0e9f01",
+        "0b6f2c4e-7a1d-4e8b-9c3f-5d2a1b0e9f02",
+    ];
+    api.put_claim(shared_claim(
+        "half-a", &s1, "gpu-7", "10Gi", shares[0], &mps_class,
+    ));
+    api.put_claim(shared_claim(
+        "half-b", &s2, "gpu-7", "20Gi", shares[1], &mps_class,
+    ));
+    let both = kubelet.call(
+        &shim.dra_socket(),
+        "prepare-v1",
+        &json!({"claims": [kubelet_claim("half-a", &s1), kubelet_claim("half-b", &s2)]}),
+    );
+    for (u, share) in [(&s1, shares[0]), (&s2, shares[1])] {
+        let entry = &both["claims"][u.as_str()];
+        assert_eq!(entry["error"], "", "{both}");
+        assert_eq!(entry["devices"][0]["share_id"], share, "{both}");
+    }
+    for (u, mib) in [(&s1, "10240M"), (&s2, "20480M")] {
+        let spec = peers::read(
+            &daemon
+                .cdi_dir
+                .join(format!("k8s.gpuslice.dev-claim_{u}.json")),
+        );
+        assert!(
+            spec.contains("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=GPU-") && spec.contains(mib),
+            "{u}: {spec}"
+        );
+    }
+    let beta = kubelet.call(
+        &shim.dra_socket(),
+        "prepare-v1beta1",
+        &json!({"claims": [kubelet_claim("half-a", &s1)]}),
+    );
+    assert_eq!(beta["claims"][&s1]["error"], "", "{beta}");
+    assert!(
+        beta["claims"][&s1]["devices"][0].get("share_id").is_none(),
+        "{beta}"
+    );
+    let gone = kubelet.call(
+        &shim.dra_socket(),
+        "unprepare-v1",
+        &json!({"claims": [kubelet_claim("half-a", &s1), kubelet_claim("half-b", &s2)]}),
+    );
+    for u in [&s1, &s2] {
+        assert_eq!(gone["claims"][u.as_str()]["error"], "", "{gone}");
     }
 
     // Unprepare twice, and an unknown claim: all succeed, on both versions.
@@ -346,8 +427,12 @@ type Mutation<'a> = Box<dyn Fn(&mut Value) + 'a>;
 #[test]
 fn slice_rules_refuse_what_the_api_refuses() {
     let node = (NODE.to_owned(), NODE_UID.to_owned());
-    let device =
-        |i: usize| json!({"name": format!("gpu-{i}"), "attributes": {"type": {"string": "gpu"}}});
+    let device = |i: usize| {
+        json!({"name": format!("gpu-{i}"), "attributes": {"type": {"string": "gpu"}},
+               "allowMultipleAllocations": true,
+               "capacity": {"memory": {"value": "80Gi", "requestPolicy":
+                   {"default": "80Gi", "validRange": {"min": "1Mi", "step": "1Mi"}}}}})
+    };
     let good = json!({
         "metadata": {"ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": NODE, "uid": NODE_UID}]},
         "spec": {"driver": "gpu.nvidia.com", "nodeName": NODE,
@@ -395,6 +480,38 @@ fn slice_rules_refuse_what_the_api_refuses() {
                     .map(|i| (format!("c{i}"), json!({"value": "1"})))
                     .collect();
                 s["spec"]["devices"][0]["capacity"] = Value::Object(caps);
+            }),
+        ),
+        (
+            "allowMultipleAllocations not a bool",
+            Box::new(|s| s["spec"]["devices"][0]["allowMultipleAllocations"] = json!("yes")),
+        ),
+        (
+            "default over the capacity",
+            Box::new(|s| {
+                s["spec"]["devices"][0]["capacity"]["memory"]["requestPolicy"]["default"] =
+                    json!("81Gi")
+            }),
+        ),
+        (
+            "default not a multiple of step",
+            Box::new(|s| {
+                s["spec"]["devices"][0]["capacity"]["memory"]["requestPolicy"]["default"] =
+                    json!("1025Ki")
+            }),
+        ),
+        (
+            "range without a default",
+            Box::new(|s| {
+                s["spec"]["devices"][0]["capacity"]["memory"]["requestPolicy"]["default"] =
+                    Value::Null
+            }),
+        ),
+        (
+            "range and values",
+            Box::new(|s| {
+                s["spec"]["devices"][0]["capacity"]["memory"]["requestPolicy"]["validValues"] =
+                    json!(["80Gi"])
             }),
         ),
     ];

@@ -203,11 +203,51 @@ pub fn gpusliced_binary() -> PathBuf {
     binary
 }
 
-/// A running gpusliced with `gpus` simulated H100s in `dir`.
+/// The stand-ins gpusliced runs instead of nvidia-cuda-mps-control and
+/// nvidia-smi (tests/tools at the top of the repository).
+fn stand_in(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/tools")
+        .join(name)
+}
+
+/// A running gpusliced with `gpus` simulated H100s in `dir`, sharing GPUs
+/// through the stand-in MPS control program and nvidia-smi. When dropped,
+/// gpusliced is killed first, then every MPS daemon it started (found by its
+/// pipe dir in /proc), so no process outlives the test.
 pub struct Daemon {
     pub socket: PathBuf,
     dir: PathBuf,
-    _child: ChildGuard,
+    /// The CDI specs it writes.
+    pub cdi_dir: PathBuf,
+    mps_dir: PathBuf,
+    child: Option<ChildGuard>,
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        drop(self.child.take());
+        let needle = format!("CUDA_MPS_PIPE_DIRECTORY={}/", self.mps_dir.display());
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|s| s.parse::<i32>().ok())
+            else {
+                continue;
+            };
+            let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
+            if environ
+                .split(|b| *b == 0)
+                .any(|var| var.starts_with(needle.as_bytes()))
+            {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+        }
+    }
 }
 
 impl Daemon {
@@ -223,7 +263,11 @@ impl Daemon {
         let models = vec!["\"H100-80GB\""; gpus].join(", ");
         let text = format!(
             "socket = \"gpusliced.sock\"\nstate_dir = \"state\"\ncdi_dir = \"cdi\"\ndriver_root = \"root\"\n\
-             [backend]\nkind = \"sim\"\n[backend.sim]\ngpus = [{models}]\n"
+             [mps]\ncontrol_program = \"{}\"\nrun_dir = \"run\"\nsupervisor = \"child\"\nshm = \"folder\"\n\
+             [timeslice]\nnvidia_smi = \"{}\"\n\
+             [backend]\nkind = \"sim\"\n[backend.sim]\ngpus = [{models}]\n",
+            stand_in("fake-mps-control").display(),
+            stand_in("fake-nvidia-smi").display(),
         );
         write(&dir.join("gpuslice.toml"), &text);
         let notify_path = dir.join("notify.sock");
@@ -257,7 +301,9 @@ impl Daemon {
         Self {
             socket: dir.join("gpusliced.sock"),
             dir: dir.to_path_buf(),
-            _child: ChildGuard(child),
+            cdi_dir: dir.join("cdi"),
+            mps_dir: dir.join("run/mps"),
+            child: Some(ChildGuard(child)),
         }
     }
 
@@ -300,7 +346,7 @@ impl Shim {
         let config = format!(
             "node_name = \"node-1\"\nkubeconfig = \"kubeconfig\"\ngpusliced_socket = \"{}\"\n\
              registry_dir = \"registry\"\nplugins_dir = \"plugins\"\nresync_seconds = 1\n\
-             health_seconds = 1\n",
+             health_seconds = 1\nconsumable_capacity = true\n",
             gpusliced_socket.display()
         );
         write(&dir.join("shim.toml"), &config);

@@ -1,7 +1,9 @@
 //! The resource.k8s.io/v1 rules a node-local ResourceSlice written by the
 //! shim must satisfy, checked independently of the shim's own code: names,
 //! nodeName, the owner reference to the Node, the pool, devices per slice,
-//! attributes plus capacities per device, and attribute value kinds.
+//! attributes plus capacities per device, attribute value kinds, and
+//! (DRAConsumableCapacity) `allowMultipleAllocations` and capacity
+//! `requestPolicy` as the API documents them.
 
 use serde_json::{Value, json};
 
@@ -83,8 +85,110 @@ pub fn check_slice(slice: &Value, name: &str, node: &(String, String)) -> Result
                 return Err(format!("device {dname}: attribute {key} longer than 64"));
             }
         }
+        let multiple = &device["allowMultipleAllocations"];
+        if !multiple.is_null() && !multiple.is_boolean() {
+            return Err(format!(
+                "device {dname}: allowMultipleAllocations is not a bool"
+            ));
+        }
+        for (key, capacity) in &capacity {
+            check_request_policy(capacity)
+                .map_err(|why| format!("device {dname}: capacity {key}: {why}"))?;
+        }
     }
     Ok(())
+}
+
+/// CapacityRequestPolicy: at most one of validRange and validValues, each
+/// with a default inside it; min ≤ default ≤ max ≤ the capacity; default and
+/// max multiples of step; min + step within the capacity; validValues at most
+/// 10, ascending, holding the default.
+fn check_request_policy(capacity: &Value) -> Result<(), String> {
+    let policy = &capacity["requestPolicy"];
+    if policy.is_null() {
+        return Ok(());
+    }
+    let value = quantity(&capacity["value"]).ok_or("value is not a quantity")?;
+    let range = &policy["validRange"];
+    let values = &policy["validValues"];
+    if !range.is_null() && !values.is_null() {
+        return Err("both validRange and validValues".to_owned());
+    }
+    let default = match &policy["default"] {
+        Value::Null if range.is_null() && values.is_null() => return Ok(()),
+        Value::Null => return Err("a valid range or values need a default".to_owned()),
+        q => quantity(q).ok_or("default is not a quantity")?,
+    };
+    if default > value {
+        return Err(format!(
+            "default {default} is more than the capacity {value}"
+        ));
+    }
+    if !range.is_null() {
+        let min = quantity(&range["min"]).ok_or("validRange.min is not a quantity")?;
+        let max = match &range["max"] {
+            Value::Null => None,
+            q => Some(quantity(q).ok_or("validRange.max is not a quantity")?),
+        };
+        let step = match &range["step"] {
+            Value::Null => None,
+            q => Some(quantity(q).ok_or("validRange.step is not a quantity")?),
+        };
+        if min < 0 || min > value || default < min {
+            return Err(format!(
+                "min {min} must be within 0..={value} and at most the default {default}"
+            ));
+        }
+        if let Some(max) = max
+            && (max > value || max < min || default > max)
+        {
+            return Err(format!(
+                "max {max} must be within min..=capacity and at least the default"
+            ));
+        }
+        if let Some(step) = step {
+            if step <= 0 || default % step != 0 || max.is_some_and(|m| m % step != 0) {
+                return Err(format!("default and max must be multiples of step {step}"));
+            }
+            if min + step > value {
+                return Err(format!("min + step is more than the capacity {value}"));
+            }
+        }
+    }
+    if let Some(list) = values.as_array() {
+        let list: Vec<i128> = list.iter().filter_map(quantity).collect();
+        if list.len() > 10 || list.windows(2).any(|w| w[0] >= w[1]) || !list.contains(&default) {
+            return Err("validValues: at most 10, ascending, holding the default".to_owned());
+        }
+    }
+    Ok(())
+}
+
+/// A quantity string as written in canonical form ("80Gi", "2k", "132").
+fn quantity(value: &Value) -> Option<i128> {
+    let text = value.as_str()?;
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '-'))
+        .unwrap_or(text.len());
+    let (number, suffix) = text.split_at(split);
+    let number: i128 = number.parse().ok()?;
+    let scale: i128 = match suffix {
+        "" => 1,
+        "Ki" => 1 << 10,
+        "Mi" => 1 << 20,
+        "Gi" => 1 << 30,
+        "Ti" => 1 << 40,
+        "Pi" => 1 << 50,
+        "Ei" => 1 << 60,
+        "k" => 1_000,
+        "M" => 1_000_000,
+        "G" => 1_000_000_000,
+        "T" => 1_000_000_000_000,
+        "P" => 1_000_000_000_000_000,
+        "E" => 1_000_000_000_000_000_000,
+        _ => return None,
+    };
+    number.checked_mul(scale)
 }
 
 pub fn is_dns_label(name: &str) -> bool {

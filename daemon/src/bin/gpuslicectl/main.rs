@@ -5,6 +5,7 @@
 mod health;
 mod mig_map;
 mod render;
+mod sharing;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -51,6 +52,8 @@ enum Command {
         #[command(subcommand)]
         action: Option<HealthAction>,
     },
+    /// Per GPU, how it is shared: mode, time-slice, MPS daemons, claims, memory.
+    Sharing,
     /// Prepare a claim by hand (what the DRA plugin does for the kubelet).
     Prepare {
         /// Claim uid (a UUID).
@@ -68,9 +71,14 @@ enum Command {
         /// Request name the devices satisfy.
         #[arg(long, default_value = "gpu")]
         request: String,
-        /// Opaque config (JSON object) applying to every request.
-        #[arg(long)]
-        config_json: Option<String>,
+        /// Opaque config from the claim (JSON object, or @FILE), applying to
+        /// every request; repeat for several, later ones win.
+        #[arg(long = "config", alias = "config-json", value_name = "JSON_OR_@FILE")]
+        configs: Vec<String>,
+        /// Opaque config from the DeviceClass (JSON object, or @FILE); claim
+        /// configs win over these.
+        #[arg(long = "class-config", value_name = "JSON_OR_@FILE")]
+        class_configs: Vec<String>,
     },
     /// Unprepare a claim.
     Unprepare {
@@ -175,6 +183,13 @@ async fn run(args: Args) -> anyhow::Result<String> {
             let reply = client.clear_health(req).await?.into_inner();
             health::cleared(&device, &reply, json)
         }
+        Command::Sharing => {
+            let reply = client
+                .get_sharing(pb::GetSharingRequest {})
+                .await?
+                .into_inner();
+            sharing::render(&reply, json)
+        }
         Command::Claims => {
             let reply = client
                 .list_claims(pb::ListClaimsRequest {})
@@ -188,8 +203,10 @@ async fn run(args: Args) -> anyhow::Result<String> {
             name,
             devices,
             request,
-            config_json,
+            configs,
+            class_configs,
         } => {
+            let configs = opaque_configs(&class_configs, &configs)?;
             let req = pb::PrepareRequest {
                 claim: Some(pb::ClaimRef {
                     uid: uid.clone(),
@@ -202,16 +219,11 @@ async fn run(args: Args) -> anyhow::Result<String> {
                         device,
                         request_names: vec![request.clone()],
                         pool: String::new(),
+                        consumed_memory_bytes: None,
+                        share_id: String::new(),
                     })
                     .collect(),
-                configs: config_json
-                    .into_iter()
-                    .map(|parameters_json| pb::OpaqueConfig {
-                        source: pb::ConfigSource::Claim.into(),
-                        requests: vec![],
-                        parameters_json,
-                    })
-                    .collect(),
+                configs,
             };
             let reply = client.prepare(req).await?.into_inner();
             render::prepared(&uid, &reply, json)
@@ -228,4 +240,30 @@ async fn run(args: Args) -> anyhow::Result<String> {
         }
     };
     Ok(text)
+}
+
+/// Class configs first, then claim configs, as the DRA plugin sends them.
+fn opaque_configs(class: &[String], claim: &[String]) -> anyhow::Result<Vec<pb::OpaqueConfig>> {
+    let entry = |text: &String, source: pb::ConfigSource| {
+        Ok(pb::OpaqueConfig {
+            source: source.into(),
+            requests: vec![],
+            parameters_json: json_or_file(text)?,
+        })
+    };
+    class
+        .iter()
+        .map(|t| entry(t, pb::ConfigSource::Class))
+        .chain(claim.iter().map(|t| entry(t, pb::ConfigSource::Claim)))
+        .collect()
+}
+
+/// The text itself, or the contents of the file after an `@`.
+fn json_or_file(text: &str) -> anyhow::Result<String> {
+    match text.strip_prefix('@') {
+        Some(path) => {
+            std::fs::read_to_string(path).with_context(|| format!("cannot read config file {path}"))
+        }
+        None => Ok(text.to_owned()),
+    }
 }

@@ -54,7 +54,7 @@ fn attr_json(value: &pb::AttributeValue) -> Value {
     }
 }
 
-fn gib(bytes: i64) -> String {
+pub fn gib(bytes: i64) -> String {
     format!("{:.1} GiB", bytes as f64 / f64::from(1u32 << 30))
 }
 
@@ -114,7 +114,8 @@ pub fn inventory(inv: &pb::GetInventoryResponse, json: bool) -> String {
                     .collect();
                 json!({ "name": d.name, "attributes": attrs, "capacity": d.capacity,
                         "available": d.available, "holders": d.holders,
-                        "healthy": d.healthy, "health_reason": d.health_reason })
+                        "healthy": d.healthy, "health_reason": d.health_reason,
+                        "memory_available": d.memory_available })
             })
             .collect();
         return doc(&json!({ "generation": inv.generation, "devices": devices }));
@@ -143,6 +144,7 @@ pub fn inventory(inv: &pb::GetInventoryResponse, json: bool) -> String {
                 kind,
                 attr(d, "productName"),
                 gib(d.capacity.get("memory").copied().unwrap_or(0)),
+                gib(d.memory_available),
                 uuid,
                 state,
                 health.to_owned(),
@@ -151,7 +153,7 @@ pub fn inventory(inv: &pb::GetInventoryResponse, json: bool) -> String {
         .collect();
     let mut out = table(
         &[
-            "DEVICE", "TYPE", "PRODUCT", "MEMORY", "UUID", "HELD BY", "HEALTH",
+            "DEVICE", "TYPE", "PRODUCT", "MEMORY", "FREE", "UUID", "HELD BY", "HEALTH",
         ],
         &rows,
     );
@@ -183,24 +185,30 @@ pub fn claims(list: &pb::ListClaimsResponse, json: bool) -> String {
         .map(|c| {
             let claim = c.claim.clone().unwrap_or_default();
             let devices: Vec<&str> = c.devices.iter().map(|d| d.device.as_str()).collect();
-            let health = match c.health_problems.len() {
-                0 => "ok".to_owned(),
-                n => format!("{n} problem(s)"),
-            };
+            let mut sharing: Vec<&str> = c.devices.iter().map(|d| d.sharing.as_str()).collect();
+            sharing.dedup();
             vec![
                 claim.uid,
                 format!("{}/{}", claim.namespace, claim.name),
                 c.phase.clone(),
                 devices.join(","),
-                health,
+                sharing.join("; "),
+                if c.health_problems.is_empty() {
+                    "ok".to_owned()
+                } else {
+                    format!("{} problem(s)", c.health_problems.len())
+                },
             ]
         })
         .collect();
-    let mut out = table(&["UID", "CLAIM", "PHASE", "DEVICES", "HEALTH"], &rows);
+    let mut out = table(
+        &["UID", "CLAIM", "PHASE", "DEVICES", "SHARING", "HEALTH"],
+        &rows,
+    );
     for c in &list.claims {
         let uid = c.claim.as_ref().map_or("", |r| r.uid.as_str());
-        for problem in &c.health_problems {
-            out.push_str(&format!("problem: claim {uid}: {problem}\n"));
+        for p in &c.health_problems {
+            out.push_str(&format!("problem: {uid}: {p}\n"));
         }
     }
     out
@@ -209,7 +217,10 @@ pub fn claims(list: &pb::ListClaimsResponse, json: bool) -> String {
 fn devices_json(devices: &[pb::PreparedDevice]) -> Vec<Value> {
     devices
         .iter()
-        .map(|d| json!({ "device": d.device, "cdi_device_ids": d.cdi_device_ids }))
+        .map(|d| {
+            json!({ "device": d.device, "cdi_device_ids": d.cdi_device_ids,
+                    "sharing": d.sharing, "share_id": d.share_id })
+        })
         .collect()
 }
 
@@ -227,10 +238,10 @@ pub fn prepared(uid: &str, reply: &pb::PrepareResponse, json: bool) -> String {
         .flat_map(|d| {
             d.cdi_device_ids
                 .iter()
-                .map(|id| vec![d.device.clone(), id.clone()])
+                .map(|id| vec![d.device.clone(), id.clone(), d.sharing.clone()])
         })
         .collect();
-    table(&["DEVICE", "CDI DEVICE"], &rows)
+    table(&["DEVICE", "CDI DEVICE", "SHARING"], &rows)
 }
 
 /// `unprepare`.

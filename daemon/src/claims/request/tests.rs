@@ -13,6 +13,8 @@ fn request() -> PrepareRequest {
             device: "gpu-0".to_owned(),
             request_names: vec!["gpu".to_owned()],
             pool: "node-1".to_owned(),
+            consumed_memory: None,
+            share_id: String::new(),
         }],
         configs: vec![],
     }
@@ -20,6 +22,7 @@ fn request() -> PrepareRequest {
 
 fn config(json: &str) -> ConfigRequest {
     ConfigRequest {
+        source: crate::sharing::ConfigSource::Claim,
         requests: vec![],
         parameters_json: json.to_owned(),
     }
@@ -99,16 +102,19 @@ fn gpu_config_without_sharing_is_accepted() {
 #[test]
 fn bad_configs_name_the_problem() {
     let cases = [
-        ("not json", "not a valid config object"),
-        ("[1]", "not a valid config object"),
-        (r#"{"apiVersion":"v1","kind":"GpuConfig"}"#, "apiVersion"),
+        ("not json", "configs[0]"),
+        ("[1]", "configs[0]"),
+        (
+            r#"{"apiVersion":"v1","kind":"GpuConfig"}"#,
+            "configs[0].apiVersion",
+        ),
         (
             r#"{"apiVersion":"resource.nvidia.com/v1beta1","kind":"Nope"}"#,
-            "kind \"Nope\"",
+            "configs[0].kind",
         ),
         (
             r#"{"apiVersion":"resource.nvidia.com/v1beta1","kind":"MigDeviceConfig"}"#,
-            "MIG",
+            "configs[0].kind: kind MigDeviceConfig cannot apply",
         ),
         (
             r#"{"apiVersion":"resource.nvidia.com/v1beta1","kind":"GpuConfig","extra":1}"#,
@@ -119,25 +125,78 @@ fn bad_configs_name_the_problem() {
         let mut r = request();
         r.configs.push(config(json));
         let err = r.validate(&fixture_inventory(1)).unwrap_err();
-        assert!(
-            matches!(err, ClaimError::BadConfig { index: 0, .. }),
-            "{json}: {err}"
-        );
+        assert!(matches!(err, ClaimError::Sharing(_)), "{json}: {err}");
         assert!(err.to_string().contains(want), "{json}: {err}");
     }
 }
 
 #[test]
-fn sharing_is_refused_until_it_is_built() {
+fn sharing_configs_resolve_per_device() {
+    use crate::state::{DeviceSharing, MpsSharing};
     let mut r = request();
+    r.configs.push(config(
+        r#"{"apiVersion":"resource.nvidia.com/v1beta1","kind":"GpuConfig","sharing":{"strategy":"MPS","mpsConfig":{"defaultActiveThreadPercentage":50}}}"#,
+    ));
+    let plan = r.validate(&fixture_inventory(1)).unwrap();
+    assert_eq!(
+        plan,
+        vec![Some(DeviceSharing::Mps(MpsSharing {
+            devices: vec!["gpu-0".to_owned()],
+            active_thread_percentage: Some(50),
+            pinned_memory_limits: std::collections::BTreeMap::new(),
+            memory_share: None,
+        }))]
+    );
+}
+
+#[test]
+fn consumed_memory_becomes_the_memory_share_of_an_mps_claim() {
+    use crate::state::DeviceSharing;
+    let mut r = request();
+    r.devices[0].consumed_memory = Some(10 << 30);
+    r.devices[0].share_id = "0b6f2c4e-7a1d-4e8b-9c3f-5d2a1b0e9f87".to_owned();
     r.configs.push(config(
         r#"{"apiVersion":"resource.nvidia.com/v1beta1","kind":"GpuConfig","sharing":{"strategy":"MPS"}}"#,
     ));
-    let err = r.validate(&fixture_inventory(1)).unwrap_err();
-    assert!(
-        matches!(err, ClaimError::SharingUnavailable { .. }),
-        "{err}"
+    let plan = r.validate(&fixture_inventory(1)).unwrap();
+    let Some(DeviceSharing::Mps(mps)) = &plan[0] else {
+        panic!("{plan:?}");
+    };
+    assert_eq!(mps.memory_share, Some(10 << 30));
+    // An explicit memory share wins over the consumed amount.
+    r.configs.push(config(
+        r#"{"apiVersion":"gpuslice.dev/v1alpha1","kind":"MpsMemoryConfig","memory":"2Gi"}"#,
+    ));
+    let plan = r.validate(&fixture_inventory(1)).unwrap();
+    let Some(DeviceSharing::Mps(mps)) = &plan[0] else {
+        panic!("{plan:?}");
+    };
+    assert_eq!(mps.memory_share, Some(2 << 30));
+    // Without MPS the consumed amount is recorded, not enforced.
+    r.configs.clear();
+    assert_eq!(r.validate(&fixture_inventory(1)).unwrap(), vec![None]);
+    for (bytes, want) in [(1, "less than 1Mi"), (1 << 50, "more than the device has")] {
+        r.devices[0].consumed_memory = Some(bytes);
+        let err = r.validate(&fixture_inventory(1)).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.starts_with("devices[0].consumed_memory_bytes: ") && text.contains(want),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn a_device_in_two_requests_with_different_sharing_is_refused() {
+    let mut r = request();
+    r.devices[0].request_names = vec!["a".to_owned(), "b".to_owned()];
+    let mut ts = config(
+        r#"{"apiVersion":"resource.nvidia.com/v1beta1","kind":"GpuConfig","sharing":{"strategy":"TimeSlicing"}}"#,
     );
+    ts.requests = vec!["a".to_owned()];
+    r.configs.push(ts);
+    let err = r.validate(&fixture_inventory(1)).unwrap_err();
+    assert!(err.to_string().contains("satisfies requests"), "{err}");
 }
 
 #[test]

@@ -1,9 +1,12 @@
 use super::{StateError, Store};
-use crate::state::{ClaimRecord, DeviceKind, Phase, RECORD_VERSION, RecordDevice};
+use crate::state::{
+    ClaimRecord, DeviceKind, DeviceSharing, MpsSharing, Phase, RECORD_VERSION,
+    RECORD_VERSION_PLAIN, RecordDevice,
+};
 
 fn record(uid: &str) -> ClaimRecord {
     ClaimRecord {
-        version: RECORD_VERSION,
+        version: RECORD_VERSION_PLAIN,
         uid: uid.to_owned(),
         namespace: "ns".to_owned(),
         name: "claim".to_owned(),
@@ -18,6 +21,9 @@ fn record(uid: &str) -> ClaimRecord {
             request_names: vec!["gpu".to_owned()],
             pool: "node".to_owned(),
             cdi_device_ids: vec![format!("k8s.gpuslice.dev/claim={uid}-gpu-0")],
+            sharing: None,
+            consumed_memory: None,
+            share_id: String::new(),
         }],
         configs: vec![],
         cdi_spec_file: format!("k8s.gpuslice.dev-claim_{uid}.json"),
@@ -123,4 +129,36 @@ fn a_symlink_planted_at_a_record_name_is_set_aside_not_followed() {
         "the link's target is untouched"
     );
     assert!(!store.dir().join(&name).exists(), "the link is set aside");
+}
+
+#[test]
+fn version_1_records_load_and_sharing_records_are_version_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    // A record exactly as the first release wrote it: no sharing fields.
+    let v1 = format!(
+        r#"{{"version":1,"uid":"{A}","namespace":"ns","name":"claim","phase":"prepared",
+            "boot_id":"boot","devices":[{{"device":"gpu-0","uuid":"GPU-1","kind":"exclusive",
+            "request_names":["gpu"],"pool":"node",
+            "cdi_device_ids":["k8s.gpuslice.dev/claim={A}-gpu-0"]}}],"configs":[],
+            "cdi_spec_file":"k8s.gpuslice.dev-claim_{A}.json","prepared_at":1}}"#
+    );
+    gpuslice_cdi::write_atomic(store.dir(), &format!("{A}.json"), v1.as_bytes(), 0o600).unwrap();
+    let loaded = store.load_all().unwrap().records;
+    assert_eq!(loaded, vec![record(A)]);
+    assert_eq!(loaded[0].format_version(), RECORD_VERSION_PLAIN);
+    let mut shared = record(B);
+    shared.devices[0].kind = DeviceKind::Shared;
+    shared.devices[0].sharing = Some(DeviceSharing::Mps(MpsSharing {
+        devices: vec!["gpu-0".to_owned()],
+        active_thread_percentage: Some(50),
+        pinned_memory_limits: std::collections::BTreeMap::new(),
+        memory_share: Some(1 << 30),
+    }));
+    shared.version = shared.format_version();
+    assert_eq!(shared.version, RECORD_VERSION);
+    store.save(&shared).unwrap();
+    let text = std::fs::read_to_string(store.dir().join(format!("{B}.json"))).unwrap();
+    assert!(text.contains("\"mode\": \"mps\""), "{text}");
+    assert_eq!(store.load_all().unwrap().records[1], shared);
 }

@@ -1,0 +1,46 @@
+//! Start-up cleanup: daemons, units, mounts and folders of claims that are
+//! gone are stopped before any acquire; the live ones keep running.
+
+use std::collections::BTreeSet;
+
+use super::super::MpsError;
+use super::super::key::MpsKey;
+use super::super::layout::DaemonLayout;
+use super::MpsManager;
+
+impl MpsManager {
+    /// At start-up, before any acquire: stops every daemon, unit, mount and
+    /// folder not of `live` keys (the keys of claims still prepared). The
+    /// live ones keep running and are taken over by their next `acquire`.
+    pub fn cleanup_stale(&self, live: &[MpsKey]) -> Result<Vec<String>, MpsError> {
+        let live: BTreeSet<String> = live.iter().map(MpsKey::hash).collect();
+        let mut stale = BTreeSet::new();
+        match std::fs::read_dir(&self.settings.mps_dir) {
+            Ok(entries) => {
+                for entry in entries.flatten() {
+                    stale.insert(entry.file_name().to_string_lossy().into_owned());
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => {
+                return Err(MpsError::Io {
+                    action: "list",
+                    path: self.settings.mps_dir.clone(),
+                    source,
+                });
+            }
+        }
+        stale.extend(self.supervisor.running_hashes(&self.settings.mps_dir)?);
+        stale.retain(|hash| !live.contains(hash));
+        for hash in &stale {
+            let layout = DaemonLayout::at(self.settings.mps_dir.join(hash));
+            tracing::info!(daemon = %hash, "stopping an MPS control daemon left from a claim that is gone");
+            let control = self.control(&layout);
+            self.supervisor.stop_stale(hash, &layout, &|| {
+                let _ = control.send("quit");
+            })?;
+            self.remove(&layout)?;
+        }
+        Ok(stale.into_iter().collect())
+    }
+}

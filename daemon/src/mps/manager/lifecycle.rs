@@ -1,0 +1,164 @@
+//! The life of one daemon: its spec, start (folders, shm, process,
+//! readiness through the control program, limits read back), stop and
+//! removal, and the take-over of one a previous gpusliced left running.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::super::MpsError;
+use super::super::control::ControlClient;
+use super::super::key::MpsKey;
+use super::super::layout::DaemonLayout;
+use super::super::limits::MpsLimits;
+use super::super::supervisor::{DaemonSpec, RestartHook, Supervised};
+use super::{MpsManager, Running};
+
+impl MpsManager {
+    pub(super) fn control(&self, layout: &DaemonLayout) -> ControlClient {
+        ControlClient::new(
+            &self.settings.control_program,
+            &layout.pipe_dir(),
+            &layout.log_dir(),
+        )
+    }
+
+    fn spec(&self, key: &MpsKey, limits: &MpsLimits) -> DaemonSpec {
+        let layout = DaemonLayout::new(&self.settings.mps_dir, key);
+        let mut env = vec![
+            ("CUDA_VISIBLE_DEVICES".to_owned(), key.visible_devices()),
+            (
+                "CUDA_MPS_PIPE_DIRECTORY".to_owned(),
+                path_text(&layout.pipe_dir()),
+            ),
+            (
+                "CUDA_MPS_LOG_DIRECTORY".to_owned(),
+                path_text(&layout.log_dir()),
+            ),
+        ];
+        env.extend(limits.daemon_env());
+        DaemonSpec {
+            key: key.clone(),
+            layout,
+            program: self.settings.control_program.clone(),
+            env,
+            bind_shm: self.settings.bind_shm,
+        }
+    }
+
+    /// Folders, shm, process, readiness, limits; undone on failure.
+    pub(super) fn start(&self, key: &MpsKey, limits: &MpsLimits) -> Result<Running, MpsError> {
+        let spec = self.spec(key, limits);
+        let layout = spec.layout.clone();
+        let control = self.control(&layout);
+        let bound = self.settings.ready_bound;
+        if let Some(daemon) = self.supervisor.adopt(&spec)? {
+            let alive = || daemon.is_alive();
+            if bring_up(&control, limits, bound, &alive).is_ok() {
+                tracing::info!(daemon = %key, "took over a running MPS control daemon");
+                return Ok(running(limits, layout, daemon));
+            }
+            daemon.stop(&|| {
+                let _ = control.send("quit");
+            })?;
+        }
+        layout.create(key).map_err(|source| MpsError::Io {
+            action: "create",
+            path: layout.root().to_path_buf(),
+            source,
+        })?;
+        let result = self.mounter.mount(&layout.shm_dir()).and_then(|()| {
+            let hook_control = control.clone();
+            let hook_limits = limits.clone();
+            let hook: RestartHook = Arc::new(move |alive: &dyn Fn() -> bool| {
+                bring_up(&hook_control, &hook_limits, bound, alive)
+            });
+            let daemon = self.supervisor.start(&spec, hook)?;
+            let alive = || daemon.is_alive();
+            match bring_up(&control, limits, bound, &alive) {
+                Ok(()) => Ok(daemon),
+                Err(err) => {
+                    let _ = daemon.stop(&|| {
+                        let _ = control.send("quit");
+                    });
+                    Err(err)
+                }
+            }
+        });
+        match result {
+            Ok(daemon) => {
+                tracing::info!(daemon = %key, supervisor = self.supervisor.name(), "MPS control daemon ready");
+                Ok(running(limits, layout, daemon))
+            }
+            Err(err) => {
+                let _ = self.remove(&layout);
+                Err(err)
+            }
+        }
+    }
+
+    pub(super) fn stop(
+        &self,
+        key: &MpsKey,
+        layout: &DaemonLayout,
+        daemon: &dyn Supervised,
+    ) -> Result<(), MpsError> {
+        let control = self.control(layout);
+        daemon.stop(&|| {
+            if let Err(err) = control.send("quit") {
+                tracing::warn!(daemon = %key, error = %err, "quit was not answered; stopping the process");
+            }
+        })?;
+        self.supervisor.stop_stale(&key.hash(), layout, &|| {})?;
+        self.remove(layout)
+    }
+
+    pub(super) fn remove(&self, layout: &DaemonLayout) -> Result<(), MpsError> {
+        self.mounter.unmount(&layout.shm_dir())?;
+        layout.remove().map_err(|source| MpsError::Io {
+            action: "remove",
+            path: layout.root().to_path_buf(),
+            source,
+        })
+    }
+}
+
+fn running(limits: &MpsLimits, layout: DaemonLayout, daemon: Arc<dyn Supervised>) -> Running {
+    Running {
+        limits: limits.clone(),
+        claims: BTreeSet::new(),
+        layout,
+        daemon,
+    }
+}
+
+fn path_text(path: &Path) -> String {
+    path.display().to_string()
+}
+
+/// Readiness through the control program: the socket exists, the daemon
+/// answers `get_server_list`, the limits are set and read back as asked.
+pub fn bring_up(
+    control: &ControlClient,
+    limits: &MpsLimits,
+    bound: Duration,
+    alive: &dyn Fn() -> bool,
+) -> Result<(), MpsError> {
+    control.wait_for_socket(bound, alive)?;
+    control.send("get_server_list")?;
+    for command in limits.commands() {
+        control.send(&command)?;
+    }
+    for (command, expected) in limits.checks() {
+        let answer = control.send(&command)?;
+        if !expected.matches(&answer) {
+            return Err(MpsError::LimitNotApplied {
+                command,
+                answer,
+                expected: format!("{expected:?}"),
+            });
+        }
+    }
+    Ok(())
+}
