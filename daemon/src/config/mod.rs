@@ -6,6 +6,7 @@
 //! This module only parses and validates: it opens no socket and creates no
 //! folder.
 
+mod metrics;
 mod mig;
 mod validate;
 
@@ -13,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+pub use metrics::{LoopbackAddr, MetricsConfig};
 pub use mig::{MigAdvertise, MigConfig, MigCreate, MigGpuConfig};
 pub use validate::ConfigError;
 
@@ -55,6 +57,8 @@ pub struct Config {
     pub mps: MpsConfig,
     /// `[timeslice]`: compute time-slicing.
     pub timeslice: TimeSliceConfig,
+    /// `[metrics]`: the Prometheus exporters (off by default).
+    pub metrics: MetricsConfig,
 }
 
 /// `[mps]`.
@@ -181,6 +185,7 @@ impl Default for Config {
             log: LogConfig::default(),
             mps: MpsConfig::default(),
             timeslice: TimeSliceConfig::default(),
+            metrics: MetricsConfig::default(),
         }
     }
 }
@@ -287,6 +292,7 @@ impl Config {
             &mut self.mps.control_program,
             &mut self.timeslice.nvidia_smi,
             &mut self.backend.sim.hardware_state,
+            &mut self.metrics.textfile,
         ] {
             if let Some(p) = p.as_mut() {
                 resolve(p);
