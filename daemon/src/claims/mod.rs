@@ -24,6 +24,7 @@ mod request;
 mod spec_file;
 mod table;
 mod unprepare;
+mod usage;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -33,6 +34,7 @@ use std::time::Instant;
 pub use error::ClaimError;
 pub use reconcile::ReconcileReport;
 pub use request::{ConfigRequest, DeviceRequest, PrepareRequest, validate_uid};
+pub use usage::{ClaimKind, NodeUsage, SliceState, SliceUse};
 
 use crate::driver::DriverFiles;
 use crate::gpu::GpuBackend;
