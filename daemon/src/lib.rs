@@ -13,8 +13,9 @@
 //!    daemons) and [`timeslice`] (compute time-slice policy).
 //! 8. [`claims`]: the claim engine (prepare, unprepare, reconcile).
 //! 9. [`api`]: the gRPC service on a unix socket.
-//! 10. [`systemd`] and [`logging`]: sd_notify and journald.
-//! 11. [`run`]: start-up, the task set, shutdown.
+//! 10. [`metrics`]: Prometheus metrics, on a loopback listener or a textfile.
+//! 11. [`systemd`] and [`logging`]: sd_notify and journald.
+//! 12. [`run`]: start-up, the task set, shutdown.
 
 pub mod api;
 pub mod cdi_build;
@@ -24,6 +25,7 @@ pub mod driver;
 pub mod gpu;
 pub mod inventory;
 pub mod logging;
+pub mod metrics;
 pub mod mig;
 pub mod mps;
 pub mod run;
