@@ -2,10 +2,12 @@
 //!
 //! Order: open the backend (never falling back from NVML to the simulator),
 //! read the inventory, find the driver files, load records and reconcile,
-//! bind the socket, and only then tell systemd READY=1. While serving, SIGHUP
-//! rescans and repairs CDI specs, the watchdog is fed while the engine answers,
-//! and SIGTERM or SIGINT stops accepting, drains the calls in flight, removes
-//! the socket and returns.
+//! start the metrics exporters `[metrics]` enables (bind the loopback
+//! listener, write the textfile once), bind the socket, and only then tell
+//! systemd READY=1. While serving, SIGHUP rescans and repairs CDI specs, the
+//! watchdog is fed while the engine answers, and SIGTERM or SIGINT stops
+//! accepting, drains the calls in flight, removes the socket, stops the
+//! exporters (the textfile is written a last time) and returns.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -21,6 +23,7 @@ use crate::gpu::nvml::NvmlBackend;
 use crate::gpu::sim::SimBackend;
 use crate::gpu::{GpuBackend, GpuError};
 use crate::inventory::Inventory;
+use crate::metrics::{Exporters, Metrics, MetricsError, UsageSource};
 use crate::state::{BOOT_ID_PATH, StateError, Store, read_boot_id};
 use crate::systemd;
 
@@ -56,6 +59,9 @@ pub enum RunError {
     /// A signal handler could not be installed.
     #[error("signal handler: {0}")]
     Signal(#[source] std::io::Error),
+    /// A metrics exporter could not start.
+    #[error(transparent)]
+    Metrics(#[from] MetricsError),
     /// A blocking start-up task panicked.
     #[error("start-up task: {0}")]
     Task(#[from] tokio::task::JoinError),
@@ -124,13 +130,17 @@ fn start_engine(config: &Config) -> Result<Engine, RunError> {
     Ok(engine)
 }
 
-fn status_line(engine: &Engine) -> String {
-    format!(
+fn status_line(engine: &Engine, metrics: Option<std::net::SocketAddr>) -> String {
+    let mut line = format!(
         "serving {} GPUs ({}), {} claims",
         engine.inventory().gpus.len(),
         engine.backend_name(),
         engine.claims().len()
-    )
+    );
+    if let Some(addr) = metrics {
+        line.push_str(&format!("; metrics on http://{addr}/metrics"));
+    }
+    line
 }
 
 /// Runs the daemon until SIGTERM or SIGINT. On SIGHUP the file at
@@ -144,29 +154,43 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
         let config = config.clone();
         Arc::new(tokio::task::spawn_blocking(move || start_engine(&config)).await??)
     };
-    let gid = config
-        .socket_group
-        .as_deref()
-        .map(socket::group_gid)
-        .transpose()?;
-    let listener = socket::bind(&config.socket, gid)?;
+    let metrics = Arc::new(Metrics::new(engine.backend_name()));
+    let source: Arc<dyn UsageSource> = engine.clone();
+    let exporters = Exporters::start(&config.metrics, source, metrics.clone()).await?;
+    let metrics_addr = exporters.listen_addr();
+    let (listener, gid) = match bind_socket(&config) {
+        Ok(bound) => bound,
+        Err(err) => {
+            exporters.stop().await;
+            return Err(err);
+        }
+    };
     let policy = PeerPolicy {
         own_uid: nix::unistd::geteuid().as_raw(),
         group: gid,
     };
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(api::serve(listener, engine.clone(), policy, async {
-        let _ = stop_rx.await;
-    }));
+    let server = tokio::spawn(api::serve(
+        listener,
+        engine.clone(),
+        policy,
+        metrics,
+        async {
+            let _ = stop_rx.await;
+        },
+    ));
     tracing::info!(socket = %config.socket.display(), "serving");
-    systemd::ready(&status_line(&engine));
+    systemd::ready(&status_line(&engine, metrics_addr));
     let watchdog = systemd::watchdog_interval()
         .map(|every| tokio::spawn(feed_watchdog(engine.clone(), every)));
     loop {
         tokio::select! {
             _ = sigterm.recv() => { tracing::info!("SIGTERM: shutting down"); break; }
             _ = sigint.recv() => { tracing::info!("SIGINT: shutting down"); break; }
-            _ = sighup.recv() => config = reload(config, config_path.as_deref(), &engine).await,
+            _ = sighup.recv() => {
+                config = reload(config, config_path.as_deref(), &engine).await;
+                systemd::ready(&status_line(&engine, metrics_addr));
+            }
         }
     }
     systemd::stopping();
@@ -184,9 +208,20 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
         }
     };
     socket::remove(&config.socket);
+    exporters.stop().await;
     served??;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Binds the API socket, owned by `socket_group` when set; returns its gid.
+fn bind_socket(config: &Config) -> Result<(tokio::net::UnixListener, Option<u32>), RunError> {
+    let gid = config
+        .socket_group
+        .as_deref()
+        .map(socket::group_gid)
+        .transpose()?;
+    Ok((socket::bind(&config.socket, gid)?, gid))
 }
 
 /// SIGHUP: read the config again (its `[mig]` section takes effect; other
@@ -225,7 +260,6 @@ async fn reload(config: Arc<Config>, path: Option<&Path>, engine: &Arc<Engine>) 
         Ok(Err(err)) => tracing::error!(error = %err, "reload failed; keeping the previous state"),
         Err(err) => tracing::error!(error = %err, "reload task failed"),
     }
-    systemd::ready(&status_line(engine));
     config
 }
 
