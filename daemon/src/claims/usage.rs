@@ -7,6 +7,8 @@
 //! backend's `gpu_instances` calls that follow. A GPU whose instances cannot
 //! be listed contributes its held slices only (logged at debug: a scrape
 //! every 15 s must not flood the journal; the engine's own paths report it).
+//! A slice that a prepare in flight has just made, before its claim enters
+//! the table, shows as foreign for that one snapshot.
 
 use std::collections::HashSet;
 
@@ -181,8 +183,11 @@ impl Engine {
         NodeUsage {
             claims,
             mig_slices,
-            // LEAD: after merging work/sharing, fill this from the engine's
-            // MpsManager: `self.mps.daemons().iter().map(|d| d.status.state).collect()`.
+            // LEAD: the engine has no MPS view yet. After merging work/sharing,
+            // replace `Vec::new()` with the state of each daemon of the engine's
+            // MpsManager (whatever the field is named there):
+            // `mps_manager.daemons().iter().map(|d| d.status.state).collect()`.
+            // Nothing else changes: metrics::gauges already exports every state.
             mps_daemons: Vec::new(),
             gpus: inventory.gpus.len(),
             problems: self.problems().len(),

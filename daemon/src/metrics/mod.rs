@@ -52,8 +52,9 @@ impl UsageSource for Engine {
 pub enum MetricsError {
     /// The listener's address could not be bound.
     #[error(
-        "metrics.listen: cannot listen on {addr}: {source}; choose a free port, or under \
-         systemd allow AF_INET/AF_INET6 (see systemd/gpusliced.service.d/metrics-listen.conf)"
+        "metrics.listen: cannot listen on {addr}: {source}; choose a free port, and under \
+         systemd allow IP sockets with the drop-in \
+         /usr/share/doc/gpuslice/examples/metrics-listen.conf"
     )]
     Bind {
         /// The configured address.
@@ -65,7 +66,8 @@ pub enum MetricsError {
     /// The textfile could not be written.
     #[error(
         "metrics.textfile: cannot write {path}: {source}; the folder must exist and, under \
-         systemd, be listed in ReadWritePaths= (see systemd/gpusliced.service.d/metrics-textfile.conf)"
+         systemd, be writable: add it to ReadWritePaths= in a drop-in like \
+         /usr/share/doc/gpuslice/examples/metrics-textfile.conf"
     )]
     Textfile {
         /// The configured file.
