@@ -14,8 +14,9 @@
 //!    daemons) and [`timeslice`] (compute time-slice policy).
 //! 9. [`claims`]: the claim engine (prepare, unprepare, reconcile).
 //! 10. [`api`]: the gRPC service on a unix socket.
-//! 11. [`systemd`] and [`logging`]: sd_notify and journald.
-//! 12. [`run`]: start-up, the task set, shutdown.
+//! 11. [`metrics`]: Prometheus metrics, on a loopback listener or a textfile.
+//! 12. [`systemd`] and [`logging`]: sd_notify and journald.
+//! 13. [`run`]: start-up, the task set, shutdown.
 
 pub mod api;
 pub mod cdi_build;
@@ -26,6 +27,7 @@ pub mod gpu;
 pub mod health;
 pub mod inventory;
 pub mod logging;
+pub mod metrics;
 pub mod mig;
 pub mod mps;
 pub mod run;

@@ -5,12 +5,14 @@
 //! supervisor, shm, nvidia-smi), load records and reconcile (stopping MPS
 //! daemons of claims that are gone), take back the device faults recorded
 //! before a restart, apply MIG, bring back the sharing of prepared claims,
-//! register the health watcher, bind the socket, and only then tell systemd
-//! READY=1. While serving, the health watcher waits on the backend's events
-//! on a blocking thread, SIGHUP rescans and repairs CDI specs, the watchdog is
-//! fed while the engine answers, and SIGTERM or SIGINT stops accepting, drains
-//! the calls in flight, stops the health watcher, removes the socket and
-//! returns.
+//! start the metrics exporters `[metrics]` enables (bind the loopback
+//! listener, write the textfile once), bind the socket, register the health
+//! watcher, and only then tell systemd READY=1. While serving, the health
+//! watcher waits on the backend's events on a blocking thread, SIGHUP rescans
+//! and repairs CDI specs, the watchdog is fed while the engine answers, and
+//! SIGTERM or SIGINT stops accepting, drains the calls in flight, stops the
+//! health watcher, removes the socket, stops the exporters (the textfile is
+//! written a last time) and returns.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -28,6 +30,7 @@ use crate::gpu::{GpuBackend, GpuError};
 use crate::health::watch::{Stop, Watcher};
 use crate::health::{Classifier, HealthStore, Monitor};
 use crate::inventory::Inventory;
+use crate::metrics::{Exporters, Metrics, MetricsError, UsageSource};
 use crate::mps::{
     ChildSupervisor, MpsError, MpsManager, MpsSettings, NoShmMount, ShmMounter, Supervisor,
     SystemdSupervisor, TmpfsMounter,
@@ -76,6 +79,9 @@ pub enum RunError {
     /// A signal handler could not be installed.
     #[error("signal handler: {0}")]
     Signal(#[source] std::io::Error),
+    /// A metrics exporter could not start.
+    #[error(transparent)]
+    Metrics(#[from] MetricsError),
     /// A blocking start-up task panicked.
     #[error("start-up task: {0}")]
     Task(#[from] tokio::task::JoinError),
@@ -218,8 +224,8 @@ fn start_engine(config: &Config) -> Result<Engine, RunError> {
 }
 
 /// The systemd status line, e.g. "serving 8 GPUs (nvml), 3 claims, 1 unhealthy
-/// (gpuslicectl health)".
-fn status_line(engine: &Engine) -> String {
+/// (gpuslicectl health); metrics on http://127.0.0.1:9464/metrics".
+fn status_line(engine: &Engine, metrics: Option<std::net::SocketAddr>) -> String {
     let mut line = format!(
         "serving {} GPUs ({}), {} claims",
         engine.inventory().gpus.len(),
@@ -229,6 +235,9 @@ fn status_line(engine: &Engine) -> String {
     match engine.fault_count() {
         0 => {}
         faults => line.push_str(&format!(", {faults} unhealthy (gpuslicectl health)")),
+    }
+    if let Some(addr) = metrics {
+        line.push_str(&format!("; metrics on http://{addr}/metrics"));
     }
     line
 }
@@ -244,14 +253,19 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
         let config = config.clone();
         Arc::new(tokio::task::spawn_blocking(move || start_engine(&config)).await??)
     };
-    let gid = config
-        .socket_group
-        .as_deref()
-        .map(socket::group_gid)
-        .transpose()?;
-    let listener = socket::bind(&config.socket, gid)?;
+    let metrics = Arc::new(Metrics::new(engine.backend_name()));
+    let source: Arc<dyn UsageSource> = engine.clone();
+    let exporters = Exporters::start(&config.metrics, source, metrics.clone()).await?;
+    let metrics_addr = exporters.listen_addr();
+    let (listener, gid) = match bind_socket(&config) {
+        Ok(bound) => bound,
+        Err(err) => {
+            exporters.stop().await;
+            return Err(err);
+        }
+    };
     // Nothing below returns early until the watcher is stopped again.
-    engine.on_health_change(|engine| systemd::status(&status_line(engine)));
+    engine.on_health_change(move |engine| systemd::status(&status_line(engine, metrics_addr)));
     let stop_health = Arc::new(Stop::default());
     let health_watcher = start_health_watcher(engine.clone(), stop_health.clone()).await;
     let policy = PeerPolicy {
@@ -259,18 +273,27 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
         group: gid,
     };
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(api::serve(listener, engine.clone(), policy, async {
-        let _ = stop_rx.await;
-    }));
+    let server = tokio::spawn(api::serve(
+        listener,
+        engine.clone(),
+        policy,
+        metrics,
+        async {
+            let _ = stop_rx.await;
+        },
+    ));
     tracing::info!(socket = %config.socket.display(), "serving");
-    systemd::ready(&status_line(&engine));
+    systemd::ready(&status_line(&engine, metrics_addr));
     let watchdog = systemd::watchdog_interval()
         .map(|every| tokio::spawn(feed_watchdog(engine.clone(), every)));
     loop {
         tokio::select! {
             _ = sigterm.recv() => { tracing::info!("SIGTERM: shutting down"); break; }
             _ = sigint.recv() => { tracing::info!("SIGINT: shutting down"); break; }
-            _ = sighup.recv() => config = reload(config, config_path.as_deref(), &engine).await,
+            _ = sighup.recv() => {
+                config = reload(config, config_path.as_deref(), &engine).await;
+                systemd::ready(&status_line(&engine, metrics_addr));
+            }
         }
     }
     systemd::stopping();
@@ -292,6 +315,7 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
         }
     };
     socket::remove(&config.socket);
+    exporters.stop().await;
     served??;
     tracing::info!("stopped");
     Ok(())
@@ -324,6 +348,16 @@ async fn start_health_watcher(engine: Arc<Engine>, stop: Arc<Stop>) -> tokio::ta
         }
     }
     task
+}
+
+/// Binds the API socket, owned by `socket_group` when set; returns its gid.
+fn bind_socket(config: &Config) -> Result<(tokio::net::UnixListener, Option<u32>), RunError> {
+    let gid = config
+        .socket_group
+        .as_deref()
+        .map(socket::group_gid)
+        .transpose()?;
+    Ok((socket::bind(&config.socket, gid)?, gid))
 }
 
 /// SIGHUP: read the config again (its `[mig]` section takes effect; other
@@ -362,7 +396,6 @@ async fn reload(config: Arc<Config>, path: Option<&Path>, engine: &Arc<Engine>) 
         Ok(Err(err)) => tracing::error!(error = %err, "reload failed; keeping the previous state"),
         Err(err) => tracing::error!(error = %err, "reload task failed"),
     }
-    systemd::ready(&status_line(engine));
     config
 }
 

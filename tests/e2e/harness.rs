@@ -26,6 +26,8 @@ pub struct Daemon {
     pub socket: PathBuf,
     pub cdi_dir: PathBuf,
     pub state_dir: PathBuf,
+    /// The STATUS= line the daemon sent with READY=1.
+    pub ready_status: String,
     notify: UnixDatagram,
     child: ChildGuard,
 }
@@ -114,15 +116,16 @@ impl Daemon {
             .stderr(log)
             .spawn()
             .expect("spawn gpusliced");
-        let daemon = Self {
+        let mut daemon = Self {
             socket: dir.path().join("gpusliced.sock"),
             cdi_dir: dir.path().join("cdi"),
             state_dir: dir.path().join("state"),
+            ready_status: String::new(),
             dir,
             notify,
             child: ChildGuard(child),
         };
-        daemon.wait_ready();
+        daemon.ready_status = daemon.wait_ready();
         daemon
     }
 
@@ -134,8 +137,13 @@ impl Daemon {
         self.wait_ready();
     }
 
-    fn wait_ready(&self) {
-        self.wait_for("READY=1");
+    /// Waits for READY=1; returns the STATUS= sent with it.
+    fn wait_ready(&self) -> String {
+        let msg = self.wait_for("READY=1");
+        msg.lines()
+            .find_map(|l| l.strip_prefix("STATUS="))
+            .unwrap_or_default()
+            .to_owned()
     }
 
     /// Waits for the next `STATUS=` line (sd_notify) that `wanted` accepts;
@@ -157,7 +165,8 @@ impl Daemon {
         }
     }
 
-    fn wait_for(&self, line: &str) {
+    /// Waits for a notification with `line`; returns the whole message.
+    fn wait_for(&self, line: &str) -> String {
         let mut buf = [0u8; 4096];
         loop {
             let n = self
@@ -166,7 +175,7 @@ impl Daemon {
                 .unwrap_or_else(|e| panic!("no {line} from gpusliced ({e}); log:\n{}", self.log()));
             let msg = String::from_utf8_lossy(&buf[..n]);
             if msg.lines().any(|l| l == line) {
-                return;
+                return msg.into_owned();
             }
         }
     }

@@ -2,7 +2,9 @@
 //! with systemd-nspawn (systemd 252 as PID 1), where `nspawn/in_container.sh`
 //! checks that the service starts (Type=notify reaches active), logs to the
 //! journal, answers gpuslicectl, reloads, is killed and restarted by the
-//! watchdog when it hangs, runs sandboxed, and is removed and purged cleanly.
+//! watchdog when it hangs, runs sandboxed, refuses the metrics exporters until the
+//! packaged drop-ins allow them (then serves and writes them), and is removed
+//! and purged cleanly.
 //!
 //! The .deb comes from `packaging/build.sh` (GPUSLICE_DEB, else the newest
 //! `<target>/debian/gpuslice_*.deb`). The rootfs is made once by debootstrap

@@ -5,11 +5,13 @@
 //! own user and the configured group only (SO_PEERCRED); [`service`] is a thin
 //! adapter, one short method per RPC; [`convert`] turns proto messages into
 //! domain types and back; [`status`] is the one place domain errors become
-//! gRPC codes.
+//! gRPC codes; [`observe`] is a tower layer that feeds the event metrics
+//! (status codes, Prepare and Unprepare latency) from every response.
 
 mod convert;
 mod health;
 mod mig_layout;
+pub mod observe;
 pub mod peer;
 mod service;
 mod sharing;
@@ -19,11 +21,13 @@ mod status;
 use std::future::Future;
 use std::sync::Arc;
 
-use gpuslice_proto::gpuslice::v1::gpu_slice_server::GpuSliceServer;
+use gpuslice_proto::gpuslice::v1::gpu_slice_server::{GpuSliceServer, SERVICE_NAME};
 use tokio::net::UnixListener;
 use tokio_stream::wrappers::UnixListenerStream;
 
 use crate::claims::Engine;
+use crate::metrics::Metrics;
+pub use observe::ObserveLayer;
 pub use peer::PeerPolicy;
 pub use service::Service;
 
@@ -32,16 +36,18 @@ pub use service::Service;
 pub const MAX_REQUEST_BYTES: usize = 1024 * 1024;
 
 /// Serves the API on `listener` until `shutdown` resolves, then finishes the
-/// requests in flight and returns.
+/// requests in flight and returns. Every call is counted in `metrics`.
 pub async fn serve(
     listener: UnixListener,
     engine: Arc<Engine>,
     policy: PeerPolicy,
+    metrics: Arc<Metrics>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), tonic::transport::Error> {
     let service =
         GpuSliceServer::with_interceptor(Service::new(engine), move |req| policy.check(req));
     tonic::transport::Server::builder()
+        .layer(ObserveLayer::new(metrics, SERVICE_NAME))
         .add_service(service)
         .serve_with_incoming_shutdown(UnixListenerStream::new(listener), shutdown)
         .await

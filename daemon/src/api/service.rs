@@ -1,6 +1,7 @@
 //! The gRPC service: one short method per RPC. Unwrap the request, convert,
 //! make one engine call on the blocking pool, convert back. No business logic,
-//! no locks, no hardware here.
+//! no locks, no hardware here. Prepare and Unprepare responses carry a
+//! [`Outcome`] extension for the latency metrics (`super::observe`).
 
 use std::sync::Arc;
 
@@ -9,7 +10,8 @@ use gpuslice_proto::gpuslice::v1::gpu_slice_server::GpuSlice;
 use tonic::{Request, Response, Status};
 
 use super::{convert, health, mig_layout, sharing};
-use crate::claims::{Engine, Unprepared};
+use crate::claims::{Engine, Prepared, Unprepared};
+use crate::metrics::Outcome;
 
 /// The API over one engine.
 #[derive(Debug, Clone)]
@@ -35,6 +37,13 @@ impl Service {
     }
 }
 
+/// A response carrying `outcome` for the metrics layer.
+fn marked<T>(reply: T, outcome: Outcome) -> Response<T> {
+    let mut response = Response::new(reply);
+    response.extensions_mut().insert(outcome);
+    response
+}
+
 #[tonic::async_trait]
 impl GpuSlice for Service {
     #[tracing::instrument(skip_all, fields(claim_uid = tracing::field::Empty))]
@@ -47,7 +56,11 @@ impl GpuSlice for Service {
         let prepared = self
             .blocking(move |engine| engine.prepare(&req).map_err(convert::error))
             .await?;
-        Ok(Response::new(convert::prepare_response(&prepared)))
+        let outcome = match prepared {
+            Prepared::Created(_) => Outcome::Prepared,
+            Prepared::AlreadyPrepared(_) => Outcome::AlreadyPrepared,
+        };
+        Ok(marked(convert::prepare_response(&prepared), outcome))
     }
 
     #[tracing::instrument(skip_all, fields(claim_uid = tracing::field::Empty))]
@@ -60,9 +73,14 @@ impl GpuSlice for Service {
         let done = self
             .blocking(move |engine| engine.unprepare(&uid).map_err(convert::error))
             .await?;
-        Ok(Response::new(pb::UnprepareResponse {
+        let outcome = match done {
+            Unprepared::Removed => Outcome::Unprepared,
+            Unprepared::NotPresent => Outcome::NotPrepared,
+        };
+        let reply = pb::UnprepareResponse {
             was_prepared: done == Unprepared::Removed,
-        }))
+        };
+        Ok(marked(reply, outcome))
     }
 
     async fn get_inventory(

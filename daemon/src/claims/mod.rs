@@ -40,6 +40,7 @@ mod spec_file;
 mod table;
 mod timeslice_share;
 mod unprepare;
+mod usage;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -52,6 +53,7 @@ pub use reconcile::ReconcileReport;
 pub use request::{ConfigRequest, DeviceRequest, PrepareRequest, validate_uid};
 pub use sharing::{SharingTools, TimeSliceOutcome};
 pub use sharing_view::{DaemonView, GpuSharingView, state_words};
+pub use usage::{ClaimKind, NodeUsage, SliceState, SliceUse};
 
 use crate::driver::DriverFiles;
 use crate::gpu::GpuBackend;

@@ -72,7 +72,8 @@ pub fn state_words(state: DaemonState) -> &'static str {
 }
 
 impl Engine {
-    fn daemons(&self) -> Vec<MpsDaemon> {
+    /// Every MPS control daemon, with its state and claims.
+    pub(super) fn daemons(&self) -> Vec<MpsDaemon> {
         self.sharing
             .tools
             .as_ref()

@@ -190,6 +190,11 @@ impl ClaimTable {
     pub fn records(&self) -> Vec<ClaimRecord> {
         self.claims.values().cloned().collect()
     }
+
+    /// Every record, by uid, without copying.
+    pub fn iter(&self) -> impl Iterator<Item = &ClaimRecord> {
+        self.claims.values()
+    }
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 //! This module only parses and validates: it opens no socket and creates no
 //! folder.
 
+mod metrics;
 mod mig;
 mod validate;
 
@@ -13,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+pub use metrics::{LoopbackAddr, MetricsConfig};
 pub use mig::{MigAdvertise, MigConfig, MigCreate, MigGpuConfig};
 pub use validate::ConfigError;
 
@@ -60,6 +62,8 @@ pub struct Config {
     pub timeslice: TimeSliceConfig,
     /// `[health]`: device health events.
     pub health: HealthConfig,
+    /// `[metrics]`: the Prometheus exporters (off by default).
+    pub metrics: MetricsConfig,
 }
 
 /// `[health]`.
@@ -222,6 +226,7 @@ impl Default for Config {
             mps: MpsConfig::default(),
             timeslice: TimeSliceConfig::default(),
             health: HealthConfig::default(),
+            metrics: MetricsConfig::default(),
         }
     }
 }
@@ -341,6 +346,7 @@ impl Config {
             &mut self.timeslice.nvidia_smi,
             &mut self.backend.sim.hardware_state,
             &mut self.backend.sim.health_events,
+            &mut self.metrics.textfile,
         ] {
             if let Some(p) = p.as_mut() {
                 resolve(p);

@@ -242,3 +242,61 @@ fn mps_and_timeslice_sections_parse_with_driver_root_defaults() {
         assert!(err.contains(key), "{bad}: {err}");
     }
 }
+
+#[test]
+fn metrics_are_off_by_default_and_loopback_only() {
+    let defaults = parse("").unwrap();
+    assert_eq!(defaults.metrics.listen, None);
+    assert_eq!(defaults.metrics.textfile, None);
+    assert_eq!(defaults.metrics.textfile_interval_seconds, 15);
+    let config = parse(
+        "[metrics]\nlisten = \"127.0.0.1:9464\"\ntextfile = \"prom/gpuslice.prom\"\n\
+         textfile_interval_seconds = 60\n",
+    )
+    .unwrap();
+    let addr = config.metrics.listen.unwrap().addr();
+    assert_eq!(addr.to_string(), "127.0.0.1:9464");
+    assert_eq!(
+        config.metrics.textfile,
+        Some(PathBuf::from("/etc/gpuslice/prom/gpuslice.prom"))
+    );
+    let v6 = parse("[metrics]\nlisten = \"[::1]:0\"").unwrap();
+    assert_eq!(v6.metrics.listen.unwrap().addr().to_string(), "[::1]:0");
+    for (bad, needle) in [
+        (
+            "[metrics]\nlisten = \"0.0.0.0:9464\"",
+            "not a loopback address",
+        ),
+        (
+            "[metrics]\nlisten = \"10.0.0.5:9464\"",
+            "not a loopback address",
+        ),
+        (
+            "[metrics]\nlisten = \"localhost:9464\"",
+            "not an IP address and port",
+        ),
+        (
+            "[metrics]\nlisten = \"127.0.0.1\"",
+            "not an IP address and port",
+        ),
+        (
+            "[metrics]\ntextfile = \"/var/lib/node/gpuslice.txt\"",
+            "ending in .prom",
+        ),
+        (
+            "[metrics]\ntextfile = \"/var/lib/node/.prom\"",
+            "ending in .prom",
+        ),
+        (
+            "[metrics]\ntextfile_interval_seconds = 0",
+            "metrics.textfile_interval_seconds",
+        ),
+        ("[metrics]\nport = 9464", "unknown field `port`"),
+    ] {
+        let err = parse(bad).unwrap_err().to_string();
+        assert!(err.contains(needle), "{bad}: {err}");
+        if bad.contains("listen") || bad.contains("textfile =") {
+            assert!(err.contains("metrics."), "names the key: {err}");
+        }
+    }
+}

@@ -81,6 +81,7 @@ impl Config {
             return Err(invalid("backend.sim.seed", "must not be empty"));
         }
         self.mig.validate()?;
+        self.metrics.validate()?;
         let size = &self.mps.shm_size;
         if size.is_empty() || !size.chars().all(|c| c.is_ascii_alphanumeric() || c == '%') {
             return Err(invalid(

@@ -85,6 +85,38 @@ timeout 120 systemctl start gpusliced.service || fail "not restarted"
 [ "$(show NRestarts)" -ge 1 ] || fail "NRestarts did not grow"
 gpuslicectl claims | grep -q "$UID1" || fail "the claim did not survive the restart"
 
+step "metrics: the default sandbox refuses them; the packaged drop-ins enable each exporter"
+EXAMPLES=/usr/share/doc/gpuslice/examples
+PROM=/var/lib/prometheus/node-exporter
+mkdir -p "$PROM"
+cat >>/etc/gpuslice/sim.toml <<EOF
+[metrics]
+listen = "127.0.0.1:9464"
+textfile = "$PROM/gpuslice.prom"
+EOF
+# Waits (bounded) for a line in this boot's journal of the unit.
+journal_has() {
+	timeout 30 sh -c "journalctl -b -u gpusliced.service -f -n all --no-pager | grep -m1 -F '$1'" >/dev/null
+}
+stop_and_reset() { systemctl stop gpusliced.service; systemctl reset-failed gpusliced.service; }
+if systemctl restart gpusliced.service; then fail "an IP listener started under RestrictAddressFamilies=AF_UNIX"; fi
+journal_has "metrics.listen: cannot listen on 127.0.0.1:9464" || fail "no error naming metrics.listen"
+stop_and_reset
+cp "$EXAMPLES/metrics-listen.conf" /etc/systemd/system/gpusliced.service.d/
+systemctl daemon-reload
+if systemctl restart gpusliced.service; then fail "the textfile was written under ProtectSystem=strict"; fi
+journal_has "metrics.textfile: cannot write $PROM/gpuslice.prom" || fail "no error naming metrics.textfile"
+stop_and_reset
+cp "$EXAMPLES/metrics-textfile.conf" /etc/systemd/system/gpusliced.service.d/
+systemctl daemon-reload
+systemctl restart gpusliced.service || fail "not started with both metrics drop-ins"
+show StatusText | grep -qF "metrics on http://127.0.0.1:9464/metrics" || fail "no metrics address in STATUS="
+scrape=$(bash -c 'exec 3<>/dev/tcp/127.0.0.1/9464 && printf "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n" >&3 && cat <&3')
+echo "$scrape" | head -n 1 | grep -q "200 OK" || fail "scrape: $scrape"
+echo "$scrape" | grep -qxF 'gpuslice_claims{kind="exclusive"} 1' || fail "the scrape lacks the claim: $scrape"
+grep -qxF 'gpuslice_claims{kind="exclusive"} 1' "$PROM/gpuslice.prom" || fail "the textfile lacks the claim"
+[ "$(stat -c %a "$PROM/gpuslice.prom")" = 644 ] || fail "textfile mode is not 0644"
+
 step "dpkg -r: stopped, binaries gone, conffile kept"
 dpkg -r gpuslice
 [ "$(systemctl is-active gpusliced.service)" != active ] || fail "still active after dpkg -r"

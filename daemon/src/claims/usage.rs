@@ -1,0 +1,237 @@
+//! What the node's claims, MIG slices and MPS daemons use right now, as plain
+//! data: the one snapshot the metrics gauges are computed from (at scrape or
+//! textfile-write time), so there is no second count to drift from the table.
+//!
+//! Taken in two steps, like every engine read that touches hardware: the
+//! table lock is held only to copy what the claims hold, never across the
+//! backend's `gpu_instances` calls that follow. A GPU whose instances cannot
+//! be listed contributes its held slices only (logged at debug: a scrape
+//! every 15 s must not flood the journal; the engine's own paths report it).
+//! A slice that a prepare in flight has just made, before its claim enters
+//! the table, shows as foreign for that one snapshot.
+
+use std::collections::HashSet;
+
+use super::table::Share;
+use super::{Engine, lock};
+use crate::gpu::{GpuInstance, Placement};
+use crate::inventory::GpuMig;
+use crate::mps::DaemonState;
+use crate::state::{ClaimRecord, DeviceKind, DeviceSharing};
+
+/// How a claim shares its devices (one kind per claim).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ClaimKind {
+    /// Whole GPUs, to this claim alone.
+    Exclusive,
+    /// At least one MIG slice, no sharing strategy.
+    Mig,
+    /// MPS on its devices (whole GPUs or slices).
+    Mps,
+    /// Compute time-slicing on its devices.
+    TimeSlicing,
+}
+
+impl ClaimKind {
+    /// Every kind, in label order.
+    pub const ALL: [Self; 4] = [Self::Exclusive, Self::Mig, Self::Mps, Self::TimeSlicing];
+
+    /// The label value: "exclusive", "mig", "mps", "timeslicing".
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Exclusive => "exclusive",
+            Self::Mig => "mig",
+            Self::Mps => "mps",
+            Self::TimeSlicing => "timeslicing",
+        }
+    }
+
+    /// The kind of a prepared claim: its sharing strategy when it has one
+    /// (MPS on a MIG slice counts as MPS), else MIG when any device is a
+    /// slice, else exclusive.
+    pub fn of(record: &ClaimRecord) -> Self {
+        let sharing = record.devices.iter().find_map(|d| d.sharing.as_ref());
+        if let Some(sharing) = sharing {
+            return match sharing {
+                DeviceSharing::Mps(_) => Self::Mps,
+                DeviceSharing::Timeslicing { .. } => Self::TimeSlicing,
+            };
+        }
+        if record.devices.iter().any(|d| d.kind == DeviceKind::Mig) {
+            Self::Mig
+        } else {
+            Self::Exclusive
+        }
+    }
+}
+
+/// What a MIG slice is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SliceState {
+    /// A claim holds it.
+    Held,
+    /// Offered and placeable now, not made yet (made at prepare). In
+    /// partitionable mode these overlap: each is one placement still open.
+    Free,
+    /// Made ahead from the layout (`create = "ahead"`), idle, ready to hand out.
+    MadeAhead,
+    /// A GPU instance gpusliced did not make and no claim holds.
+    Foreign,
+}
+
+impl SliceState {
+    /// Every state, in label order.
+    pub const ALL: [Self; 4] = [Self::Held, Self::Free, Self::MadeAhead, Self::Foreign];
+
+    /// The label value: "held", "free", "made_ahead", "foreign".
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Held => "held",
+            Self::Free => "free",
+            Self::MadeAhead => "made_ahead",
+            Self::Foreign => "foreign",
+        }
+    }
+}
+
+/// One MIG slice of the node.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SliceUse {
+    /// The parent GPU's inventory name, "gpu-0".
+    pub gpu: String,
+    /// The profile, "3g.40gb".
+    pub profile: String,
+    /// What it is doing.
+    pub state: SliceState,
+}
+
+/// The snapshot.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodeUsage {
+    /// The kind of every prepared claim.
+    pub claims: Vec<ClaimKind>,
+    /// Every MIG slice held, idle or offered, on GPUs in MIG mode.
+    pub mig_slices: Vec<SliceUse>,
+    /// The state of every MPS control daemon.
+    pub mps_daemons: Vec<DaemonState>,
+    /// Whole GPUs in the inventory.
+    pub gpus: usize,
+    /// Problems an operator should act on ([`Engine::problems`]).
+    pub problems: usize,
+}
+
+/// An advertised slice no claim blocks: (parent GPU uuid, profile, placement).
+type Open = (String, String, Placement);
+
+impl Engine {
+    /// What the node uses now; see the module doc.
+    pub fn usage(&self) -> NodeUsage {
+        let inventory = self.inventory();
+        let (claims, mut mig_slices, held, open) = {
+            let table = lock(&self.table);
+            let claims = table.iter().map(ClaimKind::of).collect();
+            let mut held_slices = Vec::new();
+            let mut held = HashSet::new();
+            for device in table.iter().flat_map(|r| &r.devices) {
+                let (Some(slice), Some(gpu)) = (&device.mig, inventory.gpu_by_uuid(&device.uuid))
+                else {
+                    continue;
+                };
+                held.insert((device.uuid.clone(), super::mig::slice_placement(slice)));
+                held_slices.push(SliceUse {
+                    gpu: gpu.name.clone(),
+                    profile: slice.profile.clone(),
+                    state: SliceState::Held,
+                });
+            }
+            let open: Vec<Open> = inventory
+                .mig
+                .iter()
+                .filter_map(|m| {
+                    let uuid = &inventory.gpus.get(m.parent)?.info.uuid;
+                    let share = Share::Slice(m.placement);
+                    table
+                        .blockers(uuid, share)
+                        .is_empty()
+                        .then(|| (uuid.clone(), m.profile.name.clone(), m.placement))
+                })
+                .collect();
+            (claims, held_slices, held, open)
+        };
+        let ledger = self.made_ahead();
+        for gpu in &inventory.gpus {
+            let Some(gpu_mig) = &gpu.mig else { continue };
+            let instances = match self.backend.gpu_instances(gpu.info.index) {
+                Ok(list) => list,
+                Err(err) => {
+                    tracing::debug!(gpu = %gpu.name, error = %err, "metrics: cannot list MIG instances");
+                    continue;
+                }
+            };
+            let uuid = gpu.info.uuid.as_str();
+            let held_here: HashSet<Placement> = held
+                .iter()
+                .filter(|(u, _)| u == uuid)
+                .map(|(_, p)| *p)
+                .collect();
+            let open_here: Vec<(&str, Placement)> = open
+                .iter()
+                .filter(|(u, _, _)| u == uuid)
+                .map(|(_, name, p)| (name.as_str(), *p))
+                .collect();
+            let ahead = |gi: &GpuInstance| ledger.iter().any(|m| m.is(uuid, gi));
+            mig_slices.extend(unheld_slices(
+                &gpu.name, gpu_mig, &instances, &held_here, &ahead, &open_here,
+            ));
+        }
+        mig_slices.sort();
+        NodeUsage {
+            claims,
+            mig_slices,
+            mps_daemons: self.daemons().iter().map(|d| d.status.state).collect(),
+            gpus: inventory.gpus.len(),
+            problems: self.problems().len(),
+        }
+    }
+}
+
+/// The slices of one GPU that no claim holds: instances that exist (made
+/// ahead or foreign), and offered placements that are free to make now
+/// (no instance there or overlapping). Pure.
+fn unheld_slices(
+    gpu: &str,
+    mig: &GpuMig,
+    instances: &[GpuInstance],
+    held: &HashSet<Placement>,
+    made_ahead: &dyn Fn(&GpuInstance) -> bool,
+    open: &[(&str, Placement)],
+) -> Vec<SliceUse> {
+    let slice = |profile: &str, state| SliceUse {
+        gpu: gpu.to_owned(),
+        profile: profile.to_owned(),
+        state,
+    };
+    let idle = instances
+        .iter()
+        .filter(|gi| !held.contains(&gi.placement))
+        .map(|gi| {
+            let profile = mig.profile_by_id(gi.profile_id).map_or_else(
+                || format!("profile-id-{}", gi.profile_id),
+                |p| p.name.clone(),
+            );
+            let state = if made_ahead(gi) {
+                SliceState::MadeAhead
+            } else {
+                SliceState::Foreign
+            };
+            slice(&profile, state)
+        });
+    let free = open
+        .iter()
+        .filter(|(_, p)| !instances.iter().any(|gi| gi.placement.overlaps(*p)))
+        .map(|(profile, _)| slice(profile, SliceState::Free));
+    idle.chain(free).collect()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,78 @@
+//! Snapshot → gauges: sets every gauge family from one [`NodeUsage`]. Pure
+//! (no engine, no I/O), so a test feeds it a hand-made snapshot.
+//!
+//! Fixed label values are always present (0 when none), so a dashboard sees
+//! `gpuslice_claims{kind="mps"} 0` rather than no series; MIG series exist
+//! for every (GPU, profile) with at least one slice in any state, each with
+//! all four states. The slice family is cleared first, so a GPU that left
+//! MIG mode or a profile no longer offered disappears.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::families::{Families, KindLabels, SliceLabels, StateLabels};
+use crate::claims::{ClaimKind, NodeUsage, SliceState};
+use crate::mps::DaemonState;
+
+/// Every MPS daemon state, in label order.
+pub const DAEMON_STATES: [DaemonState; 4] = [
+    DaemonState::Running,
+    DaemonState::Restarting,
+    DaemonState::Failed,
+    DaemonState::Stopped,
+];
+
+/// The label value of an MPS daemon state.
+pub fn daemon_state_name(state: DaemonState) -> &'static str {
+    match state {
+        DaemonState::Running => "running",
+        DaemonState::Restarting => "restarting",
+        DaemonState::Failed => "failed",
+        DaemonState::Stopped => "stopped",
+    }
+}
+
+fn count(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// Sets the gauges from `usage`.
+pub fn apply(families: &Families, usage: &NodeUsage) {
+    for kind in ClaimKind::ALL {
+        let n = usage.claims.iter().filter(|k| **k == kind).count();
+        families
+            .claims
+            .get_or_create(&KindLabels {
+                kind: kind.as_str(),
+            })
+            .set(count(n));
+    }
+    for state in DAEMON_STATES {
+        let n = usage.mps_daemons.iter().filter(|s| **s == state).count();
+        families
+            .mps_daemons
+            .get_or_create(&StateLabels {
+                state: daemon_state_name(state),
+            })
+            .set(count(n));
+    }
+    let mut slices: BTreeMap<(&str, &str, SliceState), usize> = BTreeMap::new();
+    let mut pairs: BTreeSet<(&str, &str)> = BTreeSet::new();
+    for s in &usage.mig_slices {
+        pairs.insert((&s.gpu, &s.profile));
+        *slices.entry((&s.gpu, &s.profile, s.state)).or_default() += 1;
+    }
+    families.mig_slices.clear();
+    for (gpu, profile) in pairs {
+        for state in SliceState::ALL {
+            let n = slices.get(&(gpu, profile, state)).copied().unwrap_or(0);
+            let labels = SliceLabels {
+                gpu: gpu.to_owned(),
+                profile: profile.to_owned(),
+                state: state.as_str(),
+            };
+            families.mig_slices.get_or_create(&labels).set(count(n));
+        }
+    }
+    families.gpus.set(count(usage.gpus));
+    families.problems.set(count(usage.problems));
+}

@@ -1,0 +1,234 @@
+//! Prometheus metrics: what gpusliced counts, and the two optional ways it
+//! exports them (both off by default, `[metrics]` in the config).
+//!
+//! Reading order: [`families`] (every name, HELP text, label set and bucket),
+//! [`gauges`] (a usage snapshot → gauges, pure), [`exposition`] (OpenMetrics
+//! vs the Prometheus 0.0.4 text format, pure), [`http`] (the loopback
+//! listener), [`textfile`] (the node_exporter file), [`exporters`] (starting
+//! and stopping them for `run`).
+//!
+//! Two sources, no second copy of the engine's state:
+//! - gauges are computed at scrape or write time from [`Engine::usage`]
+//!   (through [`UsageSource`]), under one lock so two scrapes never interleave
+//!   their updates;
+//! - event counters and histograms are fed by the API layer
+//!   (`api::observe`), which sees every RPC's status code and latency.
+//!
+//! Metrics are always counted (a few atomic adds per RPC); only exporting
+//! is optional.
+
+pub mod exporters;
+pub mod exposition;
+pub mod families;
+pub mod gauges;
+pub mod http;
+pub mod textfile;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+pub use exporters::Exporters;
+pub use exposition::Format;
+use families::{BuildLabels, ErrorLabels, Families, OutcomeLabels};
+
+use crate::claims::{Engine, NodeUsage};
+
+/// Where the gauges come from: the engine, or a fixed snapshot in tests.
+pub trait UsageSource: Send + Sync + std::fmt::Debug + 'static {
+    /// A snapshot taken now; may block (hardware calls, file reads).
+    fn usage(&self) -> NodeUsage;
+}
+
+impl UsageSource for Engine {
+    fn usage(&self) -> NodeUsage {
+        Engine::usage(self)
+    }
+}
+
+/// A metrics export that did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum MetricsError {
+    /// The listener's address could not be bound.
+    #[error(
+        "metrics.listen: cannot listen on {addr}: {source}; choose a free port, and under \
+         systemd allow IP sockets with the drop-in \
+         /usr/share/doc/gpuslice/examples/metrics-listen.conf"
+    )]
+    Bind {
+        /// The configured address.
+        addr: SocketAddr,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The textfile could not be written.
+    #[error(
+        "metrics.textfile: cannot write {path}: {source}; the folder must exist and, under \
+         systemd, be writable: add it to ReadWritePaths= in a drop-in like \
+         /usr/share/doc/gpuslice/examples/metrics-textfile.conf"
+    )]
+    Textfile {
+        /// The configured file.
+        path: PathBuf,
+        /// What failed.
+        #[source]
+        source: gpuslice_cdi::atomic::AtomicError,
+    },
+    /// The encoder failed.
+    #[error("cannot encode the metrics: {0}")]
+    Encode(#[from] std::fmt::Error),
+    /// The snapshot task panicked.
+    #[error("metrics snapshot task: {0}")]
+    Task(#[from] tokio::task::JoinError),
+}
+
+/// What a successful Prepare or Unprepare did; the API marks its responses
+/// with it so the latency histograms tell fsync-bound work from retries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// A new claim was prepared.
+    Prepared,
+    /// The claim was prepared before; nothing (or only a missing spec) was written.
+    AlreadyPrepared,
+    /// The claim was unprepared.
+    Unprepared,
+    /// The daemon did not know the claim.
+    NotPrepared,
+}
+
+impl Outcome {
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Prepared => "prepared",
+            Self::AlreadyPrepared => "already_prepared",
+            Self::Unprepared => "unprepared",
+            Self::NotPrepared => "not_prepared",
+        }
+    }
+}
+
+/// The registry, its families, and the lock that makes a render atomic.
+#[derive(Debug)]
+pub struct Metrics {
+    families: Families,
+    render: Mutex<()>,
+}
+
+impl Metrics {
+    /// Fresh families; `backend` ("nvml", "sim") labels `gpuslice_build_info`.
+    pub fn new(backend: &'static str) -> Self {
+        let families = Families::default();
+        families
+            .build_info
+            .get_or_create(&BuildLabels {
+                version: env!("CARGO_PKG_VERSION"),
+                backend,
+            })
+            .set(1);
+        // Every outcome's series exists from the start (count 0), so the
+        // first call of a kind is a visible increase, not a new series.
+        for (family, outcomes) in [
+            (
+                &families.prepare_seconds,
+                [
+                    Outcome::Prepared.as_str(),
+                    Outcome::AlreadyPrepared.as_str(),
+                    "error",
+                ],
+            ),
+            (
+                &families.unprepare_seconds,
+                [
+                    Outcome::Unprepared.as_str(),
+                    Outcome::NotPrepared.as_str(),
+                    "error",
+                ],
+            ),
+        ] {
+            for outcome in outcomes {
+                drop(family.get_or_create(&OutcomeLabels { outcome }));
+            }
+        }
+        Self {
+            families,
+            render: Mutex::new(()),
+        }
+    }
+
+    /// Records one Prepare (`rpc` "Prepare") or Unprepare call's latency
+    /// under `outcome` ("error" when `None`).
+    pub fn observe(&self, rpc: &str, outcome: Option<Outcome>, elapsed: Duration) {
+        let family = match rpc {
+            "Prepare" => &self.families.prepare_seconds,
+            "Unprepare" => &self.families.unprepare_seconds,
+            _ => return,
+        };
+        let outcome = outcome.map_or("error", Outcome::as_str);
+        family
+            .get_or_create(&OutcomeLabels { outcome })
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// Counts one RPC answered with `code` (not OK).
+    pub fn count_error(&self, rpc: &'static str, code: tonic::Code) {
+        self.families
+            .errors
+            .get_or_create(&ErrorLabels {
+                rpc,
+                code: code_name(code),
+            })
+            .inc();
+    }
+
+    /// Sets the gauges from `usage` and encodes everything in `format`.
+    pub fn render(&self, usage: &NodeUsage, format: Format) -> Result<String, MetricsError> {
+        let _one_at_a_time = self.render.lock().unwrap_or_else(PoisonError::into_inner);
+        gauges::apply(&self.families, usage);
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &self.families.registry)?;
+        Ok(match format {
+            Format::OpenMetrics => text,
+            Format::Prometheus => exposition::to_prometheus(&text),
+        })
+    }
+}
+
+/// A snapshot from `source` (on the blocking pool), rendered in `format`.
+pub async fn scrape(
+    source: &std::sync::Arc<dyn UsageSource>,
+    metrics: &std::sync::Arc<Metrics>,
+    format: Format,
+) -> Result<String, MetricsError> {
+    let (source, metrics) = (source.clone(), metrics.clone());
+    tokio::task::spawn_blocking(move || metrics.render(&source.usage(), format)).await?
+}
+
+/// The canonical name of a gRPC status code, as the gRPC spec writes it.
+pub fn code_name(code: tonic::Code) -> &'static str {
+    use tonic::Code;
+    match code {
+        Code::Ok => "OK",
+        Code::Cancelled => "CANCELLED",
+        Code::Unknown => "UNKNOWN",
+        Code::InvalidArgument => "INVALID_ARGUMENT",
+        Code::DeadlineExceeded => "DEADLINE_EXCEEDED",
+        Code::NotFound => "NOT_FOUND",
+        Code::AlreadyExists => "ALREADY_EXISTS",
+        Code::PermissionDenied => "PERMISSION_DENIED",
+        Code::ResourceExhausted => "RESOURCE_EXHAUSTED",
+        Code::FailedPrecondition => "FAILED_PRECONDITION",
+        Code::Aborted => "ABORTED",
+        Code::OutOfRange => "OUT_OF_RANGE",
+        Code::Unimplemented => "UNIMPLEMENTED",
+        Code::Internal => "INTERNAL",
+        Code::Unavailable => "UNAVAILABLE",
+        Code::DataLoss => "DATA_LOSS",
+        Code::Unauthenticated => "UNAUTHENTICATED",
+    }
+}
+
+#[cfg(test)]
+mod tests;
