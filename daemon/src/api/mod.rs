@@ -20,6 +20,7 @@ use std::sync::Arc;
 use gpuslice_proto::gpuslice::v1::gpu_slice_server::GpuSliceServer;
 use tokio::net::UnixListener;
 use tokio_stream::wrappers::UnixListenerStream;
+use tonic::service::interceptor::InterceptedService;
 
 use crate::claims::Engine;
 pub use peer::PeerPolicy;
@@ -37,8 +38,9 @@ pub async fn serve(
     policy: PeerPolicy,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), tonic::transport::Error> {
-    let service =
-        GpuSliceServer::with_interceptor(Service::new(engine), move |req| policy.check(req));
+    let server =
+        GpuSliceServer::new(Service::new(engine)).max_decoding_message_size(MAX_REQUEST_BYTES);
+    let service = InterceptedService::new(server, move |req| policy.check(req));
     tonic::transport::Server::builder()
         .add_service(service)
         .serve_with_incoming_shutdown(UnixListenerStream::new(listener), shutdown)
