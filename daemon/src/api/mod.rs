@@ -25,6 +25,10 @@ use tonic::service::interceptor::InterceptedService;
 use crate::claims::Engine;
 pub use peer::PeerPolicy;
 pub use service::Service;
+// The Prepare conversion and the error-to-status mapping the service applies,
+// public so the fuzz targets (fuzz/) drive exactly what a request goes through.
+pub use convert::{MAX_FIELD, prepare_request};
+pub use status::error as claim_status;
 
 /// Largest request accepted: a prepare is a few KB; anything near this is
 /// hostile and is refused (OUT_OF_RANGE) before it is decoded.
