@@ -140,6 +140,13 @@ async fn sim_bad_input_is_invalid_argument_and_touches_nothing() {
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::OutOfRange, "{}", err.message());
+    // So is 2 MiB: the daemon's own limit is 1 MiB, below the transport's default.
+    let over = "a".repeat(2 * 1024 * 1024);
+    let err = client
+        .prepare(prepare_request(&over, &["gpu-0"]))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::OutOfRange, "{}", err.message());
     // Under the limit, an oversized field is refused by the API itself.
     let big = "a".repeat(512 * 1024);
     let cases = [

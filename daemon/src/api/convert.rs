@@ -16,7 +16,7 @@ pub use super::status::error;
 
 /// Longest string field accepted before any other check: a 10 MB uid or name
 /// is refused here without being copied into an error message.
-const MAX_FIELD: usize = 4096;
+pub const MAX_FIELD: usize = 4096;
 
 fn bounded(field: &str, value: String) -> Result<String, Status> {
     if value.len() > MAX_FIELD {

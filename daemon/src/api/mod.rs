@@ -24,12 +24,17 @@ use std::sync::Arc;
 use gpuslice_proto::gpuslice::v1::gpu_slice_server::{GpuSliceServer, SERVICE_NAME};
 use tokio::net::UnixListener;
 use tokio_stream::wrappers::UnixListenerStream;
+use tonic::service::interceptor::InterceptedService;
 
 use crate::claims::Engine;
 use crate::metrics::Metrics;
 pub use observe::ObserveLayer;
 pub use peer::PeerPolicy;
 pub use service::Service;
+// The Prepare conversion and the error-to-status mapping the service applies,
+// public so the fuzz targets (fuzz/) drive exactly what a request goes through.
+pub use convert::{MAX_FIELD, prepare_request};
+pub use status::error as claim_status;
 
 /// Largest request accepted: a prepare is a few KB; anything near this is
 /// hostile and is refused (OUT_OF_RANGE) before it is decoded.
@@ -44,8 +49,9 @@ pub async fn serve(
     metrics: Arc<Metrics>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), tonic::transport::Error> {
-    let service =
-        GpuSliceServer::with_interceptor(Service::new(engine), move |req| policy.check(req));
+    let server =
+        GpuSliceServer::new(Service::new(engine)).max_decoding_message_size(MAX_REQUEST_BYTES);
+    let service = InterceptedService::new(server, move |req| policy.check(req));
     tonic::transport::Server::builder()
         .layer(ObserveLayer::new(metrics, SERVICE_NAME))
         .add_service(service)

@@ -1,0 +1,8 @@
+//! Opaque sharing configs: see gpuslice_fuzz::sharing.
+#![no_main]
+#![expect(
+    clippy::disallowed_methods,
+    reason = "fuzz_target! opens its debug output file with File::create"
+)]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| gpuslice_fuzz::sharing::check(data));
