@@ -27,6 +27,8 @@ fn device(name: &str, request: &str) -> pb::AllocatedDevice {
         device: name.to_owned(),
         request_names: vec![request.to_owned()],
         pool: "node-1".to_owned(),
+        consumed_memory_bytes: None,
+        share_id: String::new(),
     }
 }
 

@@ -11,8 +11,8 @@
 //! * a request validation refuses never touches the disk or the hardware:
 //!   the engine refuses it with the same error, no file event fires in the
 //!   state and CDI folders (inotify), no simulated GPU call is made; its
-//!   status is INVALID_ARGUMENT (UNIMPLEMENTED for sharing this build cannot
-//!   apply) and its message stays bounded whatever the input's size;
+//!   status is INVALID_ARGUMENT and its message stays bounded whatever the
+//!   input's size;
 //! * a request validation accepts holds only names within Kubernetes' size
 //!   limits (uid 36, names 253, request names 63, configs 10 KiB) and no `/`
 //!   or NUL anywhere a file name or record could take it from;
@@ -21,7 +21,10 @@
 //!   its status is never INTERNAL, and when it is the caller's mistake
 //!   (INVALID_ARGUMENT) nothing was touched either; either way the node ends
 //!   exactly as it started (same files, no claim, same inventory, same MIG
-//!   instances).
+//!   instances). The node's engine has no sharing tools (no MPS control
+//!   program or nvidia-smi to spawn per input), so a valid MPS or
+//!   time-slicing claim is refused UNAVAILABLE after validation and must
+//!   leave nothing behind like any other refusal.
 
 use gpuslice::api::{MAX_FIELD, claim_status, prepare_request};
 use gpuslice::claims::{PrepareRequest, Prepared, Unprepared};
@@ -78,7 +81,7 @@ pub fn check(request: pb::PrepareRequest) {
             );
             let status = claim_status(err);
             assert!(
-                matches!(status.code(), Code::InvalidArgument | Code::Unimplemented),
+                status.code() == Code::InvalidArgument,
                 "validation refusal with status {status:?}"
             );
             assert!(
@@ -87,7 +90,7 @@ pub fn check(request: pb::PrepareRequest) {
                 status.message().len()
             );
         }
-        Ok(()) => {
+        Ok(_) => {
             check_accepted(&converted);
             prepare_cycle(node, &converted);
             node.assert_as_started("after a prepare cycle");

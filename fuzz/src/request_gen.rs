@@ -73,6 +73,9 @@ pub struct GenAllocated {
     device: GenDevice,
     request_names: Vec<GenText>,
     pool: GenText,
+    /// DRAConsumableCapacity's consumed memory, any value (negative included).
+    consumed_memory_bytes: Option<i64>,
+    share_id: GenText,
 }
 
 /// One opaque config.
@@ -134,6 +137,8 @@ impl GenRequest {
                     device: device_name(&d.device),
                     request_names: d.request_names.iter().map(GenText::build).collect(),
                     pool: d.pool.build(),
+                    consumed_memory_bytes: d.consumed_memory_bytes,
+                    share_id: d.share_id.build(),
                 })
                 .collect(),
             configs: self
