@@ -194,8 +194,9 @@ fn status_kib(pid: u32, field: &str) -> u64 {
         .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"))
 }
 
-/// Prepares a claim on every whole GPU and on every slice of the MIG GPUs'
-/// layouts; returns how many.
+/// Prepares a claim on every slice of the MIG GPUs' layouts and on every
+/// whole GPU that offers no slices (taking a MIG GPU whole would switch its
+/// MIG mode off and free its slices); returns how many.
 fn fill_node(config: &Path) -> usize {
     let (_, mut child, _notify) = start(config);
     let socket = config.with_file_name("gpusliced.sock");
@@ -217,8 +218,15 @@ fn fill_node(config: &Path) -> usize {
         .iter()
         .filter_map(|d| d["name"].as_str().map(str::to_owned))
         .collect();
+    let sliced: Vec<&str> = names
+        .iter()
+        .filter_map(|n| n.split_once("-mig-").map(|(parent, _)| parent))
+        .collect();
     let mut claims = 0;
     for (n, name) in names.iter().enumerate() {
+        if sliced.contains(&name.as_str()) {
+            continue;
+        }
         let uid = format!("00000000-0000-4000-8000-{n:012}");
         ctl(&["prepare", "--uid", &uid, "--device", name]);
         claims += 1;

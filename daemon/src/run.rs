@@ -10,8 +10,8 @@
 //! watcher, and only then tell systemd READY=1. While serving, the health
 //! watcher waits on the backend's events on a blocking thread, SIGHUP rescans
 //! and repairs CDI specs, the watchdog is fed while the engine answers, and
-//! SIGTERM or SIGINT stops accepting, drains the calls in flight, stops the
-//! health watcher, removes the socket, stops the exporters (the textfile is
+//! SIGTERM or SIGINT stops accepting, drains the calls in flight, tells the
+//! health watcher to stop (without waiting for it), removes the socket, stops the exporters (the textfile is
 //! written a last time) and returns.
 
 use std::path::{Path, PathBuf};
@@ -302,8 +302,10 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
     }
     let _ = stop_tx.send(());
     stop_health.stop();
-    if let Err(err) = health_watcher.await {
-        tracing::error!(error = %err, "health watcher task failed");
+    if let Some(thread) = health_watcher.filter(std::thread::JoinHandle::is_finished)
+        && thread.join().is_err()
+    {
+        tracing::error!("health watcher thread panicked");
     }
     let mut server = server;
     let served = match tokio::time::timeout(DRAIN_GRACE, &mut server).await {
@@ -321,21 +323,38 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
     Ok(())
 }
 
-/// Starts the health watcher on a blocking thread and waits until it has
-/// registered (or failed to): events from then on are seen. Runs until `stop`.
-async fn start_health_watcher(engine: Arc<Engine>, stop: Arc<Stop>) -> tokio::task::JoinHandle<()> {
+/// Starts the health watcher on a thread of its own and waits until it has
+/// registered (or failed to): events from then on are seen. Runs until
+/// `stop`. Its own OS thread, not tokio's blocking pool, because a wait on
+/// the backend (NVML's event wait) cannot be interrupted: shutdown signals
+/// the thread and leaves it, rather than waiting out the wait, and the
+/// process's exit ends it. Nothing it does at that moment can be torn: its
+/// only write, the health record, goes through the atomic writer.
+async fn start_health_watcher(
+    engine: Arc<Engine>,
+    stop: Arc<Stop>,
+) -> Option<std::thread::JoinHandle<()>> {
     let (registered_tx, registered_rx) = tokio::sync::oneshot::channel::<Monitor>();
-    let task = tokio::task::spawn_blocking(move || {
-        let on_change = || engine.health_changed();
-        let watcher = Watcher {
-            backend: engine.backend(),
-            health: engine.health(),
-            on_change: &on_change,
-        };
-        watcher.run(&stop, |monitor| {
-            let _ = registered_tx.send(monitor.clone());
+    let thread = std::thread::Builder::new()
+        .name("health-watch".to_owned())
+        .spawn(move || {
+            let on_change = || engine.health_changed();
+            let watcher = Watcher {
+                backend: engine.backend(),
+                health: engine.health(),
+                on_change: &on_change,
+            };
+            watcher.run(&stop, |monitor| {
+                let _ = registered_tx.send(monitor.clone());
+            });
         });
-    });
+    let thread = match thread {
+        Ok(thread) => thread,
+        Err(err) => {
+            tracing::error!(error = %err, "cannot start the health watcher thread; device health is not watched");
+            return None;
+        }
+    };
     match tokio::time::timeout(HEALTH_REGISTER_GRACE, registered_rx).await {
         Ok(Ok(Monitor::Watching { unmonitored })) => {
             for gpu in unmonitored {
@@ -347,7 +366,7 @@ async fn start_health_watcher(engine: Arc<Engine>, stop: Arc<Stop>) -> tokio::ta
             tracing::warn!(grace = ?HEALTH_REGISTER_GRACE, "health events not registered yet; serving anyway")
         }
     }
-    task
+    Some(thread)
 }
 
 /// Binds the API socket, owned by `socket_group` when set; returns its gid.

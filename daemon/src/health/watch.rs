@@ -8,8 +8,9 @@
 //! makes the whole GPU the target, since the fault can no longer be pinned
 //! down. Every change calls `on_change` (the engine bumps its inventory
 //! generation, so the DRA plugin republishes). A broken watch is reported
-//! as [`Monitor::Failed`] and made again after [`WAIT`]. Stopping takes at
-//! most one [`WAIT`].
+//! as [`Monitor::Failed`] and made again after [`WAIT`]. The loop sees a
+//! stop within one [`WAIT`]; gpusliced does not wait for that at shutdown
+//! (the watcher has its own thread, which the process's exit ends).
 
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
