@@ -9,10 +9,15 @@
 //! whole GPUs are published shareable by memory, and two claims sharing one
 //! GPU by memory go through with their consumed memory and share ids.
 //! The kubelet's health watch (v1, v1alpha1) sees an XID injected into
-//! gpusliced, and its recovery.
+//! gpusliced, and its recovery. The shim runs with `resync_seconds = 3600`,
+//! so every republish the tests wait for comes from a watch ([`republish`]:
+//! health, deletions, foreign edits, a watch that expired, gpusliced
+//! restarting), never from the timer.
 
 mod fake_apiserver;
+mod fake_watch;
 mod peers;
+mod republish;
 mod slice_rules;
 
 use std::collections::BTreeSet;
@@ -100,12 +105,20 @@ fn check_pool(state: &State) -> (i64, Vec<String>) {
     (generations.into_iter().next().unwrap_or_default(), names)
 }
 
+/// The whole pool is there, at one generation of at least `min_generation`:
+/// every device once, as many slices as each says.
 fn published(state: &State, min_generation: i64) -> bool {
-    state.slices.len() == GPUS.div_ceil(128)
+    let generations: BTreeSet<Option<i64>> = (state.slices.values())
+        .map(|s| s["spec"]["pool"]["generation"].as_i64())
+        .collect();
+    let [Some(generation)] = generations.into_iter().collect::<Vec<_>>()[..] else {
+        return false;
+    };
+    generation >= min_generation
         && state
             .slices
             .values()
-            .all(|s| s["spec"]["pool"]["generation"].as_i64() >= Some(min_generation))
+            .all(|s| s["spec"]["pool"]["resourceSliceCount"] == json!(state.slices.len()))
         && state
             .slices
             .values()
@@ -146,7 +159,7 @@ fn kubelet_conformance_against_real_gpusliced() {
 
     // ResourceSlices: 130 devices need two slices, each within the limits.
     assert!(
-        api.wait_for(BOUND, |s| published(s, 1)),
+        api.wait_for(BOUND, |s| published(s, 1) && s.slices.len() == 2),
         "no pool published; writes {:?}; devices per slice {:?}; violations {:?}; shim log:\n{}",
         api.state().writes,
         api.state()
@@ -171,6 +184,15 @@ fn kubelet_conformance_against_real_gpusliced() {
                     && s.contains("spec.driver=gpu.nvidia.com")),
             "lists use the node authorizer's field selector: {:?}",
             state.list_selectors
+        );
+        assert!(
+            state
+                .watch_selectors
+                .iter()
+                .all(|s| s.contains("spec.nodeName=node-1")
+                    && s.contains("spec.driver=gpu.nvidia.com")),
+            "watches use the node authorizer's field selector: {:?}",
+            state.watch_selectors
         );
         let device = state
             .slices

@@ -35,12 +35,25 @@ pub const KUBELET_PROTOS: [&str; 5] = [
 ];
 
 /// Kills a child if the test ends without stopping it.
-pub struct ChildGuard(pub Child);
+pub struct ChildGuard(Option<Child>);
+
+impl ChildGuard {
+    pub fn new(child: Child) -> Self {
+        Self(Some(child))
+    }
+
+    /// The child, no longer killed when the guard goes.
+    pub fn release(mut self) -> Child {
+        self.0.take().expect("a guarded child")
+    }
+}
 
 impl Drop for ChildGuard {
     fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
 
@@ -153,7 +166,7 @@ impl Kubelet {
         });
         HealthWatch {
             lines,
-            _child: ChildGuard(child),
+            _child: ChildGuard::new(child),
         }
     }
 }
@@ -270,25 +283,40 @@ impl Daemon {
             stand_in("fake-nvidia-smi").display(),
         );
         write(&dir.join("gpuslice.toml"), &text);
-        let notify_path = dir.join("notify.sock");
+        let mut daemon = Self {
+            socket: dir.join("gpusliced.sock"),
+            dir: dir.to_path_buf(),
+            cdi_dir: dir.join("cdi"),
+            mps_dir: dir.join("run/mps"),
+            child: None,
+        };
+        daemon.launch();
+        daemon
+    }
+
+    /// Starts gpusliced on the config in its folder; returns after READY=1.
+    fn launch(&mut self) {
+        let notify_path = self.dir.join("notify.sock");
+        let _ = std::fs::remove_file(&notify_path);
         let notify = UnixDatagram::bind(&notify_path).expect("bind notify socket");
         notify
             .set_read_timeout(Some(READY_TIMEOUT))
             .expect("notify timeout");
         let child = Command::new(gpusliced_binary())
             .arg("--config")
-            .arg(dir.join("gpuslice.toml"))
+            .arg(self.dir.join("gpuslice.toml"))
             .env("NOTIFY_SOCKET", &notify_path)
             .stdout(Stdio::null())
-            .stderr(log_file(&dir.join("gpusliced.log")))
+            .stderr(log_file(&self.dir.join("gpusliced.log")))
             .spawn()
             .expect("spawn gpusliced");
+        self.child = Some(ChildGuard::new(child));
         let mut buf = [0u8; 4096];
         loop {
             let n = notify.recv(&mut buf).unwrap_or_else(|e| {
                 panic!(
                     "no READY=1 from gpusliced ({e}): {}",
-                    read(&dir.join("gpusliced.log"))
+                    read(&self.dir.join("gpusliced.log"))
                 )
             });
             if String::from_utf8_lossy(&buf[..n])
@@ -298,13 +326,24 @@ impl Daemon {
                 break;
             }
         }
-        Self {
-            socket: dir.join("gpusliced.sock"),
-            dir: dir.to_path_buf(),
-            cdi_dir: dir.join("cdi"),
-            mps_dir: dir.join("run/mps"),
-            child: Some(ChildGuard(child)),
-        }
+    }
+
+    /// Stops gpusliced with SIGTERM (it must exit 0 within `bound`, open
+    /// watches and all) and starts it again on the same folder and socket.
+    pub fn restart(&mut self, bound: Duration) {
+        let child = self.child.take().expect("gpusliced runs").release();
+        let status = stop(child, bound);
+        assert!(
+            status.success(),
+            "gpusliced exited {status:?}: {}",
+            read(&self.dir.join("gpusliced.log"))
+        );
+        self.launch();
+    }
+
+    /// gpusliced's log so far.
+    pub fn log(&self) -> String {
+        read(&self.dir.join("gpusliced.log"))
     }
 
     /// Injects a health event (`gpu=7 xid=79`) through the simulator's
@@ -345,8 +384,8 @@ impl Shim {
         write(&dir.join("kubeconfig"), &kubeconfig);
         let config = format!(
             "node_name = \"node-1\"\nkubeconfig = \"kubeconfig\"\ngpusliced_socket = \"{}\"\n\
-             registry_dir = \"registry\"\nplugins_dir = \"plugins\"\nresync_seconds = 1\n\
-             health_seconds = 1\nconsumable_capacity = true\n",
+             registry_dir = \"registry\"\nplugins_dir = \"plugins\"\nresync_seconds = 3600\n\
+             health_seconds = 1\nconsumable_capacity = true\ntaint_unhealthy = true\n",
             gpusliced_socket.display()
         );
         write(&dir.join("shim.toml"), &config);
@@ -390,27 +429,44 @@ impl Shim {
 
     /// Waits (on a thread blocked in wait(2)) for the shim to exit, within a bound.
     pub fn wait_exit(&mut self, bound: Duration) -> ExitStatus {
-        let mut child = self.child.take().expect("the shim runs");
-        let pid = child.id();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let _ = tx.send(child.wait());
-        });
-        match rx.recv_timeout(bound) {
-            Ok(status) => status.expect("wait for the shim"),
-            Err(_) => {
-                let pid = i32::try_from(pid).expect("pid fits");
-                let _ = nix::sys::signal::kill(
-                    nix::unistd::Pid::from_raw(pid),
-                    nix::sys::signal::Signal::SIGKILL,
-                );
-                panic!(
-                    "the shim did not exit within {bound:?}; log:\n{}",
-                    self.log()
-                );
-            }
+        let child = self.child.take().expect("the shim runs");
+        wait_bounded(child, bound).unwrap_or_else(|| {
+            panic!(
+                "the shim did not exit within {bound:?}; log:\n{}",
+                self.log()
+            )
+        })
+    }
+}
+
+/// Waits for `child` to exit within `bound` (None, and killed, if not).
+fn wait_bounded(mut child: Child, bound: Duration) -> Option<ExitStatus> {
+    let pid = i32::try_from(child.id()).expect("pid fits");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    match rx.recv_timeout(bound) {
+        Ok(status) => Some(status.expect("wait for the child")),
+        Err(_) => {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            None
         }
     }
+}
+
+/// SIGTERM, then waits within `bound`.
+fn stop(child: Child, bound: Duration) -> ExitStatus {
+    let pid = i32::try_from(child.id()).expect("pid fits");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("send SIGTERM");
+    wait_bounded(child, bound).unwrap_or_else(|| panic!("pid {pid} did not exit within {bound:?}"))
 }
 
 fn write(path: &Path, text: &str) {
