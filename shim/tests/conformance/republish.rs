@@ -15,7 +15,8 @@ use std::collections::BTreeSet;
 use serde_json::json;
 
 use crate::fake_apiserver::{FakeApiServer, State};
-use crate::peers::{Daemon, Shim};
+use crate::gpusliced::Daemon;
+use crate::peers::Shim;
 use crate::{BOUND, GPUS, NODE, NODE_UID, check_pool, published};
 
 /// The devices carrying the shim's NoSchedule `gpu.nvidia.com/unhealthy` taint.
