@@ -6,8 +6,9 @@
 //! adapter, one short method per RPC; [`convert`] turns proto messages into
 //! domain types and back; [`status`] is the one place domain errors become
 //! gRPC codes; `inventory_watch` streams the inventory generation
-//! (WatchInventory) until shutdown; [`observe`] is a tower layer that feeds the event metrics
-//! (status codes, Prepare and Unprepare latency) from every response.
+//! (WatchInventory) until shutdown; [`observe`] is a tower layer that feeds
+//! the event metrics (status codes, Prepare and Unprepare latency) from every
+//! response.
 
 mod convert;
 mod health;

@@ -1,7 +1,7 @@
 //! The gRPC service: one short method per RPC. Unwrap the request, convert,
 //! make one engine call on the blocking pool, convert back (WatchInventory:
-//! a stream from `inventory_watch`). No business logic,
-//! no locks, no hardware here. Prepare and Unprepare responses carry a
+//! a stream from `inventory_watch`). No business logic, no locks, no
+//! hardware here. Prepare and Unprepare responses carry a
 //! [`Outcome`] extension for the latency metrics (`super::observe`).
 
 use std::sync::Arc;
