@@ -10,8 +10,9 @@
 //! watcher, and only then tell systemd READY=1. While serving, the health
 //! watcher waits on the backend's events on a blocking thread, SIGHUP rescans
 //! and repairs CDI specs, the watchdog is fed while the engine answers, and
-//! SIGTERM or SIGINT stops accepting, drains the calls in flight, tells the
-//! health watcher to stop (without waiting for it), removes the socket, stops the exporters (the textfile is
+//! SIGTERM or SIGINT stops accepting, ends the open inventory watches,
+//! drains the calls in flight, tells the health watcher to stop (without
+//! waiting for it), removes the socket, stops the exporters (the textfile is
 //! written a last time) and returns.
 
 use std::path::{Path, PathBuf};
@@ -186,6 +187,9 @@ fn start_engine(config: &Config) -> Result<Engine, RunError> {
         source,
     })?;
     tracing::info!(backend = name, gpus = inventory.gpus.len(), driver = %inventory.driver.driver_version, "GPUs found");
+    for gpu in &inventory.unreadable {
+        tracing::error!(gpu = %gpu.label(), what = gpu.what, error = %gpu.error, "GPU cannot be read; left out of the offer");
+    }
     let driver = discover(config, &inventory);
     for problem in &driver.problems {
         tracing::warn!(%problem, "driver files");
@@ -236,6 +240,10 @@ fn status_line(engine: &Engine, metrics: Option<std::net::SocketAddr>) -> String
         0 => {}
         faults => line.push_str(&format!(", {faults} unhealthy (gpuslicectl health)")),
     }
+    match engine.inventory().unreadable.len() {
+        0 => {}
+        gpus => line.push_str(&format!(", {gpus} unreadable (gpuslicectl status)")),
+    }
     if let Some(addr) = metrics {
         line.push_str(&format!("; metrics on http://{addr}/metrics"));
     }
@@ -272,15 +280,13 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
         own_uid: nix::unistd::geteuid().as_raw(),
         group: gid,
     };
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let server = tokio::spawn(api::serve(
         listener,
         engine.clone(),
         policy,
         metrics,
-        async {
-            let _ = stop_rx.await;
-        },
+        stop_rx,
     ));
     tracing::info!(socket = %config.socket.display(), "serving");
     systemd::ready(&status_line(&engine, metrics_addr));
@@ -300,7 +306,7 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
     if let Some(task) = watchdog {
         task.abort();
     }
-    let _ = stop_tx.send(());
+    stop_tx.send_replace(true);
     stop_health.stop();
     if let Some(thread) = health_watcher.filter(std::thread::JoinHandle::is_finished)
         && thread.join().is_err()

@@ -12,19 +12,24 @@
 //! 8. [`dra`]: the DRA service core and its v1 and v1beta1 adapters.
 //! 9. [`health`]: the kubelet's DRA health API, from gpusliced's device health.
 //! 10. [`registration`]: the plugin-registration service.
-//! 11. [`publisher`]: the ResourceSlice loop.
+//! 11. [`publisher`]: the ResourceSlice loop, woken by [`inventory_watch`]
+//!     (gpusliced's WatchInventory, across its restarts, with [`backoff`])
+//!     and [`slice_watch`] (the API server's watch of our slices).
 //! 12. [`sockets`] and [`run`]: the sockets, start-up and shutdown.
 
+pub mod backoff;
 pub mod claim;
 pub mod config;
 pub mod dra;
 pub mod gpusliced;
 pub mod health;
+pub mod inventory_watch;
 pub mod names;
 pub mod proto;
 pub mod publisher;
 pub mod registration;
 pub mod run;
+pub mod slice_watch;
 pub mod slices;
 pub mod sockets;
 pub mod sync_plan;

@@ -43,9 +43,11 @@ fn main() -> ExitCode {
     }
     let filter =
         std::env::var("GPUSLICE_LOG").unwrap_or_else(|_| resolved.config.log.level.clone());
+    // Colours only on a terminal: under systemd stderr is the journal.
     tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::new(filter))
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     match serve(resolved) {
         Ok(()) => ExitCode::SUCCESS,

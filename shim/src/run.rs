@@ -2,17 +2,18 @@
 //!
 //! Order: API-server and gpusliced clients; the DRA socket served (v1 and
 //! v1beta1, and the device-health watch in v1 and v1alpha1) before the
-//! registration socket appears, so the kubelet never
-//! dials an endpoint that is not there; then the publisher. The process ends
-//! on SIGTERM or SIGINT (success), when the kubelet refuses the registration
-//! or a server fails (errors). Either way both sockets are closed and removed.
+//! registration socket appears, so the kubelet never dials an endpoint that
+//! is not there; then the publisher and what wakes it: the follower of
+//! gpusliced's inventory and the watch of our slices. The process ends on
+//! SIGTERM or SIGINT (success), when the kubelet refuses the registration or
+//! a server fails (errors). Either way both sockets are closed and removed.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use tokio::signal::unix::{SignalKind, signal};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio_stream::wrappers::UnixListenerStream;
 use tonic::transport::Server;
@@ -20,15 +21,19 @@ use tracing::{info, warn};
 
 use crate::config::{ApiAccess, Resolved};
 use crate::dra::{DraCore, v1::V1Service, v1beta1::V1beta1Service};
-use crate::gpusliced;
 use crate::health::{HealthCore, v1::V1HealthService, v1alpha1::V1alpha1HealthService};
-use crate::publisher::Publisher;
+use crate::publisher::{Publisher, Triggers};
 use crate::registration::{RegistrationService, RegistrationState};
 use crate::slices::PoolTarget;
 use crate::sockets::{self, SocketError};
+use crate::{gpusliced, inventory_watch, slice_watch};
 
 /// How long calls in flight may take to finish at shutdown.
 const DRAIN: Duration = Duration::from_secs(5);
+
+/// Slice watch events waiting for the publisher (a busy publisher holds the
+/// watch back beyond this).
+const SLICE_EVENTS: usize = 64;
 
 /// Why the shim stopped other than by a signal.
 #[derive(Debug, thiserror::Error)]
@@ -112,12 +117,29 @@ pub async fn run(resolved: Resolved) -> Result<(), RunError> {
         consumable_capacity: config.consumable_capacity,
     };
     let publisher = Publisher::new(
-        kube,
-        gpusliced,
+        kube.clone(),
+        gpusliced.clone(),
         &target,
         Duration::from_secs(config.resync_seconds),
     );
-    let mut publishing = tokio::spawn(publisher.run(stopped));
+    let (inventory_changes, inventory) = watch::channel(0u64);
+    let following = tokio::spawn(inventory_watch::run(
+        gpusliced,
+        inventory_changes,
+        stopped.clone(),
+    ));
+    let (slice_events, slices) = mpsc::channel(SLICE_EVENTS);
+    let watching = tokio::spawn(slice_watch::run(
+        kube,
+        slice_watch::selector(&resolved.node_name, &config.driver_name),
+        slice_events,
+        stopped.clone(),
+    ));
+    let mut publishing = tokio::spawn(publisher.run(Triggers {
+        inventory,
+        slices,
+        shutdown: stopped,
+    }));
 
     let outcome = tokio::select! {
         _ = sigterm.recv() => { info!("SIGTERM: stopping"); Ok(()) }
@@ -137,6 +159,11 @@ pub async fn run(resolved: Resolved) -> Result<(), RunError> {
     }
     if tokio::time::timeout(DRAIN, &mut publishing).await.is_err() {
         warn!("a ResourceSlice write was still in flight; abandoned");
+    }
+    for (name, task) in [("inventory", following), ("ResourceSlice", watching)] {
+        if tokio::time::timeout(DRAIN, task).await.is_err() {
+            warn!(watch = name, "a watch did not stop in time; abandoned");
+        }
     }
     drop(reg_file);
     drop(dra_file);

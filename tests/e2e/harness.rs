@@ -20,6 +20,9 @@ use tonic::transport::{Channel, Endpoint};
 /// How long start-up may take before the test fails (a bound, not a sleep).
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// A client of gpusliced's API.
+pub type Client = GpuSliceClient<Channel>;
+
 /// A running gpusliced and its folder.
 pub struct Daemon {
     pub dir: tempfile::TempDir,
@@ -96,6 +99,12 @@ impl Daemon {
 
     /// Starts gpusliced on the config already in `dir`.
     pub fn start_in(dir: tempfile::TempDir) -> Self {
+        Self::start_with_env(dir, &[])
+    }
+
+    /// Starts gpusliced on the config already in `dir`, with `env` set
+    /// (e.g. `GPUSLICE_SIM_FAULTS`).
+    pub fn start_with_env(dir: tempfile::TempDir, env: &[(&str, &str)]) -> Self {
         let notify_path = dir.path().join("notify.sock");
         let _ = std::fs::remove_file(&notify_path);
         let notify = UnixDatagram::bind(&notify_path).expect("bind notify socket");
@@ -112,6 +121,7 @@ impl Daemon {
             .arg(dir.path().join("gpuslice.toml"))
             .env("NOTIFY_SOCKET", &notify_path)
             .env("GPUSLICE_LOG", "debug")
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()

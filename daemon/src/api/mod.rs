@@ -5,11 +5,14 @@
 //! own user and the configured group only (SO_PEERCRED); [`service`] is a thin
 //! adapter, one short method per RPC; [`convert`] turns proto messages into
 //! domain types and back; [`status`] is the one place domain errors become
-//! gRPC codes; [`observe`] is a tower layer that feeds the event metrics
-//! (status codes, Prepare and Unprepare latency) from every response.
+//! gRPC codes; `inventory_watch` streams the inventory generation
+//! (WatchInventory) until shutdown; [`observe`] is a tower layer that feeds
+//! the event metrics (status codes, Prepare and Unprepare latency) from every
+//! response.
 
 mod convert;
 mod health;
+mod inventory_watch;
 mod mig_layout;
 pub mod observe;
 pub mod peer;
@@ -18,11 +21,11 @@ mod sharing;
 pub mod socket;
 mod status;
 
-use std::future::Future;
 use std::sync::Arc;
 
 use gpuslice_proto::gpuslice::v1::gpu_slice_server::{GpuSliceServer, SERVICE_NAME};
 use tokio::net::UnixListener;
+use tokio::sync::watch;
 use tokio_stream::wrappers::UnixListenerStream;
 use tonic::service::interceptor::InterceptedService;
 
@@ -40,21 +43,27 @@ pub use status::error as claim_status;
 /// hostile and is refused (OUT_OF_RANGE) before it is decoded.
 pub const MAX_REQUEST_BYTES: usize = 1024 * 1024;
 
-/// Serves the API on `listener` until `shutdown` resolves, then finishes the
-/// requests in flight and returns. Every call is counted in `metrics`.
+/// Serves the API on `listener` until `stopping` turns true, then ends the
+/// open inventory watches, finishes the requests in flight and returns.
+/// Every call is counted in `metrics`.
 pub async fn serve(
     listener: UnixListener,
     engine: Arc<Engine>,
     policy: PeerPolicy,
     metrics: Arc<Metrics>,
-    shutdown: impl Future<Output = ()>,
+    stopping: watch::Receiver<bool>,
 ) -> Result<(), tonic::transport::Error> {
-    let server =
-        GpuSliceServer::new(Service::new(engine)).max_decoding_message_size(MAX_REQUEST_BYTES);
+    let server = GpuSliceServer::new(Service::new(engine, stopping.clone()))
+        .max_decoding_message_size(MAX_REQUEST_BYTES);
     let service = InterceptedService::new(server, move |req| policy.check(req));
     tonic::transport::Server::builder()
         .layer(ObserveLayer::new(metrics, SERVICE_NAME))
         .add_service(service)
-        .serve_with_incoming_shutdown(UnixListenerStream::new(listener), shutdown)
+        .serve_with_incoming_shutdown(UnixListenerStream::new(listener), stopped(stopping))
         .await
+}
+
+/// Resolves once `stopping` turns true (or its sender is gone).
+pub async fn stopped(mut stopping: watch::Receiver<bool>) {
+    let _ = stopping.wait_for(|stop| *stop).await;
 }

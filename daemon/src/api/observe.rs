@@ -22,13 +22,17 @@ use tonic::codegen::http;
 use crate::metrics::{self, Metrics};
 
 /// The service's methods, as the `rpc` label spells them.
-const METHODS: [&str; 6] = [
+const METHODS: [&str; 10] = [
     "Prepare",
     "Unprepare",
     "GetInventory",
     "ListClaims",
     "GetStatus",
     "GetMigLayout",
+    "GetHealth",
+    "ClearHealth",
+    "GetSharing",
+    "WatchInventory",
 ];
 
 /// The `rpc` label of a request path `/gpuslice.v1.GpuSlice/<Method>`.
@@ -137,6 +141,22 @@ mod tests {
         assert_eq!(rpc_of("/gpuslice.v1.GpuSlice/Nope", svc), "unknown");
         assert_eq!(rpc_of("/other.Service/Prepare", svc), "unknown");
         assert_eq!(rpc_of("/gpuslice.v1.GpuSlice/Prepare/x", svc), "unknown");
+    }
+
+    #[test]
+    fn every_rpc_of_the_proto_has_a_label() {
+        let proto = include_str!("../../../proto/gpuslice/v1/gpuslice.proto");
+        let rpcs: Vec<&str> = proto
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("rpc "))
+            .filter_map(|l| l.split('(').next())
+            .map(str::trim)
+            .collect();
+        assert_eq!(rpcs.len(), METHODS.len(), "{rpcs:?}");
+        for rpc in rpcs {
+            let path = format!("/gpuslice.v1.GpuSlice/{rpc}");
+            assert_eq!(rpc_of(&path, "gpuslice.v1.GpuSlice"), rpc);
+        }
     }
 
     #[test]

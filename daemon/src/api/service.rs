@@ -1,15 +1,17 @@
 //! The gRPC service: one short method per RPC. Unwrap the request, convert,
-//! make one engine call on the blocking pool, convert back. No business logic,
-//! no locks, no hardware here. Prepare and Unprepare responses carry a
+//! make one engine call on the blocking pool, convert back (WatchInventory:
+//! a stream from `inventory_watch`). No business logic, no locks, no
+//! hardware here. Prepare and Unprepare responses carry a
 //! [`Outcome`] extension for the latency metrics (`super::observe`).
 
 use std::sync::Arc;
 
 use gpuslice_proto::gpuslice::v1 as pb;
 use gpuslice_proto::gpuslice::v1::gpu_slice_server::GpuSlice;
+use tokio::sync::watch;
 use tonic::{Request, Response, Status};
 
-use super::{convert, health, mig_layout, sharing};
+use super::{convert, health, inventory_watch, mig_layout, sharing};
 use crate::claims::{Engine, Prepared, Unprepared};
 use crate::metrics::Outcome;
 
@@ -17,12 +19,14 @@ use crate::metrics::Outcome;
 #[derive(Debug, Clone)]
 pub struct Service {
     engine: Arc<Engine>,
+    /// Turns true when the daemon starts stopping: open watches end.
+    stopping: watch::Receiver<bool>,
 }
 
 impl Service {
-    /// A service over `engine`.
-    pub fn new(engine: Arc<Engine>) -> Self {
-        Self { engine }
+    /// A service over `engine`; streams end when `stopping` turns true.
+    pub fn new(engine: Arc<Engine>, stopping: watch::Receiver<bool>) -> Self {
+        Self { engine, stopping }
     }
 
     /// Runs `f` on the blocking pool: engine calls do file I/O and NVML calls.
@@ -46,6 +50,8 @@ fn marked<T>(reply: T, outcome: Outcome) -> Response<T> {
 
 #[tonic::async_trait]
 impl GpuSlice for Service {
+    type WatchInventoryStream = inventory_watch::InventoryStream;
+
     #[tracing::instrument(skip_all, fields(claim_uid = tracing::field::Empty))]
     async fn prepare(
         &self,
@@ -91,6 +97,16 @@ impl GpuSlice for Service {
             .blocking(|engine| Ok(convert::inventory_response(engine)))
             .await?;
         Ok(Response::new(reply))
+    }
+
+    async fn watch_inventory(
+        &self,
+        _request: Request<pb::WatchInventoryRequest>,
+    ) -> Result<Response<Self::WatchInventoryStream>, Status> {
+        Ok(Response::new(inventory_watch::stream(
+            self.engine.watch_generation(),
+            self.stopping.clone(),
+        )))
     }
 
     async fn list_claims(

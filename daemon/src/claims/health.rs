@@ -8,13 +8,15 @@
 //! reported. A claim prepared before the fault keeps working: re-preparing it
 //! (the kubelet retries) answers as before, so running pods are not broken
 //! by the daemon; moving them is the cluster's decision, which the taint and
-//! the reports inform.
+//! the reports inform. A GPU the scan could not read is not in the inventory
+//! at all (`inventory::UnreadableGpu`); it is still shown here, with the
+//! claims recorded on it.
 
 use super::error::ClaimError;
 use super::{Engine, lock};
 use crate::gpu::Placement;
-use crate::health::{DeviceFault, DeviceHealth, since_text};
-use crate::inventory::DeviceRef;
+use crate::health::{Cause, DeviceFault, DeviceHealth, since_text};
+use crate::inventory::{DeviceRef, Inventory, UnreadableGpu};
 use crate::state::{ClaimRecord, RecordDevice};
 
 /// One unhealthy device of the inventory, with the claims holding it.
@@ -55,6 +57,22 @@ fn slice_of(device: &DeviceRef<'_>) -> Option<Placement> {
         DeviceRef::Gpu(_) => None,
         DeviceRef::Mig(m, _) => Some(m.placement),
     }
+}
+
+/// The unreadable GPU a recorded device is on, if any: its GPU is not in
+/// the inventory, and the GPU that could not be read has its UUID or (never
+/// read, so UUID unknown) its name.
+fn unreadable_gpu_of<'a>(
+    inventory: &'a Inventory,
+    device: &RecordDevice,
+) -> Option<&'a UnreadableGpu> {
+    if inventory.gpu_by_uuid(&device.uuid).is_some() {
+        return None;
+    }
+    inventory.unreadable.iter().find(|gpu| match &gpu.uuid {
+        Some(uuid) => *uuid == device.uuid,
+        None => gpu.names_device(&device.device),
+    })
 }
 
 fn recorded_slice(device: &RecordDevice) -> Option<Placement> {
@@ -101,6 +119,31 @@ impl Engine {
             .fault_of(&device.gpu().info.uuid, slice_of(device))
     }
 
+    /// A prepared claim asked again while its GPU is out of the inventory
+    /// (lost, or unreadable at the last scan) is told its GPU is gone
+    /// (UNAVAILABLE: the kubelet retries, and a rescan may bring the GPU
+    /// back), not that it named an unknown device.
+    pub(super) fn gone_rather_than_unknown(
+        &self,
+        req: &super::PrepareRequest,
+        inventory: &Inventory,
+        err: ClaimError,
+    ) -> ClaimError {
+        if !matches!(err, ClaimError::UnknownDevice { .. }) {
+            return err;
+        }
+        let table = lock(&self.table);
+        let gone = table.get(&req.uid).and_then(|record| {
+            let d = (record.devices.iter()).find(|d| inventory.gpu_by_uuid(&d.uuid).is_none())?;
+            Some(ClaimError::DeviceGone {
+                uid: record.uid.clone(),
+                device: d.device.clone(),
+                uuid: d.uuid.clone(),
+            })
+        });
+        gone.unwrap_or(err)
+    }
+
     /// Refuses a new claim on any unhealthy device.
     pub(super) fn refuse_unhealthy(&self, devices: &[DeviceRef<'_>]) -> Result<(), ClaimError> {
         for device in devices {
@@ -118,12 +161,22 @@ impl Engine {
         Ok(())
     }
 
-    /// One line per unhealthy device of the claim (empty when healthy).
+    /// One line per unhealthy device of the claim (empty when healthy),
+    /// including a device on a GPU the last scan could not read.
     pub fn claim_health_problems(&self, record: &ClaimRecord) -> Vec<String> {
+        let inventory = self.inventory();
         record
             .devices
             .iter()
             .filter_map(|d| {
+                if let Some(gpu) = unreadable_gpu_of(&inventory, d) {
+                    return Some(format!(
+                        "{} is unhealthy: {} {}",
+                        d.device,
+                        gpu.name,
+                        gpu.reason()
+                    ));
+                }
                 let fault = self.health.fault_of(&d.uuid, recorded_slice(d))?;
                 Some(format!("{} is unhealthy: {}", d.device, fault.reason))
             })
@@ -180,14 +233,16 @@ impl Engine {
     }
 
     /// Every unhealthy device of the inventory (whole GPUs, then slices),
-    /// with the claims holding it.
+    /// with the claims holding it, then the GPUs the scan could not read
+    /// (left out of the inventory) with the claims recorded on them.
     pub fn unhealthy_devices(&self) -> Vec<UnhealthyDevice> {
         let inventory = self.inventory();
         let uses = self.device_use();
         let gpus = inventory.gpus.iter().map(DeviceRef::Gpu);
         let slices = (inventory.mig.iter())
             .filter_map(|m| Some(DeviceRef::Mig(m, inventory.gpus.get(m.parent)?)));
-        gpus.chain(slices)
+        let mut unhealthy: Vec<UnhealthyDevice> = gpus
+            .chain(slices)
             .zip(uses)
             .filter_map(|(device, used)| {
                 let fault = self.device_fault(&device)?;
@@ -198,7 +253,29 @@ impl Engine {
                     claims: used.holders,
                 })
             })
-            .collect()
+            .collect();
+        let records = self.claims();
+        unhealthy.extend(inventory.unreadable.iter().map(|gpu| {
+            UnhealthyDevice {
+                device: gpu.name.clone(),
+                gpu_uuid: gpu.uuid.clone().unwrap_or_default(),
+                fault: DeviceFault {
+                    reason: format!("{} since {}", gpu.reason(), since_text(gpu.since)),
+                    cause: Cause::GpuLost,
+                    since: gpu.since,
+                },
+                claims: records
+                    .iter()
+                    .filter(|r| {
+                        (r.devices.iter()).any(|d| {
+                            unreadable_gpu_of(&inventory, d).is_some_and(|u| u.index == gpu.index)
+                        })
+                    })
+                    .map(|r| r.uid.clone())
+                    .collect(),
+            }
+        }));
+        unhealthy
     }
 
     /// An operator clears the faults that make `device` unhealthy.

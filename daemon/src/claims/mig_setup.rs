@@ -44,19 +44,18 @@ impl Engine {
         Ok(problems)
     }
 
-    /// In partitionable mode the offer lists each profile's placements in the
-    /// planner's order for the GPU as it is now; after a slice is made or
-    /// destroyed the order is brought up to date (best effort: a failed scan
-    /// keeps the previous offer, which is still correct, only less well ordered).
-    pub(super) fn reorder_offer(&self) {
+    /// After a slice is made or destroyed, the offer is read again: the
+    /// slice's `uuid` attribute comes or goes, and in partitionable mode each
+    /// profile's placements are put back in the planner's order for the GPU
+    /// as it is now. A changed offer is a new generation. Best effort: a
+    /// failed scan keeps the previous offer, which is still correct, only
+    /// less up to date.
+    pub(super) fn refresh_offer(&self) {
         let mig = self
             .mig_config
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
-        if mig.advertise != crate::config::MigAdvertise::Partitionable {
-            return;
-        }
         if let Err(err) = self.rescan(&mig) {
             tracing::warn!(error = %err, "could not refresh the MIG offer after a change");
         }

@@ -43,7 +43,6 @@ mod unprepare;
 mod usage;
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
@@ -122,7 +121,9 @@ pub struct Engine {
     health_listener: std::sync::OnceLock<health::HealthListener>,
     /// MPS and time-slicing: tools, books, per-GPU locks.
     sharing: sharing::Sharing,
-    generation: AtomicU64,
+    /// The inventory generation; receivers (WatchInventory) see each change,
+    /// coalesced to the latest.
+    generation: tokio::sync::watch::Sender<u64>,
     started: Instant,
 }
 
@@ -166,7 +167,7 @@ impl Engine {
             health: crate::health::DeviceHealth::default(),
             health_listener: std::sync::OnceLock::new(),
             sharing: sharing::Sharing::default(),
-            generation: AtomicU64::new(1),
+            generation: tokio::sync::watch::Sender::new(1),
             started: Instant::now(),
         }
     }
@@ -196,18 +197,32 @@ impl Engine {
             .clone()
     }
 
-    /// The inventory generation: bumped whenever the devices change.
+    /// The inventory generation: bumped whenever anything GetInventory
+    /// answers may have changed (devices, attributes, health, holders,
+    /// availability).
     pub fn generation(&self) -> u64 {
-        self.generation.load(Ordering::Relaxed)
+        *self.generation.borrow()
+    }
+
+    /// Follows the inventory generation: the receiver sees the value now and
+    /// then the latest after each change (never a backlog).
+    pub fn watch_generation(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.generation.subscribe()
     }
 
     /// Replaces the inventory after a rescan; true (and a new generation)
     /// when it changed.
-    pub fn set_inventory(&self, inventory: Inventory) -> bool {
+    pub fn set_inventory(&self, mut inventory: Inventory) -> bool {
         let mut current = self
             .inventory
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        inventory.carry_over_unreadable(&current);
+        for gpu in &inventory.unreadable {
+            if !current.unreadable.iter().any(|u| u.index == gpu.index) {
+                tracing::error!(gpu = %gpu.label(), what = gpu.what, error = %gpu.error, "GPU cannot be read; left out of the offer");
+            }
+        }
         if **current == inventory {
             return false;
         }
@@ -218,7 +233,7 @@ impl Engine {
 
     /// A new inventory generation: what the devices look like changed.
     fn bump_generation(&self) {
-        self.generation.fetch_add(1, Ordering::Relaxed);
+        self.generation.send_modify(|g| *g = g.wrapping_add(1));
     }
 
     /// Replaces the driver files (after a rescan on SIGHUP).
@@ -294,11 +309,12 @@ impl Engine {
         whole.chain(slices).collect()
     }
 
-    /// Problems an operator should act on: missing driver files, records
-    /// that could not be read or matched, unhealthy devices and the claims
-    /// on them.
+    /// Problems an operator should act on: missing driver files, GPUs that
+    /// cannot be read, records that could not be read or matched, unhealthy
+    /// devices and the claims on them.
     pub fn problems(&self) -> Vec<String> {
         let mut all = self.driver().problems.clone();
+        all.extend(self.inventory().unreadable.iter().map(|u| u.problem()));
         all.extend(lock(&self.problems).iter().cloned());
         all.extend(lock(&self.mig_problems).iter().cloned());
         all.extend(self.health_problems());
@@ -318,6 +334,8 @@ impl Engine {
     }
 }
 
+#[cfg(test)]
+mod generation_tests;
 #[cfg(test)]
 mod health_tests;
 #[cfg(test)]

@@ -27,7 +27,9 @@ impl Engine {
     /// claim did.
     pub fn prepare(&self, req: &PrepareRequest) -> Result<Prepared, ClaimError> {
         let inventory = self.inventory();
-        let sharing = req.validate(&inventory)?;
+        let sharing = req
+            .validate(&inventory)
+            .map_err(|err| self.gone_rather_than_unknown(req, &inventory, err))?;
         self.claim_locks
             .run(&req.uid, || self.prepare_locked(req, &inventory, sharing))
     }
@@ -69,14 +71,17 @@ impl Engine {
             Ok(record) => {
                 lock(&self.table).insert(record.clone());
                 if record.devices.iter().any(|d| d.mig.is_some()) {
-                    self.reorder_offer();
+                    self.refresh_offer();
                 }
+                self.bump_generation();
                 tracing::info!(claim_uid = %record.uid, devices = ?device_names(&record), "claim prepared");
                 Ok(Prepared::Created(record))
             }
             Err(err) => {
                 let uuids = wants.iter().map(|w| w.gpu_uuid.as_str());
                 lock(&self.table).release(&req.uid, uuids);
+                // The reservation was visible (held, not available) meanwhile.
+                self.bump_generation();
                 Err(err)
             }
         }

@@ -16,7 +16,11 @@ impl Engine {
             let Some(record) = lock(&self.table).get(uid).cloned() else {
                 return Ok(Unprepared::NotPresent);
             };
-            self.with_gpu_locks(&record, || self.take_down(&record))
+            let done = self.with_gpu_locks(&record, || self.take_down(&record));
+            // Even a take-down cut short may have released sharing (memory
+            // left) before it stopped: readers look again either way.
+            self.bump_generation();
+            done
         })
     }
 
@@ -39,7 +43,7 @@ impl Engine {
             .iter()
             .any(|d| d.mig.as_ref().is_some_and(|m| m.created))
         {
-            self.reorder_offer();
+            self.refresh_offer();
         }
         tracing::info!(claim_uid = %uid, "claim unprepared");
         Ok(Unprepared::Removed)

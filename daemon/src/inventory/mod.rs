@@ -2,13 +2,15 @@
 //! capacities, built from what the backend reports.
 //!
 //! Pure: [`Inventory::from_backend`] is the only function that calls the
-//! backend; everything else works on plain data. Attribute keys and value
+//! backend; everything else works on plain data. A GPU the scan cannot read
+//! is left out and listed ([`UnreadableGpu`]); the rest is still offered. Attribute keys and value
 //! kinds follow NVIDIA's DRA driver, so existing CEL selectors such as
 //! `device.attributes["gpu.nvidia.com"].productName` keep working.
 
 mod layout;
 mod mig;
 mod scan;
+mod unreadable;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -18,6 +20,7 @@ pub use mig::{
     GpuMig, MigDevice, counter_set_name, gpu_counters, mig_attributes, mig_capacity,
     mig_device_name, slice_consumption,
 };
+pub use unreadable::UnreadableGpu;
 
 /// One attribute value, as resource.k8s.io/v1 types them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,6 +84,8 @@ pub struct Inventory {
     pub partitionable: bool,
     /// What the scan could not offer, for an operator.
     pub problems: Vec<String>,
+    /// GPUs the scan could not read, left out of the offer.
+    pub unreadable: Vec<UnreadableGpu>,
     by_name: HashMap<String, Slot>,
     by_uuid: HashMap<String, usize>,
 }
@@ -109,6 +114,7 @@ impl Inventory {
             mig,
             partitionable: false,
             problems: Vec::new(),
+            unreadable: Vec::new(),
             by_name,
             by_uuid,
         }

@@ -6,10 +6,16 @@
 //! keeping slices that already exist where they are, so the offer does not
 //! move under running workloads. A layout a GPU cannot take is reported as a
 //! problem, and what fits is still offered.
+//!
+//! One GPU that cannot be read (its device info, or the MIG profiles and
+//! instances of a GPU the config puts in MIG mode) never fails the scan: it
+//! is left out of the offer and listed in [`Inventory::unreadable`], and
+//! every other GPU is offered. Only a node-wide failure (driver info, device
+//! count) fails it.
 
 use super::layout::plan_offer;
 use super::mig::{GpuMig, MigDevice, mig_device_name};
-use super::{GpuDevice, Inventory, gpu_device_name};
+use super::{GpuDevice, Inventory, UnreadableGpu, gpu_device_name};
 use crate::config::{MigAdvertise, MigConfig};
 use crate::gpu::{GpuBackend, GpuError, GpuInstance, MigMode, MigSupport, Placement};
 use crate::mig::{MigGeometry, MigLayout, Occupant, Ownership, scored_candidates};
@@ -28,8 +34,16 @@ impl Inventory {
         let mut gpus = Vec::new();
         let mut slices = Vec::new();
         let mut problems = Vec::new();
+        let mut unreadable = Vec::new();
+        let now = unix_now();
         for index in 0..count {
-            let info = backend.device_info(index)?;
+            let info = match backend.device_info(index) {
+                Ok(info) => info,
+                Err(error) => {
+                    unreadable.push(UnreadableGpu::new(index, None, "device info", error, now));
+                    continue;
+                }
+            };
             let mut gpu = GpuDevice {
                 name: gpu_device_name(info.index),
                 info,
@@ -78,7 +92,14 @@ impl Inventory {
                         "{} ({}): the config asks for MIG but MIG mode is not enabled on it",
                         gpu.name, gpu.info.uuid
                     )),
-                    Err(err) => problems.push(format!("{}: MIG profiles: {err}", gpu.name)),
+                    Err(error) => {
+                        // In MIG mode and unreadable as such: offering it whole
+                        // would hand out a GPU whose memory may be sliced.
+                        let uuid = Some(gpu.info.uuid.clone());
+                        let what = "MIG profiles and instances";
+                        unreadable.push(UnreadableGpu::new(index, uuid, what, error, now));
+                        continue;
+                    }
                 }
             }
             gpus.push(gpu);
@@ -86,6 +107,7 @@ impl Inventory {
         let mut inventory = Self::new(driver, gpus, slices);
         inventory.partitionable = mig.advertise == MigAdvertise::Partitionable;
         inventory.problems = problems;
+        inventory.unreadable = unreadable;
         Ok(inventory)
     }
 }
@@ -153,3 +175,13 @@ fn instance_uuid(
         .and_then(|gi| gi.compute_instances.first())
         .map(|ci| ci.uuid.clone())
 }
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+#[cfg(test)]
+#[path = "scan_tests.rs"]
+mod tests;

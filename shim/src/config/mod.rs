@@ -44,9 +44,11 @@ pub struct Config {
     /// The kubelet's plugins folder; the DRA socket is
     /// `<plugins_dir>/<driver_name>/dra.sock`. Default /var/lib/kubelet/plugins.
     pub plugins_dir: PathBuf,
-    /// Seconds between two comparisons of the published ResourceSlices with
-    /// gpusliced's inventory (republishing what changed or was deleted).
-    /// Default 30, as the kubelet plugin helper's sync delay.
+    /// Seconds between two full comparisons of the published ResourceSlices
+    /// with gpusliced's inventory: the safety net. Changes are published at
+    /// once without it (gpusliced's WatchInventory, and a watch of the
+    /// slices for deletions and foreign edits); this catches anything a
+    /// watch missed. Default 30, as the kubelet plugin helper's sync delay.
     pub resync_seconds: u64,
     /// Publish unhealthy devices with a NoSchedule device taint
     /// `<driver_name>/unhealthy`. Needs the DRADeviceTaints feature gate on the

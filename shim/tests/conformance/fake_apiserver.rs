@@ -1,11 +1,13 @@
 //! A small API server over plain HTTP/1.1 on 127.0.0.1: serves the Node and
 //! ResourceClaims the test puts in, and keeps ResourceSlices the way the real
-//! one does for the calls the shim makes (list by field selector, create with
-//! generateName, replace with a resourceVersion precondition, delete with
-//! uid/resourceVersion preconditions). Every write is checked against the
-//! resource.k8s.io/v1 rules ([`check_slice`]); a bad write is refused with
-//! 422 and recorded, so the test can assert none happened. Tests wait on the
-//! state through a condition variable, never by sleeping.
+//! one does for the calls the shim makes (list and watch by field selector,
+//! create with generateName, replace with a resourceVersion precondition,
+//! delete with uid/resourceVersion preconditions). Every write is checked
+//! against the resource.k8s.io/v1 rules ([`check_slice`]); a bad write is
+//! refused with 422 and recorded, so the test can assert none happened.
+//! Every change is kept in an event log for watches ([`crate::fake_watch`]),
+//! which the test can compact and whose open watches it can close. Tests
+//! wait on the state through a condition variable, never by sleeping.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -26,6 +28,26 @@ pub struct State {
     pub next_version: u64,
     /// Field selectors of every slice list.
     pub list_selectors: Vec<String>,
+    /// Slice lists a watcher made (they ask for pages: `limit=`).
+    pub watcher_lists: usize,
+    /// Field selectors of every slice watch.
+    pub watch_selectors: Vec<String>,
+    /// Watches open now, and opened so far.
+    pub watches_open: usize,
+    pub watches_opened: usize,
+    /// Every change of a slice, in order: (resourceVersion, type, object).
+    pub events: Vec<(u64, &'static str, Value)>,
+    /// Events up to this resourceVersion are gone (etcd compaction): a watch
+    /// from an older version is answered 410 Gone.
+    pub compacted_to: u64,
+    /// Bumped to end every open watch.
+    pub watch_epoch: u64,
+    /// Bumped to send every open watch a bookmark.
+    pub bookmark_epoch: u64,
+    /// Bookmarks written to watches.
+    pub bookmarks_sent: usize,
+    /// The resourceVersion every watch started from.
+    pub watch_versions: Vec<u64>,
     /// "METHOD path" of every slice write.
     pub writes: Vec<String>,
     /// Writes refused for breaking a rule, with why.
@@ -70,9 +92,19 @@ impl FakeApiServer {
         self.state().claims.insert((ns, name), claim);
     }
 
+    /// Changes the state as a client other than the shim would, then wakes
+    /// the watches and waiters.
+    pub fn mutate<T>(&self, change: impl FnOnce(&mut State) -> T) -> T {
+        let (lock, changed) = &*self.shared;
+        let mut state = lock.lock().expect("state lock");
+        let out = change(&mut state);
+        changed.notify_all();
+        out
+    }
+
     /// Removes every slice (what the kubelet does when it restarts).
     pub fn delete_all_slices(&self) {
-        self.state().slices.clear();
+        self.mutate(State::delete_all_slices);
     }
 
     /// Waits until `done` holds for the state; false after `bound`.
@@ -122,6 +154,11 @@ fn serve_connection(stream: TcpStream, shared: &(Mutex<State>, Condvar)) {
         let mut parts = request_line.split_whitespace();
         let method = parts.next().unwrap_or_default().to_owned();
         let target = parts.next().unwrap_or_default().to_owned();
+        let (path, query) = target.split_once('?').unwrap_or((target.as_str(), ""));
+        if method == "GET" && path == SLICES && query.split('&').any(|kv| kv == "watch=true") {
+            crate::fake_watch::serve(writer, shared, query);
+            return;
+        }
         let (status, reply) = {
             let mut state = shared.0.lock().expect("state lock");
             let answer = route(&mut state, &method, &target, &body);
@@ -143,7 +180,7 @@ fn serve_connection(stream: TcpStream, shared: &(Mutex<State>, Condvar)) {
     }
 }
 
-const SLICES: &str = "/apis/resource.k8s.io/v1/resourceslices";
+pub const SLICES: &str = "/apis/resource.k8s.io/v1/resourceslices";
 
 fn route(state: &mut State, method: &str, target: &str, body: &[u8]) -> (u16, Value) {
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
@@ -182,31 +219,15 @@ fn route(state: &mut State, method: &str, target: &str, body: &[u8]) -> (u16, Va
 }
 
 fn list_slices(state: &mut State, query: &str) -> (u16, Value) {
-    let selector = query
-        .split('&')
-        .find_map(|kv| kv.strip_prefix("fieldSelector="))
-        .map(percent_decode)
-        .unwrap_or_default();
+    let selector = query_value(query, "fieldSelector").unwrap_or_default();
     state.list_selectors.push(selector.clone());
-    let wanted: Vec<(&str, &str)> = selector
-        .split(',')
-        .filter_map(|t| t.split_once('='))
-        .collect();
-    let field = |slice: &Value, key: &str| match key {
-        "spec.nodeName" => slice["spec"]["nodeName"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned(),
-        "spec.driver" => slice["spec"]["driver"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned(),
-        _ => String::new(),
-    };
+    if query_value(query, "limit").is_some() {
+        state.watcher_lists += 1;
+    }
     let items: Vec<Value> = state
         .slices
         .values()
-        .filter(|s| wanted.iter().all(|(k, v)| field(s, k) == *v))
+        .filter(|s| selects(&selector, s))
         .cloned()
         .collect();
     (
@@ -216,22 +237,102 @@ fn list_slices(state: &mut State, query: &str) -> (u16, Value) {
     )
 }
 
+/// The decoded value of `key` in a query string.
+pub fn query_value(query: &str, key: &str) -> Option<String> {
+    query
+        .split('&')
+        .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+        .map(percent_decode)
+}
+
+/// Whether `slice` matches a field selector on spec.nodeName and spec.driver.
+pub fn selects(selector: &str, slice: &Value) -> bool {
+    selector
+        .split(',')
+        .filter_map(|t| t.split_once('='))
+        .all(|(key, wanted)| {
+            let have = match key {
+                "spec.nodeName" => slice["spec"]["nodeName"].as_str(),
+                "spec.driver" => slice["spec"]["driver"].as_str(),
+                _ => None,
+            };
+            have == Some(wanted)
+        })
+}
+
+impl State {
+    /// A new resourceVersion, with the event that made it.
+    fn record(&mut self, kind: &'static str, object: &Value) -> u64 {
+        self.next_version += 1;
+        let version = self.next_version;
+        let mut object = object.clone();
+        object["metadata"]["resourceVersion"] = json!(version.to_string());
+        self.events.push((version, kind, object));
+        version
+    }
+
+    /// Removes every slice, each a DELETED event.
+    pub fn delete_all_slices(&mut self) {
+        for (_, slice) in std::mem::take(&mut self.slices) {
+            self.record("DELETED", &slice);
+        }
+    }
+
+    /// Puts a slice in as another client would (ADDED or MODIFIED).
+    pub fn put_slice(&mut self, mut slice: Value) {
+        let name = slice["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let kind = if self.slices.contains_key(&name) {
+            "MODIFIED"
+        } else {
+            "ADDED"
+        };
+        if slice["metadata"]["uid"].is_null() {
+            slice["metadata"]["uid"] = json!(format!("uid-{name}"));
+        }
+        let version = self.record(kind, &slice);
+        slice["metadata"]["resourceVersion"] = json!(version.to_string());
+        self.slices.insert(name, slice);
+    }
+
+    /// Another node's slice made and deleted: the resourceVersion moves on
+    /// with nothing a watch of our node's slices is sent.
+    pub fn other_node_churn(&mut self) {
+        let other = json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": "node-2-gpu.nvidia.com-x", "uid": "uid-other"},
+            "spec": {"driver": "gpu.nvidia.com", "nodeName": "node-2",
+                     "pool": {"name": "node-2", "generation": 1, "resourceSliceCount": 1}}});
+        self.record("ADDED", &other);
+        self.record("DELETED", &other);
+    }
+
+    /// Forgets the event history (as etcd compaction does) and ends every
+    /// open watch: a watcher that resumes from before now gets 410 Gone.
+    pub fn compact_and_close_watches(&mut self) {
+        self.watch_epoch += 1;
+        self.compacted_to = self.next_version;
+        self.events.clear();
+    }
+}
+
 fn create_slice(state: &mut State, body: &[u8]) -> (u16, Value) {
     let mut slice: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
     let prefix = slice["metadata"]["generateName"]
         .as_str()
         .unwrap_or_default()
         .to_owned();
-    state.next_version += 1;
-    let name = format!("{prefix}{:05x}", state.next_version);
+    let name = format!("{prefix}{:05x}", state.next_version + 1);
     state.writes.push(format!("POST {name}"));
     if let Err(why) = check_slice(&slice, &name, &state.node) {
         state.violations.push(format!("create {name}: {why}"));
         return invalid(&why);
     }
     slice["metadata"]["name"] = json!(name);
-    slice["metadata"]["uid"] = json!(format!("uid-{}", state.next_version));
-    slice["metadata"]["resourceVersion"] = json!(state.next_version.to_string());
+    slice["metadata"]["uid"] = json!(format!("uid-{}", state.next_version + 1));
+    let version = state.record("ADDED", &slice);
+    slice["metadata"]["resourceVersion"] = json!(version.to_string());
     state.slices.insert(name, slice.clone());
     (201, slice)
 }
@@ -252,9 +353,9 @@ fn replace_slice(state: &mut State, name: &str, body: &[u8]) -> (u16, Value) {
         state.violations.push(format!("update {name}: {why}"));
         return invalid(&why);
     }
-    state.next_version += 1;
     slice["metadata"]["uid"] = old["metadata"]["uid"].clone();
-    slice["metadata"]["resourceVersion"] = json!(state.next_version.to_string());
+    let version = state.record("MODIFIED", &slice);
+    slice["metadata"]["resourceVersion"] = json!(version.to_string());
     state.slices.insert(name.to_owned(), slice.clone());
     (200, slice)
 }
@@ -275,10 +376,11 @@ fn delete_slice(state: &mut State, name: &str, body: &[u8]) -> (u16, Value) {
         }
     }
     let old = state.slices.remove(name).unwrap_or(Value::Null);
+    state.record("DELETED", &old);
     (200, old)
 }
 
-fn percent_decode(text: &str) -> String {
+pub fn percent_decode(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

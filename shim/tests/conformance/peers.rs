@@ -1,17 +1,13 @@
-//! The real processes the conformance test drives: gpusliced on the simulated
-//! backend, the shim binary, and the Python stand-in kubelet whose stubs are
-//! generated from the reference protos at test time.
+//! The real processes the conformance test drives besides gpusliced
+//! ([`crate::gpusliced`]): the shim binary, and the Python stand-in kubelet
+//! whose stubs are generated from the reference protos at test time; and
+//! the helpers to stop a child within a bound.
 
-use std::os::unix::fs::symlink;
-use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
-
-/// A bound on start-up, not a sleep.
-const READY_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// `$GPUSLICE_REFERENCE_DIR`, or the repo's sibling `shared/reference`.
 pub fn reference_dir() -> PathBuf {
@@ -35,12 +31,25 @@ pub const KUBELET_PROTOS: [&str; 5] = [
 ];
 
 /// Kills a child if the test ends without stopping it.
-pub struct ChildGuard(pub Child);
+pub struct ChildGuard(Option<Child>);
+
+impl ChildGuard {
+    pub fn new(child: Child) -> Self {
+        Self(Some(child))
+    }
+
+    /// The child, no longer killed when the guard goes.
+    pub fn release(mut self) -> Child {
+        self.0.take().expect("a guarded child")
+    }
+}
 
 impl Drop for ChildGuard {
     fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
 
@@ -153,7 +162,7 @@ impl Kubelet {
         });
         HealthWatch {
             lines,
-            _child: ChildGuard(child),
+            _child: ChildGuard::new(child),
         }
     }
 }
@@ -171,152 +180,6 @@ impl HealthWatch {
                 Err(err) => panic!("no awaited health message ({err}); last: {last}"),
             }
         }
-    }
-}
-
-/// The gpusliced binary: next to this test's target dir, built when absent.
-pub fn gpusliced_binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable");
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>");
-    let binary = profile_dir.join("gpusliced");
-    if !binary.is_file() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-        let mut build = Command::new(cargo);
-        build.args(["build", "-p", "gpuslice", "--bin", "gpusliced"]);
-        if profile_dir.file_name().is_some_and(|n| n == "release") {
-            build.arg("--release");
-        }
-        let status = build.status().expect("run cargo build for gpusliced");
-        assert!(
-            status.success(),
-            "cargo build -p gpuslice --bin gpusliced failed"
-        );
-    }
-    assert!(
-        binary.is_file(),
-        "gpusliced not at {} after building it",
-        binary.display()
-    );
-    binary
-}
-
-/// The stand-ins gpusliced runs instead of nvidia-cuda-mps-control and
-/// nvidia-smi (tests/tools at the top of the repository).
-fn stand_in(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/tools")
-        .join(name)
-}
-
-/// A running gpusliced with `gpus` simulated H100s in `dir`, sharing GPUs
-/// through the stand-in MPS control program and nvidia-smi. When dropped,
-/// gpusliced is killed first, then every MPS daemon it started (found by its
-/// pipe dir in /proc), so no process outlives the test.
-pub struct Daemon {
-    pub socket: PathBuf,
-    dir: PathBuf,
-    /// The CDI specs it writes.
-    pub cdi_dir: PathBuf,
-    mps_dir: PathBuf,
-    child: Option<ChildGuard>,
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        drop(self.child.take());
-        let needle = format!("CUDA_MPS_PIPE_DIRECTORY={}/", self.mps_dir.display());
-        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|s| s.parse::<i32>().ok())
-            else {
-                continue;
-            };
-            let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
-            if environ
-                .split(|b| *b == 0)
-                .any(|var| var.starts_with(needle.as_bytes()))
-            {
-                let _ = nix::sys::signal::kill(
-                    nix::unistd::Pid::from_raw(pid),
-                    nix::sys::signal::Signal::SIGKILL,
-                );
-            }
-        }
-    }
-}
-
-impl Daemon {
-    pub fn start(dir: &Path, gpus: usize) -> Self {
-        let root = dir.join("root");
-        std::fs::create_dir_all(root.join("dev")).expect("fake dev root");
-        let nodes = (0..gpus)
-            .map(|i| format!("nvidia{i}"))
-            .chain(["nvidiactl".to_owned(), "nvidia-uvm".to_owned()]);
-        for node in nodes {
-            symlink("/dev/null", root.join("dev").join(node)).expect("link fake device node");
-        }
-        let models = vec!["\"H100-80GB\""; gpus].join(", ");
-        let text = format!(
-            "socket = \"gpusliced.sock\"\nstate_dir = \"state\"\ncdi_dir = \"cdi\"\ndriver_root = \"root\"\n\
-             [mps]\ncontrol_program = \"{}\"\nrun_dir = \"run\"\nsupervisor = \"child\"\nshm = \"folder\"\n\
-             [timeslice]\nnvidia_smi = \"{}\"\n\
-             [backend]\nkind = \"sim\"\n[backend.sim]\ngpus = [{models}]\n",
-            stand_in("fake-mps-control").display(),
-            stand_in("fake-nvidia-smi").display(),
-        );
-        write(&dir.join("gpuslice.toml"), &text);
-        let notify_path = dir.join("notify.sock");
-        let notify = UnixDatagram::bind(&notify_path).expect("bind notify socket");
-        notify
-            .set_read_timeout(Some(READY_TIMEOUT))
-            .expect("notify timeout");
-        let child = Command::new(gpusliced_binary())
-            .arg("--config")
-            .arg(dir.join("gpuslice.toml"))
-            .env("NOTIFY_SOCKET", &notify_path)
-            .stdout(Stdio::null())
-            .stderr(log_file(&dir.join("gpusliced.log")))
-            .spawn()
-            .expect("spawn gpusliced");
-        let mut buf = [0u8; 4096];
-        loop {
-            let n = notify.recv(&mut buf).unwrap_or_else(|e| {
-                panic!(
-                    "no READY=1 from gpusliced ({e}): {}",
-                    read(&dir.join("gpusliced.log"))
-                )
-            });
-            if String::from_utf8_lossy(&buf[..n])
-                .lines()
-                .any(|l| l == "READY=1")
-            {
-                break;
-            }
-        }
-        Self {
-            socket: dir.join("gpusliced.sock"),
-            dir: dir.to_path_buf(),
-            cdi_dir: dir.join("cdi"),
-            mps_dir: dir.join("run/mps"),
-            child: Some(ChildGuard(child)),
-        }
-    }
-
-    /// Injects a health event (`gpu=7 xid=79`) through the simulator's
-    /// health events file.
-    pub fn inject_health(&self, line: &str) {
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.dir.join("sim-health-events"))
-            .expect("open the health events file");
-        std::io::Write::write_all(&mut file, format!("{line}\n").as_bytes())
-            .expect("append a health event");
     }
 }
 
@@ -345,8 +208,8 @@ impl Shim {
         write(&dir.join("kubeconfig"), &kubeconfig);
         let config = format!(
             "node_name = \"node-1\"\nkubeconfig = \"kubeconfig\"\ngpusliced_socket = \"{}\"\n\
-             registry_dir = \"registry\"\nplugins_dir = \"plugins\"\nresync_seconds = 1\n\
-             health_seconds = 1\nconsumable_capacity = true\n",
+             registry_dir = \"registry\"\nplugins_dir = \"plugins\"\nresync_seconds = 3600\n\
+             health_seconds = 1\nconsumable_capacity = true\ntaint_unhealthy = true\n",
             gpusliced_socket.display()
         );
         write(&dir.join("shim.toml"), &config);
@@ -390,30 +253,47 @@ impl Shim {
 
     /// Waits (on a thread blocked in wait(2)) for the shim to exit, within a bound.
     pub fn wait_exit(&mut self, bound: Duration) -> ExitStatus {
-        let mut child = self.child.take().expect("the shim runs");
-        let pid = child.id();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let _ = tx.send(child.wait());
-        });
-        match rx.recv_timeout(bound) {
-            Ok(status) => status.expect("wait for the shim"),
-            Err(_) => {
-                let pid = i32::try_from(pid).expect("pid fits");
-                let _ = nix::sys::signal::kill(
-                    nix::unistd::Pid::from_raw(pid),
-                    nix::sys::signal::Signal::SIGKILL,
-                );
-                panic!(
-                    "the shim did not exit within {bound:?}; log:\n{}",
-                    self.log()
-                );
-            }
+        let child = self.child.take().expect("the shim runs");
+        wait_bounded(child, bound).unwrap_or_else(|| {
+            panic!(
+                "the shim did not exit within {bound:?}; log:\n{}",
+                self.log()
+            )
+        })
+    }
+}
+
+/// Waits for `child` to exit within `bound` (None, and killed, if not).
+fn wait_bounded(mut child: Child, bound: Duration) -> Option<ExitStatus> {
+    let pid = i32::try_from(child.id()).expect("pid fits");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    match rx.recv_timeout(bound) {
+        Ok(status) => Some(status.expect("wait for the child")),
+        Err(_) => {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            None
         }
     }
 }
 
-fn write(path: &Path, text: &str) {
+/// SIGTERM, then waits within `bound`.
+pub fn stop(child: Child, bound: Duration) -> ExitStatus {
+    let pid = i32::try_from(child.id()).expect("pid fits");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("send SIGTERM");
+    wait_bounded(child, bound).unwrap_or_else(|| panic!("pid {pid} did not exit within {bound:?}"))
+}
+
+pub fn write(path: &Path, text: &str) {
     std::fs::OpenOptions::new()
         .create(true)
         .truncate(true)
@@ -423,7 +303,7 @@ fn write(path: &Path, text: &str) {
         .expect("write test file");
 }
 
-fn log_file(path: &Path) -> std::fs::File {
+pub fn log_file(path: &Path) -> std::fs::File {
     std::fs::OpenOptions::new()
         .create(true)
         .append(true)

@@ -204,3 +204,118 @@ pub fn is_dns_label(name: &str) -> bool {
 fn is_dns_subdomain(name: &str) -> bool {
     name.len() <= 253 && name.split('.').all(is_dns_label)
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::check_slice;
+    use crate::{NODE, NODE_UID};
+
+    /// One way to break a slice.
+    type Mutation<'a> = Box<dyn Fn(&mut Value) + 'a>;
+
+    /// The checker itself refuses what the API server refuses (so a passing
+    /// conformance run means something).
+    #[test]
+    fn slice_rules_refuse_what_the_api_refuses() {
+        let node = (NODE.to_owned(), NODE_UID.to_owned());
+        let device = |i: usize| {
+            json!({"name": format!("gpu-{i}"), "attributes": {"type": {"string": "gpu"}},
+                   "allowMultipleAllocations": true,
+                   "capacity": {"memory": {"value": "80Gi", "requestPolicy":
+                       {"default": "80Gi", "validRange": {"min": "1Mi", "step": "1Mi"}}}}})
+        };
+        let good = json!({
+            "metadata": {"ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": NODE, "uid": NODE_UID}]},
+            "spec": {"driver": "gpu.nvidia.com", "nodeName": NODE,
+                     "pool": {"name": NODE, "generation": 1, "resourceSliceCount": 1},
+                     "devices": (0..128).map(device).collect::<Vec<_>>()}});
+        check_slice(&good, "node-1-gpu.nvidia.com-abcde", &node).expect("a good slice passes");
+        let broken: Vec<(&str, Mutation<'_>)> = vec![
+            (
+                "129 devices",
+                Box::new(|s| {
+                    s["spec"]["devices"]
+                        .as_array_mut()
+                        .expect("devices")
+                        .push(device(128))
+                }),
+            ),
+            (
+                "device name",
+                Box::new(|s| s["spec"]["devices"][0]["name"] = json!("GPU_0")),
+            ),
+            (
+                "nodeName",
+                Box::new(|s| s["spec"]["nodeName"] = json!("other")),
+            ),
+            (
+                "owner",
+                Box::new(|s| s["metadata"]["ownerReferences"] = json!([])),
+            ),
+            (
+                "count",
+                Box::new(|s| s["spec"]["pool"]["resourceSliceCount"] = json!(0)),
+            ),
+            (
+                "mixed",
+                Box::new(|s| s["spec"]["sharedCounters"] = json!([{"name": "c", "counters": {}}])),
+            ),
+            (
+                "two kinds",
+                Box::new(|s| s["spec"]["devices"][0]["attributes"]["type"]["int"] = json!(1)),
+            ),
+            (
+                "33 keys",
+                Box::new(|s| {
+                    let caps: serde_json::Map<String, Value> = (0..32)
+                        .map(|i| (format!("c{i}"), json!({"value": "1"})))
+                        .collect();
+                    s["spec"]["devices"][0]["capacity"] = Value::Object(caps);
+                }),
+            ),
+            (
+                "allowMultipleAllocations not a bool",
+                Box::new(|s| s["spec"]["devices"][0]["allowMultipleAllocations"] = json!("yes")),
+            ),
+            (
+                "default over the capacity",
+                Box::new(|s| {
+                    s["spec"]["devices"][0]["capacity"]["memory"]["requestPolicy"]["default"] =
+                        json!("81Gi")
+                }),
+            ),
+            (
+                "default not a multiple of step",
+                Box::new(|s| {
+                    s["spec"]["devices"][0]["capacity"]["memory"]["requestPolicy"]["default"] =
+                        json!("1025Ki")
+                }),
+            ),
+            (
+                "range without a default",
+                Box::new(|s| {
+                    s["spec"]["devices"][0]["capacity"]["memory"]["requestPolicy"]["default"] =
+                        Value::Null
+                }),
+            ),
+            (
+                "range and values",
+                Box::new(|s| {
+                    s["spec"]["devices"][0]["capacity"]["memory"]["requestPolicy"]["validValues"] =
+                        json!(["80Gi"])
+                }),
+            ),
+        ];
+        for (what, mutate) in broken {
+            let mut slice = good.clone();
+            mutate(&mut slice);
+            assert!(
+                check_slice(&slice, "node-1-gpu.nvidia.com-abcde", &node).is_err(),
+                "{what} must be refused"
+            );
+        }
+        assert!(check_slice(&good, "Bad_Name", &node).is_err());
+    }
+}

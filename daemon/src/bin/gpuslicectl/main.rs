@@ -6,6 +6,7 @@ mod health;
 mod mig_map;
 mod render;
 mod sharing;
+mod watch;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -42,7 +43,11 @@ enum Command {
     /// Daemon health, versions and counts.
     Status,
     /// Every device with its attributes and holders.
-    Inventory,
+    Inventory {
+        /// Print it again at each change, until gpusliced stops.
+        #[arg(long)]
+        watch: bool,
+    },
     /// Every prepared claim.
     Claims,
     /// Per GPU, the map of MIG slices: which profile and claim hold which slices.
@@ -153,7 +158,11 @@ async fn run(args: Args) -> anyhow::Result<String> {
                 .into_inner();
             render::status(&reply, json)
         }
-        Command::Inventory => {
+        Command::Inventory { watch: true } => {
+            watch::inventory(&mut client, json).await?;
+            String::new()
+        }
+        Command::Inventory { watch: false } => {
             let reply = client
                 .get_inventory(pb::GetInventoryRequest {})
                 .await?

@@ -103,22 +103,7 @@ pub fn status(s: &pb::GetStatusResponse, json: bool) -> String {
 /// `inventory`.
 pub fn inventory(inv: &pb::GetInventoryResponse, json: bool) -> String {
     if json {
-        let devices: Vec<Value> = inv
-            .devices
-            .iter()
-            .map(|d| {
-                let attrs: serde_json::Map<String, Value> = d
-                    .attributes
-                    .iter()
-                    .map(|(k, v)| (k.clone(), attr_json(v)))
-                    .collect();
-                json!({ "name": d.name, "attributes": attrs, "capacity": d.capacity,
-                        "available": d.available, "holders": d.holders,
-                        "healthy": d.healthy, "health_reason": d.health_reason,
-                        "memory_available": d.memory_available })
-            })
-            .collect();
-        return doc(&json!({ "generation": inv.generation, "devices": devices }));
+        return doc(&inventory_json(inv));
     }
     let rows: Vec<Vec<String>> = inv
         .devices
@@ -254,6 +239,26 @@ pub fn unprepared(uid: &str, reply: &pb::UnprepareResponse, json: bool) -> Strin
     } else {
         format!("claim {uid} was not prepared; nothing to do\n")
     }
+}
+
+/// The inventory as one JSON value (generation and devices).
+pub fn inventory_json(inv: &pb::GetInventoryResponse) -> Value {
+    let devices: Vec<Value> = inv
+        .devices
+        .iter()
+        .map(|d| {
+            let attrs: serde_json::Map<String, Value> = d
+                .attributes
+                .iter()
+                .map(|(k, v)| (k.clone(), attr_json(v)))
+                .collect();
+            json!({ "name": d.name, "attributes": attrs, "capacity": d.capacity,
+                        "available": d.available, "holders": d.holders,
+                        "healthy": d.healthy, "health_reason": d.health_reason,
+                        "memory_available": d.memory_available })
+        })
+        .collect();
+    json!({ "generation": inv.generation, "devices": devices })
 }
 
 #[cfg(test)]

@@ -8,13 +8,15 @@
 //!
 //! * `fail_next`: the next call fails;
 //! * `fail_nth=N`: the Nth call from start-up fails (N ≥ 1);
+//! * `fail_gpu=I`: every call on GPU index I fails, for the life of the
+//!   process (a GPU that stopped answering; verbs on one GPU only);
 //! * `latency_ms=N`: every call takes N milliseconds longer.
 //!
 //! A failing action may end in `@ERROR` to choose what the call answers:
 //! `injected` (the default, [`GpuError::Injected`]), `in_use`,
 //! `insufficient_resources`, `not_found`, `not_supported`, `no_permission` or
 //! `gpu_lost`. Example:
-//! `GPUSLICE_SIM_FAULTS="create_compute_instance:fail_nth=1,destroy_gpu_instance:fail_next@in_use,create_gpu_instance:latency_ms=200"`.
+//! `GPUSLICE_SIM_FAULTS="create_compute_instance:fail_nth=1,destroy_gpu_instance:fail_next@in_use,create_gpu_instance:latency_ms=200,device_info:fail_gpu=1@gpu_lost"`.
 //! Pure parsing; arming goes through [`Faults`].
 
 use std::time::Duration;
@@ -34,6 +36,15 @@ pub enum FaultItem {
         op: &'static str,
         /// 1-based call number.
         nth: u64,
+        /// What the call answers.
+        error: GpuError,
+    },
+    /// Every call of `op` on GPU `gpu` fails with `error`.
+    FailGpu {
+        /// The operation.
+        op: &'static str,
+        /// The GPU's index.
+        gpu: u32,
         /// What the call answers.
         error: GpuError,
     },
@@ -70,6 +81,7 @@ pub fn arm(faults: &Faults, spec: &str) -> Result<(), FaultSpecError> {
     for item in parse(spec)? {
         match item {
             FaultItem::Fail { op, nth, error } => faults.fail_nth(op, nth, error),
+            FaultItem::FailGpu { op, gpu, error } => faults.fail_gpu(op, gpu, error),
             FaultItem::Latency { op, latency } => faults.set_latency(op, Some(latency)),
         }
     }
@@ -96,28 +108,59 @@ fn parse_item(item: &str) -> Result<FaultItem, FaultSpecError> {
         text.parse::<u64>()
             .map_err(|_| bad(format!("{text:?} is not a whole number")))
     };
+    let error_of = |error: Option<&str>| {
+        error_named(op, error.unwrap_or("injected")).ok_or_else(|| {
+            bad(
+                "unknown @ERROR; use injected, in_use, insufficient_resources, not_found, \
+                 not_supported, no_permission or gpu_lost"
+                    .into(),
+            )
+        })
+    };
     let nth = match action.split_once('=') {
         None if action == "fail_next" => 1,
         Some(("fail_nth", n)) => number(n)?.max(1),
+        Some(("fail_gpu", i)) if PER_GPU.contains(&op) => {
+            let gpu = u32::try_from(number(i)?)
+                .map_err(|_| bad(format!("GPU index {i} is too large")))?;
+            let error = error_of(error)?;
+            return Ok(FaultItem::FailGpu { op, gpu, error });
+        }
+        Some(("fail_gpu", _)) => {
+            return Err(bad(format!(
+                "fail_gpu applies to verbs on one GPU: {}",
+                PER_GPU.join(", ")
+            )));
+        }
         Some(("latency_ms", ms)) if error.is_none() => {
             let latency = Duration::from_millis(number(ms)?);
             return Ok(FaultItem::Latency { op, latency });
         }
         _ => {
             return Err(bad(
-                "expected fail_next, fail_nth=N or latency_ms=N (only failures take @ERROR)".into(),
+                "expected fail_next, fail_nth=N, fail_gpu=I or latency_ms=N \
+                 (only failures take @ERROR)"
+                    .into(),
             ));
         }
     };
-    let error = error_named(op, error.unwrap_or("injected")).ok_or_else(|| {
-        bad(
-            "unknown @ERROR; use injected, in_use, insufficient_resources, not_found, \
-             not_supported, no_permission or gpu_lost"
-                .into(),
-        )
-    })?;
+    let error = error_of(error)?;
     Ok(FaultItem::Fail { op, nth, error })
 }
+
+/// The verbs that act on one GPU (the others are node-wide).
+const PER_GPU: [&str; 10] = [
+    op::DEVICE_INFO,
+    op::MIG_PROFILES,
+    op::SET_MIG_MODE,
+    op::GPU_INSTANCES,
+    op::CREATE_GPU_INSTANCE,
+    op::CREATE_COMPUTE_INSTANCE,
+    op::DESTROY_COMPUTE_INSTANCE,
+    op::DESTROY_GPU_INSTANCE,
+    op::COMPUTE_MODE,
+    op::SET_COMPUTE_MODE,
+];
 
 /// The error an injected failure of `op` answers with.
 fn error_named(op: &'static str, name: &str) -> Option<GpuError> {
@@ -187,6 +230,13 @@ mod tests {
                 "only failures take @ERROR",
             ),
             ("set_mig_mode:fail_next@bad", "unknown @ERROR"),
+            (
+                "device_count:fail_gpu=1",
+                "fail_gpu applies to verbs on one GPU",
+            ),
+            ("device_info:fail_gpu=x", "\"x\" is not a whole number"),
+            ("device_info:fail_gpu=99999999999", "too large"),
+            ("device_info:fail_gpu=1@bad", "unknown @ERROR"),
         ];
         for (item, wanted) in cases {
             let err = parse(&format!("device_count:fail_next,{item}")).unwrap_err();
@@ -211,5 +261,26 @@ mod tests {
             Err(GpuError::GpuLost { .. })
         ));
         assert_ne!(faults.check(op::DEVICE_INFO), Ok(Latency::NONE));
+    }
+
+    #[test]
+    fn a_failing_gpu_is_parsed_and_armed() {
+        let items = parse("device_info:fail_gpu=1@gpu_lost").unwrap();
+        let lost = GpuError::GpuLost {
+            what: "device_info (injected)".into(),
+        };
+        assert_eq!(
+            items,
+            vec![FaultItem::FailGpu {
+                op: op::DEVICE_INFO,
+                gpu: 1,
+                error: lost.clone(),
+            }]
+        );
+        let faults = Faults::new();
+        arm(&faults, "device_info:fail_gpu=1@gpu_lost").unwrap();
+        assert_eq!(faults.check_gpu(op::DEVICE_INFO, 0), Ok(Latency::NONE));
+        assert_eq!(faults.check_gpu(op::DEVICE_INFO, 1), Err(lost.clone()));
+        assert_eq!(faults.check_gpu(op::DEVICE_INFO, 1), Err(lost));
     }
 }

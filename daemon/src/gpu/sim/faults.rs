@@ -1,12 +1,15 @@
 //! Fault injection for the simulator: make the Nth call of a named operation
-//! fail, or make every call of it slow.
+//! fail, make every call of it on one GPU fail, or make every call of it slow.
 //!
-//! Owns one call counter per operation name, the failures armed against them
-//! and an optional latency per operation. Every simulated hardware call asks
-//! [`Faults::check`] first; a test arms a failure with [`Faults::fail_nth`] or
-//! a latency with [`Faults::set_latency`], or a running daemon reads them from
+//! Owns one call counter per operation name, the failures armed against them,
+//! the GPUs on which the operation keeps failing, and an optional latency per
+//! operation. Every simulated hardware call asks [`Faults::check`] (node-wide
+//! verbs) or [`Faults::check_gpu`] (verbs on one GPU) first; a test arms a
+//! failure with [`Faults::fail_nth`] or [`Faults::fail_gpu`] or a latency
+//! with [`Faults::set_latency`], or a running daemon reads them from
 //! `GPUSLICE_SIM_FAULTS` (syntax in `fault_spec`). An armed failure fires
-//! once and leaves the hardware untouched. Thread-safe: one `Mutex` guards the
+//! once; a failing GPU fails every call until [`Faults::heal_gpu`]; neither
+//! touches the hardware. Thread-safe: one `Mutex` guards the
 //! whole registry, held only to count, never while a latency is waited out.
 
 use std::collections::{BTreeMap, HashMap};
@@ -68,6 +71,8 @@ struct Counter {
     calls: u64,
     /// Armed failures, keyed by the 1-based call number they fire on.
     armed: BTreeMap<u64, GpuError>,
+    /// GPUs (by index) on which every call fails, with what it answers.
+    failing_gpus: BTreeMap<u32, GpuError>,
     /// How long every call of the operation takes.
     latency: Option<Duration>,
 }
@@ -122,6 +127,23 @@ impl Faults {
         self.fail_nth(op, 1, error);
     }
 
+    /// Make every call of `op` on GPU `index` fail with `error`, until
+    /// [`Faults::heal_gpu`] (a GPU that stopped answering).
+    pub fn fail_gpu(&self, op: &'static str, index: u32, error: GpuError) {
+        self.lock()
+            .entry(op)
+            .or_default()
+            .failing_gpus
+            .insert(index, error);
+    }
+
+    /// Calls of `op` on GPU `index` succeed again.
+    pub fn heal_gpu(&self, op: &'static str, index: u32) {
+        if let Some(counter) = self.lock().get_mut(op) {
+            counter.failing_gpus.remove(&index);
+        }
+    }
+
     /// Make every call of `op` take `latency` (`None` or zero: no latency).
     pub fn set_latency(&self, op: &'static str, latency: Option<Duration>) {
         let latency = latency.filter(|d| !d.is_zero());
@@ -132,6 +154,7 @@ impl Faults {
     pub fn clear(&self) {
         for counter in self.lock().values_mut() {
             counter.armed.clear();
+            counter.failing_gpus.clear();
             counter.latency = None;
         }
     }
@@ -150,6 +173,16 @@ impl Faults {
         match counter.armed.remove(&counter.calls) {
             Some(error) => Err(error),
             None => Ok(Latency(counter.latency)),
+        }
+    }
+
+    /// [`Faults::check`] for a call of `op` on GPU `index`: it also fails
+    /// while that GPU is set failing for `op`.
+    pub fn check_gpu(&self, op: &'static str, index: u32) -> Result<Latency, GpuError> {
+        let latency = self.check(op)?;
+        match self.lock().get(op).and_then(|c| c.failing_gpus.get(&index)) {
+            Some(error) => Err(error.clone()),
+            None => Ok(latency),
         }
     }
 
@@ -233,6 +266,23 @@ mod tests {
         assert_eq!(faults.check(op::DESTROY_GPU_INSTANCE), Ok(Latency::NONE));
         faults.set_latency(op::CREATE_GPU_INSTANCE, Some(Duration::ZERO));
         assert_eq!(faults.check(op::CREATE_GPU_INSTANCE), Ok(Latency::NONE));
+    }
+
+    #[test]
+    fn a_failing_gpu_fails_every_call_on_it_until_healed() {
+        let faults = Faults::new();
+        faults.fail_gpu(op::DEVICE_INFO, 1, lost());
+        for _ in 0..3 {
+            assert_eq!(faults.check_gpu(op::DEVICE_INFO, 0), Ok(Latency::NONE));
+            assert_eq!(faults.check_gpu(op::DEVICE_INFO, 1), Err(lost()));
+        }
+        assert_eq!(faults.check_gpu(op::MIG_PROFILES, 1), Ok(Latency::NONE));
+        assert_eq!(faults.calls(op::DEVICE_INFO), 6);
+        faults.heal_gpu(op::DEVICE_INFO, 1);
+        assert_eq!(faults.check_gpu(op::DEVICE_INFO, 1), Ok(Latency::NONE));
+        faults.fail_gpu(op::DEVICE_INFO, 2, lost());
+        faults.clear();
+        assert_eq!(faults.check_gpu(op::DEVICE_INFO, 2), Ok(Latency::NONE));
     }
 
     #[test]

@@ -303,7 +303,7 @@ impl SimBackend {
         op: &'static str,
         verb: impl FnOnce(&SimGpuState, GpuRef<'_>) -> Result<T, GpuError>,
     ) -> Result<T, GpuError> {
-        let latency = self.faults.check(op)?;
+        let latency = self.faults.check_gpu(op, index)?;
         let gpu = self.gpu(index)?;
         let state = gpu.lock();
         let result = verb(&state, gpu.reference(index));
@@ -320,7 +320,7 @@ impl SimBackend {
         op: &'static str,
         verb: impl FnOnce(&mut SimGpuState, GpuRef<'_>, bool) -> Result<T, GpuError>,
     ) -> Result<T, GpuError> {
-        let latency = self.faults.check(op)?;
+        let latency = self.faults.check_gpu(op, index)?;
         let gpu = self.gpu(index)?;
         let mut state = gpu.lock();
         let mut next = state.clone();

@@ -1,0 +1,207 @@
+//! One sync: read the inventory, build the pool, and (unless nothing can
+//! have changed) list our slices, plan ([`crate::sync_plan`]) and write.
+//!
+//! The API server is not asked at all when the pool built from the
+//! inventory equals the one published last and no foreign change or relist
+//! was seen since (`dirty`): an inventory change that publishes nothing new
+//! (a claim prepared, say) costs one GetInventory. Otherwise it lists (field
+//! selector `spec.nodeName=<node>,spec.driver=<driver>`, the only list the
+//! node authorizer allows) and writes what differs, noting each write's
+//! echo for the slice watch.
+
+use gpuslice_proto::gpuslice::v1 as pb;
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::resource::v1::{ResourceSlice, ResourceSliceSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::Api;
+use kube::api::{DeleteParams, ListParams, PostParams, Preconditions};
+use tracing::warn;
+
+use super::{PublishError, Publisher, SyncReport};
+use crate::slice_watch::selector;
+use crate::slices::{self, PoolTarget};
+use crate::sync_plan::{self, Existing, Write};
+
+impl Publisher {
+    /// One comparison and the writes it needs.
+    pub async fn sync_once(&mut self) -> Result<SyncReport, PublishError> {
+        let inventory = self
+            .gpusliced
+            .get_inventory(pb::GetInventoryRequest {})
+            .await
+            .map_err(PublishError::Inventory)?
+            .into_inner();
+        let target = PoolTarget {
+            driver: &self.driver,
+            node_name: &self.node_name,
+            taint_unhealthy: self.taint_unhealthy,
+            consumable_capacity: self.consumable_capacity,
+        };
+        let built = slices::build_pool(&inventory, &target, 0);
+        if !self.dirty && self.last_built.as_ref() == Some(&built.slices) {
+            return Ok(SyncReport {
+                generation: self.last_published,
+                writes: 0,
+                listed: false,
+            });
+        }
+        for problem in &built.skipped {
+            warn!(error = %problem, "not published");
+        }
+        let owner = self.owner().await?;
+        let api = Api::<ResourceSlice>::all(self.kube.clone());
+        let listed = api
+            .list(&ListParams::default().fields(&selector(&self.node_name, &self.driver)))
+            .await
+            .map_err(|source| PublishError::List {
+                node: self.node_name.clone(),
+                source,
+            })?;
+        let existing: Vec<Existing> = listed
+            .items
+            .into_iter()
+            .map(|slice| Existing {
+                name: slice.metadata.name.unwrap_or_default(),
+                uid: slice.metadata.uid,
+                resource_version: slice.metadata.resource_version,
+                spec: slice.spec,
+            })
+            .collect();
+        let plan = sync_plan::plan(&existing, self.last_published, |generation| {
+            let mut specs = built.slices.clone();
+            for spec in &mut specs {
+                spec.pool.generation = generation;
+            }
+            specs
+        });
+        let writes = plan.writes.len();
+        for write in plan.writes {
+            self.apply(&api, &owner, write).await?;
+        }
+        self.last_published = plan.generation;
+        self.last_built = Some(built.slices);
+        self.dirty = false;
+        Ok(SyncReport {
+            generation: plan.generation,
+            writes,
+            listed: true,
+        })
+    }
+
+    async fn apply(
+        &mut self,
+        api: &Api<ResourceSlice>,
+        owner: &OwnerReference,
+        write: Write,
+    ) -> Result<(), PublishError> {
+        match write {
+            Write::Create(spec) => {
+                let prefix = format!("{}-{}-", self.node_name, self.driver);
+                let slice = self.slice(None, None, owner, spec);
+                let created = api
+                    .create(&PostParams::default(), &slice)
+                    .await
+                    .map_err(|source| write_error("create", prefix, source))?;
+                self.echo(&created);
+            }
+            Write::Update {
+                name,
+                resource_version,
+                spec,
+            } => {
+                let slice = self.slice(Some(name.clone()), resource_version, owner, spec);
+                let updated = api
+                    .replace(&name, &PostParams::default(), &slice)
+                    .await
+                    .map_err(|source| write_error("update", name, source))?;
+                self.echo(&updated);
+            }
+            Write::Delete {
+                name,
+                uid,
+                resource_version,
+            } => {
+                let params = DeleteParams {
+                    preconditions: Some(Preconditions {
+                        uid: uid.clone(),
+                        resource_version,
+                    }),
+                    ..DeleteParams::default()
+                };
+                api.delete(&name, &params)
+                    .await
+                    .map_err(|source| write_error("delete", name.clone(), source))?;
+                if let Some(uid) = uid {
+                    self.echoes.deleted(&name, &uid);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The watch will report this write: not a reason to sync again.
+    fn echo(&mut self, written: &ResourceSlice) {
+        if let (Some(name), Some(version)) =
+            (&written.metadata.name, &written.metadata.resource_version)
+        {
+            self.echoes.wrote(name, version);
+        }
+    }
+
+    fn slice(
+        &self,
+        name: Option<String>,
+        resource_version: Option<String>,
+        owner: &OwnerReference,
+        spec: ResourceSliceSpec,
+    ) -> ResourceSlice {
+        let generate_name = name
+            .is_none()
+            .then(|| format!("{}-{}-", self.node_name, self.driver));
+        ResourceSlice {
+            metadata: ObjectMeta {
+                name,
+                generate_name,
+                resource_version,
+                owner_references: Some(vec![owner.clone()]),
+                ..ObjectMeta::default()
+            },
+            spec,
+        }
+    }
+
+    /// The owner reference to our Node (its uid read once).
+    async fn owner(&mut self) -> Result<OwnerReference, PublishError> {
+        let uid = match &self.node_uid {
+            Some(uid) => uid.clone(),
+            None => {
+                let node = Api::<Node>::all(self.kube.clone())
+                    .get(&self.node_name)
+                    .await
+                    .map_err(|source| PublishError::Node {
+                        node: self.node_name.clone(),
+                        source,
+                    })?;
+                let uid = node.metadata.uid.unwrap_or_default();
+                self.node_uid = Some(uid.clone());
+                uid
+            }
+        };
+        Ok(OwnerReference {
+            api_version: "v1".to_owned(),
+            kind: "Node".to_owned(),
+            name: self.node_name.clone(),
+            uid,
+            controller: Some(true),
+            block_owner_deletion: None,
+        })
+    }
+}
+
+fn write_error(action: &'static str, slice: String, source: kube::Error) -> PublishError {
+    PublishError::Write {
+        action,
+        slice,
+        source,
+    }
+}
