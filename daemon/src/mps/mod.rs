@@ -66,13 +66,18 @@ pub enum MpsError {
         /// The daemon's pipe dir.
         pipe_dir: PathBuf,
     },
-    /// The daemon did not create its socket in time.
-    #[error("the MPS control daemon of {pipe_dir} did not answer within {seconds}s; retry")]
+    /// The daemon did not answer in time.
+    #[error(
+        "the MPS control daemon of {pipe_dir} did not answer within {seconds}s ({last_problem}); \
+         see control.log in its log dir, then retry"
+    )]
     NotReady {
         /// The daemon's pipe dir.
         pipe_dir: PathBuf,
         /// The bound.
         seconds: u64,
+        /// What the last try gave.
+        last_problem: String,
     },
     /// A limit did not read back as set.
     #[error("MPS limit not applied: {command:?} answered {answer:?}, expected {expected}")]

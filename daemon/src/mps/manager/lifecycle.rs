@@ -137,16 +137,15 @@ fn path_text(path: &Path) -> String {
     path.display().to_string()
 }
 
-/// Readiness through the control program: the socket exists, the daemon
-/// answers `get_server_list`, the limits are set and read back as asked.
+/// Readiness through the control program: the daemon answers
+/// `get_server_list`, the limits are set and read back as asked.
 pub fn bring_up(
     control: &ControlClient,
     limits: &MpsLimits,
     bound: Duration,
     alive: &dyn Fn() -> bool,
 ) -> Result<(), MpsError> {
-    control.wait_for_socket(bound, alive)?;
-    control.send("get_server_list")?;
+    control.wait_until_answering("get_server_list", bound, alive)?;
     for command in limits.commands() {
         control.send(&command)?;
     }
