@@ -28,7 +28,7 @@ pub use child::ChildSupervisor;
 pub use key::MpsKey;
 pub use layout::DaemonLayout;
 pub use limits::{MpsLimits, client_memory_env};
-pub use manager::{MpsDaemon, MpsManager, MpsSettings, Released};
+pub use manager::{MpsDaemon, MpsManager, MpsSettings, Released, StaleDaemon};
 pub use mount::{NoShmMount, ShmMounter, TmpfsMounter};
 pub use supervisor::{DaemonState, DaemonStatus, Supervisor};
 pub use systemd::SystemdSupervisor;

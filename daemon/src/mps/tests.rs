@@ -388,12 +388,22 @@ fn sim_restart_of_gpusliced_keeps_live_daemons_and_stops_orphans() {
     std::fs::create_dir_all(stray.join("pipe")).unwrap();
     let mut expected = vec!["0123456789abcdef".to_owned(), orphan.hash()];
     expected.sort();
+    let stopped = f
+        .manager
+        .cleanup_stale(std::slice::from_ref(&live))
+        .unwrap();
     assert_eq!(
-        f.manager
-            .cleanup_stale(std::slice::from_ref(&live))
-            .unwrap(),
+        stopped.iter().map(|d| d.hash.clone()).collect::<Vec<_>>(),
         expected
     );
+    let devices = |hash: &str| {
+        stopped
+            .iter()
+            .find(|d| d.hash == hash)
+            .map(|d| d.devices.clone())
+    };
+    assert_eq!(devices(&orphan.hash()), Some(vec![GPU_B.to_owned()]));
+    assert_eq!(devices("0123456789abcdef"), Some(vec![]), "no key file");
     assert!(!gone.root().exists() && !stray.exists());
     assert!(
         f.record().contains(&"quit".to_owned()),
