@@ -53,7 +53,12 @@ impl MpsManager {
         let layout = spec.layout.clone();
         let control = self.control(&layout);
         let bound = self.settings.ready_bound;
-        if let Some(daemon) = self.supervisor.adopt(&spec)? {
+        let hook_control = control.clone();
+        let hook_limits = limits.clone();
+        let hook: RestartHook = Arc::new(move |alive: &dyn Fn() -> bool| {
+            bring_up(&hook_control, &hook_limits, bound, alive)
+        });
+        if let Some(daemon) = self.supervisor.adopt(&spec, Arc::clone(&hook))? {
             let alive = || daemon.is_alive();
             if bring_up(&control, limits, bound, &alive).is_ok() {
                 tracing::info!(daemon = %key, "took over a running MPS control daemon");
@@ -69,11 +74,6 @@ impl MpsManager {
             source,
         })?;
         let result = self.mounter.mount(&layout.shm_dir()).and_then(|()| {
-            let hook_control = control.clone();
-            let hook_limits = limits.clone();
-            let hook: RestartHook = Arc::new(move |alive: &dyn Fn() -> bool| {
-                bring_up(&hook_control, &hook_limits, bound, alive)
-            });
             let daemon = self.supervisor.start(&spec, hook)?;
             let alive = || daemon.is_alive();
             match bring_up(&control, limits, bound, &alive) {
