@@ -130,10 +130,10 @@ fn sharing_tools(config: &Config) -> Result<SharingTools, RunError> {
     let supervisor: Arc<dyn Supervisor> = match config.mps.supervisor {
         SupervisorKind::Systemd => Arc::new(SystemdSupervisor::connect()?),
         SupervisorKind::Child => Arc::new(ChildSupervisor::default()),
-        SupervisorKind::Auto if crate::mps::under_systemd() => {
-            Arc::new(SystemdSupervisor::connect()?)
-        }
-        SupervisorKind::Auto => Arc::new(ChildSupervisor::default()),
+        SupervisorKind::Auto => match SystemdSupervisor::for_this_service() {
+            Some(systemd) => Arc::new(systemd),
+            None => Arc::new(ChildSupervisor::default()),
+        },
     };
     let tmpfs = match config.mps.shm {
         ShmKind::Tmpfs => true,

@@ -2,24 +2,36 @@
 //! with systemd-nspawn (systemd 252 as PID 1), where `nspawn/in_container.sh`
 //! checks that the service starts (Type=notify reaches active), logs to the
 //! journal, answers gpuslicectl, reloads, is killed and restarted by the
-//! watchdog when it hangs, runs sandboxed, refuses the metrics exporters until the
-//! packaged drop-ins allow them (then serves and writes them), and is removed
-//! and purged cleanly.
+//! watchdog when it hangs, runs sandboxed, supervises MPS control daemons as
+//! transient units `gpuslice-mps-<hash>.service` started over the system bus
+//! (shared by claims on one GPU set, restarted by systemd with their limits
+//! applied again, adopted across a restart of gpusliced, stopped when their
+//! claims are gone), refuses the metrics exporters until the packaged drop-ins
+//! allow them (then serves and writes them), and is removed and purged cleanly.
 //!
 //! The .deb comes from `packaging/build.sh` (GPUSLICE_DEB, else the newest
-//! `<target>/debian/gpuslice_*.deb`). The rootfs is made once by debootstrap
-//! (about 35 s, 241 MB) and cached in /var/cache/gpuslice-test (or
-//! GPUSLICE_NSPAWN_CACHE); each boot runs on a throwaway overlay of it.
+//! `<target>/debian/gpuslice_*.deb`); the MPS control program is the stand-in
+//! tests/tools/fake-mps-control (python3, in the rootfs). The rootfs is made
+//! once by debootstrap (about 40 s, 270 MB) and cached in
+//! /var/cache/gpuslice-test (or GPUSLICE_NSPAWN_CACHE) under a name that
+//! changes with its package list; each boot runs on a throwaway overlay of it.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::tools::{first_missing, is_root, run, skip};
+use crate::tools::{first_missing, is_root, repo_root, run, skip};
 
 const TEST: &str = "nspawn_the_deb_under_a_real_systemd";
 const SCRIPT: &str = include_str!("nspawn/in_container.sh");
 /// debootstrap, boot, install and all checks (a bound, not a wait).
 const NSPAWN_TIMEOUT_S: &str = "600";
+/// Packages debootstrap adds to minbase: systemd as PID 1, the system bus
+/// (sd_notify needs neither, the MPS units need it), python3 for the
+/// stand-in MPS control program.
+const ROOTFS_PACKAGES: &str = "systemd,systemd-sysv,dbus,python3-minimal";
+/// The cached rootfs's folder: a new name whenever ROOTFS_PACKAGES changes,
+/// so an older cache (without python3) is never taken for this one.
+const ROOTFS_NAME: &str = "bookworm-rootfs-2";
 
 /// The .deb to install: GPUSLICE_DEB, else the newest one packaging/build.sh
 /// left in the target dir.
@@ -45,14 +57,14 @@ fn deb() -> Option<PathBuf> {
 fn rootfs() -> Result<PathBuf, String> {
     let cache = std::env::var_os("GPUSLICE_NSPAWN_CACHE")
         .map_or_else(|| PathBuf::from("/var/cache/gpuslice-test"), PathBuf::from);
-    let root = cache.join("bookworm-rootfs");
-    if root.join("usr/lib/systemd/systemd").is_file() {
+    let root = cache.join(ROOTFS_NAME);
+    if root.join("usr/lib/systemd/systemd").is_file() && root.join("usr/bin/python3").exists() {
         return Ok(root);
     }
     std::fs::create_dir_all(&cache).map_err(|e| format!("create {}: {e}", cache.display()))?;
     // Built aside and renamed, so a cut-short debootstrap is never taken
     // for a rootfs and two test runs never share a half-made one.
-    let partial = cache.join(format!("bookworm-rootfs.partial-{}", std::process::id()));
+    let partial = cache.join(format!("{ROOTFS_NAME}.partial-{}", std::process::id()));
     let mirror = std::env::var("GPUSLICE_DEBIAN_MIRROR")
         .unwrap_or_else(|_| "http://deb.debian.org/debian".to_owned());
     eprintln!(
@@ -60,11 +72,9 @@ fn rootfs() -> Result<PathBuf, String> {
         root.display()
     );
     run(Command::new("debootstrap")
-        .args([
-            "--variant=minbase",
-            "--include=systemd,systemd-sysv,dbus",
-            "bookworm",
-        ])
+        .arg("--variant=minbase")
+        .arg(format!("--include={ROOTFS_PACKAGES}"))
+        .arg("bookworm")
         .arg(&partial)
         .arg(&mirror))
     .map_err(|e| {
@@ -99,6 +109,11 @@ fn nspawn_the_deb_under_a_real_systemd() {
     let root = rootfs().unwrap_or_else(|e| panic!("{e}"));
     let out = tempfile::tempdir().expect("temp dir");
     std::fs::copy(&deb, out.path().join("gpuslice.deb")).expect("copy the .deb");
+    std::fs::copy(
+        repo_root().join("tests/tools/fake-mps-control"),
+        out.path().join("fake-mps-control"),
+    )
+    .expect("copy the stand-in MPS control program");
     let script = out.path().join("in_container.sh");
     std::fs::OpenOptions::new()
         .create_new(true)

@@ -71,6 +71,11 @@ async fn sim_restart_keeps_daemons_of_live_claims_and_stops_orphans() {
     assert_eq!(adopted.pipe_dir, kept.pipe_dir);
     assert_eq!(adopted.state, "running");
     assert!(daemon_of(&after, "gpu-1").is_none());
+    assert_eq!(
+        after.gpus[1].compute_mode, "DEFAULT",
+        "the orphan's GPU is back to DEFAULT"
+    );
+    assert_eq!(after.gpus[0].compute_mode, "EXCLUSIVE_PROCESS");
     assert_eq!(quits(&node), 1, "the orphan was asked to quit");
     assert!(!alive(orphan.pid));
     assert!(!Path::new(&orphan.pipe_dir).exists(), "its folder is gone");

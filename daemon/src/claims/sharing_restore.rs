@@ -3,7 +3,8 @@
 //! [`Engine::reconcile`] has put every prepared claim back in the sharing
 //! books; then, in this order:
 //! 1. daemons of claims that are gone are stopped, with their units, shm
-//!    mounts and folders (`cleanup_stale`, before any acquire);
+//!    mounts and folders (`cleanup_stale`, before any acquire), and their
+//!    whole GPUs that no live claim shares go back to compute mode DEFAULT;
 //! 2. a `preparing` record's time-slice and compute mode are reset where no
 //!    live claim uses the GPU (its daemon, if it got one, went in step 1);
 //! 3. after the MIG set-up, [`Engine::restore_sharing`] brings back the
@@ -33,8 +34,15 @@ impl Engine {
             .collect();
         match tools.mps.cleanup_stale(&live) {
             Ok(stopped) => {
-                for hash in &stopped {
-                    tracing::info!(daemon = %hash, "stopped an MPS control daemon whose claims are gone");
+                for daemon in &stopped {
+                    tracing::info!(daemon = %daemon.hash, devices = ?daemon.devices, "stopped an MPS control daemon whose claims are gone");
+                    for uuid in &daemon.devices {
+                        let unused = lock(&self.sharing.state).policy.claims(uuid).is_empty();
+                        if unused {
+                            // A MIG UUID is no whole GPU: nothing to reset.
+                            self.reset_compute_mode(uuid);
+                        }
+                    }
                 }
                 report.daemons_stopped += stopped.len();
             }

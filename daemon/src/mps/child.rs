@@ -119,7 +119,11 @@ impl Supervisor for ChildSupervisor {
         Ok(Arc::new(ChildDaemon { shared }))
     }
 
-    fn adopt(&self, spec: &DaemonSpec) -> Result<Option<Arc<dyn Supervised>>, MpsError> {
+    fn adopt(
+        &self,
+        spec: &DaemonSpec,
+        _on_restart: RestartHook,
+    ) -> Result<Option<Arc<dyn Supervised>>, MpsError> {
         Ok(running_pid(&spec.layout).map(|pid| {
             Arc::new(AdoptedDaemon {
                 pid,

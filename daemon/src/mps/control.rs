@@ -1,7 +1,7 @@
 //! Talking to a running control daemon the way NVIDIA's own projects do: run
 //! `nvidia-cuda-mps-control` with one command on its stdin and read its
 //! answer (the socket protocol behind it is undocumented). Also the one
-//! bounded wait for the daemon's control socket to appear.
+//! bounded wait for a started daemon to answer.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -89,18 +89,33 @@ impl ControlClient {
         }
     }
 
-    /// Waits until the control socket exists in the pipe dir; `alive` is
-    /// asked on every wake-up so a daemon that died is reported at once.
-    pub fn wait_for_socket(
+    /// Waits until the daemon answers `command` (a read-only one, such as
+    /// `get_server_list`) and returns the answer. The control socket existing
+    /// is not enough: a daemon that was killed leaves its socket behind, and
+    /// until the restarted one replaces it a client is refused. So the
+    /// command is sent whenever the pipe dir changes (and at the latest every
+    /// half second) once the socket exists; `alive` is asked on every
+    /// wake-up so a daemon that died is reported at once.
+    pub fn wait_until_answering(
         &self,
+        command: &str,
         bound: Duration,
         alive: &dyn Fn() -> bool,
-    ) -> Result<(), MpsError> {
+    ) -> Result<String, MpsError> {
         let socket = self.pipe_dir.join(CONTROL_SOCKET);
+        let answer = std::cell::RefCell::new(None);
+        let last_problem = std::cell::RefCell::new(None);
         let done = wait_on_dir(&self.pipe_dir, bound, &|| {
             if socket.exists() {
-                Ok(true)
-            } else if alive() {
+                match self.send(command) {
+                    Ok(text) => {
+                        *answer.borrow_mut() = Some(text);
+                        return Ok(true);
+                    }
+                    Err(err) => *last_problem.borrow_mut() = Some(err.to_string()),
+                }
+            }
+            if alive() {
                 Ok(false)
             } else {
                 Err(MpsError::DiedDuringStart {
@@ -108,13 +123,15 @@ impl ControlClient {
                 })
             }
         })?;
-        if done {
-            Ok(())
-        } else {
-            Err(MpsError::NotReady {
+        match answer.into_inner() {
+            Some(text) if done => Ok(text),
+            _ => Err(MpsError::NotReady {
                 pipe_dir: self.pipe_dir.clone(),
                 seconds: bound.as_secs(),
-            })
+                last_problem: last_problem
+                    .into_inner()
+                    .unwrap_or_else(|| "no control socket yet".to_owned()),
+            }),
         }
     }
 }

@@ -12,6 +12,8 @@ use super::key::MpsKey;
 
 /// Name of the file holding the daemon's key.
 const KEY_FILE: &str = "key";
+/// Bound on the key file read back at start-up (a few dozen UUIDs).
+const MAX_KEY_BYTES: u64 = 64 * 1024;
 /// Mount options of the bind mounts handed to containers.
 const BIND_OPTIONS: [&str; 4] = ["rw", "nosuid", "nodev", "bind"];
 
@@ -70,6 +72,26 @@ impl DaemonLayout {
             0o644,
         )
         .map_err(io::Error::other)
+    }
+
+    /// The UUIDs in the key file; none when it is missing, unreadable or
+    /// not a small regular file.
+    pub fn read_key(&self) -> Vec<String> {
+        let path = self.key_file();
+        let small_file = std::fs::symlink_metadata(&path)
+            .is_ok_and(|m| m.file_type().is_file() && m.len() <= MAX_KEY_BYTES);
+        if !small_file {
+            return Vec::new();
+        }
+        std::fs::read_to_string(&path)
+            .map(|text| {
+                text.trim()
+                    .split(',')
+                    .filter(|u| !u.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// Removes the whole folder; a missing one is fine.

@@ -15,6 +15,7 @@
 mod cleanup;
 mod lifecycle;
 
+pub use cleanup::StaleDaemon;
 pub use lifecycle::bring_up;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};

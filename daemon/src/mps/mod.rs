@@ -6,8 +6,9 @@
 //!
 //! Reading order: [`key`] and [`limits`] (pure), [`layout`] (folders and CDI
 //! edits), [`control`] (the stdin command protocol), [`supervisor`] and its
-//! two implementations [`child`] and [`systemd`], [`mount`] (the shm tmpfs),
-//! [`manager`] (reference counting, start, stop, start-up cleanup).
+//! two implementations [`child`] and [`systemd`] (with [`unit`], one unit,
+//! and [`unit_state`], what its properties mean), [`mount`] (the shm
+//! tmpfs), [`manager`] (reference counting, start, stop, start-up cleanup).
 //!
 //! This module never touches the GPU backend: compute mode is the engine's
 //! (see [`manager`]).
@@ -21,6 +22,8 @@ pub mod manager;
 pub mod mount;
 pub mod supervisor;
 pub mod systemd;
+pub mod unit;
+pub mod unit_state;
 
 use std::path::PathBuf;
 
@@ -28,7 +31,7 @@ pub use child::ChildSupervisor;
 pub use key::MpsKey;
 pub use layout::DaemonLayout;
 pub use limits::{MpsLimits, client_memory_env};
-pub use manager::{MpsDaemon, MpsManager, MpsSettings, Released};
+pub use manager::{MpsDaemon, MpsManager, MpsSettings, Released, StaleDaemon};
 pub use mount::{NoShmMount, ShmMounter, TmpfsMounter};
 pub use supervisor::{DaemonState, DaemonStatus, Supervisor};
 pub use systemd::SystemdSupervisor;
@@ -66,13 +69,18 @@ pub enum MpsError {
         /// The daemon's pipe dir.
         pipe_dir: PathBuf,
     },
-    /// The daemon did not create its socket in time.
-    #[error("the MPS control daemon of {pipe_dir} did not answer within {seconds}s; retry")]
+    /// The daemon did not answer in time.
+    #[error(
+        "the MPS control daemon of {pipe_dir} did not answer within {seconds}s ({last_problem}); \
+         see control.log in its log dir, then retry"
+    )]
     NotReady {
         /// The daemon's pipe dir.
         pipe_dir: PathBuf,
         /// The bound.
         seconds: u64,
+        /// What the last try gave.
+        last_problem: String,
     },
     /// A limit did not read back as set.
     #[error("MPS limit not applied: {command:?} answered {answer:?}, expected {expected}")]
@@ -124,16 +132,6 @@ pub enum MpsError {
         /// zbus's message.
         problem: String,
     },
-}
-
-/// Whether gpusliced runs as a systemd service with a reachable system bus:
-/// then daemons become transient units. systemd sets `INVOCATION_ID` for a
-/// service (a `NOTIFY_SOCKET` alone, as the tests' harness sets, is not
-/// enough: units of the host's systemd are not a test's to touch); the bus
-/// is then tried.
-pub fn under_systemd() -> bool {
-    std::env::var_os("INVOCATION_ID").is_some_and(|v| !v.is_empty())
-        && SystemdSupervisor::connect().is_ok()
 }
 
 #[cfg(test)]

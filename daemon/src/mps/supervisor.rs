@@ -67,7 +67,9 @@ pub struct DaemonStatus {
     pub unit: Option<String>,
     /// The state.
     pub state: DaemonState,
-    /// How often it was restarted since this gpusliced started it.
+    /// How often it was restarted: since this gpusliced started it (child),
+    /// or the unit's `NRestarts` (systemd; it survives a restart of
+    /// gpusliced).
     pub restarts: u32,
 }
 
@@ -100,8 +102,14 @@ pub trait Supervisor: Send + Sync + std::fmt::Debug {
         on_restart: RestartHook,
     ) -> Result<Arc<dyn Supervised>, MpsError>;
     /// Takes over a daemon a previous gpusliced started for `spec`, when it
-    /// still runs; `None` when there is none.
-    fn adopt(&self, spec: &DaemonSpec) -> Result<Option<Arc<dyn Supervised>>, MpsError>;
+    /// still runs; `None` when there is none. `on_restart` runs after each
+    /// restart where the supervisor still restarts it (systemd does; an
+    /// adopted child is nobody's to restart).
+    fn adopt(
+        &self,
+        spec: &DaemonSpec,
+        on_restart: RestartHook,
+    ) -> Result<Option<Arc<dyn Supervised>>, MpsError>;
     /// Stops whatever this supervisor still runs for the daemon `hash` (a
     /// unit, a process): runs `quit` (which asks the daemon to exit through
     /// the control program; a no-op where it was asked already), then waits

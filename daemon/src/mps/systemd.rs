@@ -1,29 +1,36 @@
 //! [`SystemdSupervisor`]: each control daemon is a transient unit
 //! `gpuslice-mps-<hash>.service` started over the system bus (zbus, blocking
 //! API) with `StartTransientUnit`, so systemd owns its cgroup, its restarts
-//! (`Restart=on-failure`) and its logs. Its state is read back from the
-//! unit's D-Bus properties; `StopUnit` ends it.
+//! (`Restart=on-failure`) and its logs (the journal). The unit outlives
+//! gpusliced: a restart of gpusliced adopts it by name. [`super::unit`]
+//! supervises one unit; this file starts, finds and stops them.
+//!
+//! The connection subscribes to systemd's signals (`Subscribe`): without a
+//! subscriber systemd sends no `PropertiesChanged` for units, and the unit
+//! watcher would only see a restart on its periodic re-read.
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use zbus::blocking::Connection;
 use zbus::zvariant::{OwnedObjectPath, OwnedValue, Value};
 
 use super::MpsError;
-use super::control::wait_on_dir;
 use super::layout::DaemonLayout;
-use super::supervisor::{
-    DaemonSpec, DaemonState, DaemonStatus, RestartHook, Supervised, Supervisor, unit_name,
-};
+use super::supervisor::{DaemonSpec, RestartHook, Supervised, Supervisor, unit_name};
+use super::unit::{UnitDaemon, wait_until_dead};
+use super::unit_state::{Activity, Observed};
 
 const DEST: &str = "org.freedesktop.systemd1";
 const PATH: &str = "/org/freedesktop/systemd1";
 const MANAGER: &str = "org.freedesktop.systemd1.Manager";
-const UNIT_PREFIX: &str = "gpuslice-mps-";
-/// How long a stopped unit gets to go inactive (systemd's own stop timeout
-/// kills it before that).
-const STOP_BOUND: std::time::Duration = std::time::Duration::from_secs(100);
+const UNIT: &str = "org.freedesktop.systemd1.Unit";
+const SERVICE: &str = "org.freedesktop.systemd1.Service";
+/// Every daemon's unit name starts so.
+pub(super) const UNIT_PREFIX: &str = "gpuslice-mps-";
+/// How long a unit found stale at start-up gets to go away.
+const STALE_STOP_BOUND: Duration = Duration::from_secs(100);
 
 /// Supervises control daemons as transient systemd units.
 #[derive(Debug, Clone)]
@@ -34,10 +41,38 @@ pub struct SystemdSupervisor {
 type Property<'a> = (&'a str, Value<'a>);
 
 impl SystemdSupervisor {
-    /// Connects to the system bus (`DBUS_SYSTEM_BUS_ADDRESS` is honoured).
+    /// Connects to the system bus (`DBUS_SYSTEM_BUS_ADDRESS` is honoured)
+    /// and subscribes to systemd's signals.
     pub fn connect() -> Result<Self, MpsError> {
         let bus = Connection::system().map_err(|e| sd_err("connect to", "the system bus", &e))?;
-        Ok(Self { bus })
+        let supervisor = Self { bus };
+        match supervisor.manager_call("Subscribe", "signals", &()) {
+            Ok(_) => {}
+            Err(MpsError::Systemd { problem, .. }) if problem.contains("AlreadySubscribed") => {}
+            Err(e) => return Err(e),
+        }
+        Ok(supervisor)
+    }
+
+    /// The supervisor `[mps] supervisor = "auto"` picks when gpusliced runs
+    /// as a systemd service: systemd sets `INVOCATION_ID` for a service (a
+    /// `NOTIFY_SOCKET` alone, as the tests' harness sets, is not enough:
+    /// units of the host's systemd are not a test's to touch); the bus is
+    /// then tried. `None` (with a warning when the bus is what failed):
+    /// daemons run as children.
+    pub fn for_this_service() -> Option<Self> {
+        if std::env::var_os("INVOCATION_ID").is_none_or(|v| v.is_empty()) {
+            return None;
+        }
+        Self::connect()
+            .inspect_err(|err| {
+                tracing::warn!(error = %err, "gpusliced runs under systemd but cannot reach it over the system bus; MPS control daemons run as its children");
+            })
+            .ok()
+    }
+
+    pub(super) fn bus(&self) -> &Connection {
+        &self.bus
     }
 
     fn manager_call<B>(&self, method: &str, unit: &str, body: &B) -> Result<zbus::Message, MpsError>
@@ -46,10 +81,11 @@ impl SystemdSupervisor {
     {
         self.bus
             .call_method(Some(DEST), PATH, Some(MANAGER), method, body)
-            .map_err(|e| sd_err("call", unit, &e).with_action(method_action(method)))
+            .map_err(|e| sd_err(method_action(method), unit, &e))
     }
 
-    /// The properties of the transient unit for `spec`.
+    /// The properties of the transient unit for `spec`. `Type=exec`: the
+    /// start job fails when the control program cannot be run.
     fn properties(spec: &DaemonSpec) -> Vec<Property<'static>> {
         let program = spec.program.display().to_string();
         let exec = vec![(program.clone(), vec![program, "-f".to_owned()], false)];
@@ -59,7 +95,7 @@ impl SystemdSupervisor {
                 "Description",
                 Value::from(format!("gpuslice MPS control daemon for {}", spec.key)),
             ),
-            ("Type", Value::from("simple")),
+            ("Type", Value::from("exec")),
             ("ExecStart", Value::from(exec)),
             ("Environment", Value::from(env)),
             ("Restart", Value::from("on-failure")),
@@ -94,7 +130,58 @@ impl SystemdSupervisor {
         }
     }
 
-    fn stop_unit(&self, unit: &str) -> Result<(), MpsError> {
+    fn property(&self, path: &OwnedObjectPath, interface: &str, name: &str) -> Option<OwnedValue> {
+        let reply = self
+            .bus
+            .call_method(
+                Some(DEST),
+                path.as_str(),
+                Some("org.freedesktop.DBus.Properties"),
+                "Get",
+                &(interface, name),
+            )
+            .ok()?;
+        reply.body().deserialize::<OwnedValue>().ok()
+    }
+
+    /// One reading of `unit`; a unit that cannot be read counts as gone.
+    pub(super) fn observe(&self, unit: &str) -> Observed {
+        let Ok(Some(path)) = self.unit_path(unit) else {
+            return Observed::GONE;
+        };
+        let u32_of = |interface, name| {
+            self.property(&path, interface, name)
+                .and_then(|v| u32::try_from(v).ok())
+                .unwrap_or(0)
+        };
+        let activity = self
+            .property(&path, UNIT, "ActiveState")
+            .and_then(|v| String::try_from(v).ok())
+            .map_or(Activity::Gone, |s| Activity::parse(&s));
+        let job_pending = self
+            .property(&path, UNIT, "Job")
+            .and_then(|v| <(u32, OwnedObjectPath)>::try_from(v).ok())
+            .is_some_and(|(id, _)| id != 0);
+        Observed {
+            activity,
+            job_pending,
+            main_pid: u32_of(SERVICE, "MainPID"),
+            restarts: u32_of(SERVICE, "NRestarts"),
+        }
+    }
+
+    /// The match rule for `unit`'s property changes.
+    pub(super) fn changes_of(unit: &str) -> zbus::Result<zbus::MatchRule<'static>> {
+        let path = format!("{PATH}/unit/{}", escape_path(unit));
+        Ok(zbus::MatchRule::builder()
+            .msg_type(zbus::message::Type::Signal)
+            .interface("org.freedesktop.DBus.Properties")?
+            .member("PropertiesChanged")?
+            .path(path)?
+            .build())
+    }
+
+    pub(super) fn stop_unit(&self, unit: &str) -> Result<(), MpsError> {
         match self.manager_call("StopUnit", unit, &(unit, "replace")) {
             Ok(_) => Ok(()),
             Err(MpsError::Systemd { problem, .. })
@@ -105,12 +192,38 @@ impl SystemdSupervisor {
             Err(e) => Err(e),
         }
     }
+
+    /// Waits (bounded) until `unit` no longer runs; false when it still does.
+    pub(super) fn wait_gone(
+        &self,
+        unit: &str,
+        pipe_dir: &Path,
+        bound: Duration,
+    ) -> Result<bool, MpsError> {
+        wait_until_dead(pipe_dir, bound, &|| self.observe(unit).is_alive())
+    }
+}
+
+/// systemd's object path escaping (`sd_bus_path_encode`): every byte but
+/// ASCII letters and digits becomes `_xx`, lowercase hex.
+fn escape_path(name: &str) -> String {
+    name.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() {
+                char::from(b).to_string()
+            } else {
+                format!("_{b:02x}")
+            }
+        })
+        .collect()
 }
 
 fn method_action(method: &str) -> &'static str {
     match method {
         "StartTransientUnit" => "start",
         "StopUnit" => "stop",
+        "Subscribe" => "subscribe to",
+        "ListUnitsByPatterns" => "list",
         _ => "call",
     }
 }
@@ -123,19 +236,6 @@ fn sd_err(action: &'static str, unit: &str, e: &dyn std::fmt::Display) -> MpsErr
     }
 }
 
-impl MpsError {
-    fn with_action(self, action: &'static str) -> Self {
-        match self {
-            Self::Systemd { unit, problem, .. } => Self::Systemd {
-                action,
-                unit,
-                problem,
-            },
-            other => other,
-        }
-    }
-}
-
 impl Supervisor for SystemdSupervisor {
     fn name(&self) -> &'static str {
         "systemd"
@@ -144,7 +244,7 @@ impl Supervisor for SystemdSupervisor {
     fn start(
         &self,
         spec: &DaemonSpec,
-        _on_restart: RestartHook,
+        on_restart: RestartHook,
     ) -> Result<Arc<dyn Supervised>, MpsError> {
         let unit = spec.unit_name();
         let aux: Vec<(&str, Vec<Property<'_>>)> = Vec::new();
@@ -153,33 +253,44 @@ impl Supervisor for SystemdSupervisor {
             &unit,
             &(unit.as_str(), "replace", Self::properties(spec), aux),
         )?;
-        Ok(Arc::new(UnitDaemon {
-            supervisor: self.clone(),
+        Ok(UnitDaemon::watch(
+            self,
             unit,
-            pipe_dir: spec.layout.pipe_dir(),
-        }))
+            spec.layout.pipe_dir(),
+            on_restart,
+        )?)
     }
 
-    fn adopt(&self, spec: &DaemonSpec) -> Result<Option<Arc<dyn Supervised>>, MpsError> {
+    fn adopt(
+        &self,
+        spec: &DaemonSpec,
+        on_restart: RestartHook,
+    ) -> Result<Option<Arc<dyn Supervised>>, MpsError> {
         let unit = spec.unit_name();
-        let daemon = UnitDaemon {
-            supervisor: self.clone(),
+        if !self.observe(&unit).is_alive() {
+            return Ok(None);
+        }
+        Ok(Some(UnitDaemon::watch(
+            self,
             unit,
-            pipe_dir: spec.layout.pipe_dir(),
-        };
-        Ok(daemon
-            .is_alive()
-            .then(|| Arc::new(daemon) as Arc<dyn Supervised>))
+            spec.layout.pipe_dir(),
+            on_restart,
+        )?))
     }
 
     fn stop_stale(
         &self,
         hash: &str,
-        _layout: &DaemonLayout,
+        layout: &DaemonLayout,
         quit: &dyn Fn(),
     ) -> Result<(), MpsError> {
+        let unit = unit_name(hash);
         quit();
-        self.stop_unit(&unit_name(hash))
+        self.stop_unit(&unit)?;
+        if !self.wait_gone(&unit, &layout.pipe_dir(), STALE_STOP_BOUND)? {
+            tracing::warn!(%unit, "MPS control daemon unit still active after stop");
+        }
+        Ok(())
     }
 
     fn running_hashes(&self, mps_dir: &Path) -> Result<Vec<String>, MpsError> {
@@ -217,12 +328,7 @@ impl Supervisor for SystemdSupervisor {
                     .strip_prefix(UNIT_PREFIX)
                     .and_then(|r| r.strip_suffix(".service"))?
                     .to_owned();
-                let unit = UnitDaemon {
-                    supervisor: self.clone(),
-                    unit: row.0.clone(),
-                    pipe_dir: mps_dir.join(&hash).join("pipe"),
-                };
-                let env = unit.property("org.freedesktop.systemd1.Service", "Environment")?;
+                let env = self.property(&row.6, SERVICE, "Environment")?;
                 let env = Vec::<String>::try_from(env).ok()?;
                 env.iter().any(|e| e.starts_with(&ours)).then_some(hash)
             })
@@ -230,79 +336,15 @@ impl Supervisor for SystemdSupervisor {
     }
 }
 
-/// One transient unit.
-#[derive(Debug)]
-struct UnitDaemon {
-    supervisor: SystemdSupervisor,
-    unit: String,
-    /// Watched while the unit stops.
-    pipe_dir: std::path::PathBuf,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-impl UnitDaemon {
-    fn property(&self, interface: &str, name: &str) -> Option<OwnedValue> {
-        let path = self.supervisor.unit_path(&self.unit).ok()??;
-        let reply = self
-            .supervisor
-            .bus
-            .call_method(
-                Some(DEST),
-                path.as_str(),
-                Some("org.freedesktop.DBus.Properties"),
-                "Get",
-                &(interface, name),
-            )
-            .ok()?;
-        reply.body().deserialize::<OwnedValue>().ok()
-    }
-
-    fn active_state(&self) -> Option<String> {
-        let value = self.property("org.freedesktop.systemd1.Unit", "ActiveState")?;
-        String::try_from(value).ok()
-    }
-
-    fn service_u32(&self, name: &str) -> Option<u32> {
-        let value = self.property("org.freedesktop.systemd1.Service", name)?;
-        u32::try_from(value).ok()
-    }
-}
-
-impl Supervised for UnitDaemon {
-    fn is_alive(&self) -> bool {
-        matches!(
-            self.active_state().as_deref(),
-            Some("active" | "activating" | "reloading")
-        )
-    }
-
-    fn status(&self) -> DaemonStatus {
-        let state = match self.active_state().as_deref() {
-            Some("active") => DaemonState::Running,
-            Some("activating" | "reloading") => DaemonState::Restarting,
-            Some("failed") => DaemonState::Failed,
-            _ => DaemonState::Stopped,
-        };
-        DaemonStatus {
-            pid: self.service_u32("MainPID").filter(|p| *p != 0),
-            unit: Some(self.unit.clone()),
-            state,
-            restarts: self.service_u32("NRestarts").unwrap_or(0),
-        }
-    }
-
-    fn stop(&self, quit: &dyn Fn()) -> Result<(), MpsError> {
-        quit();
-        self.supervisor.stop_unit(&self.unit)?;
-        // StopUnit only queues the job: wait (bounded) until the daemon is
-        // gone, so the GPU's compute mode is reset after it, not under it.
-        let dir = if self.pipe_dir.is_dir() {
-            self.pipe_dir.as_path()
-        } else {
-            Path::new("/")
-        };
-        if !wait_on_dir(dir, STOP_BOUND, &|| Ok(!self.is_alive()))? {
-            tracing::warn!(unit = %self.unit, "MPS control daemon unit still active after stop");
-        }
-        Ok(())
+    #[test]
+    fn unit_paths_are_escaped_as_systemd_does() {
+        assert_eq!(
+            escape_path("gpuslice-mps-0123abcd.service"),
+            "gpuslice_2dmps_2d0123abcd_2eservice"
+        );
     }
 }

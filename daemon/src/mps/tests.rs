@@ -301,6 +301,19 @@ fn sim_a_daemon_that_cannot_start_fails_the_acquire_and_leaves_nothing() {
 fn leftover(f: &Fixture, k: &MpsKey) -> DaemonLayout {
     let layout = DaemonLayout::new(&f.mps_dir(), k);
     layout.create(k).unwrap();
+    start_detached(f, k, &layout);
+    control::ControlClient::new(
+        &f.dir.path().join("mps-control"),
+        &layout.pipe_dir(),
+        &layout.log_dir(),
+    )
+    .wait_until_answering("get_server_list", BOUND, &|| true)
+    .unwrap();
+    layout
+}
+
+/// Starts the stand-in as `-d` (it forks, nobody's child) for `layout`.
+fn start_detached(f: &Fixture, k: &MpsKey, layout: &DaemonLayout) {
     let status = std::process::Command::new(f.dir.path().join("mps-control"))
         .arg("-d")
         .env("CUDA_VISIBLE_DEVICES", k.visible_devices())
@@ -309,14 +322,58 @@ fn leftover(f: &Fixture, k: &MpsKey) -> DaemonLayout {
         .status()
         .unwrap();
     assert!(status.success());
-    control::ControlClient::new(
+}
+
+#[test]
+fn sim_a_socket_left_by_a_killed_daemon_is_not_taken_for_readiness() {
+    let Some(f) = Fixture::new() else { return };
+    let k = key(&[GPU_A]);
+    let layout = DaemonLayout::new(&f.mps_dir(), &k);
+    layout.create(&k).unwrap();
+    // What a SIGKILLed daemon leaves: its socket file, refusing connections.
+    drop(std::os::unix::net::UnixListener::bind(layout.pipe_dir().join("control")).unwrap());
+    let client = control::ControlClient::new(
         &f.dir.path().join("mps-control"),
         &layout.pipe_dir(),
         &layout.log_dir(),
-    )
-    .wait_for_socket(BOUND, &|| true)
-    .unwrap();
-    layout
+    );
+    assert!(
+        client.send("get_server_list").is_err(),
+        "the left socket refuses"
+    );
+    // The restarted daemon comes up only once the wait has seen the left socket refuse.
+    let started = std::cell::Cell::new(false);
+    let answer = client.wait_until_answering("get_server_list", BOUND, &|| {
+        if !started.replace(true) {
+            start_detached(&f, &k, &layout);
+        }
+        true
+    });
+    assert_eq!(answer.unwrap(), "");
+    assert!(started.get());
+    client.send("quit").unwrap();
+}
+
+#[test]
+fn sim_a_daemon_that_never_answers_is_not_ready_and_says_why() {
+    let Some(f) = Fixture::new() else { return };
+    let k = key(&[GPU_A]);
+    let layout = DaemonLayout::new(&f.mps_dir(), &k);
+    layout.create(&k).unwrap();
+    drop(std::os::unix::net::UnixListener::bind(layout.pipe_dir().join("control")).unwrap());
+    let client = control::ControlClient::new(
+        &f.dir.path().join("mps-control"),
+        &layout.pipe_dir(),
+        &layout.log_dir(),
+    );
+    let err = client
+        .wait_until_answering("get_server_list", Duration::from_millis(300), &|| true)
+        .unwrap_err();
+    assert!(matches!(err, MpsError::NotReady { .. }), "{err}");
+    assert!(
+        err.to_string().contains("Cannot find MPS control daemon"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -331,12 +388,22 @@ fn sim_restart_of_gpusliced_keeps_live_daemons_and_stops_orphans() {
     std::fs::create_dir_all(stray.join("pipe")).unwrap();
     let mut expected = vec!["0123456789abcdef".to_owned(), orphan.hash()];
     expected.sort();
+    let stopped = f
+        .manager
+        .cleanup_stale(std::slice::from_ref(&live))
+        .unwrap();
     assert_eq!(
-        f.manager
-            .cleanup_stale(std::slice::from_ref(&live))
-            .unwrap(),
+        stopped.iter().map(|d| d.hash.clone()).collect::<Vec<_>>(),
         expected
     );
+    let devices = |hash: &str| {
+        stopped
+            .iter()
+            .find(|d| d.hash == hash)
+            .map(|d| d.devices.clone())
+    };
+    assert_eq!(devices(&orphan.hash()), Some(vec![GPU_B.to_owned()]));
+    assert_eq!(devices("0123456789abcdef"), Some(vec![]), "no key file");
     assert!(!gone.root().exists() && !stray.exists());
     assert!(
         f.record().contains(&"quit".to_owned()),

@@ -2,8 +2,9 @@
 # Runs inside a Debian 12 rootfs booted by systemd-nspawn (systemd.run=), as
 # the nspawn test's body: installs the gpuslice .deb under a real systemd 252
 # and checks the service's life. /out is the test's folder: the .deb is
-# /out/gpuslice.deb, this script's output goes to /out/log, and its exit
-# status becomes systemd-nspawn's. Every wait is on an event (a systemd job,
+# /out/gpuslice.deb, the stand-in MPS control program /out/fake-mps-control,
+# this script's output goes to /out/log, and its exit status becomes
+# systemd-nspawn's. Every wait is on an event (a systemd job,
 # a journal line), bounded by `timeout`.
 exec >/out/log 2>&1
 set -eu
@@ -12,24 +13,54 @@ step() { echo "== $*"; }
 fail() {
 	echo "FAIL: $*"
 	systemctl status gpusliced.service --no-pager || true
-	journalctl -b -u gpusliced.service --no-pager | tail -n 60 || true
+	# With gpusliced's structured fields (error, unit, ...), which the short format drops.
+	journalctl -b -u gpusliced.service --no-pager -o verbose \
+		--output-fields=MESSAGE,F_ERROR,F_PROBLEM,F_SUPERVISOR,F_UNIT,F_DAEMON,F_PID \
+		| grep -v '^[[:space:]]*$' | tail -n 120 || true
+	systemctl list-units --all --no-pager 'gpuslice-mps-*' || true
+	journalctl -b --no-pager -u 'gpuslice-mps-*' | tail -n 30 || true
+	echo "-- the stand-in's record:"
+	cat "$MPS_RECORD" 2>/dev/null || true
 	exit 1
 }
 show() { systemctl show -p "$1" --value gpusliced.service; }
+# Waits (bounded) for a line in this boot's journal of a unit (default gpusliced).
+journal_has() {
+	timeout 30 sh -c "journalctl -b -u '${2:-gpusliced.service}' -f -n all --no-pager | grep -m1 -F '$1'" >/dev/null
+}
 UID1=5b0c8f2e-1d3a-4e6b-9c7d-2a1b3c4d5e6f
 SPEC=/run/cdi/k8s.gpuslice.dev-claim_$UID1.json
+# The stand-in MPS control program, behind a wrapper that names its record
+# (what each daemon was started with and told); the daemons run as transient
+# units, outside gpusliced's sandbox, so they can write it there.
+MPS_TOOLS=/usr/local/lib/gpuslice-test
+MPS_RECORD=/var/log/gpuslice-mps.record
+
+step "the system bus: systemd.run= boots to kernel-command-line.target, which starts no sockets"
+# On a host, sockets.target (before gpusliced's basic.target) has it listening.
+systemctl start dbus.socket
+test -S /run/dbus/system_bus_socket || fail "no system bus socket"
 
 step "simulated GPUs: a driver root and a drop-in pointing the unit at a sim config"
 mkdir -p /opt/gpuslice-sim/dev /etc/gpuslice /etc/systemd/system/gpusliced.service.d
-for node in nvidia0 nvidia1 nvidiactl nvidia-uvm; do ln -s /dev/null "/opt/gpuslice-sim/dev/$node"; done
+for node in nvidia0 nvidia1 nvidia2 nvidiactl nvidia-uvm; do ln -s /dev/null "/opt/gpuslice-sim/dev/$node"; done
 cat >/etc/gpuslice/sim.toml <<EOF
 socket_group = "gpuslice"
 driver_root = "/opt/gpuslice-sim"
 [backend]
 kind = "sim"
 [backend.sim]
-gpus = ["H100-80GB", "H100-80GB"]
+gpus = ["H100-80GB", "H100-80GB", "H100-80GB"]
+[mps]
+control_program = "$MPS_TOOLS/mps-control"
 EOF
+mkdir -p "$MPS_TOOLS"
+install -m 0755 /out/fake-mps-control "$MPS_TOOLS/fake-mps-control"
+cat >"$MPS_TOOLS/mps-control" <<EOF
+#!/bin/sh
+FAKE_MPS_RECORD=$MPS_RECORD exec /usr/bin/python3 $MPS_TOOLS/fake-mps-control "\$@"
+EOF
+chmod 0755 "$MPS_TOOLS/mps-control"
 cat >/etc/systemd/system/gpusliced.service.d/sim.conf <<EOF
 [Service]
 ExecStartPre=
@@ -85,6 +116,130 @@ timeout 120 systemctl start gpusliced.service || fail "not restarted"
 [ "$(show NRestarts)" -ge 1 ] || fail "NRestarts did not grow"
 gpuslicectl claims | grep -q "$UID1" || fail "the claim did not survive the restart"
 
+# --- MPS control daemons as transient units of the real systemd -------------
+MPS_A=a1a1a1a1-5e6f-4a7b-8c9d-0e1f2a3b4c5d
+MPS_B=b2b2b2b2-5e6f-4a7b-8c9d-0e1f2a3b4c5d
+MPS_C=c3c3c3c3-5e6f-4a7b-8c9d-0e1f2a3b4c5d
+MPS_CONFIG='{"apiVersion":"resource.nvidia.com/v1beta1","kind":"GpuConfig","sharing":{"strategy":"MPS","mpsConfig":{"defaultActiveThreadPercentage":50,"defaultPinnedDeviceMemoryLimit":"4Gi"}}}'
+# The gpuslice-mps-* units systemd has loaded, one name a line.
+mps_units() { systemctl list-units --all --plain --no-legend 'gpuslice-mps-*' | awk '{print $1}'; }
+ushow() { systemctl show -p "$2" --value "$1"; }
+# The `gpuslicectl sharing` row of the MPS daemon in unit $1: pid supervisor state restarts.
+ctl_daemon() { gpuslicectl sharing | awk -v u="$1" '$4 == u {print $2, $3, $5, $6}'; }
+
+step "MPS: a claim starts a transient unit over the system bus (auto picks systemd)"
+gpuslicectl prepare --uid "$MPS_A" --device gpu-0 --config "$MPS_CONFIG" || fail "prepare of MPS claim A"
+[ "$(mps_units | wc -l)" = 1 ] || fail "not one gpuslice-mps unit: $(mps_units)"
+UNIT_A=$(mps_units)
+echo "unit of claim A: $UNIT_A"
+[ "$(ushow "$UNIT_A" ActiveState)/$(ushow "$UNIT_A" SubState)" = active/running ] || fail "$UNIT_A is not active/running"
+HASH_A=${UNIT_A#gpuslice-mps-}
+HASH_A=${HASH_A%.service}
+DIR_A=/run/gpuslice/mps/$HASH_A
+PID_A=$(ushow "$UNIT_A" MainPID)
+ctl_daemon "$UNIT_A" | grep -qx "$PID_A systemd running 0" || fail "gpuslicectl sharing: $(gpuslicectl sharing)"
+journalctl -b -u gpusliced.service -o verbose --no-pager | grep -qx '[[:space:]]*F_SUPERVISOR=systemd' \
+	|| fail "the journal does not say supervisor=systemd"
+step "MPS: its own cgroup, the daemon's environment, its output in the journal"
+CG_A=$(ushow "$UNIT_A" ControlGroup)
+[ "$CG_A" = "/system.slice/$UNIT_A" ] || fail "ControlGroup of $UNIT_A is $CG_A"
+cat "/proc/$PID_A/cgroup"
+grep -qF ":$CG_A" "/proc/$PID_A/cgroup" || fail "the daemon is not in $CG_A"
+if grep -q gpusliced.service "/proc/$PID_A/cgroup"; then fail "the daemon is in gpusliced's cgroup"; fi
+VISIBLE_A=$(cat "$DIR_A/key")
+case "$VISIBLE_A" in GPU-*) ;; *) fail "key file of $UNIT_A: $VISIBLE_A" ;; esac
+ENV_A=$(ushow "$UNIT_A" Environment)
+echo "Environment=$ENV_A"
+for want in "CUDA_VISIBLE_DEVICES=$VISIBLE_A" "CUDA_MPS_PIPE_DIRECTORY=$DIR_A/pipe" \
+	"CUDA_MPS_LOG_DIRECTORY=$DIR_A/log" "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50"; do
+	echo " $ENV_A " | grep -qF " $want " || fail "$UNIT_A lacks $want"
+	tr '\0' '\n' <"/proc/$PID_A/environ" | grep -qxF "$want" || fail "the daemon's process lacks $want"
+done
+journal_has "Starting control daemon using socket $DIR_A/pipe/control" "$UNIT_A" \
+	|| fail "no daemon output in journalctl -u $UNIT_A"
+grep -qx "start CUDA_VISIBLE_DEVICES=$VISIBLE_A ATP=50" "$MPS_RECORD" || fail "no start in the record"
+grep -qx "set_default_active_thread_percentage 50" "$MPS_RECORD" || fail "thread percentage not set"
+grep -qx "set_default_device_pinned_mem_limit $VISIBLE_A 4096M" "$MPS_RECORD" || fail "memory limit not set"
+test -S "$DIR_A/pipe/control" || fail "no control socket in $DIR_A/pipe"
+
+step "MPS: a claim on the same GPU and limits joins the unit; another GPU gets its own"
+gpuslicectl prepare --uid "$MPS_B" --device gpu-0 --config "$MPS_CONFIG" || fail "prepare of MPS claim B"
+[ "$(mps_units)" = "$UNIT_A" ] || fail "a second unit for the same GPU set: $(mps_units)"
+[ "$(ushow "$UNIT_A" MainPID)" = "$PID_A" ] || fail "joining restarted the daemon"
+[ "$(grep -c '^start ' "$MPS_RECORD")" = 1 ] || fail "a second daemon start for the same GPU set"
+gpuslicectl prepare --uid "$MPS_C" --device gpu-2 --config "$MPS_CONFIG" || fail "prepare of MPS claim C"
+[ "$(mps_units | wc -l)" = 2 ] || fail "not two units: $(mps_units)"
+UNIT_C=$(mps_units | grep -vxF "$UNIT_A")
+echo "unit of claim C: $UNIT_C"
+[ "$(ushow "$UNIT_C" ActiveState)" = active ] || fail "$UNIT_C is not active"
+HASH_C=${UNIT_C#gpuslice-mps-}
+HASH_C=${HASH_C%.service}
+[ "$(cat "/run/gpuslice/mps/$HASH_C/key")" != "$VISIBLE_A" ] || fail "$UNIT_C covers gpu-0"
+gpuslicectl sharing
+
+step "MPS: a daemon killed by SIGKILL is restarted by systemd, its limits applied again"
+systemctl kill --signal=SIGKILL "$UNIT_A"
+journal_has "Scheduled restart job" "$UNIT_A" || fail "systemd did not schedule a restart of $UNIT_A"
+timeout 60 systemctl start "$UNIT_A" || fail "$UNIT_A did not come back"
+NEW_PID_A=$(ushow "$UNIT_A" MainPID)
+[ "$NEW_PID_A" != "$PID_A" ] || fail "same main pid after SIGKILL"
+[ "$(ushow "$UNIT_A" NRestarts)" -ge 1 ] || fail "NRestarts did not grow"
+echo "NRestarts of $UNIT_A: $(ushow "$UNIT_A" NRestarts)"
+# gpusliced logs this once the new process has its limits set and read back.
+journal_has "MPS control daemon back: limits applied again" \
+	|| fail "gpusliced did not apply the limits again after the restart"
+# After the daemon's second start, the same commands as after its first.
+sed -n "\|^start CUDA_VISIBLE_DEVICES=$VISIBLE_A |h; \|^start CUDA_VISIBLE_DEVICES=$VISIBLE_A |!H; \${x;p}" "$MPS_RECORD" >/tmp/after-restart
+cat /tmp/after-restart
+[ "$(cat /tmp/after-restart)" = "start CUDA_VISIBLE_DEVICES=$VISIBLE_A ATP=50
+get_server_list
+set_default_active_thread_percentage 50
+set_default_device_pinned_mem_limit $VISIBLE_A 4096M
+get_default_active_thread_percentage
+get_default_device_pinned_mem_limit $VISIBLE_A" ] || fail "the restarted daemon was not told its limits"
+ctl_daemon "$UNIT_A" | grep -qx "$NEW_PID_A systemd running 1" || fail "gpuslicectl sharing: $(gpuslicectl sharing)"
+gpuslicectl claims
+for uid in "$MPS_A" "$MPS_B"; do
+	gpuslicectl claims | grep -q "^problem: $uid: .*died and was restarted 1 time" \
+		|| fail "the health of claim $uid does not say its daemon was restarted"
+done
+
+step "MPS: systemctl restart gpusliced keeps the units of live claims and adopts them"
+INV_A=$(ushow "$UNIT_A" InvocationID)
+INV_C=$(ushow "$UNIT_C" InvocationID)
+PID_C=$(ushow "$UNIT_C" MainPID)
+systemctl restart gpusliced.service || fail "gpusliced did not restart"
+echo "$UNIT_A: MainPID $NEW_PID_A InvocationID $INV_A; $UNIT_C: MainPID $PID_C InvocationID $INV_C"
+[ "$(ushow "$UNIT_A" MainPID)/$(ushow "$UNIT_A" InvocationID)" = "$NEW_PID_A/$INV_A" ] || fail "$UNIT_A was restarted"
+[ "$(ushow "$UNIT_C" MainPID)/$(ushow "$UNIT_C" InvocationID)" = "$PID_C/$INV_C" ] || fail "$UNIT_C was restarted"
+[ "$(grep -c '^start ' "$MPS_RECORD")" = 3 ] || fail "a daemon was started again"
+[ "$(journalctl -b -u gpusliced.service --no-pager -o cat | grep -c 'took over a running MPS control daemon')" -ge 2 ] \
+	|| fail "gpusliced did not adopt both units"
+ctl_daemon "$UNIT_A" | grep -qx "$NEW_PID_A systemd running 1" || fail "after the restart: $(gpuslicectl sharing)"
+ctl_daemon "$UNIT_C" | grep -qx "$PID_C systemd running 0" || fail "after the restart: $(gpuslicectl sharing)"
+
+step "MPS: a unit whose claim record is gone is stopped at the next start"
+systemctl stop gpusliced.service
+rm "/var/lib/gpuslice/claims/$MPS_C.json"
+systemctl start gpusliced.service || fail "gpusliced did not start"
+[ "$(mps_units)" = "$UNIT_A" ] || fail "units after the start: $(mps_units)"
+journalctl -b -u "$UNIT_C" --no-pager -o cat | tail -n 3
+test ! -e "/run/gpuslice/mps/$HASH_C" || fail "the folder of $UNIT_C is left"
+test ! -e "/run/cdi/k8s.gpuslice.dev-claim_$MPS_C.json" || fail "the spec of the gone claim is left"
+journalctl -b -u gpusliced.service --no-pager -o cat | grep -q "left from a claim that is gone" \
+	|| fail "no log of the stale daemon stopped"
+[ "$(ushow "$UNIT_A" MainPID)" = "$NEW_PID_A" ] || fail "$UNIT_A was restarted with the stale one"
+gpuslicectl sharing | awk '$1 == "gpu-2" {print $3}' | grep -qx DEFAULT || fail "gpu-2 not back to DEFAULT: $(gpuslicectl sharing)"
+
+step "MPS: unpreparing the last claim stops and removes the unit and its folder"
+gpuslicectl unprepare --uid "$MPS_A" || fail "unprepare of MPS claim A"
+[ "$(ushow "$UNIT_A" ActiveState)" = active ] || fail "$UNIT_A stopped while claim B holds it"
+gpuslicectl unprepare --uid "$MPS_B" || fail "unprepare of MPS claim B"
+[ -z "$(mps_units)" ] || fail "units left: $(mps_units)"
+test ! -e "$DIR_A" || fail "$DIR_A is left"
+[ "$(tail -n 1 "$MPS_RECORD")" = quit ] || fail "the daemon was not asked to quit"
+gpuslicectl sharing | awk '$1 == "gpu-0" {print $3}' | grep -qx DEFAULT || fail "gpu-0 not back to DEFAULT: $(gpuslicectl sharing)"
+
 step "metrics: the default sandbox refuses them; the packaged drop-ins enable each exporter"
 EXAMPLES=/usr/share/doc/gpuslice/examples
 PROM=/var/lib/prometheus/node-exporter
@@ -94,10 +249,6 @@ cat >>/etc/gpuslice/sim.toml <<EOF
 listen = "127.0.0.1:9464"
 textfile = "$PROM/gpuslice.prom"
 EOF
-# Waits (bounded) for a line in this boot's journal of the unit.
-journal_has() {
-	timeout 30 sh -c "journalctl -b -u gpusliced.service -f -n all --no-pager | grep -m1 -F '$1'" >/dev/null
-}
 stop_and_reset() { systemctl stop gpusliced.service; systemctl reset-failed gpusliced.service; }
 if systemctl restart gpusliced.service; then fail "an IP listener started under RestrictAddressFamilies=AF_UNIX"; fi
 journal_has "metrics.listen: cannot listen on 127.0.0.1:9464" || fail "no error naming metrics.listen"

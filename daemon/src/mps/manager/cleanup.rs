@@ -1,5 +1,7 @@
 //! Start-up cleanup: daemons, units, mounts and folders of claims that are
-//! gone are stopped before any acquire; the live ones keep running.
+//! gone are stopped before any acquire; the live ones keep running. What
+//! was stopped is returned with the devices it covered (from the folder's
+//! key file), so the engine can put their compute mode back.
 
 use std::collections::BTreeSet;
 
@@ -8,11 +10,21 @@ use super::super::key::MpsKey;
 use super::super::layout::DaemonLayout;
 use super::MpsManager;
 
+/// A daemon stopped at start-up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StaleDaemon {
+    /// Its key hash (folder and unit name).
+    pub hash: String,
+    /// The UUIDs it covered, from its key file; empty when the folder had
+    /// none (a unit found without its folder, or a folder cut short).
+    pub devices: Vec<String>,
+}
+
 impl MpsManager {
     /// At start-up, before any acquire: stops every daemon, unit, mount and
     /// folder not of `live` keys (the keys of claims still prepared). The
     /// live ones keep running and are taken over by their next `acquire`.
-    pub fn cleanup_stale(&self, live: &[MpsKey]) -> Result<Vec<String>, MpsError> {
+    pub fn cleanup_stale(&self, live: &[MpsKey]) -> Result<Vec<StaleDaemon>, MpsError> {
         let live: BTreeSet<String> = live.iter().map(MpsKey::hash).collect();
         let mut stale = BTreeSet::new();
         match std::fs::read_dir(&self.settings.mps_dir) {
@@ -32,15 +44,18 @@ impl MpsManager {
         }
         stale.extend(self.supervisor.running_hashes(&self.settings.mps_dir)?);
         stale.retain(|hash| !live.contains(hash));
-        for hash in &stale {
-            let layout = DaemonLayout::at(self.settings.mps_dir.join(hash));
+        let mut stopped = Vec::new();
+        for hash in stale {
+            let layout = DaemonLayout::at(self.settings.mps_dir.join(&hash));
+            let devices = layout.read_key();
             tracing::info!(daemon = %hash, "stopping an MPS control daemon left from a claim that is gone");
             let control = self.control(&layout);
-            self.supervisor.stop_stale(hash, &layout, &|| {
+            self.supervisor.stop_stale(&hash, &layout, &|| {
                 let _ = control.send("quit");
             })?;
             self.remove(&layout)?;
+            stopped.push(StaleDaemon { hash, devices });
         }
-        Ok(stale.into_iter().collect())
+        Ok(stopped)
     }
 }

@@ -53,7 +53,12 @@ impl MpsManager {
         let layout = spec.layout.clone();
         let control = self.control(&layout);
         let bound = self.settings.ready_bound;
-        if let Some(daemon) = self.supervisor.adopt(&spec)? {
+        let hook_control = control.clone();
+        let hook_limits = limits.clone();
+        let hook: RestartHook = Arc::new(move |alive: &dyn Fn() -> bool| {
+            bring_up(&hook_control, &hook_limits, bound, alive)
+        });
+        if let Some(daemon) = self.supervisor.adopt(&spec, Arc::clone(&hook))? {
             let alive = || daemon.is_alive();
             if bring_up(&control, limits, bound, &alive).is_ok() {
                 tracing::info!(daemon = %key, "took over a running MPS control daemon");
@@ -69,11 +74,6 @@ impl MpsManager {
             source,
         })?;
         let result = self.mounter.mount(&layout.shm_dir()).and_then(|()| {
-            let hook_control = control.clone();
-            let hook_limits = limits.clone();
-            let hook: RestartHook = Arc::new(move |alive: &dyn Fn() -> bool| {
-                bring_up(&hook_control, &hook_limits, bound, alive)
-            });
             let daemon = self.supervisor.start(&spec, hook)?;
             let alive = || daemon.is_alive();
             match bring_up(&control, limits, bound, &alive) {
@@ -137,16 +137,15 @@ fn path_text(path: &Path) -> String {
     path.display().to_string()
 }
 
-/// Readiness through the control program: the socket exists, the daemon
-/// answers `get_server_list`, the limits are set and read back as asked.
+/// Readiness through the control program: the daemon answers
+/// `get_server_list`, the limits are set and read back as asked.
 pub fn bring_up(
     control: &ControlClient,
     limits: &MpsLimits,
     bound: Duration,
     alive: &dyn Fn() -> bool,
 ) -> Result<(), MpsError> {
-    control.wait_for_socket(bound, alive)?;
-    control.send("get_server_list")?;
+    control.wait_until_answering("get_server_list", bound, alive)?;
     for command in limits.commands() {
         control.send(&command)?;
     }
