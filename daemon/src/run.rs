@@ -234,7 +234,7 @@ fn status_line(engine: &Engine, metrics: Option<std::net::SocketAddr>) -> String
         "serving {} GPUs ({}), {} claims",
         engine.inventory().gpus.len(),
         engine.backend_name(),
-        engine.claims().len()
+        engine.claim_count()
     );
     match engine.fault_count() {
         0 => {}
@@ -273,7 +273,6 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
         }
     };
     // Nothing below returns early until the watcher is stopped again.
-    engine.on_health_change(move |engine| systemd::status(&status_line(engine, metrics_addr)));
     let stop_health = Arc::new(Stop::default());
     let health_watcher = start_health_watcher(engine.clone(), stop_health.clone()).await;
     let policy = PeerPolicy {
@@ -290,6 +289,7 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
     ));
     tracing::info!(socket = %config.socket.display(), "serving");
     systemd::ready(&status_line(&engine, metrics_addr));
+    let status = tokio::spawn(follow_status(engine.clone(), metrics_addr));
     let watchdog = systemd::watchdog_interval()
         .map(|every| tokio::spawn(feed_watchdog(engine.clone(), every)));
     loop {
@@ -303,6 +303,7 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
         }
     }
     systemd::stopping();
+    status.abort();
     if let Some(task) = watchdog {
         task.abort();
     }
@@ -435,6 +436,21 @@ fn adopt_reloaded(current: &Config, new: Config) -> Config {
         tracing::warn!("config changes outside [mig] take effect at the next restart");
     }
     next
+}
+
+/// Keeps systemd's STATUS= line current (claims, unhealthy and unreadable
+/// GPUs): it is sent again after every inventory change, which every
+/// prepare, unprepare, health change and rescan makes. Changes that come
+/// while a line is being made are folded into the next one.
+async fn follow_status(engine: Arc<Engine>, metrics: Option<std::net::SocketAddr>) {
+    let mut changes = engine.watch_generation();
+    while changes.changed().await.is_ok() {
+        let engine = engine.clone();
+        match tokio::task::spawn_blocking(move || status_line(&engine, metrics)).await {
+            Ok(line) => systemd::status(&line),
+            Err(err) => tracing::warn!(error = %err, "status line not updated"),
+        }
+    }
 }
 
 /// Pings the watchdog while the engine answers; a wedged engine stops the

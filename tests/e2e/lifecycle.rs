@@ -158,3 +158,20 @@ async fn sim_socket_is_0660_and_other_users_are_refused() {
         "{stderr}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_the_systemd_status_line_follows_the_claims() {
+    let daemon = Daemon::start(2);
+    let mut client = daemon.client().await;
+    client
+        .prepare(prepare_request(A, &["gpu-0"]))
+        .await
+        .expect("prepare");
+    let line = daemon.wait_for_status(|s| s.contains(", 1 claims"));
+    assert!(line.starts_with("serving 2 GPUs (sim)"), "{line}");
+    client
+        .unprepare(crate::harness::unprepare_request(A))
+        .await
+        .expect("unprepare");
+    daemon.wait_for_status(|s| s.contains(", 0 claims"));
+}

@@ -41,16 +41,6 @@ pub struct Cleared {
     pub still: Option<DeviceFault>,
 }
 
-/// What to do after the faults in force changed, besides a new inventory
-/// generation (the daemon updates its systemd status line).
-pub struct HealthListener(Box<dyn Fn(&Engine) + Send + Sync>);
-
-impl std::fmt::Debug for HealthListener {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("HealthListener")
-    }
-}
-
 /// The slice a device takes of its GPU (`None`: the whole GPU).
 fn slice_of(device: &DeviceRef<'_>) -> Option<Placement> {
     match device {
@@ -89,19 +79,10 @@ impl Engine {
     }
 
     /// Called after the faults in force changed: a new inventory generation,
-    /// so the DRA plugin republishes (and taints) the devices, then the
-    /// listener, if any.
+    /// so the DRA plugin republishes (and taints) the devices and the daemon
+    /// updates its systemd status line.
     pub fn health_changed(&self) {
         self.bump_generation();
-        if let Some(listener) = self.health_listener.get() {
-            (listener.0)(self);
-        }
-    }
-
-    /// Sets what to do after every change of the faults in force (once;
-    /// later calls are ignored).
-    pub fn on_health_change(&self, listener: impl Fn(&Engine) + Send + Sync + 'static) {
-        let _ = self.health_listener.set(HealthListener(Box::new(listener)));
     }
 
     /// How many faults are in force (GPUs plus GPU instances).

@@ -118,7 +118,6 @@ pub struct Engine {
     mig_config: RwLock<crate::config::MigConfig>,
     /// Faults of GPUs and slices (see `health`).
     health: crate::health::DeviceHealth,
-    health_listener: std::sync::OnceLock<health::HealthListener>,
     /// MPS and time-slicing: tools, books, per-GPU locks.
     sharing: sharing::Sharing,
     /// The inventory generation; receivers (WatchInventory) see each change,
@@ -165,7 +164,6 @@ impl Engine {
             mig_problems: Mutex::new(Vec::new()),
             mig_config: RwLock::new(crate::config::MigConfig::default()),
             health: crate::health::DeviceHealth::default(),
-            health_listener: std::sync::OnceLock::new(),
             sharing: sharing::Sharing::default(),
             generation: tokio::sync::watch::Sender::new(1),
             started: Instant::now(),
@@ -257,6 +255,11 @@ impl Engine {
     /// Every claim, sorted by uid.
     pub fn claims(&self) -> Vec<ClaimRecord> {
         lock(&self.table).records()
+    }
+
+    /// How many claims there are, without copying them.
+    pub fn claim_count(&self) -> usize {
+        lock(&self.table).count()
     }
 
     /// Holders of every device, in inventory order (whole GPUs, then slices).

@@ -191,6 +191,11 @@ impl ClaimTable {
         self.claims.values().cloned().collect()
     }
 
+    /// How many claims there are.
+    pub fn count(&self) -> usize {
+        self.claims.len()
+    }
+
     /// Every record, by uid, without copying.
     pub fn iter(&self) -> impl Iterator<Item = &ClaimRecord> {
         self.claims.values()
