@@ -153,7 +153,7 @@ impl Engine {
         settings: EngineSettings,
     ) -> Self {
         Self {
-            backend,
+            backend: crate::crash::observe_backend(backend),
             inventory: RwLock::new(Arc::new(inventory)),
             driver: RwLock::new(Arc::new(driver)),
             store,

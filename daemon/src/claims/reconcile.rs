@@ -16,7 +16,7 @@
 
 use std::collections::BTreeSet;
 
-use gpuslice_cdi::atomic::{is_temp_name, remove_durable};
+use gpuslice_cdi::atomic::{is_temp_name, remove_durable_observed};
 
 use super::error::ClaimError;
 use super::table::{Share, SharedMode, Want};
@@ -151,10 +151,12 @@ impl Engine {
                 None => is_temp_name(&name) && name.starts_with(&prefix),
             };
             if stray {
-                remove_durable(dir, &name).map_err(|source| ClaimError::CdiFile {
-                    uid: name.to_string(),
-                    source,
-                })?;
+                remove_durable_observed(dir, &name, &super::spec_file::spec_steps).map_err(
+                    |source| ClaimError::CdiFile {
+                        uid: name.to_string(),
+                        source,
+                    },
+                )?;
                 report.specs_removed += 1;
             }
         }
