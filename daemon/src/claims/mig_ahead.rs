@@ -107,6 +107,7 @@ impl Engine {
             return Ok(());
         };
         let index = gpu.info.index;
+        self.complete_made_ahead(gpu, ledger)?;
         let instances = self.backend.gpu_instances(index)?;
         let held = lock(&self.table).held_slices();
         let occupants = instances
@@ -147,6 +148,24 @@ impl Engine {
                     profile_id,
                     placement,
                 } => self.create_ahead(gpu, profile_id, placement, ledger)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// A slice made ahead whose compute instance is missing (a crash came
+    /// between the two creates) gets it, so the layout offers only whole
+    /// slices.
+    fn complete_made_ahead(
+        &self,
+        gpu: &GpuDevice,
+        ledger: &BTreeSet<Made>,
+    ) -> Result<(), ClaimError> {
+        let index = gpu.info.index;
+        for gi in self.backend.gpu_instances(index)? {
+            if gi.compute_instances.is_empty() && ledger.iter().any(|m| m.is(&gpu.info.uuid, &gi)) {
+                tracing::warn!(gpu = %gpu.name, gi = gi.id, "a slice made ahead has no compute instance (a crash cut its creation short); making it");
+                self.backend.create_compute_instance(index, gi.id)?;
             }
         }
         Ok(())

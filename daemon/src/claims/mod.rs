@@ -27,6 +27,7 @@ mod keyed;
 mod mig;
 mod mig_ahead;
 mod mig_cdi;
+mod mig_restore;
 mod mig_setup;
 mod mps_share;
 mod prepare;
@@ -318,6 +319,8 @@ impl Engine {
     }
 }
 
+#[cfg(test)]
+mod crash_recovery_tests;
 #[cfg(test)]
 mod health_tests;
 #[cfg(test)]
