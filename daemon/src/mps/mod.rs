@@ -6,12 +6,14 @@
 //!
 //! Reading order: [`key`] and [`limits`] (pure), [`layout`] (folders and CDI
 //! edits), [`control`] (the stdin command protocol), [`supervisor`] and its
-//! two implementations [`child`] and [`systemd`], [`mount`] (the shm tmpfs),
+//! two implementations [`child`] (with `adopted`: the children of an earlier
+//! gpusliced, found again) and [`systemd`], [`mount`] (the shm tmpfs),
 //! [`manager`] (reference counting, start, stop, start-up cleanup).
 //!
 //! This module never touches the GPU backend: compute mode is the engine's
 //! (see [`manager`]).
 
+mod adopted;
 pub mod child;
 pub mod control;
 pub mod key;
@@ -136,5 +138,7 @@ pub fn under_systemd() -> bool {
         && SystemdSupervisor::connect().is_ok()
 }
 
+#[cfg(test)]
+mod adopted_tests;
 #[cfg(test)]
 mod tests;

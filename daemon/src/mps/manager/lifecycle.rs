@@ -12,7 +12,7 @@ use super::super::control::ControlClient;
 use super::super::key::MpsKey;
 use super::super::layout::DaemonLayout;
 use super::super::limits::MpsLimits;
-use super::super::supervisor::{DaemonSpec, RestartHook, Supervised};
+use super::super::supervisor::{DAEMON_MARKER, DaemonSpec, RestartHook, Supervised};
 use super::{MpsManager, Running};
 use crate::crash::crash_point;
 
@@ -37,6 +37,7 @@ impl MpsManager {
                 "CUDA_MPS_LOG_DIRECTORY".to_owned(),
                 path_text(&layout.log_dir()),
             ),
+            (DAEMON_MARKER.to_owned(), path_text(layout.root())),
         ];
         env.extend(limits.daemon_env());
         DaemonSpec {
