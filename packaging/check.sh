@@ -5,7 +5,8 @@
 #  2. lintian on the .deb (fails on any error), rpmlint on the .rpm (fails on
 #     any error not filtered in packaging/rpmlint.toml);
 #  3. the .rpm's files, config files and scripts (rpm -qpl, -qpc, --scripts);
-#  4. an install test on this host: dpkg -i, files, conffile, group, the
+#  4. no crash point (gpuslice::crash, test builds only) in the packaged gpusliced;
+#  5. an install test on this host: dpkg -i, files, conffile, group, the
 #     installed unit verifies; dpkg -r keeps the conffile; dpkg -P removes
 #     config and state. Needs root; changes this host's package set.
 # The service itself runs under a real systemd in the nspawn e2e test.
@@ -57,6 +58,18 @@ done
 for scriptlet in postinstall preuninstall postuninstall; do
   grep -q "^$scriptlet scriptlet" <<<"$scripts" || fail "no $scriptlet scriptlet in the rpm"
 done
+
+echo "== no crash points in the packaged gpusliced"
+# They exist only in builds with the `failpoints` feature, which only the
+# package's tests turn on (daemon/Cargo.toml); a point's name in the
+# packaged binary means a release build picked the feature up.
+points=$(sed -n '/^pub const ALL/,/^];/p' daemon/src/crash.rs | grep -o '"[a-z_]*\.after_[a-z_]*"' | tr -d '"')
+[ "$(wc -l <<<"$points")" -ge 20 ] || fail "cannot read the crash point names in daemon/src/crash.rs"
+dpkg-deb --fsys-tarfile "$deb" | tar -xOf - ./usr/bin/gpusliced >"$vroot/gpusliced.packaged"
+for point in $points; do
+  ! grep -aqF "$point" "$vroot/gpusliced.packaged" || fail "crash point $point is in the packaged gpusliced"
+done
+echo "none of the $(wc -l <<<"$points") crash points is in the packaged gpusliced"
 
 echo "== dpkg -i / -r / -P on this host"
 [ "$(id -u)" = 0 ] || fail "the install test needs root"

@@ -16,6 +16,10 @@
 //! does not narrow it); a temp name left by an earlier process with the same
 //! pid (a crash, pid 1 in a container) is skipped, not an error; a failed
 //! write leaves no temp file behind.
+//!
+//! [`write_atomic_observed`] and [`remove_durable_observed`] call an observer
+//! between the steps ([`AtomicStep`]): the daemon's crash points stop the process
+//! there, to show that every state a crash can leave is recovered.
 
 use std::fs::{File, OpenOptions, Permissions};
 use std::io::{ErrorKind, Read, Write};
@@ -63,6 +67,19 @@ pub enum AtomicError {
     },
 }
 
+/// A point between the steps of a durable write or removal, where a crash
+/// leaves a state of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AtomicStep {
+    /// The temp file is written and fsynced; the target is unchanged.
+    TempSynced,
+    /// The temp file is renamed over the target; the directory is not
+    /// fsynced yet.
+    Renamed,
+    /// The target is unlinked; the directory is not fsynced yet.
+    Unlinked,
+}
+
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
 fn io_err(step: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> AtomicError + use<> {
@@ -89,10 +106,23 @@ const TEMP_ATTEMPTS: u32 = 16;
 
 /// Writes `contents` to `dir/name` atomically and durably, with file mode `mode`.
 pub fn write_atomic(dir: &Path, name: &str, contents: &[u8], mode: u32) -> Result<(), AtomicError> {
+    write_atomic_observed(dir, name, contents, mode, &|_| {})
+}
+
+/// [`write_atomic`], calling `observe` after the temp file is synced and
+/// after the rename.
+pub fn write_atomic_observed(
+    dir: &Path,
+    name: &str,
+    contents: &[u8],
+    mode: u32,
+    observe: &dyn Fn(AtomicStep),
+) -> Result<(), AtomicError> {
     check_name(name)?;
     let target = dir.join(name);
     let (tmp, file) = create_temp(dir, name, mode)?;
     let result = fill(file, &tmp, contents, mode).and_then(|()| {
+        observe(AtomicStep::TempSynced);
         std::fs::rename(&tmp, &target).map_err(io_err("rename into place", &target))
     });
     if let Err(err) = result {
@@ -100,6 +130,7 @@ pub fn write_atomic(dir: &Path, name: &str, contents: &[u8], mode: u32) -> Resul
         let _ = std::fs::remove_file(&tmp);
         return Err(err);
     }
+    observe(AtomicStep::Renamed);
     sync_dir(dir)
 }
 
@@ -134,10 +165,21 @@ fn fill(mut file: File, tmp: &Path, contents: &[u8], mode: u32) -> Result<(), At
 
 /// Removes `dir/name` durably. Returns false when it did not exist.
 pub fn remove_durable(dir: &Path, name: &str) -> Result<bool, AtomicError> {
+    remove_durable_observed(dir, name, &|_| {})
+}
+
+/// [`remove_durable`], calling `observe` after the unlink (not when there
+/// was nothing to remove).
+pub fn remove_durable_observed(
+    dir: &Path,
+    name: &str,
+    observe: &dyn Fn(AtomicStep),
+) -> Result<bool, AtomicError> {
     check_name(name)?;
     let target = dir.join(name);
     match std::fs::remove_file(&target) {
         Ok(()) => {
+            observe(AtomicStep::Unlinked);
             sync_dir(dir)?;
             Ok(true)
         }

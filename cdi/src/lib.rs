@@ -25,7 +25,10 @@ pub mod spec;
 pub mod validate;
 pub mod version;
 
-pub use atomic::{AtomicError, read_regular, remove_durable, write_atomic};
+pub use atomic::{
+    AtomicError, AtomicStep, read_regular, remove_durable, remove_durable_observed, write_atomic,
+    write_atomic_observed,
+};
 pub use name::{Kind, NameError, QualifiedName, transient_spec_file_name};
 pub use spec::{ContainerEdits, Device, DeviceNode, Hook, Mount, Spec};
 pub use validate::{SpecError, to_json, validate};

@@ -17,11 +17,13 @@
 //! 11. [`metrics`]: Prometheus metrics, on a loopback listener or a textfile.
 //! 12. [`systemd`] and [`logging`]: sd_notify and journald.
 //! 13. [`run`]: start-up, the task set, shutdown.
+//! 14. [`crash`]: named crash points after every durable step (test builds only).
 
 pub mod api;
 pub mod cdi_build;
 pub mod claims;
 pub mod config;
+pub mod crash;
 pub mod driver;
 pub mod gpu;
 pub mod health;

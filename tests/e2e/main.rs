@@ -4,6 +4,9 @@
 
 mod cdi_schema;
 mod claims;
+mod crash_node;
+mod crash_points;
+mod crash_world;
 mod go_cdi;
 mod harness;
 mod health;

@@ -267,3 +267,34 @@ fn read_regular_refuses_a_file_over_the_bound() {
         Some(2048)
     );
 }
+
+#[test]
+fn the_observer_sees_each_step_with_the_files_as_a_crash_there_would_leave_them() {
+    let dir = tempfile::tempdir().unwrap();
+    write_atomic(dir.path(), "spec.json", b"old", 0o644).unwrap();
+    let seen = std::cell::RefCell::new(Vec::new());
+    let observe = |step: AtomicStep| {
+        let files = names(dir.path());
+        let target = std::fs::read(dir.path().join("spec.json")).ok();
+        seen.borrow_mut().push((step, files, target));
+    };
+    write_atomic_observed(dir.path(), "spec.json", b"new", 0o644, &observe).unwrap();
+    remove_durable_observed(dir.path(), "spec.json", &observe).unwrap();
+    // Nothing to remove: no step.
+    remove_durable_observed(dir.path(), "spec.json", &observe).unwrap();
+    let seen = seen.into_inner();
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    let (step, files, target) = &seen[0];
+    assert_eq!(*step, AtomicStep::TempSynced);
+    assert_eq!(files.len(), 2, "the temp file beside the target: {files:?}");
+    assert!(files.iter().any(|f| is_temp_name(f)), "{files:?}");
+    assert_eq!(target.as_deref(), Some(&b"old"[..]), "target unchanged");
+    let (step, files, target) = &seen[1];
+    assert_eq!(*step, AtomicStep::Renamed);
+    assert_eq!(files, &["spec.json"]);
+    assert_eq!(target.as_deref(), Some(&b"new"[..]));
+    let (step, files, target) = &seen[2];
+    assert_eq!(*step, AtomicStep::Unlinked);
+    assert!(files.is_empty());
+    assert!(target.is_none());
+}

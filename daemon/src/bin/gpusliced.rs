@@ -2,7 +2,8 @@
 //!
 //! Parses arguments, loads the config, starts logging and runs the daemon.
 //! Exit status: 0 after SIGTERM/SIGINT, 1 on a runtime failure, 2 on a bad
-//! config or command line.
+//! config or command line (or, in test builds, a bad crash point setting;
+//! see `gpuslice::crash`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -37,7 +38,14 @@ fn main() -> ExitCode {
         println!("{}: ok", args.config.display());
         return ExitCode::SUCCESS;
     }
-    match run(config, args.config) {
+    let crash_points = match gpuslice::crash::arm_from_env() {
+        Ok(said) => said,
+        Err(err) => {
+            eprintln!("gpusliced: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(config, args.config, crash_points) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             tracing::error!("{err:#}");
@@ -47,13 +55,16 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(config: Config, path: PathBuf) -> anyhow::Result<()> {
+fn run(config: Config, path: PathBuf, crash_points: Option<String>) -> anyhow::Result<()> {
     let sink = gpuslice::logging::init(&config.log.level)?;
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
         logs = sink,
         "gpusliced starting"
     );
+    if let Some(said) = crash_points {
+        tracing::warn!("crash points: {said}");
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

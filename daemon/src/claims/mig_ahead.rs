@@ -12,12 +12,13 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use gpuslice_cdi::atomic::write_atomic;
+use gpuslice_cdi::atomic::{AtomicStep, write_atomic_observed};
 use serde::{Deserialize, Serialize};
 
 use super::error::ClaimError;
 use super::{Engine, lock};
 use crate::config::{MigConfig, MigCreate};
+use crate::crash::crash_point;
 use crate::gpu::{GpuInstance, Placement};
 use crate::inventory::GpuDevice;
 use crate::mig::{
@@ -68,7 +69,7 @@ impl Engine {
             uid: uid.clone(),
             reason: e.to_string(),
         })?;
-        write_atomic(self.state_dir(), LEDGER, &bytes, 0o600)
+        write_atomic_observed(self.state_dir(), LEDGER, &bytes, 0o600, &ledger_steps)
             .map_err(|source| ClaimError::State(StateError::Write { uid, source }))
     }
 
@@ -106,6 +107,7 @@ impl Engine {
             return Ok(());
         };
         let index = gpu.info.index;
+        self.complete_made_ahead(gpu, ledger)?;
         let instances = self.backend.gpu_instances(index)?;
         let held = lock(&self.table).held_slices();
         let occupants = instances
@@ -151,6 +153,24 @@ impl Engine {
         Ok(())
     }
 
+    /// A slice made ahead whose compute instance is missing (a crash came
+    /// between the two creates) gets it, so the layout offers only whole
+    /// slices.
+    fn complete_made_ahead(
+        &self,
+        gpu: &GpuDevice,
+        ledger: &BTreeSet<Made>,
+    ) -> Result<(), ClaimError> {
+        let index = gpu.info.index;
+        for gi in self.backend.gpu_instances(index)? {
+            if gi.compute_instances.is_empty() && ledger.iter().any(|m| m.is(&gpu.info.uuid, &gi)) {
+                tracing::warn!(gpu = %gpu.name, gi = gi.id, "a slice made ahead has no compute instance (a crash cut its creation short); making it");
+                self.backend.create_compute_instance(index, gi.id)?;
+            }
+        }
+        Ok(())
+    }
+
     fn create_ahead(
         &self,
         gpu: &GpuDevice,
@@ -177,5 +197,14 @@ impl Engine {
         }
         tracing::info!(gpu = %gpu.name, gi = gi.id, profile_id, start = placement.start, "made a slice ahead");
         Ok(())
+    }
+}
+
+/// The crash points of the ledger's durable steps.
+fn ledger_steps(step: AtomicStep) {
+    match step {
+        AtomicStep::TempSynced => crash_point("mig_ledger.after_temp_synced"),
+        AtomicStep::Renamed => crash_point("mig_ledger.after_rename"),
+        AtomicStep::Unlinked => {}
     }
 }

@@ -23,7 +23,7 @@ impl Engine {
                 .write()
                 .unwrap_or_else(std::sync::PoisonError::into_inner),
         );
-        let mut problems = Vec::new();
+        let mut problems = self.restore_whole_gpus();
         for gpu in &self.inventory().gpus {
             if mig.for_gpu(gpu.info.index, &gpu.info.uuid).is_some()
                 && let Some(problem) = self.enable_mig_mode(gpu)
@@ -80,54 +80,6 @@ impl Engine {
             tracing::info!(generation = self.generation(), "inventory changed");
         }
         Ok(self.inventory())
-    }
-
-    /// Re-creates the slices of prepared claims that are gone (a reboot
-    /// destroys every MIG instance), at the same placement, and saves the
-    /// new ids so the specs the kubelet asks for again point at them.
-    fn restore_slices(&self) -> Vec<String> {
-        let inventory = self.inventory();
-        let mut problems = Vec::new();
-        for mut record in self.claims() {
-            let mut changed = false;
-            for d in &mut record.devices {
-                let (Some(slice), Some(gpu)) = (d.mig.as_mut(), inventory.gpu_by_uuid(&d.uuid))
-                else {
-                    continue;
-                };
-                let placement = super::mig::slice_placement(slice);
-                let present = self.backend.gpu_instances(gpu.info.index).map(|all| {
-                    all.iter()
-                        .any(|gi| gi.profile_id == slice.profile_id && gi.placement == placement)
-                });
-                if !matches!(present, Ok(false)) {
-                    continue;
-                }
-                slice.gpu_instance = None;
-                slice.compute_instance = None;
-                slice.mig_uuid = None;
-                slice.created = false;
-                let made = self
-                    .plan_slice(gpu, slice)
-                    .and_then(|()| self.create_slice(gpu, slice));
-                match made {
-                    Ok(()) => changed = true,
-                    Err(err) => problems.push(format!(
-                        "claim {}: cannot re-create MIG slice {} of {}: {err}",
-                        record.uid, d.device, gpu.name
-                    )),
-                }
-            }
-            if changed {
-                tracing::info!(claim_uid = %record.uid, "re-created MIG slices lost at reboot");
-                let saved = self.store.save(&record).map_err(ClaimError::from);
-                lock(&self.table).insert(record.clone());
-                if let Err(err) = saved.and_then(|()| self.ensure_spec(&record).map(drop)) {
-                    problems.push(format!("claim {}: {err}", record.uid));
-                }
-            }
-        }
-        problems
     }
 
     fn enable_mig_mode(&self, gpu: &GpuDevice) -> Option<String> {

@@ -13,14 +13,14 @@ use crate::gpu::{GpuBackend, GpuError, MigMode, MigSupport};
 use crate::inventory::Inventory;
 use crate::state::{Phase, Store};
 
-const A: &str = "aaaaaaaa-0000-4000-8000-00000000000a";
+pub(super) const A: &str = "aaaaaaaa-0000-4000-8000-00000000000a";
 const B: &str = "bbbbbbbb-0000-4000-8000-00000000000b";
 
 fn sim_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/sim-root")
 }
 
-fn every_gpu(advertise: MigAdvertise, layout: &[&str]) -> MigConfig {
+pub(super) fn every_gpu(advertise: MigAdvertise, layout: &[&str]) -> MigConfig {
     MigConfig {
         advertise,
         gpu: vec![MigGpuConfig {
@@ -31,14 +31,14 @@ fn every_gpu(advertise: MigAdvertise, layout: &[&str]) -> MigConfig {
     }
 }
 
-struct Node {
-    dir: tempfile::TempDir,
+pub(super) struct Node {
+    pub(super) dir: tempfile::TempDir,
     models: Vec<SimModel>,
-    mig: MigConfig,
+    pub(super) mig: MigConfig,
 }
 
 impl Node {
-    fn new(models: &[SimModel], mig: MigConfig) -> Self {
+    pub(super) fn new(models: &[SimModel], mig: MigConfig) -> Self {
         Self {
             dir: tempfile::tempdir().unwrap(),
             models: models.to_vec(),
@@ -50,14 +50,14 @@ impl Node {
         self.dir.path().join("sim-hardware.json")
     }
 
-    fn backend(&self, boot: &str) -> Arc<SimBackend> {
+    pub(super) fn backend(&self, boot: &str) -> Arc<SimBackend> {
         Arc::new(
             SimBackend::open_at_boot(self.models.clone(), "test", &self.hardware(), boot).unwrap(),
         )
     }
 
     /// A daemon start: engine, reconcile, MIG setup.
-    fn start(&self, backend: Arc<SimBackend>) -> Engine {
+    pub(super) fn start(&self, backend: Arc<SimBackend>) -> Engine {
         let dyn_backend: Arc<dyn GpuBackend> = backend;
         let inventory = Inventory::from_backend(dyn_backend.as_ref(), &self.mig, &|_, _| {
             crate::mig::Ownership::Foreign
@@ -92,7 +92,7 @@ impl Node {
     }
 }
 
-fn req(uid: &str, devices: &[&str]) -> PrepareRequest {
+pub(super) fn req(uid: &str, devices: &[&str]) -> PrepareRequest {
     PrepareRequest {
         uid: uid.to_owned(),
         namespace: "ns".to_owned(),
@@ -346,7 +346,7 @@ fn a_busy_ampere_gpu_cannot_leave_mig_mode_and_keeps_it() {
     );
 }
 
-fn ahead(layout: &[&str]) -> MigConfig {
+pub(super) fn ahead(layout: &[&str]) -> MigConfig {
     MigConfig {
         create: crate::config::MigCreate::Ahead,
         ..every_gpu(MigAdvertise::Layout, layout)

@@ -27,6 +27,7 @@ mod keyed;
 mod mig;
 mod mig_ahead;
 mod mig_cdi;
+mod mig_restore;
 mod mig_setup;
 mod mps_share;
 mod prepare;
@@ -153,7 +154,7 @@ impl Engine {
         settings: EngineSettings,
     ) -> Self {
         Self {
-            backend,
+            backend: crate::crash::observe_backend(backend),
             inventory: RwLock::new(Arc::new(inventory)),
             driver: RwLock::new(Arc::new(driver)),
             store,
@@ -337,6 +338,8 @@ impl Engine {
     }
 }
 
+#[cfg(test)]
+mod crash_recovery_tests;
 #[cfg(test)]
 mod generation_tests;
 #[cfg(test)]

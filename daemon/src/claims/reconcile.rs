@@ -4,7 +4,9 @@
 //! * A record in phase `preparing` is a prepare cut short: it is rolled back.
 //! * A prepared claim's spec is rewritten when missing or stale (/var/run/cdi
 //!   is a tmpfs, wiped at reboot; the driver may have been upgraded).
-//! * A spec of ours without a record is removed, and so are temp files.
+//! * A spec of ours without a record is removed, and so are temp files, in
+//!   the CDI dir and in the state folder (the MIG ledger's, the health
+//!   file's: a crash between a temp file's write and its rename leaves one).
 //! * A record from an earlier boot is re-stamped: whole GPUs survive a reboot
 //!   and the kubelet prepares its claims again with the same ids.
 //! * Shared claims are put back in the sharing books (policy, memory), MPS
@@ -16,7 +18,7 @@
 
 use std::collections::BTreeSet;
 
-use gpuslice_cdi::atomic::{is_temp_name, remove_durable};
+use gpuslice_cdi::atomic::{is_temp_name, remove_durable_observed};
 
 use super::error::ClaimError;
 use super::table::{Share, SharedMode, Want};
@@ -48,6 +50,7 @@ impl Engine {
     pub fn reconcile(&self) -> Result<ReconcileReport, ClaimError> {
         let mut report = ReconcileReport::default();
         let loaded = self.store.load_all()?;
+        self.remove_state_temps();
         report.problems.extend(
             loaded
                 .unreadable
@@ -151,14 +154,30 @@ impl Engine {
                 None => is_temp_name(&name) && name.starts_with(&prefix),
             };
             if stray {
-                remove_durable(dir, &name).map_err(|source| ClaimError::CdiFile {
-                    uid: name.to_string(),
-                    source,
-                })?;
+                remove_durable_observed(dir, &name, &super::spec_file::spec_steps).map_err(
+                    |source| ClaimError::CdiFile {
+                        uid: name.to_string(),
+                        source,
+                    },
+                )?;
                 report.specs_removed += 1;
             }
         }
         Ok(())
+    }
+
+    /// Temp files of durable writes a crash cut short in the state folder
+    /// (the records folder has its own, in `Store::load_all`).
+    fn remove_state_temps(&self) {
+        let dir = self.state_dir();
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let name = entry.file_name();
+            if is_temp_name(&name.to_string_lossy())
+                && let Err(err) = std::fs::remove_file(entry.path())
+            {
+                tracing::warn!(path = %entry.path().display(), error = %err, "could not remove a temp file left by a crash");
+            }
+        }
     }
 
     fn dir_error(&self, source: std::io::Error) -> ClaimError {

@@ -1,11 +1,14 @@
 //! Writing, checking and removing a claim's CDI spec file.
 
-use gpuslice_cdi::atomic::{read_regular, remove_durable, write_atomic};
+use gpuslice_cdi::atomic::{
+    AtomicStep, read_regular, remove_durable_observed, write_atomic_observed,
+};
 
 use super::error::ClaimError;
 use super::sharing::mps_uses;
 use super::{Engine, exclusive, mig_cdi};
 use crate::cdi_build::{ClaimDevice, claim_spec};
+use crate::crash::crash_point;
 use crate::state::ClaimRecord;
 
 /// CDI specs are world-readable: runtimes read them, and they hold no secret.
@@ -82,11 +85,12 @@ impl Engine {
     /// Writes the claim's spec.
     pub(super) fn write_spec(&self, record: &ClaimRecord) -> Result<(), ClaimError> {
         let bytes = self.spec_bytes(record)?;
-        write_atomic(
+        write_atomic_observed(
             &self.settings.cdi_dir,
             &record.cdi_spec_file,
             &bytes,
             SPEC_MODE,
+            &spec_steps,
         )
         .map_err(|source| ClaimError::CdiFile {
             uid: record.uid.clone(),
@@ -110,11 +114,12 @@ impl Engine {
                 tracing::warn!(claim_uid = %record.uid, problem = %err, "replacing what sits at the claim's CDI spec path");
             }
         }
-        write_atomic(
+        write_atomic_observed(
             &self.settings.cdi_dir,
             &record.cdi_spec_file,
             &want,
             SPEC_MODE,
+            &spec_steps,
         )
         .map_err(|source| ClaimError::CdiFile {
             uid: record.uid.clone(),
@@ -125,11 +130,20 @@ impl Engine {
 
     /// Removes the claim's spec; a missing spec is fine.
     pub(super) fn remove_spec(&self, record: &ClaimRecord) -> Result<(), ClaimError> {
-        remove_durable(&self.settings.cdi_dir, &record.cdi_spec_file)
+        remove_durable_observed(&self.settings.cdi_dir, &record.cdi_spec_file, &spec_steps)
             .map(drop)
             .map_err(|source| ClaimError::CdiFile {
                 uid: record.uid.clone(),
                 source,
             })
+    }
+}
+
+/// The crash points of a spec file's durable steps.
+pub(super) fn spec_steps(step: AtomicStep) {
+    match step {
+        AtomicStep::TempSynced => crash_point("spec.after_temp_synced"),
+        AtomicStep::Renamed => crash_point("spec.after_rename"),
+        AtomicStep::Unlinked => crash_point("spec.after_unlink"),
     }
 }

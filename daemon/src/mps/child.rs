@@ -8,18 +8,15 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
-
 use super::MpsError;
-use super::control::wait_on_dir;
+use super::adopted::{self, AdoptedDaemon, kill_pid};
 use super::layout::DaemonLayout;
 use super::supervisor::{
     DaemonSpec, DaemonState, DaemonStatus, RestartHook, Supervised, Supervisor,
 };
 
 /// How long a stopped daemon gets to exit before it is killed.
-const EXIT_BOUND: Duration = Duration::from_secs(20);
+pub(super) const EXIT_BOUND: Duration = Duration::from_secs(20);
 /// Restarts in a row that did not come back ready before the daemon is
 /// given up as failed.
 const MAX_FAILED_RESTARTS: u32 = 5;
@@ -124,12 +121,7 @@ impl Supervisor for ChildSupervisor {
         spec: &DaemonSpec,
         _on_restart: RestartHook,
     ) -> Result<Option<Arc<dyn Supervised>>, MpsError> {
-        Ok(running_pid(&spec.layout).map(|pid| {
-            Arc::new(AdoptedDaemon {
-                pid,
-                pipe_dir: spec.layout.pipe_dir(),
-            }) as Arc<dyn Supervised>
-        }))
+        Ok(AdoptedDaemon::find(&spec.layout).map(|d| Arc::new(d) as Arc<dyn Supervised>))
     }
 
     fn stop_stale(
@@ -138,53 +130,11 @@ impl Supervisor for ChildSupervisor {
         layout: &DaemonLayout,
         quit: &dyn Fn(),
     ) -> Result<(), MpsError> {
-        // The pid before the quit: the daemon removes its pid file as it
-        // exits, and the wait is for the process, not the file.
-        match running_pid(layout) {
-            Some(pid) => AdoptedDaemon {
-                pid,
-                pipe_dir: layout.pipe_dir(),
-            }
-            .stop(quit),
-            None => {
-                quit();
-                Ok(())
-            }
-        }
+        adopted::stop_all(layout, quit)
     }
 
     fn running_hashes(&self, _mps_dir: &Path) -> Result<Vec<String>, MpsError> {
         Ok(Vec::new())
-    }
-}
-
-/// The pid in the daemon's pid file, when that process still exists.
-fn running_pid(layout: &DaemonLayout) -> Option<u32> {
-    let text = std::fs::read_to_string(layout.pipe_dir().join(PID_FILE)).ok()?;
-    let pid: u32 = text.trim().parse().ok()?;
-    pid_alive(pid).then_some(pid)
-}
-
-/// Whether `pid` exists and is not a zombie (an exited daemon whose parent
-/// has not reaped it is gone for our purposes).
-fn pid_alive(pid: u32) -> bool {
-    let exists = i32::try_from(pid).is_ok_and(|p| kill(Pid::from_raw(p), None).is_ok());
-    exists && !is_zombie(pid)
-}
-
-fn is_zombie(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| {
-            let after_name = stat.rsplit_once(')')?.1;
-            after_name.split_whitespace().next().map(|s| s == "Z")
-        })
-        .unwrap_or(false)
-}
-
-fn kill_pid(pid: u32) {
-    if let Ok(p) = i32::try_from(pid) {
-        let _ = kill(Pid::from_raw(p), Signal::SIGKILL);
     }
 }
 
@@ -377,51 +327,4 @@ impl Supervised for ChildDaemon {
         state.state = DaemonState::Stopped;
         Ok(())
     }
-}
-
-/// A daemon a previous gpusliced started, found by its pid file. It is not
-/// our child: liveness is a signal-0 probe, and nothing restarts it.
-#[derive(Debug)]
-pub struct AdoptedDaemon {
-    pid: u32,
-    pipe_dir: PathBuf,
-}
-
-impl Supervised for AdoptedDaemon {
-    fn is_alive(&self) -> bool {
-        pid_alive(self.pid)
-    }
-
-    fn status(&self) -> DaemonStatus {
-        DaemonStatus {
-            pid: Some(self.pid),
-            unit: None,
-            state: if self.is_alive() {
-                DaemonState::Running
-            } else {
-                DaemonState::Failed
-            },
-            restarts: 0,
-        }
-    }
-
-    fn stop(&self, quit: &dyn Fn()) -> Result<(), MpsError> {
-        quit();
-        let pid = self.pid;
-        let gone = wait_on_dir(dir_or_root(&self.pipe_dir), EXIT_BOUND, &|| {
-            Ok(!pid_alive(pid))
-        })?;
-        if !gone {
-            tracing::warn!(
-                pid,
-                "adopted MPS control daemon did not exit after quit; killing it"
-            );
-            kill_pid(pid);
-        }
-        Ok(())
-    }
-}
-
-fn dir_or_root(dir: &Path) -> &Path {
-    if dir.is_dir() { dir } else { Path::new("/") }
 }

@@ -6,13 +6,15 @@
 //!
 //! Reading order: [`key`] and [`limits`] (pure), [`layout`] (folders and CDI
 //! edits), [`control`] (the stdin command protocol), [`supervisor`] and its
-//! two implementations [`child`] and [`systemd`] (with [`unit`], one unit,
-//! and [`unit_state`], what its properties mean), [`mount`] (the shm
-//! tmpfs), [`manager`] (reference counting, start, stop, start-up cleanup).
+//! two implementations [`child`] (with `adopted`: the children of an earlier
+//! gpusliced, found again) and [`systemd`] (with [`unit`], one unit, and
+//! [`unit_state`], what its properties mean), [`mount`] (the shm tmpfs),
+//! [`manager`] (reference counting, start, stop, start-up cleanup).
 //!
 //! This module never touches the GPU backend: compute mode is the engine's
 //! (see [`manager`]).
 
+mod adopted;
 pub mod child;
 pub mod control;
 pub mod key;
@@ -134,5 +136,7 @@ pub enum MpsError {
     },
 }
 
+#[cfg(test)]
+mod adopted_tests;
 #[cfg(test)]
 mod tests;

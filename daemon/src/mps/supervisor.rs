@@ -35,6 +35,13 @@ impl DaemonSpec {
     }
 }
 
+/// Set in every control daemon's environment to its folder
+/// (`<run_dir>/mps/<hash>`): the process (and the MPS server it starts) can
+/// be found by it before it has written its pid file, by a gpusliced that
+/// restarted after a crash right after the start. Clients and containers
+/// never have it.
+pub const DAEMON_MARKER: &str = "GPUSLICE_MPS_DAEMON";
+
 /// `gpuslice-mps-<hash>.service`.
 pub fn unit_name(hash: &str) -> String {
     format!("gpuslice-mps-{hash}.service")

@@ -8,17 +8,17 @@ use std::time::Duration;
 use super::child::PID_FILE;
 use super::*;
 
-const GPU_A: &str = "GPU-aaaaaaaa-0000-0000-0000-000000000000";
+pub(super) const GPU_A: &str = "GPU-aaaaaaaa-0000-0000-0000-000000000000";
 const GPU_B: &str = "GPU-bbbbbbbb-0000-0000-0000-000000000000";
-const BOUND: Duration = Duration::from_secs(30);
+pub(super) const BOUND: Duration = Duration::from_secs(30);
 
-struct Fixture {
-    dir: tempfile::TempDir,
-    manager: MpsManager,
+pub(super) struct Fixture {
+    pub(super) dir: tempfile::TempDir,
+    pub(super) manager: MpsManager,
 }
 
 impl Fixture {
-    fn new() -> Option<Self> {
+    pub(super) fn new() -> Option<Self> {
         if std::process::Command::new("python3")
             .arg("-c")
             .arg("pass")
@@ -41,7 +41,7 @@ impl Fixture {
         Some(Self { dir, manager })
     }
 
-    fn record(&self) -> Vec<String> {
+    pub(super) fn record(&self) -> Vec<String> {
         std::fs::read_to_string(self.dir.path().join("record"))
             .unwrap_or_default()
             .lines()
@@ -49,7 +49,7 @@ impl Fixture {
             .collect()
     }
 
-    fn mps_dir(&self) -> PathBuf {
+    pub(super) fn mps_dir(&self) -> PathBuf {
         self.dir.path().join("run/mps")
     }
 }
@@ -67,7 +67,7 @@ fn manager(dir: &Path) -> MpsManager {
     )
 }
 
-fn key(uuids: &[&str]) -> MpsKey {
+pub(super) fn key(uuids: &[&str]) -> MpsKey {
     MpsKey::new(uuids.iter().copied())
 }
 

@@ -2,7 +2,12 @@
 
 use std::path::{Path, PathBuf};
 
-use gpuslice_cdi::atomic::{AtomicError, is_temp_name, read_regular, remove_durable, write_atomic};
+use gpuslice_cdi::atomic::{
+    AtomicError, AtomicStep, is_temp_name, read_regular, remove_durable_observed,
+    write_atomic_observed,
+};
+
+use crate::crash::crash_point;
 
 use super::record::{ClaimRecord, RECORD_VERSION};
 
@@ -99,11 +104,12 @@ impl Store {
             reason: e.to_string(),
         })?;
         bytes.push(b'\n');
-        write_atomic(
+        write_atomic_observed(
             &self.dir,
             &Self::file_name(&record.uid),
             &bytes,
             RECORD_MODE,
+            &record_steps,
         )
         .map_err(|source| StateError::Write {
             uid: record.uid.clone(),
@@ -113,9 +119,11 @@ impl Store {
 
     /// Removes the record of `uid` durably; false when there was none.
     pub fn remove(&self, uid: &str) -> Result<bool, StateError> {
-        remove_durable(&self.dir, &Self::file_name(uid)).map_err(|source| StateError::Write {
-            uid: uid.to_owned(),
-            source,
+        remove_durable_observed(&self.dir, &Self::file_name(uid), &record_steps).map_err(|source| {
+            StateError::Write {
+                uid: uid.to_owned(),
+                source,
+            }
         })
     }
 
@@ -178,6 +186,15 @@ impl Store {
     fn set_aside(&self, path: &Path, name: &str) {
         let aside = self.dir.join(format!(".{name}.corrupt"));
         let _ = std::fs::rename(path, aside);
+    }
+}
+
+/// The crash points of a record's durable steps.
+fn record_steps(step: AtomicStep) {
+    match step {
+        AtomicStep::TempSynced => crash_point("record.after_temp_synced"),
+        AtomicStep::Renamed => crash_point("record.after_rename"),
+        AtomicStep::Unlinked => crash_point("record.after_unlink"),
     }
 }
 

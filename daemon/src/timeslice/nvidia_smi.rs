@@ -61,6 +61,7 @@ impl NvidiaSmi {
         .trim()
         .to_owned();
         if output.status.success() {
+            crate::crash::crash_point("timeslice.after_set");
             return Ok(SetOutcome::Applied);
         }
         if text.to_ascii_lowercase().contains("not supported") {

@@ -53,6 +53,7 @@ impl MpsManager {
             self.supervisor.stop_stale(&hash, &layout, &|| {
                 let _ = control.send("quit");
             })?;
+            crate::crash::crash_point("mps.after_stale_stopped");
             self.remove(&layout)?;
             stopped.push(StaleDaemon { hash, devices });
         }

@@ -12,8 +12,9 @@ use super::super::control::ControlClient;
 use super::super::key::MpsKey;
 use super::super::layout::DaemonLayout;
 use super::super::limits::MpsLimits;
-use super::super::supervisor::{DaemonSpec, RestartHook, Supervised};
+use super::super::supervisor::{DAEMON_MARKER, DaemonSpec, RestartHook, Supervised};
 use super::{MpsManager, Running};
+use crate::crash::crash_point;
 
 impl MpsManager {
     pub(super) fn control(&self, layout: &DaemonLayout) -> ControlClient {
@@ -36,6 +37,7 @@ impl MpsManager {
                 "CUDA_MPS_LOG_DIRECTORY".to_owned(),
                 path_text(&layout.log_dir()),
             ),
+            (DAEMON_MARKER.to_owned(), path_text(layout.root())),
         ];
         env.extend(limits.daemon_env());
         DaemonSpec {
@@ -73,11 +75,17 @@ impl MpsManager {
             path: layout.root().to_path_buf(),
             source,
         })?;
+        crash_point("mps.after_dirs_created");
         let result = self.mounter.mount(&layout.shm_dir()).and_then(|()| {
+            crash_point("mps.after_shm_mounted");
             let daemon = self.supervisor.start(&spec, hook)?;
+            crash_point("mps.after_daemon_spawned");
             let alive = || daemon.is_alive();
             match bring_up(&control, limits, bound, &alive) {
-                Ok(()) => Ok(daemon),
+                Ok(()) => {
+                    crash_point("mps.after_limits_applied");
+                    Ok(daemon)
+                }
                 Err(err) => {
                     let _ = daemon.stop(&|| {
                         let _ = control.send("quit");
@@ -110,6 +118,7 @@ impl MpsManager {
                 tracing::warn!(daemon = %key, error = %err, "quit was not answered; stopping the process");
             }
         })?;
+        crash_point("mps.after_quit");
         self.supervisor.stop_stale(&key.hash(), layout, &|| {})?;
         self.remove(layout)
     }
@@ -120,7 +129,9 @@ impl MpsManager {
             action: "remove",
             path: layout.root().to_path_buf(),
             source,
-        })
+        })?;
+        crash_point("mps.after_dirs_removed");
+        Ok(())
     }
 }
 
