@@ -137,4 +137,6 @@ pub fn under_systemd() -> bool {
 }
 
 #[cfg(test)]
+mod slot_tests;
+#[cfg(test)]
 mod tests;
