@@ -94,8 +94,14 @@ impl Daemon {
         Self::start_in(dir)
     }
 
-    /// Starts gpusliced on the config already in `dir`.
+    /// Starts gpusliced on the config already in `dir`, logging at debug.
     pub fn start_in(dir: tempfile::TempDir) -> Self {
+        Self::start_logged(dir, "debug")
+    }
+
+    /// Starts gpusliced on the config already in `dir`, with `GPUSLICE_LOG`
+    /// set to `level` (the load bench runs at the packaged default, info).
+    pub fn start_logged(dir: tempfile::TempDir, level: &str) -> Self {
         let notify_path = dir.path().join("notify.sock");
         let _ = std::fs::remove_file(&notify_path);
         let notify = UnixDatagram::bind(&notify_path).expect("bind notify socket");
@@ -111,7 +117,7 @@ impl Daemon {
             .arg("--config")
             .arg(dir.path().join("gpuslice.toml"))
             .env("NOTIFY_SOCKET", &notify_path)
-            .env("GPUSLICE_LOG", "debug")
+            .env("GPUSLICE_LOG", level)
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
