@@ -8,6 +8,7 @@ mod go_cdi;
 mod harness;
 mod health;
 mod lifecycle;
+mod load;
 mod metrics;
 mod mig;
 mod nspawn;

@@ -1,0 +1,418 @@
+//! The run: start the node, let the clients loose, look at the node every
+//! `snapshot_every` while they run (concurrent checks) and every
+//! `checkpoint_every` operations with them paused (exact checks), then have
+//! every client unprepare what it still holds, check the node is empty, stop
+//! gpusliced (it must exit 0 with no error logged).
+//!
+//! Settings from the environment: `GPUSLICE_LOAD_SEED` (decimal or 0x-hex;
+//! default: a fresh one, printed), `GPUSLICE_LOAD_OPS`, `GPUSLICE_LOAD_CLIENTS`
+//! (default 64). A seed fixes each client's choices; the interleaving, and
+//! so the daemon's answers, still vary from run to run.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use gpuslice_proto::gpuslice::v1 as pb;
+use gpuslice_proto::gpuslice::v1::gpu_slice_client::GpuSliceClient;
+use tokio::sync::{mpsc, watch};
+use tonic::transport::Channel;
+
+use super::client::{Client, Sample};
+use super::concurrent::{self, Look};
+use super::ledger::{Ledger, Life, Window};
+use super::node::{self, Catalogue};
+use super::observe::{self, durable_names, read_json, spec_name};
+use super::quiescent::{self, Extra};
+use super::report::Report;
+use super::workload::{Beliefs, Chooser, OpKind};
+use crate::cdi_schema::{SchemaCheck, assert_all_valid};
+use crate::harness::{connect, list};
+use crate::stand_ins::SharedDaemon;
+
+/// How big a run is.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub seed: u64,
+    pub ops: usize,
+    pub clients: usize,
+    pub checkpoint_every: usize,
+    pub snapshot_every: Duration,
+    /// Where the node's folder goes (a temp dir when `None`).
+    pub parent: Option<PathBuf>,
+}
+
+fn env_number(name: &str) -> Option<u64> {
+    let text = std::env::var(name).ok()?;
+    let parsed = match text.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => text.parse(),
+    };
+    Some(parsed.unwrap_or_else(|e| panic!("{name}={text:?} is not a number: {e}")))
+}
+
+impl Settings {
+    /// `ops` operations (unless the environment says otherwise), exact
+    /// checks every `checkpoint_every`.
+    pub fn from_env(ops: usize, checkpoint_every: usize) -> Self {
+        let count = |name, default: usize| {
+            env_number(name).map_or(default, |n| usize::try_from(n).expect("fits"))
+        };
+        Self {
+            seed: env_number("GPUSLICE_LOAD_SEED").unwrap_or_else(|| fastrand::u64(..)),
+            ops: count("GPUSLICE_LOAD_OPS", ops),
+            clients: count("GPUSLICE_LOAD_CLIENTS", 64),
+            checkpoint_every,
+            snapshot_every: Duration::from_millis(100),
+            parent: None,
+        }
+    }
+}
+
+/// A started node.
+pub struct Node {
+    pub daemon: SharedDaemon,
+    pub catalogue: Catalogue,
+    pub api: GpuSliceClient<Channel>,
+    schema: SchemaCheck,
+}
+
+/// What a run found.
+#[derive(Debug)]
+pub struct Run {
+    pub report: Report,
+    pub violations: Vec<String>,
+}
+
+/// Starts the node; `None` after a skip line when it cannot run here.
+pub async fn start(test: &str, settings: &Settings, log: &str) -> Option<Node> {
+    let daemon = node::start(test, settings.parent.as_deref(), log)?;
+    let mut api = daemon.client().await;
+    let inventory = api
+        .get_inventory(pb::GetInventoryRequest {})
+        .await
+        .expect("inventory")
+        .into_inner();
+    Some(Node {
+        catalogue: Catalogue::from_inventory(&inventory),
+        daemon,
+        api,
+        schema: SchemaCheck::new(),
+    })
+}
+
+/// Start, load, stop.
+pub async fn run(test: &str, settings: &Settings, log: &str) -> Option<Run> {
+    let node = start(test, settings, log).await?;
+    let mut run = load(&node, settings).await;
+    run.violations.extend(finish(node));
+    Some(run)
+}
+
+/// Violations, each message once with where it was first seen and how
+/// often (a state that stays wrong shows in every later snapshot).
+#[derive(Debug, Default)]
+struct Findings {
+    order: Vec<String>,
+    seen: std::collections::HashMap<String, (String, usize)>,
+}
+
+impl Findings {
+    fn add(&mut self, place: &str, found: impl IntoIterator<Item = String>) {
+        for message in found {
+            let entry = self.seen.entry(message.clone()).or_insert_with(|| {
+                self.order.push(message);
+                (place.to_owned(), 0)
+            });
+            entry.1 += 1;
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    fn into_lines(mut self) -> Vec<String> {
+        self.order
+            .drain(..)
+            .map(|m| match self.seen.get(&m) {
+                Some((place, 1)) => format!("{place}: {m}"),
+                Some((place, n)) => format!("{place} (and {} more times): {m}", n - 1),
+                None => m,
+            })
+            .collect()
+    }
+}
+
+/// What every client shares.
+struct Shared {
+    node: Catalogue,
+    socket: PathBuf,
+    ledger: Ledger,
+    beliefs: RwLock<Beliefs>,
+    gate: tokio::sync::RwLock<()>,
+    issued: AtomicUsize,
+    stop: AtomicBool,
+    settings: Settings,
+}
+
+/// The load and the checks; the node is empty again at the end.
+pub async fn load(node: &Node, settings: &Settings) -> Run {
+    println!(
+        "load: seed {:#x} (set GPUSLICE_LOAD_SEED to reproduce), {} clients, {} operations",
+        settings.seed, settings.clients, settings.ops
+    );
+    let shared = Arc::new(Shared {
+        node: node.catalogue.clone(),
+        socket: node.daemon.socket.clone(),
+        ledger: Ledger::default(),
+        beliefs: RwLock::new(Beliefs::default()),
+        gate: tokio::sync::RwLock::new(()),
+        issued: AtomicUsize::new(0),
+        stop: AtomicBool::new(false),
+        settings: settings.clone(),
+    });
+    let mut report = Report {
+        seed: settings.seed,
+        clients: settings.clients,
+        ..Report::default()
+    };
+    let mut violations = Findings::default();
+    let (checkpoint_tx, mut checkpoint_rx) = mpsc::unbounded_channel();
+    let (loaded_tx, mut loaded_rx) = mpsc::unbounded_channel();
+    let (drain_tx, drain_rx) = watch::channel(false);
+    let tasks: Vec<_> = (0..settings.clients)
+        .map(|id| {
+            let (shared, cp, loaded, drain) = (
+                shared.clone(),
+                checkpoint_tx.clone(),
+                loaded_tx.clone(),
+                drain_rx.clone(),
+            );
+            tokio::spawn(async move { client_task(&shared, id, &cp, &loaded, drain).await })
+        })
+        .collect();
+    drop(loaded_tx);
+    let started = Instant::now();
+    let mut paused = Duration::ZERO;
+    let mut ticker = tokio::time::interval(settings.snapshot_every);
+    let mut finished = 0;
+    while finished < settings.clients {
+        tokio::select! {
+            Some(at) = checkpoint_rx.recv() => {
+                let t = Instant::now();
+                let _quiet = shared.gate.write().await;
+                let found = checkpoint(node, &shared.ledger).await;
+                violations.add(&format!("checkpoint after {at} ops"), found);
+                report.checkpoints += 1;
+                paused += t.elapsed();
+            }
+            _ = ticker.tick() => {
+                let _pass = shared.gate.read().await;
+                let t = Instant::now();
+                let found = snapshot(node, &shared.ledger, &shared.beliefs).await;
+                report.snapshot_time += t.elapsed();
+                violations.add(&format!("snapshot {}", report.snapshots), found);
+                report.snapshots += 1;
+            }
+            Some(()) = loaded_rx.recv() => finished += 1,
+        }
+        if violations.len() > 100 {
+            shared.stop.store(true, Ordering::Relaxed);
+        }
+    }
+    report.load_time = started.elapsed().saturating_sub(paused);
+    let drained = Instant::now();
+    let _ = drain_tx.send(true);
+    for task in tasks {
+        let (load, drain, found) = task.await.expect("a load client panicked");
+        report.load.extend(load);
+        report.drain.extend(drain);
+        violations.add("a client", found);
+    }
+    report.drain_time = drained.elapsed();
+    report.mps_starts = node
+        .daemon
+        .mps_lines()
+        .iter()
+        .filter(|l| l.starts_with("start "))
+        .count();
+    let found = checkpoint(node, &shared.ledger).await;
+    violations.add("after the last unprepare", found);
+    Run {
+        report,
+        violations: violations.into_lines(),
+    }
+}
+
+/// One client: random operations until the run has issued them all, then
+/// (when told) unprepares of whatever it still holds.
+async fn client_task(
+    shared: &Shared,
+    id: usize,
+    checkpoint: &mpsc::UnboundedSender<usize>,
+    loaded: &mpsc::UnboundedSender<()>,
+    mut drain: watch::Receiver<bool>,
+) -> (Vec<Sample>, Vec<Sample>, Vec<String>) {
+    let mut chooser = Chooser::new(shared.settings.seed, u32::try_from(id).expect("fits"));
+    let mut client = Client {
+        api: connect(&shared.socket).await,
+        held: Vec::new(),
+        ledger: &shared.ledger,
+        violations: Vec::new(),
+    };
+    let (total, every) = (shared.settings.ops, shared.settings.checkpoint_every);
+    let mut samples = Vec::new();
+    while !shared.stop.load(Ordering::Relaxed) {
+        let _pass = shared.gate.read().await;
+        let i = shared.issued.fetch_add(1, Ordering::Relaxed);
+        if i >= total {
+            break;
+        }
+        if (i + 1).is_multiple_of(every) && i + 1 < total {
+            let _ = checkpoint.send(i + 1);
+        }
+        let seen = shared
+            .beliefs
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let op = chooser.choose(&shared.node, &seen, &client.held);
+        samples.push(client.run(op).await);
+    }
+    let _ = loaded.send(());
+    let _ = drain.wait_for(|go| *go).await;
+    let mut drained = Vec::new();
+    while !client.held.is_empty() {
+        drained.push(client.unprepare(0, OpKind::Unprepare).await);
+    }
+    (samples, drained, client.violations)
+}
+
+/// Looks at the node between two ledger snapshots.
+async fn look(node: &Node, ledger: &Ledger) -> Result<(Window, Look), String> {
+    let before = ledger.snapshot();
+    let api = observe::api(&node.api).await?;
+    let daemon = &node.daemon;
+    let records_dir = daemon.state_dir.join("claims");
+    let specs = durable_names(&daemon.cdi_dir);
+    let records = durable_names(&records_dir);
+    let prepared: Vec<&String> = before
+        .iter()
+        .filter(|(_, e)| e.life == Life::Prepared)
+        .map(|(uid, _)| uid)
+        .collect();
+    let spec_of = prepared
+        .iter()
+        .map(|uid| {
+            (
+                (*uid).clone(),
+                read_json(&daemon.cdi_dir.join(spec_name(uid))),
+            )
+        })
+        .collect();
+    let record_of = prepared
+        .iter()
+        .map(|uid| {
+            (
+                (*uid).clone(),
+                read_json(&records_dir.join(format!("{uid}.json"))),
+            )
+        })
+        .collect();
+    let hardware = observe::hardware(&daemon.path().join("sim-hardware.json"))?;
+    let processes = observe::mps_processes(&mps_dir(daemon.path()));
+    let after = ledger.snapshot();
+    let look = Look {
+        api,
+        specs,
+        records,
+        spec_of,
+        record_of,
+        hardware,
+        processes,
+    };
+    Ok((Window { before, after }, look))
+}
+
+fn mps_dir(node_dir: &Path) -> PathBuf {
+    node_dir.join("run/mps")
+}
+
+/// A concurrent look; refreshes what the clients believe.
+async fn snapshot(node: &Node, ledger: &Ledger, beliefs: &RwLock<Beliefs>) -> Vec<String> {
+    let (w, look) = match look(node, ledger).await {
+        Ok(found) => found,
+        Err(why) => return vec![why],
+    };
+    let mut seen = Beliefs::default();
+    for d in &look.api.inventory.devices {
+        if d.holders.is_empty() {
+            seen.free.insert(d.name.clone());
+        }
+        if !d.available && node.catalogue.shareable().iter().any(|g| g.name == d.name) {
+            seen.held_whole.insert(d.name.clone());
+        }
+    }
+    for g in &look.api.sharing.gpus {
+        seen.mode.insert(g.device.clone(), g.mode.clone());
+    }
+    *beliefs
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = seen;
+    concurrent::check(&look, &w, &node.catalogue, &node.schema)
+}
+
+/// An exact look with nothing in flight (the caller holds the gate).
+async fn checkpoint(node: &Node, ledger: &Ledger) -> Vec<String> {
+    let (w, look) = match look(node, ledger).await {
+        Ok(found) => found,
+        Err(why) => return vec![why],
+    };
+    let daemon = &node.daemon;
+    let status = node
+        .api
+        .clone()
+        .get_status(pb::GetStatusRequest {})
+        .await
+        .map(tonic::Response::into_inner);
+    let status = match status {
+        Ok(s) => s,
+        Err(s) => return vec![format!("GetStatus failed: {s}")],
+    };
+    let mut all_files = list(&daemon.cdi_dir);
+    all_files.extend(list(&daemon.state_dir.join("claims")));
+    let extra = Extra {
+        status,
+        smi: daemon.smi_lines(),
+        mps_folders: quiescent::folders(&mps_dir(daemon.path())),
+        all_files,
+    };
+    let prepared: Vec<_> = w
+        .after
+        .values()
+        .filter(|e| e.life == Life::Prepared)
+        .collect();
+    let mut found = quiescent::check(&look, &extra, &prepared, &node.catalogue);
+    found.extend(concurrent::check(&look, &w, &node.catalogue, &node.schema));
+    if !look.specs.is_empty() {
+        assert_all_valid(&daemon.cdi_dir);
+    }
+    found
+}
+
+/// Stops gpusliced (it must exit 0); every error it logged is a violation.
+pub fn finish(node: Node) -> Vec<String> {
+    let log = node.daemon.log();
+    let mut found: Vec<String> = log
+        .lines()
+        .filter(|l| l.contains(" ERROR "))
+        .take(20)
+        .map(|l| format!("gpusliced logged an error: {l}"))
+        .collect();
+    let status = node.daemon.stop();
+    drop(status);
+    found.sort();
+    found
+}
