@@ -173,6 +173,7 @@ pub async fn load(node: &Node, settings: &Settings) -> Run {
         stop: AtomicBool::new(false),
         settings: settings.clone(),
     });
+    let starts_before = mps_starts(node);
     let mut report = Report {
         seed: settings.seed,
         clients: settings.clients,
@@ -232,18 +233,22 @@ pub async fn load(node: &Node, settings: &Settings) -> Run {
         violations.add("a client", found);
     }
     report.drain_time = drained.elapsed();
-    report.mps_starts = node
-        .daemon
-        .mps_lines()
-        .iter()
-        .filter(|l| l.starts_with("start "))
-        .count();
+    report.mps_starts = mps_starts(node) - starts_before;
     let found = checkpoint(node, &shared.ledger).await;
     violations.add("after the last unprepare", found);
     Run {
         report,
         violations: violations.into_lines(),
     }
+}
+
+/// MPS control daemons the stand-in started so far (its record).
+fn mps_starts(node: &Node) -> usize {
+    node.daemon
+        .mps_lines()
+        .iter()
+        .filter(|l| l.starts_with("start "))
+        .count()
 }
 
 /// One client: random operations until the run has issued them all, then

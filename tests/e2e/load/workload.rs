@@ -305,11 +305,12 @@ impl Chooser {
 
     /// Whole GPUs a client mostly asks for alone (`alone`) or to share:
     /// the first two shareable GPUs lean to exclusive claims, the others to
-    /// sharing ones; one request in seven goes anywhere (and meets the
-    /// other kind).
+    /// sharing ones; some requests go anywhere and meet the other kind (one
+    /// in seven exclusive ones; one in twenty sharing ones, since a sharing
+    /// claim that lands on an exclusive GPU draws others after it).
     fn leaning<'a>(&mut self, node: &'a Catalogue, alone: bool) -> Vec<&'a Gpu> {
         let all = node.shareable();
-        if self.rng.u8(..7) == 0 {
+        if self.rng.u8(..if alone { 7 } else { 20 }) == 0 {
             return all;
         }
         let split = 2.min(all.len());
