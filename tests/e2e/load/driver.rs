@@ -2,7 +2,7 @@
 //! `snapshot_every` while they run (concurrent checks) and every
 //! `checkpoint_every` operations with them paused (exact checks), then have
 //! every client unprepare what it still holds, check the node is empty, stop
-//! gpusliced (it must exit 0 with no error logged).
+//! gpusliced (it must exit 0, with no warning or error logged).
 //!
 //! Settings from the environment: `GPUSLICE_LOAD_SEED` (decimal or 0x-hex;
 //! default: a fresh one, printed), `GPUSLICE_LOAD_OPS`, `GPUSLICE_LOAD_CLIENTS`
@@ -407,17 +407,17 @@ async fn checkpoint(node: &Node, ledger: &Ledger) -> Vec<String> {
     found
 }
 
-/// Stops gpusliced (it must exit 0); every error it logged is a violation.
+/// Stops gpusliced (it must exit 0); every warning or error it logged is a
+/// violation (none is expected: a refusal is the caller's news, not the
+/// operator's).
 pub fn finish(node: Node) -> Vec<String> {
     let log = node.daemon.log();
-    let mut found: Vec<String> = log
+    let found: Vec<String> = log
         .lines()
-        .filter(|l| l.contains(" ERROR "))
+        .filter(|l| l.contains(" WARN ") || l.contains(" ERROR "))
         .take(20)
-        .map(|l| format!("gpusliced logged an error: {l}"))
+        .map(|l| format!("gpusliced logged: {l}"))
         .collect();
-    let status = node.daemon.stop();
-    drop(status);
-    found.sort();
+    drop(node.daemon.stop());
     found
 }
