@@ -39,6 +39,9 @@ pub struct Settings {
     pub clients: usize,
     pub checkpoint_every: usize,
     pub snapshot_every: Duration,
+    /// A SIGHUP (reload: rescan, MIG set-up, spec repair) after every this
+    /// many snapshots, while the load runs; 0: never.
+    pub reload_every: usize,
     /// Where the node's folder goes (a temp dir when `None`).
     pub parent: Option<PathBuf>,
 }
@@ -65,6 +68,7 @@ impl Settings {
             clients: count("GPUSLICE_LOAD_CLIENTS", 64),
             checkpoint_every,
             snapshot_every: Duration::from_millis(100),
+            reload_every: 10,
             parent: None,
         }
     }
@@ -214,6 +218,12 @@ pub async fn load(node: &Node, settings: &Settings) -> Run {
                 let t = Instant::now();
                 let found = snapshot(node, &shared.ledger, &shared.beliefs).await;
                 report.snapshot_time += t.elapsed();
+                let every = shared.settings.reload_every;
+                if every > 0 && report.snapshots % every == every - 1 {
+                    // The reload runs while the clients keep going.
+                    tokio::task::block_in_place(|| node.daemon.reload());
+                    report.reloads += 1;
+                }
                 violations.add(&format!("snapshot {}", report.snapshots), found);
                 report.snapshots += 1;
             }

@@ -25,6 +25,8 @@ pub struct Report {
     /// Time the concurrent snapshots took, in all.
     pub snapshot_time: Duration,
     pub checkpoints: usize,
+    /// SIGHUPs sent during the load (each waited for until READY=1).
+    pub reloads: usize,
     /// MPS control daemons the stand-in started (its record).
     pub mps_starts: usize,
 }
@@ -84,7 +86,8 @@ impl Report {
         let _ = writeln!(
             out,
             "load: seed {:#x}, {} clients, {} operations in {:.2}s = {:.0} ops/s \
-             ({} succeeded; {} snapshots taking {:.2}s, {} checkpoints, {} MPS daemon starts)",
+             ({} succeeded; {} snapshots taking {:.2}s, {} checkpoints, {} reloads, {} MPS daemon \
+             starts)",
             self.seed,
             self.clients,
             self.load.len(),
@@ -94,6 +97,7 @@ impl Report {
             self.snapshots,
             self.snapshot_time.as_secs_f64(),
             self.checkpoints,
+            self.reloads,
             self.mps_starts,
         );
         let _ = writeln!(
