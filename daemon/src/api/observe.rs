@@ -22,13 +22,16 @@ use tonic::codegen::http;
 use crate::metrics::{self, Metrics};
 
 /// The service's methods, as the `rpc` label spells them.
-const METHODS: [&str; 6] = [
+const METHODS: [&str; 9] = [
     "Prepare",
     "Unprepare",
     "GetInventory",
     "ListClaims",
     "GetStatus",
     "GetMigLayout",
+    "GetHealth",
+    "ClearHealth",
+    "GetSharing",
 ];
 
 /// The `rpc` label of a request path `/gpuslice.v1.GpuSlice/<Method>`.
@@ -137,6 +140,23 @@ mod tests {
         assert_eq!(rpc_of("/gpuslice.v1.GpuSlice/Nope", svc), "unknown");
         assert_eq!(rpc_of("/other.Service/Prepare", svc), "unknown");
         assert_eq!(rpc_of("/gpuslice.v1.GpuSlice/Prepare/x", svc), "unknown");
+    }
+
+    /// Every RPC of the proto is a label of its own (GetHealth, ClearHealth
+    /// and GetSharing were counted as "unknown").
+    #[test]
+    fn every_method_of_the_proto_is_its_own_label() {
+        let proto = include_str!("../../../proto/gpuslice/v1/gpuslice.proto");
+        let methods: Vec<&str> = proto
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("rpc "))
+            .filter_map(|l| l.split('(').next())
+            .collect();
+        assert_eq!(methods.len(), METHODS.len(), "{methods:?}");
+        for m in methods {
+            let path = format!("/gpuslice.v1.GpuSlice/{m}");
+            assert_eq!(rpc_of(&path, "gpuslice.v1.GpuSlice"), m);
+        }
     }
 
     #[test]
