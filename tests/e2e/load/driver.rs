@@ -9,7 +9,7 @@
 //! (default 64). A seed fixes each client's choices; the interleaving, and
 //! so the daemon's answers, still vary from run to run.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
@@ -19,16 +19,15 @@ use gpuslice_proto::gpuslice::v1::gpu_slice_client::GpuSliceClient;
 use tokio::sync::{mpsc, watch};
 use tonic::transport::Channel;
 
+use super::chooser::Chooser;
 use super::client::{Client, Sample};
-use super::concurrent::{self, Look};
-use super::ledger::{Ledger, Life, Window};
+use super::ledger::Ledger;
 use super::node::{self, Catalogue};
-use super::observe::{self, durable_names, read_json, spec_name};
-use super::quiescent::{self, Extra};
 use super::report::Report;
-use super::workload::{Beliefs, Chooser, OpKind};
-use crate::cdi_schema::{SchemaCheck, assert_all_valid};
-use crate::harness::{connect, list};
+use super::workload::{Beliefs, OpKind};
+use super::{looks, metrics};
+use crate::cdi_schema::SchemaCheck;
+use crate::harness::connect;
 use crate::stand_ins::SharedDaemon;
 
 /// How big a run is.
@@ -79,7 +78,9 @@ pub struct Node {
     pub daemon: SharedDaemon,
     pub catalogue: Catalogue,
     pub api: GpuSliceClient<Channel>,
-    schema: SchemaCheck,
+    /// The metrics listener's `host:port`.
+    pub metrics: String,
+    pub schema: SchemaCheck,
 }
 
 /// What a run found.
@@ -98,10 +99,12 @@ pub async fn start(test: &str, settings: &Settings, log: &str) -> Option<Node> {
         .await
         .expect("inventory")
         .into_inner();
+    let metrics = metrics::address(&daemon.ready_status).expect("the metrics listener's address");
     Some(Node {
         catalogue: Catalogue::from_inventory(&inventory),
         daemon,
         api,
+        metrics,
         schema: SchemaCheck::new(),
     })
 }
@@ -178,6 +181,9 @@ pub async fn load(node: &Node, settings: &Settings) -> Run {
         settings: settings.clone(),
     });
     let starts_before = mps_starts(node);
+    let calls_before = metrics::scrape(&node.metrics)
+        .await
+        .map(|m| metrics::calls(&m));
     let mut report = Report {
         seed: settings.seed,
         clients: settings.clients,
@@ -208,7 +214,7 @@ pub async fn load(node: &Node, settings: &Settings) -> Run {
             Some(at) = checkpoint_rx.recv() => {
                 let t = Instant::now();
                 let _quiet = shared.gate.write().await;
-                let found = checkpoint(node, &shared.ledger).await;
+                let found = looks::checkpoint(node, &shared.ledger).await;
                 violations.add(&format!("checkpoint after {at} ops"), found);
                 report.checkpoints += 1;
                 paused += t.elapsed();
@@ -216,7 +222,7 @@ pub async fn load(node: &Node, settings: &Settings) -> Run {
             _ = ticker.tick() => {
                 let _pass = shared.gate.read().await;
                 let t = Instant::now();
-                let found = snapshot(node, &shared.ledger, &shared.beliefs).await;
+                let found = looks::snapshot(node, &shared.ledger, &shared.beliefs).await;
                 report.snapshot_time += t.elapsed();
                 let every = shared.settings.reload_every;
                 if every > 0 && report.snapshots % every == every - 1 {
@@ -244,12 +250,49 @@ pub async fn load(node: &Node, settings: &Settings) -> Run {
     }
     report.drain_time = drained.elapsed();
     report.mps_starts = mps_starts(node) - starts_before;
-    let found = checkpoint(node, &shared.ledger).await;
+    let found = looks::checkpoint(node, &shared.ledger).await;
     violations.add("after the last unprepare", found);
+    let calls_after = metrics::scrape(&node.metrics)
+        .await
+        .map(|m| metrics::calls(&m));
+    violations.add("metrics", counted(&report, calls_before, calls_after));
     Run {
         report,
         violations: violations.into_lines(),
     }
+}
+
+/// The Prepare and Unprepare calls the metrics counted over the run must be
+/// the clients' own.
+fn counted(
+    report: &Report,
+    before: Result<(f64, f64), String>,
+    after: Result<(f64, f64), String>,
+) -> Vec<String> {
+    let ((p0, u0), (p1, u1)) = match (before, after) {
+        (Ok(b), Ok(a)) => (b, a),
+        (Err(e), _) | (_, Err(e)) => return vec![e],
+    };
+    let (mut prepares, mut unprepares) = (0usize, report.drain.len());
+    for s in &report.load {
+        match s.kind {
+            OpKind::Unprepare | OpKind::UnprepareUnknown => unprepares += 1,
+            OpKind::RetryRace => prepares += 2,
+            OpKind::UnprepareRace => {
+                prepares += 1;
+                unprepares += 1;
+            }
+            _ => prepares += 1,
+        }
+    }
+    let (counted_p, counted_u) = (p1 - p0, u1 - u0);
+    if (counted_p - prepares as f64).abs() > 0.5 || (counted_u - unprepares as f64).abs() > 0.5 {
+        return vec![format!(
+            "the histograms counted {counted_p} prepares and {counted_u} unprepares; the \
+             clients made {prepares} and {unprepares}"
+        )];
+    }
+    Vec::new()
 }
 
 /// MPS control daemons the stand-in started so far (its record).
@@ -303,118 +346,6 @@ async fn client_task(
         drained.push(client.unprepare(0, OpKind::Unprepare).await);
     }
     (samples, drained, client.violations)
-}
-
-/// Looks at the node between two ledger snapshots.
-async fn look(node: &Node, ledger: &Ledger) -> Result<(Window, Look), String> {
-    let before = ledger.snapshot();
-    let api = observe::api(&node.api).await?;
-    let daemon = &node.daemon;
-    let records_dir = daemon.state_dir.join("claims");
-    let specs = durable_names(&daemon.cdi_dir);
-    let records = durable_names(&records_dir);
-    let prepared: Vec<&String> = before
-        .iter()
-        .filter(|(_, e)| e.life == Life::Prepared)
-        .map(|(uid, _)| uid)
-        .collect();
-    let spec_of = prepared
-        .iter()
-        .map(|uid| {
-            (
-                (*uid).clone(),
-                read_json(&daemon.cdi_dir.join(spec_name(uid))),
-            )
-        })
-        .collect();
-    let record_of = prepared
-        .iter()
-        .map(|uid| {
-            (
-                (*uid).clone(),
-                read_json(&records_dir.join(format!("{uid}.json"))),
-            )
-        })
-        .collect();
-    let hardware = observe::hardware(&daemon.path().join("sim-hardware.json"))?;
-    let processes = observe::mps_processes(&mps_dir(daemon.path()));
-    let after = ledger.snapshot();
-    let look = Look {
-        api,
-        specs,
-        records,
-        spec_of,
-        record_of,
-        hardware,
-        processes,
-    };
-    Ok((Window { before, after }, look))
-}
-
-fn mps_dir(node_dir: &Path) -> PathBuf {
-    node_dir.join("run/mps")
-}
-
-/// A concurrent look; refreshes what the clients believe.
-async fn snapshot(node: &Node, ledger: &Ledger, beliefs: &RwLock<Beliefs>) -> Vec<String> {
-    let (w, look) = match look(node, ledger).await {
-        Ok(found) => found,
-        Err(why) => return vec![why],
-    };
-    let mut seen = Beliefs::default();
-    for d in &look.api.inventory.devices {
-        if d.holders.is_empty() {
-            seen.free.insert(d.name.clone());
-        }
-        if !d.available && node.catalogue.shareable().iter().any(|g| g.name == d.name) {
-            seen.held_whole.insert(d.name.clone());
-        }
-    }
-    for g in &look.api.sharing.gpus {
-        seen.mode.insert(g.device.clone(), g.mode.clone());
-    }
-    *beliefs
-        .write()
-        .unwrap_or_else(std::sync::PoisonError::into_inner) = seen;
-    concurrent::check(&look, &w, &node.catalogue, &node.schema)
-}
-
-/// An exact look with nothing in flight (the caller holds the gate).
-async fn checkpoint(node: &Node, ledger: &Ledger) -> Vec<String> {
-    let (w, look) = match look(node, ledger).await {
-        Ok(found) => found,
-        Err(why) => return vec![why],
-    };
-    let daemon = &node.daemon;
-    let status = node
-        .api
-        .clone()
-        .get_status(pb::GetStatusRequest {})
-        .await
-        .map(tonic::Response::into_inner);
-    let status = match status {
-        Ok(s) => s,
-        Err(s) => return vec![format!("GetStatus failed: {s}")],
-    };
-    let mut all_files = list(&daemon.cdi_dir);
-    all_files.extend(list(&daemon.state_dir.join("claims")));
-    let extra = Extra {
-        status,
-        smi: daemon.smi_lines(),
-        mps_folders: quiescent::folders(&mps_dir(daemon.path())),
-        all_files,
-    };
-    let prepared: Vec<_> = w
-        .after
-        .values()
-        .filter(|e| e.life == Life::Prepared)
-        .collect();
-    let mut found = quiescent::check(&look, &extra, &prepared, &node.catalogue);
-    found.extend(concurrent::check(&look, &w, &node.catalogue, &node.schema));
-    if !look.specs.is_empty() {
-        assert_all_valid(&daemon.cdi_dir);
-    }
-    found
 }
 
 /// Stops gpusliced (it must exit 0); every warning or error it logged is a

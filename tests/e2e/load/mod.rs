@@ -8,14 +8,17 @@
 //! folder with `#[path]`). Reading order:
 //! 1. [`node`]: the simulated node (8 H100s: three in MIG mode with layouts,
 //!    five whole and shareable) and its device catalogue.
-//! 2. [`workload`]: what a client asks for and what answer it may get (pure).
+//! 2. [`workload`]: what a client asks for and what answer it may get, and
+//!    [`chooser`], which draws it (pure).
 //! 3. [`ledger`]: every claim's life as its client knows it, so checks that
 //!    race with the load never blame a claim that is mid-flight.
 //! 4. [`client`]: one client's loop: choose, call, time, judge.
 //! 5. [`holdings`]: who may hold what of a GPU together (pure).
-//! 6. [`observe`]: what the node shows (API, files, sim hardware, processes).
+//! 6. [`observe`]: what the node shows (API, files, sim hardware, processes)
+//!    and [`metrics`] (its Prometheus listener, scraped).
 //! 7. [`concurrent`] (checks that hold at any instant) and [`quiescent`]
-//!    (exact checks with the clients paused, and the empty end state).
+//!    (exact checks with the clients paused, and the empty end state), run
+//!    by [`looks`].
 //! 8. [`report`] and [`driver`]: the run and its figures.
 //!
 //! Every answer is classified: success, or a refusal the operation may get
@@ -23,11 +26,14 @@
 //! for a memory share over what is left, INVALID_ARGUMENT for a bad
 //! request). Anything else fails the run, with the operation named.
 
+pub mod chooser;
 pub mod client;
 pub mod concurrent;
 pub mod driver;
 pub mod holdings;
 pub mod ledger;
+pub mod looks;
+pub mod metrics;
 pub mod node;
 pub mod observe;
 pub mod quiescent;

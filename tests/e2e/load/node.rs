@@ -1,7 +1,7 @@
 //! The load's node: eight simulated H100s, gpu-0..2 in MIG mode with a
 //! layout each (slices made at prepare), gpu-3..7 whole and shareable under
-//! MPS and time-slicing through the stand-ins; and the catalogue of its
-//! devices, read from GetInventory once at start.
+//! MPS and time-slicing through the stand-ins, metrics on a loopback port;
+//! and the catalogue of its devices, read from GetInventory once at start.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -164,6 +164,7 @@ pub fn write_config(dir: &Path) {
         "socket = \"gpusliced.sock\"\nstate_dir = \"state\"\ncdi_dir = \"cdi\"\n\
          driver_root = \"{root}\"\n{sharing}\
          [backend]\nkind = \"sim\"\n[backend.sim]\ngpus = [{models}]\n\
+         [metrics]\nlisten = \"127.0.0.1:0\"\n\
          [mig]\nadvertise = \"layout\"\ncreate = \"on-prepare\"\n{mig}",
         root = repo_root().join("examples/sim-root").display(),
         sharing = sections(dir),
