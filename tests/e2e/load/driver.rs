@@ -227,8 +227,9 @@ pub async fn load(node: &Node, settings: &Settings) -> Run {
                 let every = shared.settings.reload_every;
                 if every > 0 && report.snapshots % every == every - 1 {
                     // The reload runs while the clients keep going.
+                    let t = Instant::now();
                     tokio::task::block_in_place(|| node.daemon.reload());
-                    report.reloads += 1;
+                    report.reloads.push(t.elapsed());
                 }
                 violations.add(&format!("snapshot {}", report.snapshots), found);
                 report.snapshots += 1;

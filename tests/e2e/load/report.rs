@@ -25,8 +25,8 @@ pub struct Report {
     /// Time the concurrent snapshots took, in all.
     pub snapshot_time: Duration,
     pub checkpoints: usize,
-    /// SIGHUPs sent during the load (each waited for until READY=1).
-    pub reloads: usize,
+    /// SIGHUPs sent during the load, each from the signal to READY=1.
+    pub reloads: Vec<Duration>,
     /// MPS control daemons the stand-in started (its record).
     pub mps_starts: usize,
 }
@@ -97,7 +97,7 @@ impl Report {
             self.snapshots,
             self.snapshot_time.as_secs_f64(),
             self.checkpoints,
-            self.reloads,
+            self.reloads.len(),
             self.mps_starts,
         );
         let _ = writeln!(
@@ -113,6 +113,17 @@ impl Report {
         }
         let all: Vec<&Sample> = self.load.iter().collect();
         Self::row(&mut out, "all operations", &all);
+        if !self.reloads.is_empty() {
+            let mut r = self.reloads.clone();
+            r.sort_unstable();
+            let _ = writeln!(
+                out,
+                "reloads: {} SIGHUPs, signal to READY=1 p50 {} max {} (claims wait meanwhile)",
+                r.len(),
+                ms(percentile(&r, 50)),
+                ms(r.last().copied().unwrap_or_default()),
+            );
+        }
         let drain: Vec<&Sample> = self.drain.iter().collect();
         let _ = writeln!(
             out,
