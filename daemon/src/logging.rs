@@ -1,6 +1,9 @@
 //! Logging: journald (structured fields) when systemd connected stderr to the
 //! journal (JOURNAL_STREAM is set), plain stderr otherwise. The filter comes
-//! from GPUSLICE_LOG, else the config's `log.level`.
+//! from GPUSLICE_LOG, else the config's `log.level`. Colors only on a
+//! terminal: a log file or pipe gets plain lines a grep can read.
+
+use std::io::IsTerminal;
 
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::layer::SubscriberExt;
@@ -38,14 +41,22 @@ pub fn init(level: &str) -> Result<&'static str, LoggingError> {
                 return Ok("journald");
             }
             Err(err) => {
-                let stderr = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
-                registry.with(stderr).init();
+                registry.with(stderr_layer()).init();
                 tracing::warn!(error = %err, "JOURNAL_STREAM is set but journald is unreachable; logging to stderr");
                 return Ok("stderr");
             }
         }
     }
-    let stderr = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
-    registry.with(stderr).init();
+    registry.with(stderr_layer()).init();
     Ok("stderr")
+}
+
+/// Lines on stderr, colored only when it is a terminal.
+fn stderr_layer<S>() -> impl tracing_subscriber::Layer<S>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    tracing_subscriber::fmt::layer()
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr)
 }

@@ -28,22 +28,43 @@ fn read_json(path: &Path) -> Value {
     serde_json::from_slice(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
 }
 
+/// The CDI schema, compiled once: for callers that check many specs (the
+/// load test checks every prepared claim's spec many times a second).
+pub struct SchemaCheck {
+    validator: jsonschema::Validator,
+}
+
+impl SchemaCheck {
+    /// Reads and compiles the reference schema.
+    pub fn new() -> Self {
+        let dir = reference_dir();
+        let schema = read_json(&dir.join("cdi-schema.json"));
+        let defs = read_json(&dir.join("cdi-defs.json"));
+        let registry = Registry::new()
+            .add("file:///cdi/defs.json", Resource::from_contents(defs))
+            .expect("register defs.json")
+            .prepare()
+            .expect("prepare registry");
+        let validator = jsonschema::options()
+            .with_base_uri("file:///cdi/schema.json")
+            .with_registry(&registry)
+            .build(&schema)
+            .expect("compile the CDI schema");
+        Self { validator }
+    }
+
+    /// Schema errors of `spec`, empty when it is valid.
+    pub fn errors(&self, spec: &Value) -> Vec<String> {
+        self.validator
+            .iter_errors(spec)
+            .map(|e| e.to_string())
+            .collect()
+    }
+}
+
 /// Schema errors of `spec`, empty when it is valid.
 pub fn schema_errors(spec: &Value) -> Vec<String> {
-    let dir = reference_dir();
-    let schema = read_json(&dir.join("cdi-schema.json"));
-    let defs = read_json(&dir.join("cdi-defs.json"));
-    let registry = Registry::new()
-        .add("file:///cdi/defs.json", Resource::from_contents(defs))
-        .expect("register defs.json")
-        .prepare()
-        .expect("prepare registry");
-    let validator = jsonschema::options()
-        .with_base_uri("file:///cdi/schema.json")
-        .with_registry(&registry)
-        .build(&schema)
-        .expect("compile the CDI schema");
-    validator.iter_errors(spec).map(|e| e.to_string()).collect()
+    SchemaCheck::new().errors(spec)
 }
 
 /// Asserts every *.json spec in `dir` is valid for the schema and the Go CDI

@@ -97,7 +97,7 @@ impl Daemon {
         Self::start_in(dir)
     }
 
-    /// Starts gpusliced on the config already in `dir`.
+    /// Starts gpusliced on the config already in `dir`, logging at debug.
     pub fn start_in(dir: tempfile::TempDir) -> Self {
         Self::start_with_env(dir, &[])
     }
@@ -105,6 +105,16 @@ impl Daemon {
     /// Starts gpusliced on the config already in `dir`, with `env` set
     /// (e.g. `GPUSLICE_SIM_FAULTS`).
     pub fn start_with_env(dir: tempfile::TempDir, env: &[(&str, &str)]) -> Self {
+        Self::start_logged_with_env(dir, "debug", env)
+    }
+
+    /// Starts gpusliced on the config already in `dir`, with `GPUSLICE_LOG`
+    /// set to `level` (the load bench runs at the packaged default, info).
+    pub fn start_logged(dir: tempfile::TempDir, level: &str) -> Self {
+        Self::start_logged_with_env(dir, level, &[])
+    }
+
+    fn start_logged_with_env(dir: tempfile::TempDir, level: &str, env: &[(&str, &str)]) -> Self {
         let notify_path = dir.path().join("notify.sock");
         let _ = std::fs::remove_file(&notify_path);
         let notify = UnixDatagram::bind(&notify_path).expect("bind notify socket");
@@ -120,7 +130,7 @@ impl Daemon {
             .arg("--config")
             .arg(dir.path().join("gpuslice.toml"))
             .env("NOTIFY_SOCKET", &notify_path)
-            .env("GPUSLICE_LOG", "debug")
+            .env("GPUSLICE_LOG", level)
             .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(log)

@@ -18,6 +18,18 @@ async fn sim_sigterm_exits_zero_and_removes_the_socket() {
     assert!(!socket.exists());
 }
 
+/// A log going to a file (or a pipe) has no terminal color codes: the load
+/// test's check for logged errors greps the lines, and so do operators.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_a_log_file_gets_plain_lines() {
+    let daemon = Daemon::start(1);
+    let log = daemon.log();
+    assert!(log.contains(" INFO "), "{log}");
+    assert!(!log.contains('\u{1b}'), "escape codes in the log: {log:?}");
+    let (status, _dir) = daemon.stop();
+    assert_eq!(status.code(), Some(0), "{status}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_restart_keeps_claims_and_their_cdi_ids() {
     let daemon = Daemon::start(2);

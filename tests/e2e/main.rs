@@ -12,6 +12,7 @@ mod harness;
 mod health;
 mod inventory_watch;
 mod lifecycle;
+mod load;
 mod metrics;
 mod mig;
 mod nspawn;

@@ -89,9 +89,15 @@ impl SharedDaemon {
 
     /// Starts gpusliced again on the folder of an earlier one.
     pub fn start_in(dir: tempfile::TempDir) -> Self {
+        Self::start_logged(dir, "debug")
+    }
+
+    /// Starts gpusliced on the config in `dir` (written with [`sections`]),
+    /// with `GPUSLICE_LOG` set to `log`.
+    pub fn start_logged(dir: tempfile::TempDir, log: &str) -> Self {
         let mps_dir = Some(dir.path().join("run/mps"));
         Self {
-            daemon: Some(Daemon::start_in(dir)),
+            daemon: Some(Daemon::start_logged(dir, log)),
             mps_dir,
         }
     }

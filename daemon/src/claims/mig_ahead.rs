@@ -79,7 +79,12 @@ impl Engine {
     pub(super) fn apply_ahead_layouts(&self, mig: &MigConfig) -> Vec<String> {
         let mut ledger = self.load_ledger();
         let mut problems = Vec::new();
+        // A GPU a claim holds whole has MIG off until the claim goes.
+        let whole = lock(&self.table).held_whole();
         for gpu in &self.inventory().gpus {
+            if whole.contains(&gpu.info.uuid) {
+                continue;
+            }
             let wanted: Vec<&str> = match (mig.create, mig.for_gpu(gpu.info.index, &gpu.info.uuid))
             {
                 (MigCreate::Ahead, Some(entry)) => {
@@ -110,7 +115,7 @@ impl Engine {
         self.complete_made_ahead(gpu, ledger)?;
         let instances = self.backend.gpu_instances(index)?;
         let held = lock(&self.table).held_slices();
-        let occupants = instances
+        let occupants: Vec<Occupant> = instances
             .iter()
             .map(|gi| {
                 let ownership = if held.contains(&(gpu.info.uuid.clone(), gi.placement)) {
@@ -126,6 +131,20 @@ impl Engine {
         let plan_err = |e: crate::mig::MigPlanError| ClaimError::LayoutUnplaceable {
             gpu: gpu.name.clone(),
             reason: e.to_string(),
+        };
+        // No layout to make ahead (on-prepare mode, or no entry for the
+        // GPU): the target is what claims hold, so only idle slices made
+        // ahead under an earlier config go.
+        let held_profiles: Vec<&str> = occupants
+            .iter()
+            .filter(|o| o.ownership == Ownership::Held)
+            .filter_map(|o| gpu_mig.profile_by_id(o.profile_id))
+            .map(|p| p.name.as_str())
+            .collect();
+        let wanted = if wanted.is_empty() {
+            held_profiles.as_slice()
+        } else {
+            wanted
         };
         let geometry = MigGeometry::new(gpu_mig.profiles.clone()).map_err(plan_err)?;
         let layout = MigLayout::new(&geometry, occupants).map_err(plan_err)?;

@@ -16,7 +16,10 @@ use crate::mig::Ownership;
 
 impl Engine {
     /// Applies `[mig]`; returns the problems found (also kept for status).
+    /// Waits for the prepares and unprepares in flight and holds new ones
+    /// back meanwhile: it reads the table and the hardware together.
     pub fn setup_mig(&self, mig: &MigConfig) -> Result<Vec<String>, ClaimError> {
+        let _quiet = self.quiet_node();
         mig.clone_into(
             &mut self
                 .mig_config
@@ -64,7 +67,10 @@ impl Engine {
     /// Reads the inventory again and installs it; returns it.
     fn rescan(&self, mig: &MigConfig) -> Result<std::sync::Arc<Inventory>, ClaimError> {
         // A snapshot: the table lock is never held across hardware calls.
-        let slices = lock(&self.table).held_slices();
+        let (slices, whole) = {
+            let table = lock(&self.table);
+            (table.held_slices(), table.held_whole())
+        };
         let ledger = self.made_ahead();
         let owner = |gpu: &str, gi: &GpuInstance| {
             if slices.contains(&(gpu.to_owned(), gi.placement)) {
@@ -75,7 +81,8 @@ impl Engine {
                 Ownership::Foreign
             }
         };
-        let inventory = Inventory::from_backend(self.backend(), mig, &owner)?;
+        let held_whole = |gpu: &str| whole.contains(gpu);
+        let inventory = Inventory::scan(self.backend(), mig, &owner, &held_whole)?;
         if self.set_inventory(inventory) {
             tracing::info!(generation = self.generation(), "inventory changed");
         }

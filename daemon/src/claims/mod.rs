@@ -18,6 +18,10 @@
 //! The engine is synchronous and thread-safe; the API calls it through
 //! `spawn_blocking`. The table lock is held only to check and reserve, never
 //! across file I/O, so claims on different GPUs never wait for each other.
+//! The one exception is a reload (SIGHUP): its MIG set-up and spec repair
+//! read the table, the hardware and the CDI dir together, so they wait for
+//! the prepares and unprepares in flight and hold new ones back until done
+//! (see `quiet`).
 
 mod compute_mode;
 mod error;
@@ -125,6 +129,14 @@ pub struct Engine {
     /// coalesced to the latest.
     generation: tokio::sync::watch::Sender<u64>,
     started: Instant,
+    /// Prepares and unprepares hold it shared for their whole run; the
+    /// reload steps that read the claim table, the hardware and the CDI dir
+    /// together ([`Engine::setup_mig`], [`Engine::refresh`]) hold it
+    /// exclusive, so they never see a claim half-way: a spec written but not
+    /// yet in the table (it would be removed as a stray), a slice destroyed
+    /// but its record not yet removed (it would be made again), an instance
+    /// made after the held slices were read (it would block the layout).
+    quiet: RwLock<()>,
 }
 
 /// A snapshot of one device's holders, for inventory answers.
@@ -168,6 +180,7 @@ impl Engine {
             sharing: sharing::Sharing::default(),
             generation: tokio::sync::watch::Sender::new(1),
             started: Instant::now(),
+            quiet: RwLock::new(()),
         }
     }
 
@@ -331,6 +344,20 @@ impl Engine {
         self.started.elapsed().as_secs()
     }
 
+    /// Held by a prepare or unprepare for its whole run (see `quiet`).
+    fn claim_operation(&self) -> std::sync::RwLockReadGuard<'_, ()> {
+        self.quiet
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Held by a reload step: no prepare or unprepare runs meanwhile.
+    fn quiet_node(&self) -> std::sync::RwLockWriteGuard<'_, ()> {
+        self.quiet
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// True if the table lock can be taken: the watchdog pings only then.
     pub fn responsive(&self) -> bool {
         drop(lock(&self.table));
@@ -346,6 +373,8 @@ mod generation_tests;
 mod health_tests;
 #[cfg(test)]
 mod mig_tests;
+#[cfg(test)]
+mod reload_tests;
 #[cfg(test)]
 mod sharing_node;
 #[cfg(test)]

@@ -26,6 +26,7 @@ impl Engine {
     /// Prepares the claim, or returns what an earlier prepare of the same
     /// claim did.
     pub fn prepare(&self, req: &PrepareRequest) -> Result<Prepared, ClaimError> {
+        let _operation = self.claim_operation();
         let inventory = self.inventory();
         let sharing = req
             .validate(&inventory)

@@ -74,7 +74,11 @@ impl Engine {
     }
 
     /// SIGHUP: rewrites stale specs of the claims held and removes strays.
+    /// Waits for the prepares and unprepares in flight and holds new ones
+    /// back meanwhile: a spec written before its claim is in the table, or
+    /// removed before its claim leaves it, is neither stray nor missing.
     pub fn refresh(&self) -> Result<ReconcileReport, ClaimError> {
+        let _quiet = self.quiet_node();
         let mut report = ReconcileReport::default();
         self.repair_cdi_dir(&mut report)?;
         *lock(&self.problems) = report.problems.clone();

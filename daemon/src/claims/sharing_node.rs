@@ -47,6 +47,36 @@ impl Node {
     /// `None` (and a line saying why) without python3, the stand-in
     /// control program's interpreter.
     pub(super) fn new(gpus: usize, mig: &MigConfig, fail_start: bool) -> Option<Self> {
+        let fail = if fail_start {
+            "FAKE_MPS_FAIL_START=1 "
+        } else {
+            ""
+        };
+        Self::with_control(gpus, mig, |_| fail.to_owned())
+    }
+
+    /// A node whose control daemon, once started (`-f`), writes "started"
+    /// to the FIFO `started` in the node's folder and waits for a line on
+    /// the FIFO `gate` before it runs: a test can hold a prepare mid-way
+    /// with no sleep.
+    pub(super) fn gated(gpus: usize) -> Option<Self> {
+        Self::with_control(gpus, &MigConfig::default(), |d| {
+            for fifo in ["started", "gate"] {
+                nix::unistd::mkfifo(&d.join(fifo), nix::sys::stat::Mode::S_IRWXU).unwrap();
+            }
+            format!(
+                "if [ \"$1\" = \"-f\" ]; then echo started > {d}/started; read go < {d}/gate; fi\n",
+                d = d.display()
+            )
+        })
+    }
+
+    /// `prefix(folder)` goes before the line that runs the stand-in.
+    fn with_control(
+        gpus: usize,
+        mig: &MigConfig,
+        prefix: impl FnOnce(&Path) -> String,
+    ) -> Option<Self> {
         if std::process::Command::new("python3")
             .arg("-c")
             .arg("pass")
@@ -60,16 +90,12 @@ impl Node {
         }
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        let fail = if fail_start {
-            "FAKE_MPS_FAIL_START=1 "
-        } else {
-            ""
-        };
+        let prefix = prefix(d);
         let control = script(
             d,
             "mps-control",
             &format!(
-                "{fail}FAKE_MPS_RECORD={} exec {} \"$@\"",
+                "{prefix}FAKE_MPS_RECORD={} exec {} \"$@\"",
                 d.join("mps.record").display(),
                 tool("fake-mps-control").display()
             ),

@@ -108,6 +108,15 @@ impl ClaimTable {
             .collect()
     }
 
+    /// UUIDs of the GPUs a claim holds whole (alone).
+    pub fn held_whole(&self) -> std::collections::HashSet<String> {
+        self.holdings
+            .iter()
+            .filter(|(_, list)| list.iter().any(|h| h.share == Share::Whole))
+            .map(|(uuid, _)| uuid.clone())
+            .collect()
+    }
+
     /// The claims whose holdings conflict with `share` of the GPU.
     pub fn blockers(&self, gpu_uuid: &str, share: Share) -> Vec<&Holding> {
         self.holdings(gpu_uuid)

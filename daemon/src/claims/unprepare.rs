@@ -12,6 +12,7 @@ impl Engine {
     /// its record and frees its devices.
     pub fn unprepare(&self, uid: &str) -> Result<Unprepared, ClaimError> {
         validate_uid(uid)?;
+        let _operation = self.claim_operation();
         self.claim_locks.run(uid, || {
             let Some(record) = lock(&self.table).get(uid).cloned() else {
                 return Ok(Unprepared::NotPresent);

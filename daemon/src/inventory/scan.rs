@@ -12,6 +12,12 @@
 //! is left out of the offer and listed in [`Inventory::unreadable`], and
 //! every other GPU is offered. Only a node-wide failure (driver info, device
 //! count) fails it.
+//!
+//! A GPU whose MIG mode a whole-GPU claim switched off keeps its MIG
+//! description and offer (its profiles read with MIG off, the layout planned
+//! on the empty GPU): its slices keep their names, blocked by the claim, and
+//! take claims again once it goes and MIG is back on. Any other GPU the
+//! config puts in MIG mode with MIG off is a problem and offers no slice.
 
 use super::layout::plan_offer;
 use super::mig::{GpuMig, MigDevice, mig_device_name};
@@ -28,6 +34,17 @@ impl Inventory {
         backend: &dyn GpuBackend,
         mig: &MigConfig,
         owner: &dyn Fn(&str, &GpuInstance) -> Ownership,
+    ) -> Result<Self, GpuError> {
+        Self::scan(backend, mig, owner, &|_| false)
+    }
+
+    /// [`Inventory::from_backend`], where `held_whole` says (by UUID) which
+    /// GPUs a claim holds whole, MIG switched off for it.
+    pub fn scan(
+        backend: &dyn GpuBackend,
+        mig: &MigConfig,
+        owner: &dyn Fn(&str, &GpuInstance) -> Ownership,
+        held_whole: &dyn Fn(&str) -> bool,
     ) -> Result<Self, GpuError> {
         let driver = backend.driver_info()?;
         let count = backend.device_count()?;
@@ -50,7 +67,7 @@ impl Inventory {
                 mig: None,
             };
             if let Some(wanted) = mig.for_gpu(gpu.info.index, &gpu.info.uuid) {
-                match mig_of(backend, &gpu) {
+                match mig_of(backend, &gpu, held_whole(&gpu.info.uuid)) {
                     Ok(Some((gpu_mig, instances))) => {
                         let parent = gpus.len();
                         let offer = match mig.advertise {
@@ -112,10 +129,13 @@ impl Inventory {
     }
 }
 
-/// The profiles and instances of a GPU in MIG mode; `None` when MIG is off.
+/// The profiles and instances of a GPU in MIG mode; `None` when MIG is off,
+/// unless a claim holding it whole switched it off (`held_whole`): then its
+/// profiles, and no instance.
 fn mig_of(
     backend: &dyn GpuBackend,
     gpu: &GpuDevice,
+    held_whole: bool,
 ) -> Result<Option<(GpuMig, Vec<GpuInstance>)>, GpuError> {
     match gpu.info.mig {
         MigSupport::Supported {
@@ -125,6 +145,10 @@ fn mig_of(
             let profiles = backend.mig_profiles(gpu.info.index)?;
             let instances = backend.gpu_instances(gpu.info.index)?;
             Ok(Some((GpuMig::new(profiles), instances)))
+        }
+        MigSupport::Supported { .. } if held_whole => {
+            let profiles = backend.mig_profiles(gpu.info.index)?;
+            Ok(Some((GpuMig::new(profiles), Vec::new())))
         }
         _ => Ok(None),
     }

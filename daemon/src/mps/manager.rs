@@ -1,7 +1,14 @@
 //! [`MpsManager`]: one control daemon per [`MpsKey`], shared by the claims
 //! that ask for the same devices and limits, reference counted by claim uid.
-//! Blocking: the engine calls it from blocking threads. A lock per key, so
+//! Blocking: the engine calls it from blocking threads. A slot per key, so
 //! starting one daemon never waits for another.
+//!
+//! A slot's lock is held only to read or change its state, never across a
+//! start or a stop (which run the control program and can take up to the
+//! ready bound): the slot is marked busy instead, and whoever needs that key
+//! waits on its condition variable. So [`MpsManager::daemons`] (ListClaims,
+//! GetSharing, metrics, a re-prepare on another GPU) never waits for a
+//! daemon to come up or go away.
 //!
 //! Compute mode is the engine's job, not this module's: it must set the
 //! key's whole GPUs to EXCLUSIVE_PROCESS before the first `acquire` of a key,
@@ -20,7 +27,7 @@ pub use lifecycle::bring_up;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use gpuslice_cdi::ContainerEdits;
@@ -108,7 +115,54 @@ struct Running {
     daemon: Arc<dyn Supervised>,
 }
 
-type Slot = Arc<Mutex<Option<Running>>>;
+/// Where one key's daemon stands.
+#[derive(Debug)]
+enum SlotState {
+    /// No daemon (a start failed, or a stop could not finish cleanly).
+    Idle,
+    /// A start or stop is under way, outside the lock.
+    Busy,
+    /// Ready, with its claims.
+    Running(Running),
+}
+
+#[derive(Debug)]
+struct SlotCell {
+    state: Mutex<SlotState>,
+    /// Signalled when the state leaves `Busy`.
+    settled: Condvar,
+}
+
+impl Default for SlotCell {
+    fn default() -> Self {
+        Self {
+            state: Mutex::new(SlotState::Idle),
+            settled: Condvar::new(),
+        }
+    }
+}
+
+impl SlotCell {
+    /// The state, once no start or stop is under way.
+    fn settled(&self) -> MutexGuard<'_, SlotState> {
+        let mut state = lock(&self.state);
+        while matches!(*state, SlotState::Busy) {
+            state = self
+                .settled
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        state
+    }
+
+    /// Leaves `Busy` for `next` and wakes the waiters.
+    fn settle(&self, next: SlotState) {
+        *lock(&self.state) = next;
+        self.settled.notify_all();
+    }
+}
+
+type Slot = Arc<SlotCell>;
 
 /// All control daemons of the node.
 #[derive(Debug)]
@@ -173,13 +227,13 @@ impl MpsManager {
     ) -> Result<MpsDaemon, MpsError> {
         loop {
             let slot = self.slot(key)?;
-            let mut guard = lock(&slot);
+            let mut state = slot.settled();
             // A release or a failed start may have dropped the slot while we
             // waited for it: start over with the one in the map.
             if !self.is_current(key, &slot) {
                 continue;
             }
-            if let Some(running) = guard.as_mut() {
+            if let SlotState::Running(running) = &mut *state {
                 if running.limits != *limits {
                     return Err(MpsError::LimitsConflict {
                         key: key.clone(),
@@ -191,23 +245,27 @@ impl MpsManager {
                 running.claims.insert(claim_uid.to_owned());
                 return Ok(self.view(key, running));
             }
-            let mut running = match self.start(key, limits) {
-                Ok(running) => running,
+            *state = SlotState::Busy;
+            drop(state);
+            return match self.start(key, limits) {
+                Ok(mut running) => {
+                    running.claims.insert(claim_uid.to_owned());
+                    let out = self.view(key, &running);
+                    slot.settle(SlotState::Running(running));
+                    Ok(out)
+                }
                 Err(err) => {
                     self.forget_empty(key, &slot);
-                    return Err(err);
+                    slot.settle(SlotState::Idle);
+                    Err(err)
                 }
             };
-            running.claims.insert(claim_uid.to_owned());
-            let out = self.view(key, &running);
-            *guard = Some(running);
-            return Ok(out);
         }
     }
 
-    /// Whether `slot` is still the map's slot of `key`. Called with the slot
-    /// held: the map lock is taken after a slot lock only here and in
-    /// `release`, never the other way round except through `try_lock`.
+    /// Whether `slot` is still the map's slot of `key`. Called with the
+    /// slot's state locked: the map lock is taken after a state lock only
+    /// here, never the other way round except through `try_lock`.
     fn is_current(&self, key: &MpsKey, slot: &Slot) -> bool {
         lock(&self.slots)
             .get(key)
@@ -219,8 +277,8 @@ impl MpsManager {
         let Some(slot) = lock(&self.slots).get(key).cloned() else {
             return Ok(Released::NotHeld);
         };
-        let mut guard = lock(&slot);
-        let Some(running) = guard.as_mut() else {
+        let mut state = slot.settled();
+        let SlotState::Running(running) = &mut *state else {
             return Ok(Released::NotHeld);
         };
         if !running.claims.remove(claim_uid) {
@@ -229,14 +287,23 @@ impl MpsManager {
         if !running.claims.is_empty() {
             return Ok(Released::StillUsed(running.claims.len()));
         }
-        if let Some(running) = guard.take() {
-            self.stop(key, &running.layout, running.daemon.as_ref())?;
+        let SlotState::Running(running) = std::mem::replace(&mut *state, SlotState::Busy) else {
+            return Ok(Released::NotHeld);
+        };
+        drop(state);
+        if let Err(err) = self.stop(key, &running.layout, running.daemon.as_ref()) {
+            // Kept in the map (idle): a daemon that may still run blocks
+            // the keys that overlap it until it is started or stopped again.
+            slot.settle(SlotState::Idle);
+            return Err(err);
         }
-        lock(&self.slots).remove(key);
+        self.forget_empty(key, &slot);
+        slot.settle(SlotState::Idle);
         Ok(Released::Stopped)
     }
 
-    /// Every daemon with its claims and state, by key.
+    /// Every daemon with its claims and state, by key. Never waits for a
+    /// start or a stop: a daemon coming up is listed once it is ready.
     pub fn daemons(&self) -> Vec<MpsDaemon> {
         let slots: Vec<(MpsKey, Slot)> = lock(&self.slots)
             .iter()
@@ -244,7 +311,10 @@ impl MpsManager {
             .collect();
         let mut out: Vec<MpsDaemon> = slots
             .iter()
-            .filter_map(|(key, slot)| lock(slot).as_ref().map(|r| self.view(key, r)))
+            .filter_map(|(key, slot)| match &*lock(&slot.state) {
+                SlotState::Running(r) => Some(self.view(key, r)),
+                SlotState::Idle | SlotState::Busy => None,
+            })
             .collect();
         out.sort_by(|a, b| a.key.cmp(&b.key));
         out
@@ -259,7 +329,10 @@ impl MpsManager {
         bound: Duration,
     ) -> Option<DaemonStatus> {
         let slot = lock(&self.slots).get(key).cloned()?;
-        let daemon = lock(&slot).as_ref().map(|r| Arc::clone(&r.daemon))?;
+        let daemon = match &*lock(&slot.state) {
+            SlotState::Running(r) => Arc::clone(&r.daemon),
+            SlotState::Idle | SlotState::Busy => return None,
+        };
         Some(daemon.wait_for_restarts(count, bound))
     }
 
@@ -274,9 +347,10 @@ impl MpsManager {
         }
     }
 
-    /// Drops the slot of `key` after a start that failed (called with the
-    /// slot held and empty), so it blocks no overlapping key. Whoever waits
-    /// for the slot sees it is no longer current and starts over.
+    /// Drops the slot of `key` from the map after a start that failed or a
+    /// stop (called while the slot is busy), so it blocks no overlapping
+    /// key. Whoever waits for the slot sees it is no longer current and
+    /// starts over.
     fn forget_empty(&self, key: &MpsKey, slot: &Slot) {
         let mut slots = lock(&self.slots);
         if slots.get(key).is_some_and(|s| Arc::ptr_eq(s, slot)) {
@@ -287,14 +361,15 @@ impl MpsManager {
     fn slot(&self, key: &MpsKey) -> Result<Slot, MpsError> {
         let mut slots = lock(&self.slots);
         if let Some(other) = slots.keys().find(|k| k.overlaps(key)) {
-            // try_lock: a slot whose daemon is starting is held for up to the
-            // ready bound, and the map lock must not wait for it.
+            // try_lock: the map lock never waits for a state lock (the
+            // reverse order is taken in `is_current`).
             let claims = slots
                 .get(other)
                 .and_then(|s| {
-                    s.try_lock()
-                        .ok()
-                        .and_then(|r| r.as_ref().map(|r| r.claims.iter().cloned().collect()))
+                    s.state.try_lock().ok().and_then(|state| match &*state {
+                        SlotState::Running(r) => Some(r.claims.iter().cloned().collect()),
+                        SlotState::Idle | SlotState::Busy => None,
+                    })
                 })
                 .unwrap_or_default();
             return Err(MpsError::Overlap {

@@ -139,4 +139,6 @@ pub enum MpsError {
 #[cfg(test)]
 mod adopted_tests;
 #[cfg(test)]
+mod slot_tests;
+#[cfg(test)]
 mod tests;
