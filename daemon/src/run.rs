@@ -441,17 +441,31 @@ fn adopt_reloaded(current: &Config, new: Config) -> Config {
 /// Keeps systemd's STATUS= line current (claims, unhealthy and unreadable
 /// GPUs): it is sent again after every inventory change, which every
 /// prepare, unprepare, health change and rescan makes. Changes that come
-/// while a line is being made are folded into the next one.
+/// while a line is being made are folded into the next one. A line that
+/// finds the notify queue full is never waited for: the newest line is
+/// sent again at the next change or after [`STATUS_RETRY`].
 async fn follow_status(engine: Arc<Engine>, metrics: Option<std::net::SocketAddr>) {
     let mut changes = engine.watch_generation();
-    while changes.changed().await.is_ok() {
+    let mut pending = false;
+    loop {
+        if pending {
+            tokio::select! {
+                changed = changes.changed() => if changed.is_err() { return },
+                () = tokio::time::sleep(STATUS_RETRY) => {}
+            }
+        } else if changes.changed().await.is_err() {
+            return;
+        }
         let engine = engine.clone();
         match tokio::task::spawn_blocking(move || status_line(&engine, metrics)).await {
-            Ok(line) => systemd::status(&line),
+            Ok(line) => pending = systemd::status(&line) == systemd::Delivery::Full,
             Err(err) => tracing::warn!(error = %err, "status line not updated"),
         }
     }
 }
+
+/// How soon a STATUS= line that found the notify queue full is sent again.
+const STATUS_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Pings the watchdog while the engine answers; a wedged engine stops the
 /// pings and systemd restarts the daemon.

@@ -3,11 +3,15 @@
 //!
 //! Readiness is the real sd_notify protocol: the harness binds a datagram
 //! socket, passes it as NOTIFY_SOCKET and waits for READY=1. Nothing sleeps.
+//! Like systemd, it reads that socket all the time (a thread), so the daemon
+//! never finds the queue full because a test was busy elsewhere.
 
+use std::net::Shutdown;
 use std::os::unix::fs::symlink;
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
 use std::time::Duration;
 
 use gpuslice_proto::gpuslice::v1 as pb;
@@ -31,7 +35,7 @@ pub struct Daemon {
     pub state_dir: PathBuf,
     /// The STATUS= line the daemon sent with READY=1.
     pub ready_status: String,
-    notify: UnixDatagram,
+    notify: Notifications,
     child: ChildGuard,
 }
 
@@ -117,10 +121,7 @@ impl Daemon {
     fn start_logged_with_env(dir: tempfile::TempDir, level: &str, env: &[(&str, &str)]) -> Self {
         let notify_path = dir.path().join("notify.sock");
         let _ = std::fs::remove_file(&notify_path);
-        let notify = UnixDatagram::bind(&notify_path).expect("bind notify socket");
-        notify
-            .set_read_timeout(Some(READY_TIMEOUT))
-            .expect("notify timeout");
+        let notify = Notifications::bind(&notify_path);
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -169,15 +170,13 @@ impl Daemon {
     /// Waits for the next `STATUS=` line (sd_notify) that `wanted` accepts;
     /// returns its text.
     pub fn wait_for_status(&self, wanted: impl Fn(&str) -> bool) -> String {
-        let mut buf = [0u8; 4096];
         loop {
-            let n = self.notify.recv(&mut buf).unwrap_or_else(|e| {
+            let msg = self.notify.next().unwrap_or_else(|e| {
                 panic!(
                     "no awaited STATUS= from gpusliced ({e}); log:\n{}",
                     self.log()
                 )
             });
-            let msg = String::from_utf8_lossy(&buf[..n]);
             let status = msg.lines().find_map(|l| l.strip_prefix("STATUS="));
             if let Some(status) = status.filter(|s| wanted(s)) {
                 return status.to_owned();
@@ -187,15 +186,13 @@ impl Daemon {
 
     /// Waits for a notification with `line`; returns the whole message.
     fn wait_for(&self, line: &str) -> String {
-        let mut buf = [0u8; 4096];
         loop {
-            let n = self
+            let msg = self
                 .notify
-                .recv(&mut buf)
+                .next()
                 .unwrap_or_else(|e| panic!("no {line} from gpusliced ({e}); log:\n{}", self.log()));
-            let msg = String::from_utf8_lossy(&buf[..n]);
             if msg.lines().any(|l| l == line) {
-                return msg.into_owned();
+                return msg;
             }
         }
     }
@@ -226,6 +223,44 @@ impl Daemon {
     /// Every claim record file name, sorted.
     pub fn record_files(&self) -> Vec<String> {
         list(&self.state_dir.join("claims"))
+    }
+}
+
+/// The notify socket, read as systemd reads it: continuously, by a thread;
+/// the messages wait in a channel until a test looks for one.
+struct Notifications {
+    messages: mpsc::Receiver<String>,
+    socket: UnixDatagram,
+}
+
+impl Notifications {
+    fn bind(path: &Path) -> Self {
+        let socket = UnixDatagram::bind(path).expect("bind notify socket");
+        let reader = socket.try_clone().expect("clone notify socket");
+        let (sender, messages) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            // Ends when the socket is shut down (0 bytes) or the test
+            // stopped listening.
+            while let Ok(n @ 1..) = reader.recv(&mut buf) {
+                let msg = String::from_utf8_lossy(&buf[..n]).into_owned();
+                if sender.send(msg).is_err() {
+                    break;
+                }
+            }
+        });
+        Self { messages, socket }
+    }
+
+    /// The next message, waiting at most [`READY_TIMEOUT`].
+    fn next(&self) -> Result<String, mpsc::RecvTimeoutError> {
+        self.messages.recv_timeout(READY_TIMEOUT)
+    }
+}
+
+impl Drop for Notifications {
+    fn drop(&mut self) {
+        let _ = self.socket.shutdown(Shutdown::Read);
     }
 }
 

@@ -15,6 +15,7 @@ mod lifecycle;
 mod load;
 mod metrics;
 mod mig;
+mod notify;
 mod nspawn;
 mod podman;
 mod promcheck;

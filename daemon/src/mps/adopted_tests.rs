@@ -37,7 +37,7 @@ fn a_daemon_without_its_pid_file_is_found_by_its_marker_and_taken_over() {
         &layout.pipe_dir(),
         &layout.log_dir(),
     )
-    .wait_for_socket(BOUND, &|| true)
+    .wait_until_answering("get_server_list", BOUND, &|| true)
     .unwrap();
     // As the gpusliced that started it last saw it: no pid file yet.
     std::fs::remove_file(layout.pipe_dir().join(child::PID_FILE)).unwrap();
@@ -73,7 +73,11 @@ fn a_stale_daemon_that_never_opened_its_socket_is_killed() {
     layout.create(&k).unwrap();
     // A daemon still starting when gpusliced died: no socket, no pid file.
     let mut starting = spawn_marked(std::path::Path::new("sleep"), &["600"], &layout);
-    assert_eq!(f.manager.cleanup_stale(&[]).unwrap(), vec![k.hash()]);
+    let stopped = f.manager.cleanup_stale(&[]).unwrap();
+    assert_eq!(
+        stopped.iter().map(|s| s.hash.clone()).collect::<Vec<_>>(),
+        vec![k.hash()]
+    );
     let status = starting
         .try_wait()
         .unwrap()
