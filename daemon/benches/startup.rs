@@ -19,8 +19,26 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const DEFAULT_SAMPLES: usize = 30;
-const GPUSLICED: &str = env!("CARGO_BIN_EXE_gpusliced");
-const GPUSLICECTL: &str = env!("CARGO_BIN_EXE_gpuslicectl");
+/// The binaries timed: `GPUSLICE_GPUSLICED` / `GPUSLICE_GPUSLICECTL` when
+/// set (a release build without the tests' crash points, which cargo turns
+/// on for benches too), else the ones cargo built.
+fn binary(var: &str, built: &str) -> PathBuf {
+    std::env::var_os(var).map_or_else(|| PathBuf::from(built), PathBuf::from)
+}
+
+fn gpusliced() -> PathBuf {
+    binary("GPUSLICE_GPUSLICED", env!("CARGO_BIN_EXE_gpusliced"))
+}
+
+fn gpuslicectl() -> PathBuf {
+    binary("GPUSLICE_GPUSLICECTL", env!("CARGO_BIN_EXE_gpuslicectl"))
+}
+
+/// Whether `path` has the crash points compiled in (a test build).
+fn has_crash_points(path: &Path) -> bool {
+    let needle = gpuslice::crash::ALL[0].as_bytes();
+    std::fs::read(path).is_ok_and(|bytes| bytes.windows(needle.len()).any(|w| w == needle))
+}
 const READY_BOUND: Duration = Duration::from_secs(60);
 
 /// One level's samples.
@@ -50,8 +68,14 @@ fn main() {
         .expect("bench folder");
     let config = write_config(dir.path());
     println!(
-        "gpuslice start-up bench: {samples} samples per level, {} CPUs, binary {GPUSLICED}",
-        std::thread::available_parallelism().map_or(0, usize::from)
+        "gpuslice start-up bench: {samples} samples per level, {} CPUs, binary {} (crash points {})",
+        std::thread::available_parallelism().map_or(0, usize::from),
+        gpusliced().display(),
+        if has_crash_points(&gpusliced()) {
+            "compiled in, unarmed"
+        } else {
+            "not compiled in"
+        }
     );
     println!("folder {}", dir.path().display());
     let empty = run_level(&config, samples);
@@ -101,7 +125,7 @@ fn run_level(config: &Path, samples: usize) -> Samples {
                 .push(time_exit(&mut Command::new("/bin/true")));
         }
         out.check_config.push(time_exit(
-            Command::new(GPUSLICED)
+            Command::new(gpusliced())
                 .arg("--config")
                 .arg(config)
                 .arg("--check-config"),
@@ -149,7 +173,7 @@ fn start(config: &Path) -> (Duration, Child, UnixDatagram) {
         .set_read_timeout(Some(READY_BOUND))
         .expect("notify timeout");
     let begin = Instant::now();
-    let mut child = Command::new(GPUSLICED)
+    let mut child = Command::new(gpusliced())
         .arg("--config")
         .arg(config)
         .env("NOTIFY_SOCKET", &notify_path)
@@ -201,7 +225,7 @@ fn fill_node(config: &Path) -> usize {
     let (_, mut child, _notify) = start(config);
     let socket = config.with_file_name("gpusliced.sock");
     let ctl = |args: &[&str]| {
-        let out = Command::new(GPUSLICECTL)
+        let out = Command::new(gpuslicectl())
             .arg("--socket")
             .arg(&socket)
             .args(args)

@@ -78,10 +78,20 @@ pub fn write_config(dir: &Path, gpus: usize, extra: &str) -> PathBuf {
     path
 }
 
+/// The gpusliced to run: `GPUSLICE_GPUSLICED` when set (the benches use it
+/// to time a release build without the tests' crash points), else the one
+/// cargo built for this test.
+pub fn gpusliced_binary() -> PathBuf {
+    std::env::var_os("GPUSLICE_GPUSLICED").map_or_else(
+        || PathBuf::from(env!("CARGO_BIN_EXE_gpusliced")),
+        PathBuf::from,
+    )
+}
+
 /// Runs gpusliced with `config` and waits for it to exit; returns its status
 /// and stderr. For start-up failures.
 pub fn run_to_exit(config: &Path) -> (ExitStatus, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_gpusliced"))
+    let out = Command::new(gpusliced_binary())
         .arg("--config")
         .arg(config)
         .env_remove("NOTIFY_SOCKET")
@@ -127,7 +137,7 @@ impl Daemon {
             .append(true)
             .open(dir.path().join("daemon.log"))
             .expect("daemon log");
-        let child = Command::new(env!("CARGO_BIN_EXE_gpusliced"))
+        let child = Command::new(gpusliced_binary())
             .arg("--config")
             .arg(dir.path().join("gpuslice.toml"))
             .env("NOTIFY_SOCKET", &notify_path)

@@ -78,8 +78,9 @@ async fn bench() -> ExitCode {
     let parent = std::env::var_os("GPUSLICE_BENCH_DIR").map_or_else(target_dir, PathBuf::from);
     std::fs::create_dir_all(&parent).expect("bench folder parent");
     settings.parent = Some(parent);
+    let gpusliced = harness::gpusliced_binary();
     println!(
-        "gpuslice load bench: {} CPUs, profile={} (debug_assertions {}), gpusliced {}",
+        "gpuslice load bench: {} CPUs, profile={} (debug_assertions {}), gpusliced {} (crash points {})",
         std::thread::available_parallelism().map_or(0, usize::from),
         if cfg!(debug_assertions) {
             "debug"
@@ -87,7 +88,12 @@ async fn bench() -> ExitCode {
             "release"
         },
         if cfg!(debug_assertions) { "on" } else { "off" },
-        env!("CARGO_BIN_EXE_gpusliced"),
+        gpusliced.display(),
+        if has_crash_points(&gpusliced) {
+            "compiled in, unarmed: set GPUSLICE_GPUSLICED to a release build to time the packaged binary"
+        } else {
+            "not compiled in"
+        },
     );
     let Some(node) = driver::start("load bench", &settings, "info").await else {
         return ExitCode::FAILURE;
@@ -155,4 +161,11 @@ fn compare(report: &Report, idle: &floors::Floors) {
         report.mps_starts,
         ratio(idle.mps.p50(), idle.stand_in.p50()),
     );
+}
+
+/// Whether the binary at `path` has the crash points compiled in (a test
+/// build: cargo turns the tests' `failpoints` feature on for benches too).
+fn has_crash_points(path: &Path) -> bool {
+    let needle = gpuslice::crash::ALL[0].as_bytes();
+    std::fs::read(path).is_ok_and(|bytes| bytes.windows(needle.len()).any(|w| w == needle))
 }

@@ -14,6 +14,10 @@ use crate::gpu::{GpuInstance, MigMode, MigSupport};
 use crate::inventory::{GpuDevice, Inventory};
 use crate::mig::Ownership;
 
+/// How many times a scan starts over while claims take or free slices and
+/// whole GPUs under it, before the last one is installed anyway.
+const RESCAN_ATTEMPTS: u32 = 8;
+
 impl Engine {
     /// Applies `[mig]`; returns the problems found (also kept for status).
     /// Waits for the prepares and unprepares in flight and holds new ones
@@ -64,13 +68,50 @@ impl Engine {
         }
     }
 
-    /// Reads the inventory again and installs it; returns it.
+    /// Reads the inventory again and installs it; returns it. One scan at a
+    /// time, so a scan that began later is installed later. The held slices
+    /// and whole GPUs are read before the hardware; a claim that takes or
+    /// frees one meanwhile (a whole-GPU claim switching MIG off, say) makes
+    /// the scan start over, so what is installed never pairs hardware read
+    /// after a change with holdings read before it (the slices of a GPU
+    /// switched off for a whole-GPU claim would vanish from the offer).
     fn rescan(&self, mig: &MigConfig) -> Result<std::sync::Arc<Inventory>, ClaimError> {
-        // A snapshot: the table lock is never held across hardware calls.
-        let (slices, whole) = {
-            let table = lock(&self.table);
-            (table.held_slices(), table.held_whole())
+        let _one_at_a_time = lock(&self.rescanning);
+        let mut attempt = 1;
+        let inventory = loop {
+            // A snapshot: the table lock is never held across hardware calls.
+            let (changes, slices, whole) = {
+                let table = lock(&self.table);
+                (table.mig_changes(), table.held_slices(), table.held_whole())
+            };
+            let inventory = self.scan_with(mig, &slices, &whole)?;
+            if lock(&self.table).mig_changes() == changes {
+                break inventory;
+            }
+            if attempt == RESCAN_ATTEMPTS {
+                // Claims kept changing: the one that changed last refreshes
+                // the offer again when it is done (see its callers).
+                tracing::debug!(
+                    attempts = attempt,
+                    "holdings kept changing during the MIG scan"
+                );
+                break inventory;
+            }
+            attempt += 1;
         };
+        if self.set_inventory(inventory) {
+            tracing::info!(generation = self.generation(), "inventory changed");
+        }
+        Ok(self.inventory())
+    }
+
+    /// One scan of the hardware, with these slices and whole GPUs held.
+    fn scan_with(
+        &self,
+        mig: &MigConfig,
+        slices: &std::collections::HashSet<(String, crate::gpu::Placement)>,
+        whole: &std::collections::HashSet<String>,
+    ) -> Result<Inventory, ClaimError> {
         let ledger = self.made_ahead();
         let owner = |gpu: &str, gi: &GpuInstance| {
             if slices.contains(&(gpu.to_owned(), gi.placement)) {
@@ -82,11 +123,7 @@ impl Engine {
             }
         };
         let held_whole = |gpu: &str| whole.contains(gpu);
-        let inventory = Inventory::scan(self.backend(), mig, &owner, &held_whole)?;
-        if self.set_inventory(inventory) {
-            tracing::info!(generation = self.generation(), "inventory changed");
-        }
-        Ok(self.inventory())
+        Ok(Inventory::scan(self.backend(), mig, &owner, &held_whole)?)
     }
 
     fn enable_mig_mode(&self, gpu: &GpuDevice) -> Option<String> {

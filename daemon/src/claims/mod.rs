@@ -119,6 +119,9 @@ pub struct Engine {
     claim_locks: KeyedLocks,
     problems: Mutex<Vec<String>>,
     mig_problems: Mutex<Vec<String>>,
+    /// Held by a MIG rescan from its snapshot of the holdings to installing
+    /// what it read (see `mig_setup`).
+    rescanning: Mutex<()>,
     /// The `[mig]` in force (set by [`Engine::setup_mig`]).
     mig_config: RwLock<crate::config::MigConfig>,
     /// Faults of GPUs and slices (see `health`).
@@ -175,6 +178,7 @@ impl Engine {
             claim_locks: KeyedLocks::default(),
             problems: Mutex::new(Vec::new()),
             mig_problems: Mutex::new(Vec::new()),
+            rescanning: Mutex::new(()),
             mig_config: RwLock::new(crate::config::MigConfig::default()),
             health: crate::health::DeviceHealth::default(),
             sharing: sharing::Sharing::default(),

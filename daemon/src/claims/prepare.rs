@@ -71,7 +71,11 @@ impl Engine {
         match brought {
             Ok(record) => {
                 lock(&self.table).insert(record.clone());
-                if record.devices.iter().any(|d| d.mig.is_some()) {
+                if record
+                    .devices
+                    .iter()
+                    .any(|d| d.mig.is_some() || d.restore_mig_mode)
+                {
                     self.refresh_offer();
                 }
                 self.bump_generation();

@@ -82,6 +82,10 @@ pub struct ClaimTable {
     claims: BTreeMap<String, ClaimRecord>,
     /// GPU uuid → its holdings.
     holdings: HashMap<String, Vec<Holding>>,
+    /// Counts the changes of [`ClaimTable::held_slices`] and
+    /// [`ClaimTable::held_whole`]: a MIG scan that read them before the
+    /// hardware knows whether they moved while it read (see `rescan`).
+    mig_changes: u64,
 }
 
 impl ClaimTable {
@@ -93,6 +97,11 @@ impl ClaimTable {
     /// Every holding on the GPU with this uuid.
     pub fn holdings(&self, gpu_uuid: &str) -> &[Holding] {
         self.holdings.get(gpu_uuid).map_or(&[], Vec::as_slice)
+    }
+
+    /// How many times the held slices or whole GPUs changed so far.
+    pub fn mig_changes(&self) -> u64 {
+        self.mig_changes
     }
 
     /// Every held slice as (GPU uuid, placement).
@@ -157,6 +166,9 @@ impl ClaimTable {
                 });
             }
         }
+        if wants.iter().any(|w| !matches!(w.share, Share::Shared(_))) {
+            self.mig_changes += 1;
+        }
         for want in wants {
             let list = self.holdings.entry(want.gpu_uuid.clone()).or_default();
             let holding = Holding {
@@ -175,7 +187,16 @@ impl ClaimTable {
     pub fn release<'a>(&mut self, uid: &str, gpu_uuids: impl IntoIterator<Item = &'a str>) {
         for uuid in gpu_uuids {
             if let Some(list) = self.holdings.get_mut(uuid) {
-                list.retain(|h| h.uid != uid);
+                let before = list.len();
+                let mut whole_or_slice = false;
+                list.retain(|h| {
+                    let theirs = h.uid == uid;
+                    whole_or_slice |= theirs && !matches!(h.share, Share::Shared(_));
+                    !theirs
+                });
+                if whole_or_slice && list.len() < before {
+                    self.mig_changes += 1;
+                }
                 if list.is_empty() {
                     self.holdings.remove(uuid);
                 }
@@ -240,6 +261,28 @@ mod tests {
         t.release("b", ["GPU-a"]);
         t.reserve("c", &[want("gpu-0", Share::Whole)]).unwrap();
         assert_eq!(t.holdings("GPU-a").len(), 1);
+    }
+
+    /// What a MIG scan compares before installing what it read: moved by
+    /// every slice or whole GPU taken or freed, by nothing else.
+    #[test]
+    fn mig_changes_count_slices_and_whole_gpus_taken_and_freed_only() {
+        let mut t = ClaimTable::default();
+        let mps = Share::Shared(SharedMode::Mps);
+        t.reserve("m", &[want("gpu-0", mps)]).unwrap();
+        t.release("m", ["GPU-a"]);
+        assert_eq!(t.mig_changes(), 0, "sharing is not a MIG change");
+        t.reserve("a", &[want("s0", slice(0, 4))]).unwrap();
+        assert_eq!(t.mig_changes(), 1);
+        assert!(t.reserve("b", &[want("gpu-0", Share::Whole)]).is_err());
+        assert_eq!(t.mig_changes(), 1, "a refused reservation changes nothing");
+        t.release("b", ["GPU-a"]);
+        assert_eq!(t.mig_changes(), 1, "freeing nothing changes nothing");
+        t.release("a", ["GPU-a"]);
+        assert_eq!(t.mig_changes(), 2);
+        t.reserve("c", &[want("gpu-0", Share::Whole)]).unwrap();
+        t.release("c", ["GPU-a"]);
+        assert_eq!(t.mig_changes(), 4);
     }
 
     #[test]

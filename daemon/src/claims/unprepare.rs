@@ -42,7 +42,7 @@ impl Engine {
         if record
             .devices
             .iter()
-            .any(|d| d.mig.as_ref().is_some_and(|m| m.created))
+            .any(|d| d.restore_mig_mode || d.mig.as_ref().is_some_and(|m| m.created))
         {
             self.refresh_offer();
         }
