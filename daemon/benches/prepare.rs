@@ -13,13 +13,16 @@
 //! Env: `GPUSLICE_BENCH_SAMPLES` (default 300), `GPUSLICE_BENCH_DIR` (default
 //! a temp folder under the cargo target dir).
 
-use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::fs::OpenOptions;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+#[path = "common/durable.rs"]
+mod durable;
+
+use durable::{durable_write, sync_dir};
 use gpuslice::claims::{DeviceRequest, Engine, EngineSettings, PrepareRequest};
 use gpuslice::driver::{BINARIES, COMMON_NODES, DriverFiles, LIBRARIES, Roots};
 use gpuslice::gpu::GpuBackend;
@@ -303,27 +306,6 @@ fn floor_sample(
         sync_dir(dir);
     }
     took
-}
-
-/// temp file (create_new), write_all, fsync, rename, fsync dir.
-fn durable_write(dir: &Path, name: &str, bytes: &[u8]) {
-    let tmp = dir.join(format!(".{name}.tmp"));
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
-        .expect("create a floor temp file");
-    file.write_all(bytes).expect("write a floor file");
-    file.sync_all().expect("fsync a floor file");
-    drop(file);
-    std::fs::rename(&tmp, dir.join(name)).expect("rename a floor file");
-    sync_dir(dir);
-}
-
-fn sync_dir(dir: &Path) {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .expect("fsync a folder");
 }
 
 /// The nearest-rank percentile `p` (0..=100) of `sorted`.

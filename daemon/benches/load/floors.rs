@@ -16,12 +16,12 @@
 //!   stand-in is python behind a shell wrapper: its cost is the interpreter's
 //!   start-up, not gpusliced's.
 
-use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::durable::durable_write;
 use crate::harness::{prepare_request, unprepare_request};
 use crate::load::driver::Node;
 use crate::load::observe::spec_name;
@@ -165,23 +165,6 @@ fn fsync_floor(dir: &Path, sizes: &Floors, n: usize) -> Duration {
         std::fs::remove_file(d.join(name)).expect("remove a floor file");
     }
     took
-}
-
-/// temp file (create_new), write_all, fsync, rename, fsync dir.
-fn durable_write(dir: &Path, name: &str, bytes: &[u8]) {
-    let tmp = dir.join(format!(".{name}.tmp"));
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
-        .expect("create a floor temp file");
-    file.write_all(bytes).expect("write a floor file");
-    file.sync_all().expect("fsync a floor file");
-    drop(file);
-    std::fs::rename(&tmp, dir.join(name)).expect("rename a floor file");
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .expect("fsync a folder");
 }
 
 /// The stand-in control program's own cost of what gpusliced asks of it

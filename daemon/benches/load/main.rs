@@ -41,6 +41,8 @@ mod stand_ins;
 #[path = "../../../tests/e2e/tools.rs"]
 mod tools;
 
+#[path = "../common/durable.rs"]
+mod durable;
 mod floors;
 
 use std::path::{Path, PathBuf};

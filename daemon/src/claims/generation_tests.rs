@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::{ClaimError, DeviceRequest, Engine, EngineSettings, PrepareRequest, Unprepared};
+use super::{ClaimError, Engine, EngineSettings, PrepareRequest, Unprepared};
 use crate::config::{MigAdvertise, MigConfig, MigGpuConfig};
 use crate::driver::{DriverFiles, Roots};
 use crate::gpu::sim::{SimBackend, SimModel, op};
@@ -82,19 +82,7 @@ impl Node {
 }
 
 fn req(uid: &str, device: &str) -> PrepareRequest {
-    PrepareRequest {
-        uid: uid.to_owned(),
-        namespace: "ns".to_owned(),
-        name: "claim".to_owned(),
-        devices: vec![DeviceRequest {
-            device: device.to_owned(),
-            request_names: vec![],
-            pool: "node".to_owned(),
-            consumed_memory: None,
-            share_id: String::new(),
-        }],
-        configs: vec![],
-    }
+    super::test_requests::request(uid, &[device])
 }
 
 fn lost() -> GpuError {

@@ -5,7 +5,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::{ClaimError, DeviceRequest, Engine, EngineSettings, PrepareRequest, Prepared};
+use super::test_requests::request as req;
+use super::{ClaimError, Engine, EngineSettings, Prepared};
 use crate::config::{MigAdvertise, MigConfig, MigGpuConfig};
 use crate::driver::{DriverFiles, Roots};
 use crate::gpu::sim::{SimBackend, SimModel};
@@ -101,25 +102,6 @@ impl Node {
 
     fn files(&self, sub: &str) -> usize {
         std::fs::read_dir(self.dir.path().join(sub)).map_or(0, |d| d.count())
-    }
-}
-
-fn req(uid: &str, devices: &[&str]) -> PrepareRequest {
-    PrepareRequest {
-        uid: uid.to_owned(),
-        namespace: "ns".to_owned(),
-        name: "claim".to_owned(),
-        devices: devices
-            .iter()
-            .map(|d| DeviceRequest {
-                device: (*d).to_owned(),
-                request_names: vec![],
-                pool: "node".to_owned(),
-                consumed_memory: None,
-                share_id: String::new(),
-            })
-            .collect(),
-        configs: vec![],
     }
 }
 

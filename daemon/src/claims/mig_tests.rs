@@ -5,7 +5,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::{ClaimError, DeviceRequest, Engine, EngineSettings, PrepareRequest, Unprepared};
+pub(super) use super::test_requests::request as req;
+use super::{ClaimError, Engine, EngineSettings, Unprepared};
 use crate::config::{MigAdvertise, MigConfig, MigGpuConfig};
 use crate::driver::{DriverFiles, Roots};
 use crate::gpu::sim::{SimBackend, SimModel, op};
@@ -89,25 +90,6 @@ impl Node {
         std::fs::read_dir(self.dir.path().join("cdi"))
             .map(|d| d.count())
             .unwrap_or(0)
-    }
-}
-
-pub(super) fn req(uid: &str, devices: &[&str]) -> PrepareRequest {
-    PrepareRequest {
-        uid: uid.to_owned(),
-        namespace: "ns".to_owned(),
-        name: "claim".to_owned(),
-        devices: devices
-            .iter()
-            .map(|d| DeviceRequest {
-                device: (*d).to_owned(),
-                request_names: vec![],
-                pool: "node".to_owned(),
-                consumed_memory: None,
-                share_id: String::new(),
-            })
-            .collect(),
-        configs: vec![],
     }
 }
 

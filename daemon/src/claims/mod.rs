@@ -384,4 +384,6 @@ mod sharing_node;
 #[cfg(test)]
 mod sharing_tests;
 #[cfg(test)]
+mod test_requests;
+#[cfg(test)]
 mod tests;

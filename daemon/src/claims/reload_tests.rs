@@ -11,39 +11,12 @@
 use std::io::Write;
 
 use super::sharing_node::Node;
-use super::{ConfigRequest, DeviceRequest, PrepareRequest};
+use super::test_requests::{request, request_with as req};
 use crate::config::{MigAdvertise, MigConfig, MigGpuConfig};
 use crate::gpu::{GpuBackend, MigMode, MigSupport};
-use crate::sharing::ConfigSource;
 
 const A: &str = "aaaaaaaa-0000-4000-8000-0000000000a1";
 const B: &str = "bbbbbbbb-0000-4000-8000-0000000000b2";
-
-fn req(uid: &str, devices: &[&str], configs: &[&str]) -> PrepareRequest {
-    PrepareRequest {
-        uid: uid.to_owned(),
-        namespace: "ns".to_owned(),
-        name: "claim".to_owned(),
-        devices: devices
-            .iter()
-            .map(|d| DeviceRequest {
-                device: (*d).to_owned(),
-                request_names: vec![],
-                pool: "node".to_owned(),
-                consumed_memory: None,
-                share_id: String::new(),
-            })
-            .collect(),
-        configs: configs
-            .iter()
-            .map(|json| ConfigRequest {
-                source: ConfigSource::Claim,
-                requests: vec![],
-                parameters_json: (*json).to_owned(),
-            })
-            .collect(),
-    }
-}
 
 const MPS: &str = r#"{"apiVersion":"resource.nvidia.com/v1beta1","kind":"GpuConfig","sharing":{"strategy":"MPS"}}"#;
 
@@ -109,10 +82,10 @@ fn sim_a_reload_in_on_prepare_mode_keeps_held_slices_without_a_problem() {
     let offered = || offered(engine);
     let before = offered();
     engine
-        .prepare(&req(A, &["gpu-0-mig-4g40gb-0"], &[]))
+        .prepare(&request(A, &["gpu-0-mig-4g40gb-0"]))
         .unwrap();
     engine
-        .prepare(&req(B, &["gpu-0-mig-1g10gb-5"], &[]))
+        .prepare(&request(B, &["gpu-0-mig-1g10gb-5"]))
         .unwrap();
     assert_eq!(engine.setup_mig(&mig).unwrap(), Vec::<String>::new());
     assert_eq!(offered(), before);
@@ -130,7 +103,7 @@ fn sim_a_reload_while_a_mig_gpu_is_held_whole_keeps_its_slices_offered() {
     };
     let engine = node.engine();
     let before = offered(engine);
-    engine.prepare(&req(A, &["gpu-0"], &[])).unwrap();
+    engine.prepare(&request(A, &["gpu-0"])).unwrap();
     assert!(matches!(
         node.backend.device_info(0).unwrap().mig,
         MigSupport::Supported {
@@ -148,6 +121,6 @@ fn sim_a_reload_while_a_mig_gpu_is_held_whole_keeps_its_slices_offered() {
     assert_eq!((slice.available, slice.holders), (false, vec![]));
     engine.unprepare(A).unwrap();
     engine
-        .prepare(&req(B, &["gpu-0-mig-1g10gb-4"], &[]))
+        .prepare(&request(B, &["gpu-0-mig-1g10gb-4"]))
         .unwrap();
 }

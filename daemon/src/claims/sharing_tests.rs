@@ -4,11 +4,11 @@
 //! (tests/e2e/sharing.rs): they need the process to go away.
 
 use super::sharing_node::{BOUND, Node};
-use super::{ClaimError, ConfigRequest, DeviceRequest, PrepareRequest};
+use super::test_requests::{request, request_with as req};
+use super::{ClaimError, PrepareRequest};
 use crate::config::{MigConfig, MigGpuConfig};
 use crate::gpu::{ComputeMode, GpuBackend};
 use crate::mps::{DaemonState, MpsError, MpsKey};
-use crate::sharing::ConfigSource;
 use crate::timeslice::TimeSliceError;
 
 const A: &str = "aaaaaaaa-0000-4000-8000-0000000000a1";
@@ -36,32 +36,6 @@ fn timeslicing(interval: &str) -> String {
 
 fn memory(q: &str) -> String {
     format!(r#"{{"apiVersion":"gpuslice.dev/v1alpha1","kind":"MpsMemoryConfig","memory":"{q}"}}"#)
-}
-
-fn req(uid: &str, devices: &[&str], configs: &[String]) -> PrepareRequest {
-    PrepareRequest {
-        uid: uid.to_owned(),
-        namespace: "ns".to_owned(),
-        name: "claim".to_owned(),
-        devices: devices
-            .iter()
-            .map(|d| DeviceRequest {
-                device: (*d).to_owned(),
-                request_names: vec!["gpu".to_owned()],
-                pool: "node".to_owned(),
-                consumed_memory: None,
-                share_id: String::new(),
-            })
-            .collect(),
-        configs: configs
-            .iter()
-            .map(|json| ConfigRequest {
-                source: ConfigSource::Claim,
-                requests: vec![],
-                parameters_json: json.clone(),
-            })
-            .collect(),
-    }
 }
 
 /// The device edits of the claim's first CDI device.
@@ -132,7 +106,7 @@ fn sim_mps_refusals_name_the_other_claim_and_leave_nothing() {
     let cases: Vec<(PrepareRequest, &str)> = vec![
         (req(B, &["gpu-0"], &[mps(25)]), "LimitsConflict"),
         (req(B, &["gpu-0", "gpu-1"], &[mps(50)]), "Overlap"),
-        (req(B, &["gpu-0"], &[]), "GpuShared"),
+        (request(B, &["gpu-0"]), "GpuShared"),
         (req(B, &["gpu-0"], &[timeslicing("Long")]), "MpsInUse"),
     ];
     for (request, kind) in cases {
@@ -148,7 +122,7 @@ fn sim_mps_refusals_name_the_other_claim_and_leave_nothing() {
     assert_eq!(node.mode(1), ComputeMode::Default, "gpu-1 was put back");
     assert_eq!(e.sharing_view()[0].claims, [A]);
     // And a sharing claim on a GPU held whole is refused naming the holder.
-    e.prepare(&req(C, &["gpu-1"], &[])).unwrap();
+    e.prepare(&request(C, &["gpu-1"])).unwrap();
     let err = e.prepare(&req(B, &["gpu-1"], &[mps(50)])).unwrap_err();
     assert!(
         matches!(&err, ClaimError::DeviceHeld { holder, .. } if holder == C),

@@ -6,9 +6,8 @@ use std::sync::Arc;
 
 use gpuslice_cdi::atomic::write_atomic;
 
-use super::{
-    ClaimError, DeviceRequest, Engine, EngineSettings, PrepareRequest, Prepared, Unprepared,
-};
+use super::test_requests::request as req;
+use super::{ClaimError, Engine, EngineSettings, Prepared, Unprepared};
 use crate::config::MigConfig;
 use crate::driver::{DriverFiles, Roots};
 use crate::gpu::GpuBackend;
@@ -95,25 +94,6 @@ impl Fixture {
 
     fn record_path(&self, uid: &str) -> PathBuf {
         self.state_dir.join("claims").join(format!("{uid}.json"))
-    }
-}
-
-fn req(uid: &str, devices: &[&str]) -> PrepareRequest {
-    PrepareRequest {
-        uid: uid.to_owned(),
-        namespace: "ns".to_owned(),
-        name: "claim".to_owned(),
-        devices: devices
-            .iter()
-            .map(|d| DeviceRequest {
-                device: (*d).to_owned(),
-                request_names: vec!["gpu".to_owned()],
-                pool: "node".to_owned(),
-                consumed_memory: None,
-                share_id: String::new(),
-            })
-            .collect(),
-        configs: vec![],
     }
 }
 

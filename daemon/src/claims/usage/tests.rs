@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::{ClaimKind, SliceState, SliceUse, unheld_slices};
-use crate::claims::{DeviceRequest, Engine, EngineSettings, PrepareRequest};
+use crate::claims::test_requests::request as req;
+use crate::claims::{Engine, EngineSettings};
 use crate::config::{MigAdvertise, MigConfig, MigCreate, MigGpuConfig};
 use crate::driver::{DriverFiles, Roots};
 use crate::gpu::sim::{SimBackend, SimModel};
@@ -57,25 +58,6 @@ fn start(dir: &tempfile::TempDir, create: MigCreate) -> (Arc<SimBackend>, Engine
     engine.reconcile().unwrap();
     engine.setup_mig(&mig).unwrap();
     (backend, engine)
-}
-
-fn req(uid: &str, devices: &[&str]) -> PrepareRequest {
-    PrepareRequest {
-        uid: uid.to_owned(),
-        namespace: "ns".to_owned(),
-        name: "claim".to_owned(),
-        devices: devices
-            .iter()
-            .map(|d| DeviceRequest {
-                device: (*d).to_owned(),
-                request_names: vec![],
-                pool: "node".to_owned(),
-                consumed_memory: None,
-                share_id: String::new(),
-            })
-            .collect(),
-        configs: vec![],
-    }
 }
 
 /// (profile, state) → count, for gpu-0.
