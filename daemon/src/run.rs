@@ -53,7 +53,7 @@ const HEALTH_REGISTER_GRACE: Duration = Duration::from_secs(30);
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     /// The GPU backend could not start.
-    #[error("GPU backend {backend}: {source}")]
+    #[error("GPU backend {backend}")]
     Backend {
         /// "nvml" or "sim".
         backend: &'static str,
@@ -66,25 +66,25 @@ pub enum RunError {
     State(#[from] StateError),
     /// The MPS supervisor could not be set up (`[mps] supervisor = "systemd"`
     /// without a reachable system bus).
-    #[error("[mps] supervisor: {0}")]
+    #[error("[mps] supervisor")]
     Mps(#[from] MpsError),
     /// Reconcile failed.
-    #[error("reconcile at start-up: {0}")]
+    #[error("reconcile at start-up")]
     Reconcile(#[source] ClaimError),
     /// The socket could not be set up.
     #[error(transparent)]
     Socket(#[from] socket::SocketError),
     /// The gRPC server failed.
-    #[error("API server: {0}")]
+    #[error("API server")]
     Serve(#[from] tonic::transport::Error),
     /// A signal handler could not be installed.
-    #[error("signal handler: {0}")]
+    #[error("signal handler")]
     Signal(#[source] std::io::Error),
     /// A metrics exporter could not start.
     #[error(transparent)]
     Metrics(#[from] MetricsError),
     /// A blocking start-up task panicked.
-    #[error("start-up task: {0}")]
+    #[error("start-up task")]
     Task(#[from] tokio::task::JoinError),
 }
 
