@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::{ClaimError, Engine, EngineSettings, PrepareRequest, Unprepared};
+use crate::claims::{ClaimError, Engine, EngineSettings, PrepareRequest, Unprepared};
 use crate::config::{MigAdvertise, MigConfig, MigGpuConfig};
 use crate::driver::{DriverFiles, Roots};
 use crate::gpu::sim::{SimBackend, SimModel, op};
@@ -82,7 +82,7 @@ impl Node {
 }
 
 fn req(uid: &str, device: &str) -> PrepareRequest {
-    super::test_requests::request(uid, &[device])
+    super::requests::request(uid, &[device])
 }
 
 fn lost() -> GpuError {

@@ -1,7 +1,7 @@
 //! Prepare requests for the engine's tests: claim `ns/claim`, every device
 //! in pool `node` under request `gpu`, every config from the claim.
 
-use super::{ConfigRequest, DeviceRequest, PrepareRequest};
+use crate::claims::{ConfigRequest, DeviceRequest, PrepareRequest};
 use crate::sharing::ConfigSource;
 
 /// A request for `devices`, without configs.

@@ -10,11 +10,11 @@
 //! slice is made: apply runs after the MIG steps, and MIG devices keep
 //! their compute mode.
 
-use super::Engine;
 use super::compute_mode::ModeChange;
-use super::error::ClaimError;
-use super::lock;
-use super::sharing::{MpsUse, mps_uses};
+use super::{MpsUse, mps_uses};
+use crate::claims::Engine;
+use crate::claims::error::ClaimError;
+use crate::claims::lock;
 use crate::gpu::ComputeMode;
 use crate::mps::Released;
 use crate::state::{ClaimRecord, DeviceSharing};
@@ -23,7 +23,7 @@ impl Engine {
     /// Starts or joins every daemon `record` uses. On failure, what was done
     /// is undone (daemons released, compute modes put back) before the error
     /// is returned.
-    pub(super) fn apply_mps(&self, record: &ClaimRecord) -> Result<(), ClaimError> {
+    pub(in crate::claims) fn apply_mps(&self, record: &ClaimRecord) -> Result<(), ClaimError> {
         let uses = mps_uses(record);
         if uses.is_empty() {
             return Ok(());
@@ -64,7 +64,7 @@ impl Engine {
     /// a daemon that cannot be stopped, or a compute mode that cannot be
     /// reset, leaves its GPU degraded (shown in status), since retrying the
     /// unprepare could not redo the step.
-    pub(super) fn release_mps(&self, record: &ClaimRecord) {
+    pub(in crate::claims) fn release_mps(&self, record: &ClaimRecord) {
         if let Some(tools) = &self.sharing.tools {
             for one in mps_uses(record) {
                 match tools.mps.release(&record.uid, &one.key) {
@@ -97,7 +97,7 @@ impl Engine {
 
     /// A prepare of a claim prepared already: its daemons must run, so the
     /// kubelet's retry repairs one that start-up could not bring back.
-    pub(super) fn ensure_mps(&self, record: &ClaimRecord) -> Result<(), ClaimError> {
+    pub(in crate::claims) fn ensure_mps(&self, record: &ClaimRecord) -> Result<(), ClaimError> {
         let uses = mps_uses(record);
         if uses.is_empty() {
             return Ok(());
@@ -119,7 +119,7 @@ impl Engine {
     /// one still running, starting it again after a reboot), with its GPUs
     /// in EXCLUSIVE_PROCESS. Returns problems instead of failing: the other
     /// claims still come back.
-    pub(super) fn restore_mps(&self, record: &ClaimRecord) -> Vec<String> {
+    pub(in crate::claims) fn restore_mps(&self, record: &ClaimRecord) -> Vec<String> {
         let Some(tools) = &self.sharing.tools else {
             return vec![format!(
                 "claim {} uses MPS, but this gpusliced runs without MPS support",

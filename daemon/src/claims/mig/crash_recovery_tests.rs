@@ -4,7 +4,7 @@
 //! a whole-GPU claim's GPU back in MIG mode, a slice made ahead without its
 //! compute instance, temp files in the state folder.
 
-use super::mig_tests::{A, Node, ahead, every_gpu, req};
+use super::tests::{A, Node, ahead, every_gpu, req};
 use crate::config::MigAdvertise;
 use crate::gpu::sim::SimModel;
 use crate::gpu::{GpuBackend, MigMode, MigSupport};

@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use super::sharing::{TimeSliceOutcome, mps_uses, timeslices};
-use super::{Engine, lock};
+use super::{TimeSliceOutcome, mps_uses, timeslices};
+use crate::claims::{Engine, lock};
 use crate::gpu::ComputeMode;
 use crate::mps::{DaemonState, MpsDaemon, MpsLimits};
 use crate::sharing::TimeSliceInterval;
@@ -73,7 +73,7 @@ pub fn state_words(state: DaemonState) -> &'static str {
 
 impl Engine {
     /// Every MPS control daemon, with its state and claims.
-    pub(super) fn daemons(&self) -> Vec<MpsDaemon> {
+    pub(in crate::claims) fn daemons(&self) -> Vec<MpsDaemon> {
         self.sharing
             .tools
             .as_ref()
@@ -199,7 +199,7 @@ impl Engine {
     /// Sharing problems for `GetStatus`: daemons that failed or restarted,
     /// degraded GPUs, time-slices not supported, what start-up could not
     /// bring back.
-    pub(super) fn sharing_problems(&self) -> Vec<String> {
+    pub(in crate::claims) fn sharing_problems(&self) -> Vec<String> {
         let mut problems: Vec<String> = self
             .daemons()
             .iter()

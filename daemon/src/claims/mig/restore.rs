@@ -12,9 +12,9 @@
 //!   is back in MIG mode (a crash in the claim's unprepare, after MIG mode
 //!   was restored and before the record was removed).
 
-use super::error::ClaimError;
-use super::mig::slice_placement;
-use super::{Engine, lock};
+use super::slice_placement;
+use crate::claims::error::ClaimError;
+use crate::claims::{Engine, lock};
 use crate::gpu::{MigMode, MigSupport};
 use crate::inventory::GpuDevice;
 use crate::state::MigSlice;
@@ -22,7 +22,7 @@ use crate::state::MigSlice;
 impl Engine {
     /// Makes the slices of prepared claims match their records; returns
     /// the problems.
-    pub(super) fn restore_slices(&self) -> Vec<String> {
+    pub(in crate::claims) fn restore_slices(&self) -> Vec<String> {
         let inventory = self.inventory();
         let mut problems = Vec::new();
         for mut record in self.claims() {
@@ -90,7 +90,7 @@ impl Engine {
     }
 
     /// GPUs whole-GPU claims took out of MIG mode, back in it: out again.
-    pub(super) fn restore_whole_gpus(&self) -> Vec<String> {
+    pub(in crate::claims) fn restore_whole_gpus(&self) -> Vec<String> {
         let inventory = self.inventory();
         let mut problems = Vec::new();
         for record in self.claims() {

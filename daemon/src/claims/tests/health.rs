@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::test_requests::request as req;
-use super::{ClaimError, Engine, EngineSettings, Prepared};
+use super::requests::request as req;
+use crate::claims::{ClaimError, Engine, EngineSettings, Prepared};
 use crate::config::{MigAdvertise, MigConfig, MigGpuConfig};
 use crate::driver::{DriverFiles, Roots};
 use crate::gpu::sim::{SimBackend, SimModel};

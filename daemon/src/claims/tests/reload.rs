@@ -10,8 +10,8 @@
 
 use std::io::Write;
 
-use super::sharing_node::Node;
-use super::test_requests::{request, request_with as req};
+use super::requests::{request, request_with as req};
+use crate::claims::sharing::node::Node;
 use crate::config::{MigAdvertise, MigConfig, MigGpuConfig};
 use crate::gpu::{GpuBackend, MigMode, MigSupport};
 
@@ -62,7 +62,7 @@ fn layout_node() -> Option<(Node, MigConfig)> {
     Node::new(1, &mig, false).map(|node| (node, mig))
 }
 
-fn offered(engine: &super::Engine) -> Vec<String> {
+fn offered(engine: &crate::claims::Engine) -> Vec<String> {
     let mut names: Vec<String> = engine
         .inventory()
         .mig

@@ -1,3 +1,15 @@
+//! MIG in the claim engine: everything the engine does to MIG hardware.
+//!
+//! This room owns the steps of a MIG claim (this file), the node-wide MIG
+//! set-up at start-up and on SIGHUP ([`setup`]), slices made ahead of claims
+//! and their ledger ([`ahead`]), the start-up repair of prepared slices
+//! ([`restore`]) and the CDI device of a slice ([`cdi`]). It must not touch
+//! the claim table's rules, records or CDI files on its own: the engine
+//! (`prepare`, `unprepare`, `reconcile`) calls it in the order that keeps
+//! records ahead of effects. The layout arithmetic (profiles, placements,
+//! diffs) lives in [`crate::mig`], free of I/O; the hardware behind
+//! [`crate::gpu::GpuBackend`].
+//!
 //! The hardware steps of a claim: creating or taking a MIG slice, destroying
 //! what the claim created, and switching a GPU's MIG mode off for a whole-GPU
 //! claim (and back on after it).
@@ -5,6 +17,16 @@
 //! Every step is undone on failure before the error is returned: a GPU
 //! instance whose compute instance could not be made is destroyed, so no
 //! half-made slice is left behind.
+
+mod ahead;
+pub(super) mod cdi;
+mod restore;
+mod setup;
+
+#[cfg(test)]
+mod crash_recovery_tests;
+#[cfg(test)]
+mod tests;
 
 use super::Engine;
 use super::error::ClaimError;

@@ -1,5 +1,16 @@
+//! Sharing a GPU between claims in the claim engine: MPS and time-slicing.
+//!
+//! This room owns how a request's configs become per-device sharing
+//! ([`plan`]), the runtime both modes share (this file), MPS ([`mps`]),
+//! time-slicing ([`timeslice`]), the compute mode they set
+//! ([`compute_mode`]), their start-up repair ([`restore`]) and what an
+//! operator sees of them ([`view`]). It must not parse configs (that is
+//! [`crate::sharing`]), run MPS daemons (that is [`crate::mps`]) or call
+//! nvidia-smi itself (that is [`crate::timeslice`]); and it must not write
+//! records or CDI files, which stay with the engine's prepare and unprepare.
+//!
 //! The engine's sharing runtime, shared by the two sharing modes
-//! ([`super::mps_share`], [`super::timeslice_share`]), each with the same
+//! ([`mps`], [`timeslice`]), each with the same
 //! verbs as MIG: plan (check and reserve, no hardware), apply, release, and
 //! restore at start-up.
 //!
@@ -10,6 +21,18 @@
 //! that share one GPU from plan to apply, so a second claim never runs
 //! before the first one's time-slice or daemon is in place; claims on other
 //! GPUs never wait.
+
+mod compute_mode;
+mod mps;
+pub(super) mod plan;
+mod restore;
+mod timeslice;
+pub(super) mod view;
+
+#[cfg(test)]
+pub(super) mod node;
+#[cfg(test)]
+mod tests;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

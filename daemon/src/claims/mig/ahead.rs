@@ -15,8 +15,8 @@ use std::path::PathBuf;
 use gpuslice_cdi::atomic::{AtomicStep, write_atomic_observed};
 use serde::{Deserialize, Serialize};
 
-use super::error::ClaimError;
-use super::{Engine, lock};
+use crate::claims::error::ClaimError;
+use crate::claims::{Engine, lock};
 use crate::config::{MigConfig, MigCreate};
 use crate::crash::crash_point;
 use crate::gpu::{GpuInstance, Placement};
@@ -30,7 +30,7 @@ const LEDGER: &str = "mig-ahead.json";
 
 /// One instance made ahead.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-pub(super) struct Made {
+pub(in crate::claims) struct Made {
     gpu_uuid: String,
     profile_id: u32,
     start: u32,
@@ -38,7 +38,7 @@ pub(super) struct Made {
 }
 
 impl Made {
-    pub(super) fn is(&self, gpu_uuid: &str, gi: &GpuInstance) -> bool {
+    pub(in crate::claims) fn is(&self, gpu_uuid: &str, gi: &GpuInstance) -> bool {
         self.gpu_uuid == gpu_uuid
             && self.profile_id == gi.profile_id
             && self.start == gi.placement.start
@@ -52,7 +52,7 @@ impl Engine {
     }
 
     /// The slices made ahead, as the ledger lists them.
-    pub(super) fn made_ahead(&self) -> BTreeSet<Made> {
+    pub(in crate::claims) fn made_ahead(&self) -> BTreeSet<Made> {
         self.load_ledger()
     }
 
@@ -76,7 +76,7 @@ impl Engine {
     /// Brings every MIG GPU to its layout (ahead mode), or removes idle
     /// slices made ahead under an earlier config (on-prepare mode). Returns
     /// problems for an operator.
-    pub(super) fn apply_ahead_layouts(&self, mig: &MigConfig) -> Vec<String> {
+    pub(in crate::claims) fn apply_ahead_layouts(&self, mig: &MigConfig) -> Vec<String> {
         let mut ledger = self.load_ledger();
         let mut problems = Vec::new();
         // A GPU a claim holds whole has MIG off until the claim goes.

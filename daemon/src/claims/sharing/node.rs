@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Engine, EngineSettings, SharingTools};
+use crate::claims::{Engine, EngineSettings, SharingTools};
 use crate::config::MigConfig;
 use crate::driver::{DriverFiles, Roots};
 use crate::gpu::sim::{SimBackend, SimModel};
@@ -17,7 +17,7 @@ use crate::state::Store;
 use crate::timeslice::NvidiaSmi;
 
 /// Upper bound for a daemon to answer; only a hang reaches it.
-pub(super) const BOUND: Duration = Duration::from_secs(30);
+pub(in crate::claims) const BOUND: Duration = Duration::from_secs(30);
 
 fn tool(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -37,16 +37,16 @@ fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
 
 /// A simulated node with the stand-ins; its engine is stopped (every claim
 /// unprepared, so every daemon quits) when the test ends, even by a panic.
-pub(super) struct Node {
-    pub(super) dir: tempfile::TempDir,
-    pub(super) backend: Arc<SimBackend>,
+pub(in crate::claims) struct Node {
+    pub(in crate::claims) dir: tempfile::TempDir,
+    pub(in crate::claims) backend: Arc<SimBackend>,
     engine: Option<Engine>,
 }
 
 impl Node {
     /// `None` (and a line saying why) without python3, the stand-in
     /// control program's interpreter.
-    pub(super) fn new(gpus: usize, mig: &MigConfig, fail_start: bool) -> Option<Self> {
+    pub(in crate::claims) fn new(gpus: usize, mig: &MigConfig, fail_start: bool) -> Option<Self> {
         let fail = if fail_start {
             "FAKE_MPS_FAIL_START=1 "
         } else {
@@ -59,7 +59,7 @@ impl Node {
     /// to the FIFO `started` in the node's folder and waits for a line on
     /// the FIFO `gate` before it runs: a test can hold a prepare mid-way
     /// with no sleep.
-    pub(super) fn gated(gpus: usize) -> Option<Self> {
+    pub(in crate::claims) fn gated(gpus: usize) -> Option<Self> {
         Self::with_control(gpus, &MigConfig::default(), |d| {
             for fifo in ["started", "gate"] {
                 nix::unistd::mkfifo(&d.join(fifo), nix::sys::stat::Mode::S_IRWXU).unwrap();
@@ -165,15 +165,15 @@ impl Node {
         })
     }
 
-    pub(super) fn plain(gpus: usize) -> Option<Self> {
+    pub(in crate::claims) fn plain(gpus: usize) -> Option<Self> {
         Self::new(gpus, &MigConfig::default(), false)
     }
 
-    pub(super) fn engine(&self) -> &Engine {
+    pub(in crate::claims) fn engine(&self) -> &Engine {
         self.engine.as_ref().unwrap()
     }
 
-    pub(super) fn lines(&self, file: &str) -> Vec<String> {
+    pub(in crate::claims) fn lines(&self, file: &str) -> Vec<String> {
         std::fs::read_to_string(self.dir.path().join(file))
             .unwrap_or_default()
             .lines()
@@ -181,14 +181,14 @@ impl Node {
             .collect()
     }
 
-    pub(super) fn starts(&self) -> usize {
+    pub(in crate::claims) fn starts(&self) -> usize {
         self.lines("mps.record")
             .iter()
             .filter(|l| l.starts_with("start "))
             .count()
     }
 
-    pub(super) fn spec(&self, uid: &str) -> Option<serde_json::Value> {
+    pub(in crate::claims) fn spec(&self, uid: &str) -> Option<serde_json::Value> {
         let path = self
             .dir
             .path()
@@ -198,18 +198,18 @@ impl Node {
             .map(|b| serde_json::from_slice(&b).unwrap())
     }
 
-    pub(super) fn has_record(&self, uid: &str) -> bool {
+    pub(in crate::claims) fn has_record(&self, uid: &str) -> bool {
         self.dir
             .path()
             .join(format!("state/claims/{uid}.json"))
             .exists()
     }
 
-    pub(super) fn uuid(&self, index: usize) -> String {
+    pub(in crate::claims) fn uuid(&self, index: usize) -> String {
         self.engine().inventory().gpus[index].info.uuid.clone()
     }
 
-    pub(super) fn mode(&self, index: u32) -> ComputeMode {
+    pub(in crate::claims) fn mode(&self, index: u32) -> ComputeMode {
         self.backend.compute_mode(index).unwrap()
     }
 }

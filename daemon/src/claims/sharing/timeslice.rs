@@ -8,10 +8,10 @@
 //! A GPU that cannot be time-sliced answers NOT_SUPPORTED: a warning shown
 //! in status and the sharing view, not a failure.
 
-use super::Engine;
-use super::error::ClaimError;
-use super::lock;
-use super::sharing::{TimeSliceOutcome, timeslices};
+use super::{TimeSliceOutcome, timeslices};
+use crate::claims::Engine;
+use crate::claims::error::ClaimError;
+use crate::claims::lock;
 use crate::gpu::ComputeMode;
 use crate::sharing::TimeSliceInterval;
 use crate::state::ClaimRecord;
@@ -20,7 +20,10 @@ use crate::timeslice::{Action, SetOutcome};
 impl Engine {
     /// Sets the time-slice of every GPU `record` time-slices, where no
     /// earlier claim did. On failure the claim's GPUs are released again.
-    pub(super) fn apply_timeslices(&self, record: &ClaimRecord) -> Result<(), ClaimError> {
+    pub(in crate::claims) fn apply_timeslices(
+        &self,
+        record: &ClaimRecord,
+    ) -> Result<(), ClaimError> {
         for (gpu, interval) in timeslices(record) {
             if let Err(err) = self.apply_timeslice(&record.uid, &gpu, interval) {
                 self.release_timeslices(record);
@@ -75,7 +78,7 @@ impl Engine {
 
     /// Takes `record` off its time-sliced GPUs; the last claim on a GPU resets
     /// it to Default. Never fails: a reset that fails leaves the GPU degraded.
-    pub(super) fn release_timeslices(&self, record: &ClaimRecord) {
+    pub(in crate::claims) fn release_timeslices(&self, record: &ClaimRecord) {
         for (gpu, _) in timeslices(record) {
             let (action, last) = {
                 let mut state = lock(&self.sharing.state);
@@ -116,7 +119,7 @@ impl Engine {
 
     /// Start-up: sets the time-slice of every GPU `record` time-slices again
     /// (once per GPU), in compute mode DEFAULT. Returns problems.
-    pub(super) fn restore_timeslices(&self, record: &ClaimRecord) -> Vec<String> {
+    pub(in crate::claims) fn restore_timeslices(&self, record: &ClaimRecord) -> Vec<String> {
         timeslices(record)
             .into_iter()
             .filter_map(|(gpu, interval)| {

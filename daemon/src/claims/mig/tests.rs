@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-pub(super) use super::test_requests::request as req;
-use super::{ClaimError, Engine, EngineSettings, Unprepared};
+pub(in crate::claims) use crate::claims::tests::requests::request as req;
+use crate::claims::{ClaimError, Engine, EngineSettings, Unprepared};
 use crate::config::{MigAdvertise, MigConfig, MigGpuConfig};
 use crate::driver::{DriverFiles, Roots};
 use crate::gpu::sim::{SimBackend, SimModel, op};
@@ -14,14 +14,14 @@ use crate::gpu::{GpuBackend, GpuError, MigMode, MigSupport};
 use crate::inventory::Inventory;
 use crate::state::{Phase, Store};
 
-pub(super) const A: &str = "aaaaaaaa-0000-4000-8000-00000000000a";
+pub(in crate::claims) const A: &str = "aaaaaaaa-0000-4000-8000-00000000000a";
 const B: &str = "bbbbbbbb-0000-4000-8000-00000000000b";
 
 fn sim_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/sim-root")
 }
 
-pub(super) fn every_gpu(advertise: MigAdvertise, layout: &[&str]) -> MigConfig {
+pub(in crate::claims) fn every_gpu(advertise: MigAdvertise, layout: &[&str]) -> MigConfig {
     MigConfig {
         advertise,
         gpu: vec![MigGpuConfig {
@@ -32,14 +32,14 @@ pub(super) fn every_gpu(advertise: MigAdvertise, layout: &[&str]) -> MigConfig {
     }
 }
 
-pub(super) struct Node {
-    pub(super) dir: tempfile::TempDir,
+pub(in crate::claims) struct Node {
+    pub(in crate::claims) dir: tempfile::TempDir,
     models: Vec<SimModel>,
-    pub(super) mig: MigConfig,
+    pub(in crate::claims) mig: MigConfig,
 }
 
 impl Node {
-    pub(super) fn new(models: &[SimModel], mig: MigConfig) -> Self {
+    pub(in crate::claims) fn new(models: &[SimModel], mig: MigConfig) -> Self {
         Self {
             dir: tempfile::tempdir().unwrap(),
             models: models.to_vec(),
@@ -51,14 +51,14 @@ impl Node {
         self.dir.path().join("sim-hardware.json")
     }
 
-    pub(super) fn backend(&self, boot: &str) -> Arc<SimBackend> {
+    pub(in crate::claims) fn backend(&self, boot: &str) -> Arc<SimBackend> {
         Arc::new(
             SimBackend::open_at_boot(self.models.clone(), "test", &self.hardware(), boot).unwrap(),
         )
     }
 
     /// A daemon start: engine, reconcile, MIG setup.
-    pub(super) fn start(&self, backend: Arc<SimBackend>) -> Engine {
+    pub(in crate::claims) fn start(&self, backend: Arc<SimBackend>) -> Engine {
         let dyn_backend: Arc<dyn GpuBackend> = backend;
         let inventory = Inventory::from_backend(dyn_backend.as_ref(), &self.mig, &|_, _| {
             crate::mig::Ownership::Foreign
@@ -252,7 +252,7 @@ fn a_restart_keeps_live_slices_and_a_cut_short_prepare_is_rolled_back() {
     slice.compute_instance = None;
     slice.mig_uuid = None;
     let gi = backend
-        .create_gpu_instance(0, slice.profile_id, super::mig::slice_placement(slice))
+        .create_gpu_instance(0, slice.profile_id, super::slice_placement(slice))
         .unwrap();
     Store::open(&node.dir.path().join("state"))
         .unwrap()
@@ -328,7 +328,7 @@ fn a_busy_ampere_gpu_cannot_leave_mig_mode_and_keeps_it() {
     );
 }
 
-pub(super) fn ahead(layout: &[&str]) -> MigConfig {
+pub(in crate::claims) fn ahead(layout: &[&str]) -> MigConfig {
     MigConfig {
         create: crate::config::MigCreate::Ahead,
         ..every_gpu(MigAdvertise::Layout, layout)

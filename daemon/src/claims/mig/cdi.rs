@@ -7,7 +7,7 @@ use crate::driver::{DriverFiles, HostPath, device_node_target, rooted};
 use crate::inventory::GpuDevice;
 use crate::state::MigSlice;
 
-use super::error::ClaimError;
+use crate::claims::error::ClaimError;
 
 /// The CDI device of `slice` on `gpu`, named `cdi_name`.
 pub fn claim_device(

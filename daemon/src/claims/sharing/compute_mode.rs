@@ -3,23 +3,23 @@
 //! last shared claim leaves. Set through the backend (NVML), not persistent
 //! across a reboot, which is why start-up sets it again.
 
-use super::Engine;
-use super::error::ClaimError;
+use crate::claims::Engine;
+use crate::claims::error::ClaimError;
 use crate::gpu::ComputeMode;
 
 /// A compute mode this engine changed, so a failed prepare can put it back.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct ModeChange {
+pub(in crate::claims) struct ModeChange {
     /// The GPU's UUID.
-    pub(super) uuid: String,
+    pub(in crate::claims) uuid: String,
     /// Its mode before the change.
-    pub(super) before: ComputeMode,
+    pub(in crate::claims) before: ComputeMode,
 }
 
 impl Engine {
     /// Sets `mode` on the whole GPU `uuid` unless it has it already; returns
     /// the change made, if any.
-    pub(super) fn ensure_compute_mode(
+    pub(in crate::claims) fn ensure_compute_mode(
         &self,
         uuid: &str,
         mode: ComputeMode,
@@ -43,7 +43,7 @@ impl Engine {
 
     /// Sets `mode` on every GPU of `uuids`, or on none: a failure puts back
     /// what was changed before it.
-    pub(super) fn ensure_compute_modes(
+    pub(in crate::claims) fn ensure_compute_modes(
         &self,
         uuids: &[String],
         mode: ComputeMode,
@@ -63,7 +63,7 @@ impl Engine {
 
     /// Puts back modes changed by a prepare that failed; a failure here
     /// leaves the GPU degraded.
-    pub(super) fn undo_compute_modes(&self, changes: &[ModeChange]) {
+    pub(in crate::claims) fn undo_compute_modes(&self, changes: &[ModeChange]) {
         for change in changes {
             if let Err(err) = self.ensure_compute_mode(&change.uuid, change.before) {
                 self.mark_degraded(
@@ -79,7 +79,7 @@ impl Engine {
 
     /// Returns the GPU to DEFAULT after its last shared claim left; a failure
     /// leaves it degraded (a later claim on it sets the mode it needs).
-    pub(super) fn reset_compute_mode(&self, uuid: &str) {
+    pub(in crate::claims) fn reset_compute_mode(&self, uuid: &str) {
         match self.ensure_compute_mode(uuid, ComputeMode::Default) {
             Ok(_) => self.clear_degraded(uuid),
             Err(err) => self.mark_degraded(

@@ -13,16 +13,16 @@
 //!    dir and CDI ids) and sets compute modes and time-slices again (they do
 //!    not survive a reboot).
 
-use super::reconcile::ReconcileReport;
-use super::sharing::{has_sharing, mps_uses};
-use super::{Engine, lock};
+use super::{has_sharing, mps_uses};
+use crate::claims::reconcile::ReconcileReport;
+use crate::claims::{Engine, lock};
 use crate::gpu::ComputeMode;
 use crate::sharing::TimeSliceInterval;
 use crate::state::{ClaimRecord, DeviceSharing, Phase};
 
 impl Engine {
     /// Step 1: stops daemons no prepared claim uses.
-    pub(super) fn stop_stale_daemons(&self, report: &mut ReconcileReport) {
+    pub(in crate::claims) fn stop_stale_daemons(&self, report: &mut ReconcileReport) {
         let Some(tools) = &self.sharing.tools else {
             return;
         };
@@ -54,7 +54,7 @@ impl Engine {
 
     /// Step 2: resets what a prepare cut short may have set on GPUs that no
     /// live claim shares.
-    pub(super) fn roll_back_sharing(&self, record: &ClaimRecord) -> Vec<String> {
+    pub(in crate::claims) fn roll_back_sharing(&self, record: &ClaimRecord) -> Vec<String> {
         let mut problems = Vec::new();
         for d in record.devices.iter().filter(|d| d.mig.is_none()) {
             let Some(sharing) = &d.sharing else {

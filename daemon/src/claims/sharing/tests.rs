@@ -3,9 +3,9 @@
 //! boundary. Restarts and reboots of the daemon are end-to-end tests
 //! (tests/e2e/sharing.rs): they need the process to go away.
 
-use super::sharing_node::{BOUND, Node};
-use super::test_requests::{request, request_with as req};
-use super::{ClaimError, PrepareRequest};
+use super::node::{BOUND, Node};
+use crate::claims::tests::requests::{request, request_with as req};
+use crate::claims::{ClaimError, PrepareRequest};
 use crate::config::{MigConfig, MigGpuConfig};
 use crate::gpu::{ComputeMode, GpuBackend};
 use crate::mps::{DaemonState, MpsError, MpsKey};
@@ -340,7 +340,7 @@ fn sim_preparing_again_starts_a_daemon_that_is_missing() {
     let health = e.claim_health(&e.claims()[0]).join("\n");
     assert!(health.contains("is not running"), "{health}");
     let again = e.prepare(&req(A, &["gpu-0"], &[mps(50)])).unwrap();
-    assert!(matches!(again, super::Prepared::AlreadyPrepared(_)));
+    assert!(matches!(again, crate::claims::Prepared::AlreadyPrepared(_)));
     assert_eq!(node.starts(), 2);
     assert_eq!(e.sharing_view()[0].daemons[0].claims, [A]);
     assert_eq!(node.mode(0), ComputeMode::ExclusiveProcess);

@@ -1,4 +1,16 @@
-//! Engine tests on the simulated backend, in temp folders.
+//! The claim engine's tests on the simulated backend, in temp folders.
+//!
+//! This room owns the engine-wide tests and their fixtures: the request
+//! builder ([`requests`]), the inventory generation ([`generation`]),
+//! device health ([`health`]), reloads among claims in flight ([`reload`]),
+//! and the prepare/unprepare basics (this file). Tests of one kind of access
+//! live in its own room (`mig/tests.rs`, `sharing/tests.rs`). Nothing here
+//! is built outside `cargo test`.
+
+mod generation;
+mod health;
+mod reload;
+pub(super) mod requests;
 
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
@@ -6,7 +18,6 @@ use std::sync::Arc;
 
 use gpuslice_cdi::atomic::write_atomic;
 
-use super::test_requests::request as req;
 use super::{ClaimError, Engine, EngineSettings, Prepared, Unprepared};
 use crate::config::MigConfig;
 use crate::driver::{DriverFiles, Roots};
@@ -14,6 +25,7 @@ use crate::gpu::GpuBackend;
 use crate::gpu::sim::{SimBackend, SimModel};
 use crate::inventory::Inventory;
 use crate::state::{Phase, Store};
+use requests::request as req;
 
 pub(crate) fn sim_backend(gpus: u32) -> Arc<dyn GpuBackend> {
     Arc::new(SimBackend::new(

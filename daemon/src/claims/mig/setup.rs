@@ -6,9 +6,9 @@
 //! GPU that cannot switch (busy, or Ampere waiting for a reset) is a problem
 //! an operator sees in `gpuslicectl status`, not a failed start.
 
-use super::error::ClaimError;
-use super::table::Share;
-use super::{Engine, lock};
+use crate::claims::error::ClaimError;
+use crate::claims::table::Share;
+use crate::claims::{Engine, lock};
 use crate::config::MigConfig;
 use crate::gpu::{GpuInstance, MigMode, MigSupport};
 use crate::inventory::{GpuDevice, Inventory};
@@ -57,7 +57,7 @@ impl Engine {
     /// as it is now. A changed offer is a new generation. Best effort: a
     /// failed scan keeps the previous offer, which is still correct, only
     /// less up to date.
-    pub(super) fn refresh_offer(&self) {
+    pub(in crate::claims) fn refresh_offer(&self) {
         let mig = self
             .mig_config
             .read()
@@ -174,7 +174,7 @@ impl Engine {
                     d.uuid == gpu.info.uuid
                         && d.mig.as_ref().is_some_and(|m| {
                             m.profile_id == gi.profile_id
-                                && super::mig::slice_placement(m) == gi.placement
+                                && super::slice_placement(m) == gi.placement
                         })
                 });
                 let offered = inventory.mig.iter().any(|m| {
