@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use super::*;
+use crate::mps::*;
 
 const GPU_A: &str = "GPU-aaaaaaaa-0000-0000-0000-000000000000";
 const BOUND: Duration = Duration::from_secs(30);

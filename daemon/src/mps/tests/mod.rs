@@ -1,4 +1,10 @@
-//! MPS tests against the stand-in control program (tests/tools/fake-mps-control).
+//! The MPS room's tests, against the stand-in control program
+//! (tests/tools/fake-mps-control): the manager and child supervisor (this
+//! file), slots that never hold up other keys ([`slots`]) and daemons
+//! adopted by their marker ([`adopted`]). Built only under `cargo test`.
+
+mod adopted;
+mod slots;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! after a restart: by the pid file the daemon writes into its pipe dir,
 //! or, when it died before writing it (a crash right after the start), by
 //! the marker every daemon carries in its environment
-//! ([`super::supervisor::DAEMON_MARKER`], set to its folder). Such a daemon
+//! ([`crate::mps::supervisor::DAEMON_MARKER`], set to its folder). Such a daemon
 //! is not our child: liveness is a signal-0 probe, and nothing restarts it.
 
 use std::path::{Path, PathBuf};
@@ -10,11 +10,11 @@ use std::path::{Path, PathBuf};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use super::MpsError;
-use super::child::{EXIT_BOUND, PID_FILE};
-use super::control::{CONTROL_SOCKET, wait_on_dir};
-use super::layout::DaemonLayout;
-use super::supervisor::{DAEMON_MARKER, DaemonState, DaemonStatus, Supervised};
+use super::{EXIT_BOUND, PID_FILE};
+use crate::mps::MpsError;
+use crate::mps::control::{CONTROL_SOCKET, wait_on_dir};
+use crate::mps::layout::DaemonLayout;
+use crate::mps::supervisor::{DAEMON_MARKER, DaemonState, DaemonStatus, Supervised};
 
 /// A daemon a previous gpusliced started.
 #[derive(Debug)]

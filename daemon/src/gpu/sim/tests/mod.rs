@@ -1,5 +1,15 @@
-//! `sim_*` tests: the shared backend bodies on every model, plus what only the
-//! simulator promises (determinism, table-driven facts, injected faults).
+//! The simulator's tests. This room owns the `sim_*` tests: the shared
+//! backend bodies on every model, plus what only the simulator promises
+//! (determinism, table-driven facts, injected faults) in this file; MIG
+//! ([`mig`]), health events ([`health`]), the hardware state file
+//! ([`persist`]) and the per-model tables' invariants ([`tables`]) beside
+//! it. Built only under `cargo test`; nothing here may change what the
+//! simulator answers.
+
+mod health;
+mod mig;
+mod persist;
+mod tables;
 
 use super::{SimBackend, SimModel, op};
 use crate::gpu::{GpuBackend, GpuError, MigMode, MigSupport, conformance};

@@ -6,9 +6,9 @@
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, Stdio};
 
-use super::supervisor::DAEMON_MARKER;
-use super::tests::{BOUND, Fixture, GPU_A, key};
-use super::*;
+use super::{BOUND, Fixture, GPU_A, key};
+use crate::mps::supervisor::DAEMON_MARKER;
+use crate::mps::*;
 
 /// Starts `program` as `layout`'s daemon would run, marker included.
 fn spawn_marked(program: &std::path::Path, args: &[&str], layout: &DaemonLayout) -> Child {

@@ -1,13 +1,22 @@
+//! The systemd supervisor of MPS control daemons. This room owns the
+//! transient units over D-Bus (this file), one unit as a supervised daemon
+//! ([`unit`]) and the pure reading of a unit's properties ([`unit_state`]).
+//! It must not decide which daemons should run (that is the
+//! [`crate::mps::MpsManager`]'s) nor touch the GPU backend.
+//!
 //! [`SystemdSupervisor`]: each control daemon is a transient unit
 //! `gpuslice-mps-<hash>.service` started over the system bus (zbus, blocking
 //! API) with `StartTransientUnit`, so systemd owns its cgroup, its restarts
 //! (`Restart=on-failure`) and its logs (the journal). The unit outlives
-//! gpusliced: a restart of gpusliced adopts it by name. [`super::unit`]
+//! gpusliced: a restart of gpusliced adopts it by name. [`unit`]
 //! supervises one unit; this file starts, finds and stops them.
 //!
 //! The connection subscribes to systemd's signals (`Subscribe`): without a
 //! subscriber systemd sends no `PropertiesChanged` for units, and the unit
 //! watcher would only see a restart on its periodic re-read.
+
+pub mod unit;
+pub mod unit_state;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -19,8 +28,8 @@ use zbus::zvariant::{OwnedObjectPath, OwnedValue, Value};
 use super::MpsError;
 use super::layout::DaemonLayout;
 use super::supervisor::{DaemonSpec, RestartHook, Supervised, Supervisor, unit_name};
-use super::unit::{UnitDaemon, wait_until_dead};
-use super::unit_state::{Activity, Observed};
+use unit::{UnitDaemon, wait_until_dead};
+use unit_state::{Activity, Observed};
 
 const DEST: &str = "org.freedesktop.systemd1";
 const PATH: &str = "/org/freedesktop/systemd1";

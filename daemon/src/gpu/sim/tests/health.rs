@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
-use super::{InjectedEvent, SimBackend, SimModel, op};
+use crate::gpu::sim::{InjectedEvent, SimBackend, SimModel, op};
 use crate::gpu::{GpuBackend, GpuError, HealthEvent, HealthEventKind};
 
 /// Long enough for a poll of the file; an upper bound, never a sleep.

@@ -2,7 +2,7 @@
 //! supervised daemon. systemd restarts the process (`Restart=on-failure`);
 //! this side reads the unit's state from its D-Bus properties, and a watcher
 //! thread waits on the unit's `PropertiesChanged` signals (systemd sends them
-//! to subscribed clients; [`super::systemd`] subscribes) and, after each
+//! to subscribed clients; [`crate::mps::systemd`] subscribes) and, after each
 //! restart, runs the restart hook so the new process gets its limits applied
 //! and read back, as the first one did. Until then, and when that fails, the
 //! daemon's state says so. The decisions are [`super::unit_state`]'s.
@@ -14,11 +14,11 @@ use std::time::{Duration, Instant};
 use tokio_stream::StreamExt;
 use zbus::MessageStream;
 
-use super::MpsError;
-use super::control::wait_on_dir;
-use super::supervisor::{DaemonState, DaemonStatus, RestartHook, Supervised};
-use super::systemd::SystemdSupervisor;
+use super::SystemdSupervisor;
 use super::unit_state::{Applied, Next, Observed, Reapplying, next, state};
+use crate::mps::MpsError;
+use crate::mps::control::wait_on_dir;
+use crate::mps::supervisor::{DaemonState, DaemonStatus, RestartHook, Supervised};
 
 /// How long a stopped unit gets to go away (systemd's own stop timeout
 /// kills the daemon before that).
@@ -91,7 +91,7 @@ impl UnitDaemon {
         std::thread::Builder::new()
             .name(format!(
                 "mps-{}",
-                daemon.unit.trim_start_matches(super::systemd::UNIT_PREFIX)
+                daemon.unit.trim_start_matches(super::UNIT_PREFIX)
             ))
             .spawn(move || watched.run_watcher(&on_restart))
             .map_err(|source| MpsError::Io {
@@ -284,7 +284,7 @@ impl Supervised for UnitDaemon {
 /// Waits (bounded) until `alive` says no, waking on changes in `pipe_dir`
 /// (the daemon removes its socket and pid file as it quits) and every half
 /// second.
-pub(super) fn wait_until_dead(
+pub(in crate::mps) fn wait_until_dead(
     pipe_dir: &std::path::Path,
     bound: Duration,
     alive: &dyn Fn() -> bool,

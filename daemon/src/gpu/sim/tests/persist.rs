@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::{SimBackend, SimModel};
+use crate::gpu::sim::{SimBackend, SimModel};
 use crate::gpu::{ComputeMode, GpuBackend, GpuError, MigMode, MigSupport, Placement};
 
 const SEED: &str = "node-a";

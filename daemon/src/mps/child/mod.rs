@@ -1,7 +1,15 @@
+//! The child-process supervisor of MPS control daemons. This room owns
+//! starting, watching and restarting a daemon as a child of gpusliced (this
+//! file) and finding again the children a previous gpusliced left running
+//! ([`adopted`]). It must not decide which daemons should run (that is the
+//! [`crate::mps::MpsManager`]'s) nor touch the GPU backend.
+//!
 //! [`ChildSupervisor`]: each control daemon is a child process of gpusliced
 //! (`nvidia-cuda-mps-control -f`), watched by one thread that waits on its
 //! exit and restarts it unless it was stopped on purpose. Used when gpusliced
 //! does not run under systemd, and in tests with a stand-in control program.
+
+mod adopted;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -9,11 +17,11 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use super::MpsError;
-use super::adopted::{self, AdoptedDaemon, kill_pid};
 use super::layout::DaemonLayout;
 use super::supervisor::{
     DaemonSpec, DaemonState, DaemonStatus, RestartHook, Supervised, Supervisor,
 };
+use adopted::{AdoptedDaemon, kill_pid};
 
 /// How long a stopped daemon gets to exit before it is killed.
 pub(super) const EXIT_BOUND: Duration = Duration::from_secs(20);

@@ -7,7 +7,7 @@
 //! the watcher applies them again to every process systemd starts after
 //! that, seen as a higher `NRestarts` or another `MainPID`.
 
-use super::supervisor::DaemonState;
+use crate::mps::supervisor::DaemonState;
 
 /// A unit's `ActiveState`, or its absence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,7 +6,7 @@
 //! "+me" limit, and each name's memory suffix matching its MiB the way
 //! go-nvlib derives it.
 
-use super::models::{GiProfile, ModelSpec, SimModel};
+use crate::gpu::sim::models::{GiProfile, ModelSpec, SimModel};
 
 const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;

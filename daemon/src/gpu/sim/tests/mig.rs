@@ -2,7 +2,7 @@
 //! simulator promises: mode rules per architecture, NVML's instance ids,
 //! deterministic MIG UUIDs, persistence across restarts and reboots, faults.
 
-use super::{SimBackend, SimModel, op};
+use crate::gpu::sim::{SimBackend, SimModel, op};
 use crate::gpu::{
     ComputeMode, GpuBackend, GpuError, MigMode, MigSupport, Placement, mig_conformance,
 };
