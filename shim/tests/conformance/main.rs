@@ -1,7 +1,7 @@
 //! Conformance of gpuslice-dra-plugin with the kubelet's published protos.
 //!
-//! A Python client generated at test time from `shared/reference`'s kubelet
-//! protos (grpcio-tools) plays the kubelet over the shim's real unix sockets;
+//! A Python client generated at test time from the kubelet protos vendored in
+//! `third_party/kubelet/` (grpcio-tools) plays the kubelet over the shim's real unix sockets;
 //! the shim talks to a real gpusliced (simulated backend, 130 GPUs, so the
 //! pool needs two slices; the stand-in MPS control program) and to a fake API
 //! server that serves the claims and checks every ResourceSlice write against
