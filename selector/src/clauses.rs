@@ -4,8 +4,6 @@
 //! A lexical scan that skips string literals (quoted, triple-quoted, raw)
 //! and bracketed parts. It splits only when the top level has no `||` and no
 //! `?:`, which bind looser than `&&`; otherwise the selector is one clause.
-//! Also finds a clause's top-level comparison operator, so a report can show
-//! the value of its left side.
 
 /// The top-level `&&` clauses of `source`, trimmed, in order.
 pub fn split(source: &str) -> Vec<String> {
@@ -24,16 +22,6 @@ pub fn split(source: &str) -> Vec<String> {
     }
     clauses.push(source[start..].trim().to_owned());
     clauses
-}
-
-/// The left operand of a top-level comparison in `clause`, and the operator.
-pub fn comparison(clause: &str) -> Option<(&str, &'static str)> {
-    let ops: [&'static str; 7] = ["==", "!=", ">=", "<=", ">", "<", "in"];
-    top_level(clause).into_iter().find_map(|(at, token)| {
-        ops.iter()
-            .find(|op| **op == token)
-            .map(|op| (clause[..at].trim(), *op))
-    })
 }
 
 /// Operators found outside brackets and strings: (byte offset, operator).
@@ -110,7 +98,7 @@ fn skip_string(bytes: &[u8], start: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::{comparison, split};
+    use super::split;
 
     #[test]
     fn splits_only_top_level_ands() {
@@ -127,13 +115,5 @@ mod tests {
         );
         assert_eq!(split(r#""a\"&&" == s && t"#), [r#""a\"&&" == s"#, "t"]);
         assert_eq!(split("m.?a && b"), ["m.?a", "b"]);
-    }
-
-    #[test]
-    fn finds_the_comparison() {
-        assert_eq!(comparison("a.b['c>d'] >= 3"), Some(("a.b['c>d']", ">=")));
-        assert_eq!(comparison("'x' in device.attributes"), Some(("'x'", "in")));
-        assert_eq!(comparison("f(a == b)"), None);
-        assert_eq!(comparison("index == 1"), Some(("index", "==")));
     }
 }

@@ -7,14 +7,10 @@ use crate::hints::nearest;
 
 const NAMES: [&str; 5] = ["device", "quantity", "semver", "isQuantity", "isSemver"];
 
-/// The message and hint for `error`, raised by `clause` on `device`.
-pub fn explain(
-    error: &ExecutionError,
-    clause: &str,
-    device: &DeviceView,
-) -> (String, Option<String>) {
+/// The message and hint for `error`, raised on `device`.
+pub fn explain(error: &ExecutionError, device: &DeviceView) -> (String, Option<String>) {
     match error {
-        ExecutionError::NoSuchKey(key) => missing_key(key, clause, device),
+        ExecutionError::NoSuchKey(key) => missing_key(key, device),
         ExecutionError::NoSuchOverload(overload) => {
             let types = overload.argument_types();
             let special = |t: &String| t == "kubernetes.Quantity" || t == "kubernetes.Semver";
@@ -39,7 +35,7 @@ pub fn explain(
     }
 }
 
-fn missing_key(key: &str, clause: &str, device: &DeviceView) -> (String, Option<String>) {
+fn missing_key(key: &str, device: &DeviceView) -> (String, Option<String>) {
     let message = format!(
         "device {} has no attribute or capacity {key:?} where the selector looks",
         device.name
@@ -69,7 +65,7 @@ fn missing_key(key: &str, clause: &str, device: &DeviceView) -> (String, Option<
         .chain(device.capacity.values().flat_map(|ids| ids.keys()))
         .map(String::as_str);
     let hint = match nearest(key, names) {
-        Some(n) => format!("did you mean {n}? (clause: {clause})"),
+        Some(n) => format!("did you mean {n}?"),
         None => format!(
             "not every device has it: guard the lookup, e.g. `\"{key}\" in device.attributes[\"{}\"] && …`",
             device.driver

@@ -183,9 +183,10 @@ fn unknown_name(which: Which, domain: &str, id: &str, catalog: &Catalog) -> Opti
         return None;
     }
     let field = which.field();
+    let entry = which.singular();
     if let Some((other, _)) = names.iter().find(|(_, i)| i == id) {
         return Some(warning(
-            format!("no device here has {field} {id:?} in domain {domain:?}; it is in {other:?}"),
+            format!("no device here has {entry} {id:?} in domain {domain:?}; it is in {other:?}"),
             Some(format!("device.{field}[{other:?}].{id}")),
         ));
     }
@@ -196,7 +197,7 @@ fn unknown_name(which: Which, domain: &str, id: &str, catalog: &Catalog) -> Opti
     let guess = nearest(id, same_domain);
     Some(warning(
         format!(
-            "no device here has {field} {id:?} in domain {domain:?}: looking it up is an error on every device{}",
+            "no device here has {entry} {id:?} in domain {domain:?}: looking it up is an error on every device{}",
             if guess.is_some() {
                 ""
             } else {

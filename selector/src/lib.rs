@@ -10,6 +10,7 @@
 //! 4. [`matcher`]: compile a selector (length, parse, [`cost`], [`hints`]
 //!    with `typing`), evaluate it per device, name the failing clause
 //!    (`clauses`) and explain errors (`errors`).
+//! 5. [`inputs`]: DeviceClasses and ResourceClaims from YAML as targets.
 
 mod bind;
 mod clauses;
@@ -17,6 +18,7 @@ pub mod cost;
 pub mod device;
 mod errors;
 pub mod hints;
+pub mod inputs;
 pub mod library;
 pub mod matcher;
 pub mod quantity;

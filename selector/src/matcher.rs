@@ -12,7 +12,23 @@ use std::sync::Arc;
 
 use cel::{Context, Env, ExecutionError, Program, Value};
 
+use cel::parser::Expression;
+
 use crate::clauses;
+use crate::unparse::call;
+
+/// Methods whose receiver is what a false clause is about.
+macro_rules! METHODS {
+    () => {
+        "compareTo"
+            | "isGreaterThan"
+            | "isLessThan"
+            | "startsWith"
+            | "endsWith"
+            | "contains"
+            | "matches"
+    };
+}
 use crate::cost::{MAX_COST, MAX_LENGTH, estimate};
 use crate::device::DeviceView;
 use crate::errors::explain;
@@ -90,7 +106,6 @@ impl std::fmt::Debug for Selector {
 struct Clause {
     text: String,
     program: Program,
-    left: Option<Program>,
 }
 
 impl Selector {
@@ -117,14 +132,7 @@ impl Selector {
             .into_iter()
             .filter_map(|text| {
                 let program = env.compile(&text).ok()?;
-                let left = clauses::comparison(&text)
-                    .filter(|(_, op)| *op != "in")
-                    .and_then(|(left, _)| env.compile(left).ok());
-                Some(Clause {
-                    text,
-                    program,
-                    left,
-                })
+                Some(Clause { text, program })
             })
             .collect();
         Ok(Self {
@@ -155,8 +163,8 @@ impl Selector {
         Outcome::NoMatch {
             clause: clause.map_or_else(|| self.whole(), |c| c.text.clone()),
             actual: clause
-                .and_then(|c| c.left.as_ref())
-                .and_then(|left| show(left, context)),
+                .and_then(|c| subject(c.program.expression()))
+                .and_then(|subject| show(subject, context)),
         }
     }
 
@@ -174,7 +182,7 @@ impl Selector {
             || (self.whole(), error.clone()),
             |(c, e)| (c.text.clone(), e),
         );
-        let (message, hint) = explain(&error, &clause, device);
+        let (message, hint) = explain(&error, device);
         Outcome::Error {
             clause,
             message,
@@ -203,11 +211,26 @@ fn boolean(program: &Program, context: &Context<'_, '_>) -> Result<bool, Executi
     }
 }
 
-/// The value of `program` on this device, as CEL text.
-fn show(program: &Program, context: &Context<'_, '_>) -> Option<String> {
-    let value = Value::resolve_val(program.expression(), context).ok()?;
+/// What a false clause is about: the left side of a comparison, the
+/// receiver of a comparison method (`x` of `x.compareTo(y) >= 0`).
+fn subject(expr: &Expression) -> Option<&Expression> {
+    let (function, target, args) = call(expr)?;
+    let inner = match (function, target, args) {
+        ("_==_" | "_!=_" | "_<_" | "_<=_" | "_>_" | "_>=_", None, [left, _]) => left,
+        (METHODS!(), Some(receiver), _) => return Some(receiver),
+        _ => return None,
+    };
+    match call(inner) {
+        Some((METHODS!(), Some(receiver), _)) => Some(receiver),
+        _ => Some(inner),
+    }
+}
+
+/// The value of `expr` on this device, as CEL text.
+fn show(expr: &Expression, context: &Context<'_, '_>) -> Option<String> {
+    let value = Value::resolve_val(expr, context).ok()?;
     if let Some(q) = value.downcast_ref::<QuantityVal>() {
-        return Some(format!("quantity(\"{}\")", q.0));
+        return Some(format!("quantity(\"{}\")", q.0.canonical()));
     }
     if let Some(v) = value.downcast_ref::<SemverVal>() {
         return Some(format!("semver(\"{}\")", v.0));

@@ -117,6 +117,32 @@ impl Quantity {
         }
     }
 
+    /// The value as Kubernetes would write it: whole values with the largest
+    /// exact binary suffix ("40Gi") or decimal one ("2k"), others as decimals.
+    pub fn canonical(self) -> String {
+        let Some(units) = self.as_integer().filter(|u| *u != 0) else {
+            return self.to_string();
+        };
+        let suffixed = |base: i64, suffixes: [&str; 6]| {
+            let (mut mantissa, mut used) = (units, "");
+            for suffix in suffixes {
+                if mantissa % base != 0 {
+                    break;
+                }
+                mantissa /= base;
+                used = suffix;
+            }
+            format!("{mantissa}{used}")
+        };
+        let binary = suffixed(1024, ["Ki", "Mi", "Gi", "Ti", "Pi", "Ei"]);
+        let decimal = suffixed(1000, ["k", "M", "G", "T", "P", "E"]);
+        if decimal.len() < binary.len() {
+            decimal
+        } else {
+            binary
+        }
+    }
+
     /// The value as the nearest `f64`.
     #[expect(
         clippy::cast_precision_loss,
@@ -249,6 +275,12 @@ mod tests {
         assert_eq!(q("1.5").to_string(), "1.5");
         assert_eq!(q("-0.25").to_string(), "-0.25");
         assert_eq!(q("2Ki").to_string(), "2048");
+        assert_eq!(q("42949672960").canonical(), "40Gi");
+        assert_eq!(q("2000").canonical(), "2k");
+        assert_eq!(q("1536").canonical(), "1536");
+        assert_eq!(q("9856Mi").canonical(), "9856Mi");
+        assert_eq!(q("1.5").canonical(), "1.5");
+        assert_eq!(q("0").canonical(), "0");
     }
 
     #[test]

@@ -63,6 +63,14 @@ fn name(ty: Ty) -> &'static str {
     }
 }
 
+fn plural(ty: Ty) -> &'static str {
+    match ty {
+        Ty::Quantity => "quantities",
+        Ty::Version { .. } => "versions",
+        _ => "values",
+    }
+}
+
 /// `other` made the same type as `ty`: `"40Gi"` -> `quantity("40Gi")`.
 fn convert(other: &Expression, other_ty: Ty, ty: Ty) -> String {
     let inner = text(other);
@@ -142,8 +150,8 @@ fn operator(op: &str, lhs: &Expression, rhs: &Expression, catalog: &Catalog) -> 
     match op {
         ">" | "<" | ">=" | "<=" => Some(error(
             format!(
-                "{}s have no ordering operators in Kubernetes CEL (no {op}); compare with compareTo, isGreaterThan or isLessThan",
-                name(at)
+                "{} have no ordering operators in Kubernetes CEL (no {op}); compare with compareTo, isGreaterThan or isLessThan",
+                plural(at)
             ),
             Some(format!(
                 "{}.compareTo({}) {op} 0",

@@ -18,6 +18,14 @@ pub enum Which {
 }
 
 impl Which {
+    /// One entry of it, in words.
+    pub fn singular(self) -> &'static str {
+        match self {
+            Self::Attributes => "attribute",
+            Self::Capacity => "capacity",
+        }
+    }
+
     /// The field name.
     pub fn field(self) -> &'static str {
         match self {
