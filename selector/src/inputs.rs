@@ -6,7 +6,8 @@
 //! per request (per subrequest of `firstAvailable`): its class's selectors
 //! first, then its own, all of which must hold, as the scheduler checks
 //! them. A class the caller does not know leaves a note and only the
-//! request's own selectors are checked.
+//! request's own selectors are checked. Other kinds (Pods, Namespaces) are
+//! skipped, so a whole manifest can be given.
 
 use std::collections::BTreeMap;
 
@@ -23,16 +24,6 @@ pub enum InputError {
         /// The parser's message.
         message: String,
     },
-    /// Not something with selectors.
-    #[error(
-        "document {index}: kind {kind:?} has no device selectors; give a DeviceClass, ResourceClaim or ResourceClaimTemplate"
-    )]
-    Kind {
-        /// 1-based document number.
-        index: usize,
-        /// The kind.
-        kind: String,
-    },
     /// A selector without an expression.
     #[error("{origin}: a selector without cel.expression (only CEL selectors exist)")]
     NoExpression {
@@ -40,8 +31,8 @@ pub enum InputError {
         origin: String,
     },
     /// Nothing to match.
-    #[error("the file has no DeviceClass or ResourceClaim")]
-    Empty,
+    #[error("the file has no DeviceClass, ResourceClaim or ResourceClaimTemplate{}", if .0.is_empty() { String::new() } else { format!(" (only {})", .0.join(", ")) })]
+    Empty(Vec<String>),
 }
 
 /// One CEL selector and where it comes from.
@@ -72,6 +63,8 @@ pub struct Documents {
     /// Claims' requests, waiting for their classes: (label, class, own).
     requests: Vec<(String, Option<String>, Vec<String>)>,
     class_order: Vec<String>,
+    /// Kinds of the other documents (Pods, Namespaces...), skipped.
+    pub skipped: Vec<String>,
 }
 
 /// Reads every YAML document of `text`.
@@ -101,12 +94,9 @@ pub fn parse(text: &str) -> Result<Documents, InputError> {
             }
             "ResourceClaim" => docs.add_claim(&name, &value["spec"]["devices"])?,
             "ResourceClaimTemplate" => docs.add_claim(&name, &value["spec"]["spec"]["devices"])?,
-            other => {
-                return Err(InputError::Kind {
-                    index,
-                    kind: other.to_owned(),
-                });
-            }
+            other => docs
+                .skipped
+                .push(format!("{other} {name}").trim().to_owned()),
         }
     }
     Ok(docs)
@@ -148,7 +138,7 @@ impl Documents {
     ) -> Result<Vec<Target>, InputError> {
         if self.requests.is_empty() {
             if self.class_order.is_empty() {
-                return Err(InputError::Empty);
+                return Err(InputError::Empty(self.skipped.clone()));
             }
             return Ok(self
                 .class_order
@@ -295,14 +285,13 @@ spec:
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(targets[0].label, "class a");
         assert_eq!(targets[0].selectors[0].expression, "x");
-        assert!(matches!(
-            parse("kind: Pod\n"),
-            Err(InputError::Kind { index: 1, .. })
-        ));
+        let pod =
+            parse("kind: Pod\nmetadata: {name: p}\n").and_then(|d| d.targets(&BTreeMap::new()));
+        assert_eq!(pod, Err(InputError::Empty(vec!["Pod p".to_owned()])));
         assert!(matches!(parse("a: [\n"), Err(InputError::Yaml { .. })));
         assert_eq!(
             parse("").and_then(|d| d.targets(&BTreeMap::new())),
-            Err(InputError::Empty)
+            Err(InputError::Empty(vec![]))
         );
         let no_cel = "kind: DeviceClass\nmetadata: {name: a}\nspec: {selectors: [{}]}\n";
         assert!(matches!(

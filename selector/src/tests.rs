@@ -398,6 +398,18 @@ fn outcomes_name_the_failing_clause() {
             actual: Some("\"mig\"".to_owned()),
         }
     );
+    // The receiver of a comparison method is what the clause is about.
+    let selector =
+        compile("device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) >= 0")
+            .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        selector.evaluate(&views[1]),
+        Outcome::NoMatch {
+            clause: "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) >= 0"
+                .to_owned(),
+            actual: Some("quantity(\"4864Mi\")".to_owned()),
+        }
+    );
     let selector = compile("device.attributes['gpu.nvidia.com'].profile == '1g.5gb'")
         .unwrap_or_else(|e| panic!("{e}"));
     match selector.evaluate(&views[0]) {
