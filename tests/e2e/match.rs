@@ -78,7 +78,7 @@ fn json(daemon: &Daemon, args: &[&str]) -> (i32, Value) {
     (code, doc)
 }
 
-fn devices<'a>(doc: &'a Value, target: usize) -> Vec<&'a Value> {
+fn devices(doc: &Value, target: usize) -> Vec<&Value> {
     doc["targets"][target]["devices"]
         .as_array()
         .map(|a| a.iter().collect())
