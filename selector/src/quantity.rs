@@ -108,6 +108,16 @@ impl Quantity {
             .map(|nanos| Self { nanos })
     }
 
+    /// The value rounded up to a whole unit, as `Quantity.Value()` does.
+    pub fn ceil_units(self) -> i128 {
+        let whole = self.nanos.div_euclid(NANO);
+        if self.nanos.rem_euclid(NANO) == 0 {
+            whole
+        } else {
+            whole + 1
+        }
+    }
+
     /// The value as an `i64` when it is whole and fits (`AsInt64`).
     pub fn as_integer(self) -> Option<i64> {
         if self.nanos % NANO == 0 {
@@ -269,6 +279,9 @@ mod tests {
         assert_eq!(q("-5Gi").sign(), -1);
         assert_eq!(q("0").sign(), 0);
         assert_eq!(q("50k").as_integer(), Some(50_000));
+        assert_eq!(q("0.5").ceil_units(), 1);
+        assert_eq!(q("-0.5").ceil_units(), 0);
+        assert_eq!(q("1.5Gi").ceil_units(), 1_610_612_736);
         assert_eq!(q("1.5").as_integer(), None);
         assert_eq!(q("10E").as_integer(), None);
         assert!((q("1.5Gi").as_approximate_float() - 1_610_612_736.0).abs() < 1e-3);
