@@ -13,6 +13,7 @@ mod health;
 mod inventory_watch;
 mod lifecycle;
 mod load;
+mod r#match;
 mod metrics;
 mod mig;
 mod notify;
