@@ -144,6 +144,12 @@ impl Advertiser {
         self.lock().in_force.clone()
     }
 
+    /// Runs `read` with the form in force, no switch of form meanwhile: an
+    /// inventory read inside it is in that form.
+    pub fn read<T>(&self, read: impl FnOnce(&InForce) -> T) -> T {
+        read(&self.lock().in_force)
+    }
+
     /// Applies `config` (start-up, SIGHUP): `[mig]` with the form in force
     /// under it. Blocking; returns the engine's MIG problems.
     pub fn apply_config(
@@ -160,7 +166,9 @@ impl Advertiser {
     }
 
     /// The plugin asks for `asked`: applied when the config leaves the form
-    /// to it and the form changes (a MIG rescan). Blocking.
+    /// to it and the form changes (a MIG rescan). Blocking. A switch that
+    /// fails leaves the request unrecorded, so the plugin's retry runs it
+    /// again.
     pub fn ask(&self, engine: &Engine, asked: Asked) -> Result<InForce, ClaimError> {
         let mut state = self.lock();
         if state.asked.as_ref() == Some(&asked) {

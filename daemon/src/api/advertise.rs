@@ -45,7 +45,8 @@ pub fn state(in_force: &InForce) -> pb::MigAdvertiseState {
 }
 
 /// The state of an inventory answer: its form is the inventory's own (the
-/// answer is in it), the rest from the advertiser.
+/// answer is in it; they differ only while a failed switch is retried), the
+/// rest from the advertiser.
 pub fn inventory_state(in_force: &InForce, partitionable: bool) -> pb::MigAdvertiseState {
     let mut state = state(in_force);
     state.form = form(if partitionable {

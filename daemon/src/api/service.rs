@@ -108,11 +108,12 @@ impl GpuSlice for Service {
         let advertiser = self.advertiser.clone();
         let reply = self
             .blocking(move |engine| {
-                let in_force = advertiser.in_force();
-                let mut reply = convert::inventory_response(engine);
-                let partitionable = engine.inventory().partitionable;
-                reply.mig_advertise = Some(advertise::inventory_state(&in_force, partitionable));
-                Ok(reply)
+                Ok(advertiser.read(|in_force| {
+                    let mut reply = convert::inventory_response(engine);
+                    let partitionable = engine.inventory().partitionable;
+                    reply.mig_advertise = Some(advertise::inventory_state(in_force, partitionable));
+                    reply
+                }))
             })
             .await?;
         Ok(Response::new(reply))
