@@ -234,7 +234,7 @@ fn route(state: &mut State, method: &str, target: &str, body: &[u8]) -> (u16, Va
         ),
         ("GET", _) if path == SLICES => list_slices(state, query),
         ("POST", _) if path == SLICES && query_value(query, "dryRun").as_deref() == Some("All") => {
-            dry_run_create(state, body)
+            crate::fake_gate::dry_run_create(state, body)
         }
         ("POST", _) if path == SLICES => create_slice(state, body),
         ("PUT", ["apis", "resource.k8s.io", "v1", "resourceslices", name]) => {
@@ -346,55 +346,9 @@ impl State {
     }
 }
 
-/// What the real strategy's dropDisabledFields does for
-/// DRAPartitionableDevices: with the gate off, and unless `old` uses them,
-/// the counter fields go.
-fn drop_disabled(state: &State, slice: &mut Value, old: Option<&Value>) {
-    let in_use = |s: &Value| {
-        !s["spec"]["sharedCounters"].is_null()
-            || s["spec"]["devices"]
-                .as_array()
-                .is_some_and(|d| d.iter().any(|d| !d["consumesCounters"].is_null()))
-    };
-    if state.partitionable || old.is_some_and(in_use) {
-        return;
-    }
-    if let Some(spec) = slice["spec"].as_object_mut() {
-        spec.remove("sharedCounters");
-    }
-    for device in slice["spec"]["devices"]
-        .as_array_mut()
-        .into_iter()
-        .flatten()
-    {
-        if let Some(device) = device.as_object_mut() {
-            device.remove("consumesCounters");
-        }
-    }
-}
-
-fn dry_run_create(state: &mut State, body: &[u8]) -> (u16, Value) {
-    let mut slice: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
-    drop_disabled(state, &mut slice, None);
-    let prefix = slice["metadata"]["generateName"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
-    let name = format!("{prefix}dry00");
-    if let Err(why) = check_slice(&slice, &name, &state.node) {
-        state
-            .violations
-            .push(format!("dry-run create {name}: {why}"));
-        return invalid(&why);
-    }
-    slice["metadata"]["name"] = json!(name);
-    state.dry_runs.push(slice["spec"].clone());
-    (201, slice)
-}
-
 fn create_slice(state: &mut State, body: &[u8]) -> (u16, Value) {
     let mut slice: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
-    drop_disabled(state, &mut slice, None);
+    crate::fake_gate::drop_disabled(state, &mut slice, None);
     let prefix = slice["metadata"]["generateName"]
         .as_str()
         .unwrap_or_default()
@@ -419,7 +373,7 @@ fn replace_slice(state: &mut State, name: &str, body: &[u8]) -> (u16, Value) {
     let Some(old) = state.slices.get(name).cloned() else {
         return not_found(name);
     };
-    drop_disabled(state, &mut slice, Some(&old));
+    crate::fake_gate::drop_disabled(state, &mut slice, Some(&old));
     if slice["metadata"]["resourceVersion"] != old["metadata"]["resourceVersion"] {
         return (
             409,
@@ -483,7 +437,7 @@ fn not_found(what: &str) -> (u16, Value) {
     )
 }
 
-fn invalid(why: &str) -> (u16, Value) {
+pub fn invalid(why: &str) -> (u16, Value) {
     (
         422,
         json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Invalid", "code": 422, "message": why}),

@@ -18,6 +18,7 @@
 
 mod advertise;
 mod fake_apiserver;
+mod fake_gate;
 mod fake_watch;
 mod gpusliced;
 mod peers;
