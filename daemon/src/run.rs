@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use tokio::signal::unix::{SignalKind, signal};
 
+use crate::advertise::Advertiser;
 use crate::api::{self, PeerPolicy, socket};
 use crate::claims::{ClaimError, Engine, EngineSettings, SharingTools};
 use crate::config::{BackendKind, Config, ShmKind, SupervisorKind};
@@ -175,8 +176,9 @@ fn sharing_tools(config: &Config) -> Result<SharingTools, RunError> {
     })
 }
 
-/// Builds the engine and reconciles; blocking.
-fn start_engine(config: &Config) -> Result<Engine, RunError> {
+/// Builds the engine and reconciles; blocking. `[mig]` goes through
+/// `advertiser` (the form in force decided there).
+fn start_engine(config: &Config, advertiser: &Advertiser) -> Result<Engine, RunError> {
     let backend = open_backend(config)?;
     let name = backend.name();
     let inventory = Inventory::from_backend(backend.as_ref(), &config.mig, &|_, _| {
@@ -219,7 +221,9 @@ fn start_engine(config: &Config) -> Result<Engine, RunError> {
     }
     let report = engine.reconcile().map_err(RunError::Reconcile)?;
     tracing::info!(?report, "reconciled claim records and CDI specs");
-    engine.setup_mig(&config.mig).map_err(RunError::Reconcile)?;
+    advertiser
+        .apply_config(&engine, config.mig.clone())
+        .map_err(RunError::Reconcile)?;
     engine.restore_sharing();
     for problem in &report.problems {
         tracing::error!(%problem, "reconcile");
@@ -257,9 +261,10 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
     let mut sigint = signal(SignalKind::interrupt()).map_err(RunError::Signal)?;
     let mut sighup = signal(SignalKind::hangup()).map_err(RunError::Signal)?;
     let mut config = Arc::new(config);
+    let advertiser = Arc::new(Advertiser::new(config.mig.clone()));
     let engine = {
-        let config = config.clone();
-        Arc::new(tokio::task::spawn_blocking(move || start_engine(&config)).await??)
+        let (config, advertiser) = (config.clone(), advertiser.clone());
+        Arc::new(tokio::task::spawn_blocking(move || start_engine(&config, &advertiser)).await??)
     };
     let metrics = Arc::new(Metrics::new(engine.backend_name()));
     let source: Arc<dyn UsageSource> = engine.clone();
@@ -283,6 +288,7 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
     let server = tokio::spawn(api::serve(
         listener,
         engine.clone(),
+        advertiser.clone(),
         policy,
         metrics,
         stop_rx,
@@ -297,7 +303,7 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
             _ = sigterm.recv() => { tracing::info!("SIGTERM: shutting down"); break; }
             _ = sigint.recv() => { tracing::info!("SIGINT: shutting down"); break; }
             _ = sighup.recv() => {
-                config = reload(config, config_path.as_deref(), &engine).await;
+                config = reload(config, config_path.as_deref(), &engine, &advertiser).await;
                 systemd::ready(&status_line(&engine, metrics_addr));
             }
         }
@@ -389,7 +395,12 @@ fn bind_socket(config: &Config) -> Result<(tokio::net::UnixListener, Option<u32>
 /// SIGHUP: read the config again (its `[mig]` section takes effect; other
 /// changes need a restart and are logged), rescan GPUs and driver files,
 /// apply MIG layouts, repair CDI specs. Returns the config now in force.
-async fn reload(config: Arc<Config>, path: Option<&Path>, engine: &Arc<Engine>) -> Arc<Config> {
+async fn reload(
+    config: Arc<Config>,
+    path: Option<&Path>,
+    engine: &Arc<Engine>,
+    advertiser: &Arc<Advertiser>,
+) -> Arc<Config> {
     systemd::reloading();
     let config = match path.map(Config::load) {
         Some(Ok(new)) => Arc::new(adopt_reloaded(&config, new)),
@@ -399,11 +410,11 @@ async fn reload(config: Arc<Config>, path: Option<&Path>, engine: &Arc<Engine>) 
         }
         None => config,
     };
-    let (in_force, engine2) = (config.clone(), engine.clone());
+    let (in_force, engine2, advertiser) = (config.clone(), engine.clone(), advertiser.clone());
     let result = tokio::task::spawn_blocking(move || {
         let before = engine2.generation();
-        engine2
-            .setup_mig(&in_force.mig)
+        advertiser
+            .apply_config(&engine2, in_force.mig.clone())
             .map_err(|e| e.to_string())?;
         let inventory = engine2.inventory();
         let driver = discover(&in_force, &inventory);

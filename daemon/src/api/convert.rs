@@ -226,6 +226,7 @@ pub fn inventory_response(engine: &Engine) -> pb::GetInventoryResponse {
         devices,
         generation: engine.generation(),
         counter_sets,
+        mig_advertise: None,
     }
 }
 
@@ -300,5 +301,6 @@ pub fn status_response(engine: &Engine) -> pb::GetStatusResponse {
         cdi_dir: settings.cdi_dir.display().to_string(),
         state_dir: engine.state_dir().display().to_string(),
         problems: engine.problems(),
+        mig_advertise: None,
     }
 }

@@ -72,7 +72,9 @@ impl Inventory {
                         let parent = gpus.len();
                         let offer = match mig.advertise {
                             MigAdvertise::Partitionable => every_placement(&gpu_mig, &instances),
-                            MigAdvertise::Layout => {
+                            // Auto reaches the scan resolved (crate::advertise);
+                            // unresolved, it is the safe form.
+                            MigAdvertise::Layout | MigAdvertise::Auto => {
                                 let owner_here = |gi: &GpuInstance| owner(&gpu.info.uuid, gi);
                                 let (offer, missing) = plan_offer(
                                     &gpu_mig.profiles,

@@ -12,9 +12,13 @@
 //! gpusliced, and its recovery. The shim runs with `resync_seconds = 3600`,
 //! so every republish the tests wait for comes from a watch ([`republish`]:
 //! health, deletions, foreign edits, a watch that expired, gpusliced
-//! restarting), never from the timer.
+//! restarting), never from the timer. [`advertise`]: the MIG form the
+//! plugin probes the API server for, with the gate on, off, and switched off
+//! under it.
 
+mod advertise;
 mod fake_apiserver;
+mod fake_gate;
 mod fake_watch;
 mod gpusliced;
 mod peers;
