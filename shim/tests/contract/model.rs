@@ -44,7 +44,8 @@ pub enum Class {
     Gpu,
     /// `device.attributes["gpu.nvidia.com"].type == "mig"`.
     Mig,
-    /// Like `Gpu`, with an MPS `GpuConfig` in the class.
+    /// Like `Gpu` and `!device.attributes["gpu.nvidia.com"].migManaged`,
+    /// with an MPS `GpuConfig` in the class.
     Shared,
 }
 
@@ -148,7 +149,14 @@ fn selects(req: &Request, dev: &Dev) -> bool {
         Class::Mig => "mig",
     };
     let is = |key: &str, want: &str| matches!(lookup(dev, &format!("{DRIVER}/{key}")), Some(Attr::Str(s)) if s == want);
-    is("type", kind) && req.profile.as_deref().is_none_or(|p| is("profile", p))
+    // The sharing class leaves out GPUs gpusliced will not share
+    // (`!device.attributes["gpu.nvidia.com"].migManaged`).
+    let shareable = req.class != Class::Shared
+        || matches!(
+            lookup(dev, &format!("{DRIVER}/migManaged")),
+            Some(Attr::Bool(false))
+        );
+    is("type", kind) && shareable && req.profile.as_deref().is_none_or(|p| is("profile", p))
 }
 
 /// `calculateConsumedCapacity` for every capacity of `dev`.

@@ -142,9 +142,17 @@ fn sharing_tools(d: &Path) -> SharingTools {
 impl Node {
     /// Starts the engine as gpusliced does: scan, reconcile, MIG setup.
     pub fn start(plan: &NodePlan, mps: bool) -> Node {
+        // On tmpfs where there is one: the engine's durable writes (fsync)
+        // are what a case waits on, and the contract is not about disks.
+        let shm = Path::new("/dev/shm");
+        let base = if shm.is_dir() {
+            shm.to_path_buf()
+        } else {
+            std::env::temp_dir()
+        };
         let dir = tempfile::Builder::new()
             .prefix("gpuslice-contract-")
-            .tempdir()
+            .tempdir_in(base)
             .expect("temp folder");
         let d = dir.path();
         let models = plan.gpus.iter().map(|g| g.model).collect();
