@@ -6,8 +6,8 @@ use tonic::Status;
 use crate::claims::{ConfigRequest, DeviceRequest, DeviceUse, Engine, PrepareRequest, Prepared};
 use crate::health::DeviceFault;
 use crate::inventory::{
-    AttrValue, DeviceRef, counter_set_name, gpu_capacity, gpu_counters, mig_attributes,
-    mig_capacity, slice_consumption, whole_gpu_attributes,
+    AttrValue, DeviceRef, counter_set_name, free_counters, gpu_capacity, gpu_counters,
+    mig_attributes, mig_capacity, slice_consumption, whole_gpu_attributes,
 };
 use crate::sharing::ConfigSource;
 use crate::state::{ClaimRecord, DeviceSharing, RecordDevice};
@@ -220,7 +220,7 @@ pub fn inventory_response(engine: &Engine) -> pb::GetInventoryResponse {
             .filter_map(|g| {
                 g.mig.as_ref().map(|mig| pb::CounterSet {
                     name: counter_set_name(&g.name),
-                    counters: gpu_counters(mig).into_iter().collect(),
+                    counters: free_counters(mig).into_iter().collect(),
                 })
             })
             .collect()

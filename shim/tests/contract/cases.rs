@@ -57,7 +57,8 @@ pub struct Round {
 /// A whole case.
 #[derive(Debug, Clone)]
 pub struct Case {
-    gpus: Vec<(u8, Option<Vec<u8>>)>,
+    /// (model, layout picks, foreign instance: profile and placement picks).
+    gpus: Vec<(u8, Option<Vec<u8>>, Option<(u8, u8)>)>,
     partitionable: bool,
     ahead: bool,
     /// The DRA plugin's consumable_capacity.
@@ -131,6 +132,7 @@ pub fn case() -> impl Strategy<Value = Case> {
     let gpu = (
         0u8..6,
         proptest::option::weighted(0.7, proptest::collection::vec(any::<u8>(), 1..=4)),
+        proptest::option::weighted(0.2, any::<(u8, u8)>()),
     );
     (
         proptest::collection::vec(gpu, 1..=3),
@@ -157,11 +159,16 @@ impl Case {
             gpus: self
                 .gpus
                 .iter()
-                .map(|(m, layout)| {
+                .map(|(m, layout, foreign)| {
                     let model = SimModel::ALL[usize::from(*m) % SimModel::ALL.len()];
                     let names = profiles(model);
                     GpuPlan {
                         model,
+                        // Only on GPUs in [mig]: one outside it is offered
+                        // whole, whatever its MIG mode.
+                        foreign: foreign.filter(|_| layout.is_some()).map(|(p, at)| {
+                            (names[usize::from(p) % names.len()].clone(), usize::from(at))
+                        }),
                         mig: layout.as_ref().map(|picks| {
                             picks
                                 .iter()

@@ -16,8 +16,8 @@ use std::time::Duration;
 use gpuslice::claims::{Engine, EngineSettings, SharingTools};
 use gpuslice::config::{MigAdvertise, MigConfig, MigCreate, MigGpuConfig};
 use gpuslice::driver::{DriverFiles, Roots};
-use gpuslice::gpu::GpuBackend;
 use gpuslice::gpu::sim::{SimBackend, SimModel};
+use gpuslice::gpu::{GpuBackend, MigMode};
 use gpuslice::inventory::Inventory;
 use gpuslice::mig::Ownership;
 use gpuslice::mps::{ChildSupervisor, MpsManager, MpsSettings, NoShmMount};
@@ -41,8 +41,11 @@ const BOUND: Duration = Duration::from_secs(30);
 pub struct GpuPlan {
     /// The simulated model.
     pub model: SimModel,
-    /// `Some(layout)`: in `[mig]` with this layout (empty in partitionable mode is fine).
+    /// `Some(layout)`: in `[mig]` with this layout.
     pub mig: Option<Vec<String>>,
+    /// A MIG instance gpuslice did not make, there before gpusliced
+    /// starts: (profile name, which of its placements).
+    pub foreign: Option<(String, usize)>,
 }
 
 /// How the node is configured.
@@ -139,6 +142,25 @@ fn sharing_tools(d: &Path) -> SharingTools {
     }
 }
 
+/// Makes a GPU instance (and its compute instance) behind gpusliced's back.
+fn make_foreign(backend: &dyn GpuBackend, index: u32, profile: &str, pick: usize) {
+    backend
+        .set_mig_mode(index, MigMode::Enabled)
+        .expect("MIG mode on");
+    let profiles = backend.mig_profiles(index).expect("profiles");
+    let profile = profiles
+        .iter()
+        .find(|p| p.name == profile)
+        .expect("a profile of this model");
+    let placement = profile.placements[pick % profile.placements.len()];
+    let gi = backend
+        .create_gpu_instance(index, profile.id, placement)
+        .expect("a foreign GPU instance");
+    backend
+        .create_compute_instance(index, gi.id)
+        .expect("its compute instance");
+}
+
 impl Node {
     /// Starts the engine as gpusliced does: scan, reconcile, MIG setup.
     pub fn start(plan: &NodePlan, mps: bool) -> Node {
@@ -157,6 +179,11 @@ impl Node {
         let d = dir.path();
         let models = plan.gpus.iter().map(|g| g.model).collect();
         let backend: Arc<dyn GpuBackend> = Arc::new(SimBackend::new(models, "contract"));
+        for (index, gpu) in (0u32..).zip(&plan.gpus) {
+            if let Some((profile, pick)) = &gpu.foreign {
+                make_foreign(backend.as_ref(), index, profile, *pick);
+            }
+        }
         let mig = mig_config(plan);
         let inventory = Inventory::from_backend(backend.as_ref(), &mig, &|_, _| Ownership::Foreign)
             .expect("inventory");
