@@ -54,11 +54,14 @@ pub struct Round {
     pub release: Vec<u8>,
 }
 
+/// One GPU as generated: model, layout picks (`None`: whole), and a foreign
+/// instance's profile and placement picks.
+type GenGpu = (u8, Option<Vec<u8>>, Option<(u8, u8)>);
+
 /// A whole case.
 #[derive(Debug, Clone)]
 pub struct Case {
-    /// (model, layout picks, foreign instance: profile and placement picks).
-    gpus: Vec<(u8, Option<Vec<u8>>, Option<(u8, u8)>)>,
+    gpus: Vec<GenGpu>,
     partitionable: bool,
     ahead: bool,
     /// The DRA plugin's consumable_capacity.

@@ -75,12 +75,9 @@ fn repo(path: &str) -> PathBuf {
 }
 
 fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("write script");
-    let mut perms = std::fs::metadata(&path).expect("stat").permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
-    std::fs::set_permissions(&path, perms).expect("chmod");
-    path
+    let text = format!("#!/bin/sh\n{body}\n");
+    gpuslice_cdi::write_atomic(dir, name, text.as_bytes(), 0o755).expect("write script");
+    dir.join(name)
 }
 
 /// Whether python3 (the MPS stand-in's interpreter) runs here.
