@@ -40,6 +40,9 @@ pub use service::Service;
 // The Prepare conversion and the error-to-status mapping the service applies,
 // public so the fuzz targets (fuzz/) drive exactly what a request goes through.
 pub use convert::{MAX_FIELD, prepare_request};
+// What GetInventory answers, public so the DRA plugin's contract test builds
+// the node's ResourceSlices from exactly what the socket would serve.
+pub use convert::inventory_response;
 pub use status::error as claim_status;
 
 /// Largest request accepted: a prepare is a few KB; anything near this is

@@ -1,7 +1,9 @@
 //! Building the inventory from the backend: whole GPUs, and for each GPU the
 //! config puts in MIG mode, the slices it offers.
 //!
-//! Partitionable mode offers every legal (profile, placement). Layout mode
+//! Partitionable mode offers every legal (profile, placement), and notes the
+//! instances gpuslice did not make, which the published counter set leaves
+//! out ([`super::free_counters`]). Layout mode
 //! offers the configured profiles at the placements the planner chooses,
 //! keeping slices that already exist where they are, so the offer does not
 //! move under running workloads. A layout a GPU cannot take is reported as a
@@ -68,10 +70,17 @@ impl Inventory {
             };
             if let Some(wanted) = mig.for_gpu(gpu.info.index, &gpu.info.uuid) {
                 match mig_of(backend, &gpu, held_whole(&gpu.info.uuid)) {
-                    Ok(Some((gpu_mig, instances))) => {
+                    Ok(Some((mut gpu_mig, instances))) => {
                         let parent = gpus.len();
                         let offer = match mig.advertise {
-                            MigAdvertise::Partitionable => every_placement(&gpu_mig, &instances),
+                            MigAdvertise::Partitionable => {
+                                gpu_mig.foreign = instances
+                                    .iter()
+                                    .filter(|gi| owner(&gpu.info.uuid, gi) == Ownership::Foreign)
+                                    .map(|gi| (gi.profile_id, gi.placement))
+                                    .collect();
+                                every_placement(&gpu_mig, &instances)
+                            }
                             // Auto reaches the scan resolved (crate::advertise);
                             // unresolved, it is the safe form.
                             MigAdvertise::Layout | MigAdvertise::Auto => {

@@ -11,6 +11,7 @@
 use std::io::Write;
 
 use super::requests::{request, request_with as req};
+use crate::claims::ClaimError;
 use crate::claims::sharing::node::Node;
 use crate::config::{MigAdvertise, MigConfig, MigGpuConfig};
 use crate::gpu::{GpuBackend, MigMode, MigSupport};
@@ -49,8 +50,12 @@ fn sim_a_reload_waits_for_a_prepare_in_flight() {
 }
 
 fn layout_node() -> Option<(Node, MigConfig)> {
+    node_advertising(MigAdvertise::Layout)
+}
+
+fn node_advertising(advertise: MigAdvertise) -> Option<(Node, MigConfig)> {
     let mig = MigConfig {
-        advertise: MigAdvertise::Layout,
+        advertise,
         gpu: vec![MigGpuConfig {
             layout: ["4g.40gb", "1g.20gb", "1g.10gb", "1g.10gb"]
                 .map(str::to_owned)
@@ -98,7 +103,8 @@ fn sim_a_reload_in_on_prepare_mode_keeps_held_slices_without_a_problem() {
 
 #[test]
 fn sim_a_reload_while_a_mig_gpu_is_held_whole_keeps_its_slices_offered() {
-    let Some((node, mig)) = layout_node() else {
+    // Offered whole only with shared counters (partitionable mode).
+    let Some((node, mig)) = node_advertising(MigAdvertise::Partitionable) else {
         return;
     };
     let engine = node.engine();
@@ -122,5 +128,31 @@ fn sim_a_reload_while_a_mig_gpu_is_held_whole_keeps_its_slices_offered() {
     engine.unprepare(A).unwrap();
     engine
         .prepare(&request(B, &["gpu-0-mig-1g10gb-4"]))
+        .unwrap();
+}
+
+#[test]
+fn sim_layout_mode_refuses_a_mig_gpu_whole_and_touches_nothing() {
+    let Some((node, _)) = layout_node() else {
+        return;
+    };
+    let engine = node.engine();
+    let err = engine.prepare(&request(A, &["gpu-0"])).unwrap_err();
+    assert!(matches!(err, ClaimError::NotOfferedWhole { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(
+        text.contains("gpu-0 is not offered whole") && text.contains("gpu-0-mig-4g40gb-0"),
+        "{text}"
+    );
+    assert!(engine.claims().is_empty());
+    assert!(matches!(
+        node.backend.device_info(0).unwrap().mig,
+        MigSupport::Supported {
+            current: MigMode::Enabled,
+            ..
+        }
+    ));
+    engine
+        .prepare(&request(B, &["gpu-0-mig-4g40gb-0"]))
         .unwrap();
 }
