@@ -16,6 +16,7 @@ mod load;
 mod metrics;
 mod mig;
 mod notify;
+mod owner;
 mod nspawn;
 mod podman;
 mod promcheck;
