@@ -26,13 +26,14 @@ const B: &str = "5a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d";
 /// and state dir given (relative to `dir/<sub>`).
 fn second_config(dir: &Path, sub: &str, socket: &str, state_dir: &str) -> std::path::PathBuf {
     let folder = dir.join(sub);
-    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::create_dir_all(&folder).expect("second config folder");
     let text = format!(
         "socket = \"{socket}\"\nstate_dir = \"{state_dir}\"\ncdi_dir = \"cdi\"\n\
          driver_root = \"../root\"\n[backend]\nkind = \"sim\"\n[backend.sim]\n\
          gpus = [\"H100-80GB\"]\n"
     );
-    gpuslice_cdi::atomic::write_atomic(&folder, "gpuslice.toml", text.as_bytes(), 0o644).unwrap();
+    gpuslice_cdi::atomic::write_atomic(&folder, "gpuslice.toml", text.as_bytes(), 0o644)
+        .expect("write the second config");
     folder.join("gpuslice.toml")
 }
 
@@ -40,13 +41,13 @@ fn second_config(dir: &Path, sub: &str, socket: &str, state_dir: &str) -> std::p
 /// [`REFUSE_TIMEOUT`]; returns its status and stderr. One still running then
 /// is killed and the test fails: it was not refused.
 fn run_refused(config: &Path) -> (ExitStatus, String) {
-    let err_file = tempfile::NamedTempFile::new().unwrap();
+    let err_file = tempfile::NamedTempFile::new().expect("stderr file");
     let mut child = Command::new(gpusliced_binary())
         .arg("--config")
         .arg(config)
         .env_remove("NOTIFY_SOCKET")
         .stdout(Stdio::null())
-        .stderr(err_file.reopen().unwrap())
+        .stderr(err_file.reopen().expect("reopen the stderr file"))
         .spawn()
         .expect("spawn gpusliced");
     let pid = child.id();
@@ -57,7 +58,7 @@ fn run_refused(config: &Path) -> (ExitStatus, String) {
     let status = match rx.recv_timeout(REFUSE_TIMEOUT) {
         Ok(status) => status.expect("wait for gpusliced"),
         Err(_) => {
-            let pid = nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap());
+            let pid = nix::unistd::Pid::from_raw(i32::try_from(pid).expect("pid fits"));
             let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
             let _ = rx.recv();
             panic!(
@@ -67,7 +68,10 @@ fn run_refused(config: &Path) -> (ExitStatus, String) {
             );
         }
     };
-    (status, std::fs::read_to_string(err_file.path()).unwrap())
+    (
+        status,
+        std::fs::read_to_string(err_file.path()).expect("read the refused daemon's stderr"),
+    )
 }
 
 /// The message a refused second daemon prints.
