@@ -14,6 +14,7 @@
 //! health, deletions, foreign edits, a watch that expired, gpusliced
 //! restarting), never from the timer.
 
+mod extended;
 mod fake_apiserver;
 mod fake_watch;
 mod gpusliced;
@@ -31,12 +32,12 @@ use serde_json::{Value, json};
 use slice_rules::check_slice;
 
 /// A bound on what the shim must do by itself (publish, republish, exit).
-const BOUND: Duration = Duration::from_secs(60);
-const NODE: &str = "node-1";
-const NODE_UID: &str = "6a1c1f3e-0000-4000-8000-000000000001";
+pub const BOUND: Duration = Duration::from_secs(60);
+pub const NODE: &str = "node-1";
+pub const NODE_UID: &str = "6a1c1f3e-0000-4000-8000-000000000001";
 const GPUS: usize = 130;
 
-fn uid(n: u32) -> String {
+pub fn uid(n: u32) -> String {
     format!("3f0b7d6e-4c1a-4e2b-9a8d-{n:012x}")
 }
 
@@ -72,7 +73,7 @@ fn shared_claim(
     claim
 }
 
-fn kubelet_claim(name: &str, uid: &str) -> Value {
+pub fn kubelet_claim(name: &str, uid: &str) -> Value {
     json!({"namespace": "ml", "name": name, "uid": uid})
 }
 
