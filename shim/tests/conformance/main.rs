@@ -15,6 +15,7 @@
 //! restarting), never from the timer.
 
 mod extended;
+mod extended_claim;
 mod fake_apiserver;
 mod fake_watch;
 mod gpusliced;
