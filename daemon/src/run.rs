@@ -1,6 +1,7 @@
 //! Start-up, the task set and shutdown of gpusliced.
 //!
-//! Order: open the backend (never falling back from NVML to the simulator),
+//! Order: lock the state dir (one gpusliced per state dir, whatever its
+//! socket; a second one exits here naming the holder's PID), open the backend (never falling back from NVML to the simulator),
 //! read the inventory, find the driver files, set up the sharing tools (MPS
 //! supervisor, shm, nvidia-smi), load records and reconcile (stopping MPS
 //! daemons of claims that are gone), take back the device faults recorded
@@ -37,7 +38,7 @@ use crate::mps::{
     ChildSupervisor, MpsError, MpsManager, MpsSettings, NoShmMount, ShmMounter, Supervisor,
     SystemdSupervisor, TmpfsMounter,
 };
-use crate::state::{BOOT_ID_PATH, StateError, Store, read_boot_id};
+use crate::state::{BOOT_ID_PATH, LockError, StateError, StateLock, Store, read_boot_id};
 use crate::systemd;
 use crate::timeslice::NvidiaSmi;
 
@@ -53,6 +54,9 @@ const HEALTH_REGISTER_GRACE: Duration = Duration::from_secs(30);
 /// Why the daemon stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
+    /// Another gpusliced holds the state dir, or its lock could not be taken.
+    #[error(transparent)]
+    Lock(#[from] LockError),
     /// The GPU backend could not start.
     #[error("GPU backend {backend}")]
     Backend {
@@ -261,6 +265,12 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
     let mut sigint = signal(SignalKind::interrupt()).map_err(RunError::Signal)?;
     let mut sighup = signal(SignalKind::hangup()).map_err(RunError::Signal)?;
     let mut config = Arc::new(config);
+    // Before the backend or a record is touched; held until this returns.
+    let state_lock = {
+        let dir = config.state_dir.clone();
+        tokio::task::spawn_blocking(move || StateLock::acquire(&dir)).await??
+    };
+    tracing::debug!(lock = %state_lock.path().display(), "state dir locked");
     let advertiser = Arc::new(Advertiser::new(config.mig.clone()));
     let engine = {
         let (config, advertiser) = (config.clone(), advertiser.clone());
@@ -333,6 +343,7 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
     exporters.stop().await;
     served??;
     tracing::info!("stopped");
+    drop(state_lock);
     Ok(())
 }
 

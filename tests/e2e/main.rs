@@ -18,6 +18,7 @@ mod metrics;
 mod mig;
 mod notify;
 mod nspawn;
+mod owner;
 mod podman;
 mod promcheck;
 mod security;

@@ -120,7 +120,12 @@ impl Daemon {
             stand_in("fake-mps-control").display(),
             stand_in("fake-nvidia-smi").display(),
         );
-        write(&dir.join("gpuslice.toml"), &text);
+        Self::start_with_config(dir, &text)
+    }
+
+    /// A gpusliced in `dir` on the config `text` (paths relative to `dir`).
+    pub fn start_with_config(dir: &Path, text: &str) -> Self {
+        write(&dir.join("gpuslice.toml"), text);
         let mut daemon = Self {
             socket: dir.join("gpusliced.sock"),
             dir: dir.to_path_buf(),

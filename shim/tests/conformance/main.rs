@@ -17,6 +17,8 @@
 //! under it.
 
 mod advertise;
+mod extended;
+mod extended_claim;
 mod fake_apiserver;
 mod fake_gate;
 mod fake_watch;
@@ -35,12 +37,12 @@ use serde_json::{Value, json};
 use slice_rules::check_slice;
 
 /// A bound on what the shim must do by itself (publish, republish, exit).
-const BOUND: Duration = Duration::from_secs(60);
-const NODE: &str = "node-1";
-const NODE_UID: &str = "6a1c1f3e-0000-4000-8000-000000000001";
+pub const BOUND: Duration = Duration::from_secs(60);
+pub const NODE: &str = "node-1";
+pub const NODE_UID: &str = "6a1c1f3e-0000-4000-8000-000000000001";
 const GPUS: usize = 130;
 
-fn uid(n: u32) -> String {
+pub fn uid(n: u32) -> String {
     format!("3f0b7d6e-4c1a-4e2b-9a8d-{n:012x}")
 }
 
@@ -76,7 +78,7 @@ fn shared_claim(
     claim
 }
 
-fn kubelet_claim(name: &str, uid: &str) -> Value {
+pub fn kubelet_claim(name: &str, uid: &str) -> Value {
     json!({"namespace": "ml", "name": name, "uid": uid})
 }
 
