@@ -23,11 +23,14 @@ use crate::match_render;
 /// The plugin's config file, read for the driver name and publishing options.
 pub const PLUGIN_CONFIG: &str = "/etc/gpuslice/gpuslice-dra-plugin.toml";
 
-/// The DeviceClasses packaged with gpuslice.
-const PACKAGED: [&str; 3] = [
+/// The DeviceClasses packaged with gpuslice, the opt-in extended-resource ones
+/// (`nvidia.com/gpu`, `nvidia.com/mig-<profile>`) included.
+const PACKAGED: [&str; 5] = [
     include_str!("../../../../packaging/deviceclasses/gpu.nvidia.com.yaml"),
     include_str!("../../../../packaging/deviceclasses/mig.nvidia.com.yaml"),
     include_str!("../../../../packaging/deviceclasses/shared-gpu.gpuslice.dev.yaml"),
+    include_str!("../../../../packaging/deviceclasses/extended-resources/nvidia.com-gpu.yaml"),
+    include_str!("../../../../packaging/deviceclasses/extended-resources/nvidia.com-mig.yaml"),
 ];
 
 /// What to match.
