@@ -1,5 +1,6 @@
 //! `gpuslicectl match` end to end: the real gpuslicectl against a real
-//! gpusliced on two simulated H100s (GPU 1 in MIG mode): which devices a
+//! gpusliced on two simulated H100s (GPU 1 in MIG mode, layout advertised:
+//! its slices, never the GPU whole): which devices a
 //! selector matches, the failing clause on the others, the mistakes it
 //! refuses with their fix, claims with the packaged classes, the driver and
 //! plugin-config options, and the documented exit statuses.
@@ -124,12 +125,12 @@ fn sim_match_lists_matches_and_the_failing_clause_with_its_value() {
         ],
     );
     assert_eq!(code, 0, "{text}");
-    assert!(text.contains("3 of 4 devices match."), "{text}");
+    assert!(text.contains("2 of 3 devices match."), "{text}");
     assert!(text.contains("(here quantity(\"9984Mi\"))"), "{text}");
 
     let (code, text, _) = run(&daemon, &["match", "device.driver == 'driver.example.com'"]);
     assert_eq!(code, 1, "{text}");
-    assert!(text.contains("0 of 4 devices match."), "{text}");
+    assert!(text.contains("0 of 3 devices match."), "{text}");
 }
 
 #[test]
@@ -174,7 +175,7 @@ fn sim_match_refuses_common_mistakes_with_the_fix() {
         hint["suggestion"],
         "device.attributes[\"gpu.nvidia.com\"].productName"
     );
-    assert_eq!(names_with(&doc, 0, "error").len(), 4, "{doc}");
+    assert_eq!(names_with(&doc, 0, "error").len(), 3, "{doc}");
 
     let (code, text, _) = run(&daemon, &["match", "device.driver =="]);
     assert_eq!(code, 2);
@@ -201,10 +202,12 @@ fn sim_match_claims_with_packaged_classes_and_other_drivers() {
     );
     assert!(names_with(&doc, 1, "match").is_empty(), "{doc}");
 
+    // gpu-1 is MIG-managed in layout mode: published as its slices only,
+    // never whole (docs/publication.md), so the class finds gpu-0 alone.
     let (code, doc) = json(&daemon, &["--class", "gpu.nvidia.com"]);
     assert_eq!(
         (code, names_with(&doc, 0, "match")),
-        (0, vec!["gpu-0".to_owned(), "gpu-1".to_owned()])
+        (0, vec!["gpu-0".to_owned()])
     );
 
     // Another driver name: attributes move to its domain.
@@ -220,7 +223,7 @@ fn sim_match_claims_with_packaged_classes_and_other_drivers() {
         (code, doc["driver"].clone()),
         (0, Value::from("gpu.example.com"))
     );
-    assert_eq!(names_with(&doc, 0, "match"), ["gpu-0", "gpu-1"]);
+    assert_eq!(names_with(&doc, 0, "match"), ["gpu-0"]);
 
     // The plugin's config: its driver, and consumable capacity.
     let config = daemon.dir.path().join("plugin.toml");
@@ -237,7 +240,7 @@ fn sim_match_claims_with_packaged_classes_and_other_drivers() {
         (code, doc["driver"].clone()),
         (0, Value::from("gpu.example.com"))
     );
-    assert_eq!(names_with(&doc, 0, "match"), ["gpu-0", "gpu-1"]);
+    assert_eq!(names_with(&doc, 0, "match"), ["gpu-0"]);
 
     let (code, _, stderr) = run(&daemon, &["match", "--class", "nope.example.com"]);
     assert_eq!(code, 2);
