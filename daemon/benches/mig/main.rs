@@ -14,6 +14,9 @@
 //! Part 2, geometry changes: seeded random (current, target) layouts on one
 //! GPU with some instances held by claims; op count of `diff` against the
 //! lower bound (symmetric difference) and against teardown-and-rebuild.
+//!
+//! Part 3, placement when the scheduler chooses (partitionable mode): see
+//! `adversarial.rs`. `GPUSLICE_BENCH_PLACEMENT_ONLY` set runs part 3 alone.
 //! What it must not do: measure time (no figure here depends on the clock).
 
 mod adversarial;
