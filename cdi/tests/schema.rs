@@ -1,10 +1,10 @@
 //! Conformance: specs built with the model, serialised by `to_json`, pass the
-//! CDI project's own JSON schema (`shared/reference/cdi-schema.json`, which
-//! `$ref`s `defs.json`). The schema is weak (it mostly checks required keys),
+//! CDI project's own JSON schema (`third_party/cdi/cdi-schema.json`, which
+//! `$ref`s `defs.json`, vendored unchanged: see `third_party/cdi/SOURCE`). The schema is weak (it mostly checks required keys),
 //! so it is a floor; `validate` is the stricter check.
 //!
-//! The reference directory is `$GPUSLICE_REFERENCE_DIR`, or else the repo
-//! root's sibling `shared/reference`; when it is missing the test fails.
+//! The reference directory is `$GPUSLICE_REFERENCE_DIR`, or else the vendored
+//! `third_party/cdi`; when the schema is missing there the test fails.
 
 use std::path::PathBuf;
 
@@ -20,12 +20,7 @@ const DEFS: &str = "https://cdi.invalid/schema/defs.json";
 
 fn reference_dir() -> PathBuf {
     let dir = std::env::var_os("GPUSLICE_REFERENCE_DIR").map_or_else(
-        || {
-            PathBuf::from(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../../shared/reference"
-            ))
-        },
+        || PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../third_party/cdi")),
         PathBuf::from,
     );
     assert!(

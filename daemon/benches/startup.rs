@@ -1,5 +1,5 @@
 //! Start-to-READY time, idle memory and stop time of the real gpusliced on
-//! eight simulated GPUs (the README's example node: six whole GPUs, two in
+//! eight simulated GPUs (the node of examples/gpuslice-sim.toml: six whole GPUs, two in
 //! MIG mode with a layout), on an empty node and on a full one (every GPU and
 //! slice held by a claim, so start-up reconciles records, specs and slices).
 //!
@@ -97,7 +97,7 @@ fn target_dir() -> PathBuf {
         .unwrap_or_else(std::env::temp_dir)
 }
 
-/// The README's example node, everything under `dir`.
+/// The node of examples/gpuslice-sim.toml, everything under `dir`.
 fn write_config(dir: &Path) -> PathBuf {
     let sim_root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/sim-root");
     let text = format!(

@@ -44,7 +44,7 @@ pub const ALL: &[&str] = &[
     "spec.after_temp_synced",
     "spec.after_rename",
     "spec.after_unlink",
-    // The ledger of MIG slices made ahead (claims/mig_ahead.rs).
+    // The ledger of MIG slices made ahead (claims/mig/ahead.rs).
     "mig_ledger.after_temp_synced",
     "mig_ledger.after_rename",
     // Hardware, through the backend (crash/backend.rs).

@@ -12,13 +12,15 @@
 //! 7. [`health`]: which GPUs and slices are unhealthy (XIDs, ECC, lost GPUs).
 //! 8. [`sharing`] (opaque sharing configs, pure), [`mps`] (MPS control
 //!    daemons) and [`timeslice`] (compute time-slice policy).
-//! 9. [`claims`]: the claim engine (prepare, unprepare, reconcile).
+//! 9. [`claims`]: the claim engine (prepare, unprepare, reconcile);
+//!    [`advertise`]: which form of MIG slices it offers (`[mig] advertise`).
 //! 10. [`api`]: the gRPC service on a unix socket.
 //! 11. [`metrics`]: Prometheus metrics, on a loopback listener or a textfile.
 //! 12. [`systemd`] and [`logging`]: sd_notify and journald.
 //! 13. [`run`]: start-up, the task set, shutdown.
 //! 14. [`crash`]: named crash points after every durable step (test builds only).
 
+pub mod advertise;
 pub mod api;
 pub mod cdi_build;
 pub mod claims;

@@ -1,6 +1,7 @@
 //! Start-up, the task set and shutdown of gpusliced.
 //!
-//! Order: open the backend (never falling back from NVML to the simulator),
+//! Order: lock the state dir (one gpusliced per state dir, whatever its
+//! socket; a second one exits here naming the holder's PID), open the backend (never falling back from NVML to the simulator),
 //! read the inventory, find the driver files, set up the sharing tools (MPS
 //! supervisor, shm, nvidia-smi), load records and reconcile (stopping MPS
 //! daemons of claims that are gone), take back the device faults recorded
@@ -21,6 +22,7 @@ use std::time::Duration;
 
 use tokio::signal::unix::{SignalKind, signal};
 
+use crate::advertise::Advertiser;
 use crate::api::{self, PeerPolicy, socket};
 use crate::claims::{ClaimError, Engine, EngineSettings, SharingTools};
 use crate::config::{BackendKind, Config, ShmKind, SupervisorKind};
@@ -36,7 +38,7 @@ use crate::mps::{
     ChildSupervisor, MpsError, MpsManager, MpsSettings, NoShmMount, ShmMounter, Supervisor,
     SystemdSupervisor, TmpfsMounter,
 };
-use crate::state::{BOOT_ID_PATH, StateError, Store, read_boot_id};
+use crate::state::{BOOT_ID_PATH, LockError, StateError, StateLock, Store, read_boot_id};
 use crate::systemd;
 use crate::timeslice::NvidiaSmi;
 
@@ -52,8 +54,11 @@ const HEALTH_REGISTER_GRACE: Duration = Duration::from_secs(30);
 /// Why the daemon stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
+    /// Another gpusliced holds the state dir, or its lock could not be taken.
+    #[error(transparent)]
+    Lock(#[from] LockError),
     /// The GPU backend could not start.
-    #[error("GPU backend {backend}: {source}")]
+    #[error("GPU backend {backend}")]
     Backend {
         /// "nvml" or "sim".
         backend: &'static str,
@@ -66,25 +71,25 @@ pub enum RunError {
     State(#[from] StateError),
     /// The MPS supervisor could not be set up (`[mps] supervisor = "systemd"`
     /// without a reachable system bus).
-    #[error("[mps] supervisor: {0}")]
+    #[error("[mps] supervisor")]
     Mps(#[from] MpsError),
     /// Reconcile failed.
-    #[error("reconcile at start-up: {0}")]
+    #[error("reconcile at start-up")]
     Reconcile(#[source] ClaimError),
     /// The socket could not be set up.
     #[error(transparent)]
     Socket(#[from] socket::SocketError),
     /// The gRPC server failed.
-    #[error("API server: {0}")]
+    #[error("API server")]
     Serve(#[from] tonic::transport::Error),
     /// A signal handler could not be installed.
-    #[error("signal handler: {0}")]
+    #[error("signal handler")]
     Signal(#[source] std::io::Error),
     /// A metrics exporter could not start.
     #[error(transparent)]
     Metrics(#[from] MetricsError),
     /// A blocking start-up task panicked.
-    #[error("start-up task: {0}")]
+    #[error("start-up task")]
     Task(#[from] tokio::task::JoinError),
 }
 
@@ -175,8 +180,9 @@ fn sharing_tools(config: &Config) -> Result<SharingTools, RunError> {
     })
 }
 
-/// Builds the engine and reconciles; blocking.
-fn start_engine(config: &Config) -> Result<Engine, RunError> {
+/// Builds the engine and reconciles; blocking. `[mig]` goes through
+/// `advertiser` (the form in force decided there).
+fn start_engine(config: &Config, advertiser: &Advertiser) -> Result<Engine, RunError> {
     let backend = open_backend(config)?;
     let name = backend.name();
     let inventory = Inventory::from_backend(backend.as_ref(), &config.mig, &|_, _| {
@@ -219,7 +225,9 @@ fn start_engine(config: &Config) -> Result<Engine, RunError> {
     }
     let report = engine.reconcile().map_err(RunError::Reconcile)?;
     tracing::info!(?report, "reconciled claim records and CDI specs");
-    engine.setup_mig(&config.mig).map_err(RunError::Reconcile)?;
+    advertiser
+        .apply_config(&engine, config.mig.clone())
+        .map_err(RunError::Reconcile)?;
     engine.restore_sharing();
     for problem in &report.problems {
         tracing::error!(%problem, "reconcile");
@@ -257,9 +265,16 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
     let mut sigint = signal(SignalKind::interrupt()).map_err(RunError::Signal)?;
     let mut sighup = signal(SignalKind::hangup()).map_err(RunError::Signal)?;
     let mut config = Arc::new(config);
+    // Before the backend or a record is touched; held until this returns.
+    let state_lock = {
+        let dir = config.state_dir.clone();
+        tokio::task::spawn_blocking(move || StateLock::acquire(&dir)).await??
+    };
+    tracing::debug!(lock = %state_lock.path().display(), "state dir locked");
+    let advertiser = Arc::new(Advertiser::new(config.mig.clone()));
     let engine = {
-        let config = config.clone();
-        Arc::new(tokio::task::spawn_blocking(move || start_engine(&config)).await??)
+        let (config, advertiser) = (config.clone(), advertiser.clone());
+        Arc::new(tokio::task::spawn_blocking(move || start_engine(&config, &advertiser)).await??)
     };
     let metrics = Arc::new(Metrics::new(engine.backend_name()));
     let source: Arc<dyn UsageSource> = engine.clone();
@@ -283,6 +298,7 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
     let server = tokio::spawn(api::serve(
         listener,
         engine.clone(),
+        advertiser.clone(),
         policy,
         metrics,
         stop_rx,
@@ -297,7 +313,7 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
             _ = sigterm.recv() => { tracing::info!("SIGTERM: shutting down"); break; }
             _ = sigint.recv() => { tracing::info!("SIGINT: shutting down"); break; }
             _ = sighup.recv() => {
-                config = reload(config, config_path.as_deref(), &engine).await;
+                config = reload(config, config_path.as_deref(), &engine, &advertiser).await;
                 systemd::ready(&status_line(&engine, metrics_addr));
             }
         }
@@ -327,6 +343,7 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
     exporters.stop().await;
     served??;
     tracing::info!("stopped");
+    drop(state_lock);
     Ok(())
 }
 
@@ -389,7 +406,12 @@ fn bind_socket(config: &Config) -> Result<(tokio::net::UnixListener, Option<u32>
 /// SIGHUP: read the config again (its `[mig]` section takes effect; other
 /// changes need a restart and are logged), rescan GPUs and driver files,
 /// apply MIG layouts, repair CDI specs. Returns the config now in force.
-async fn reload(config: Arc<Config>, path: Option<&Path>, engine: &Arc<Engine>) -> Arc<Config> {
+async fn reload(
+    config: Arc<Config>,
+    path: Option<&Path>,
+    engine: &Arc<Engine>,
+    advertiser: &Arc<Advertiser>,
+) -> Arc<Config> {
     systemd::reloading();
     let config = match path.map(Config::load) {
         Some(Ok(new)) => Arc::new(adopt_reloaded(&config, new)),
@@ -399,11 +421,11 @@ async fn reload(config: Arc<Config>, path: Option<&Path>, engine: &Arc<Engine>) 
         }
         None => config,
     };
-    let (in_force, engine2) = (config.clone(), engine.clone());
+    let (in_force, engine2, advertiser) = (config.clone(), engine.clone(), advertiser.clone());
     let result = tokio::task::spawn_blocking(move || {
         let before = engine2.generation();
-        engine2
-            .setup_mig(&in_force.mig)
+        advertiser
+            .apply_config(&engine2, in_force.mig.clone())
             .map_err(|e| e.to_string())?;
         let inventory = engine2.inventory();
         let driver = discover(&in_force, &inventory);

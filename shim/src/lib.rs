@@ -6,7 +6,9 @@
 //! 2. [`names`]: Kubernetes name rules (pure).
 //! 3. [`claim`]: from an allocated ResourceClaim to gpusliced's Prepare (pure).
 //! 4. [`slices`]: from gpusliced's inventory to ResourceSlice specs (pure).
-//! 5. [`sync_plan`]: which slice writes make the published pool right (pure).
+//! 5. [`sync_plan`]: which slice writes make the published pool right (pure);
+//!    [`advertise`]: which form of MIG slices the API server takes (a probe
+//!    and its pure rule).
 //! 6. [`proto`]: the kubelet's gRPC APIs, generated.
 //! 7. [`gpusliced`]: the client of gpusliced's socket.
 //! 8. [`dra`]: the DRA service core and its v1 and v1beta1 adapters.
@@ -17,6 +19,7 @@
 //!     and [`slice_watch`] (the API server's watch of our slices).
 //! 12. [`sockets`] and [`run`]: the sockets, start-up and shutdown.
 
+pub mod advertise;
 pub mod backoff;
 pub mod claim;
 pub mod config;

@@ -1,6 +1,6 @@
 //! The kubelet's gRPC APIs the shim serves, generated from the published
-//! protos vendored unchanged in `shim/proto/` (a test checks they still match
-//! `shared/reference`). Generated code only.
+//! protos vendored unchanged in `third_party/kubelet/` (a test checks them
+//! against the sha256s its SOURCE records). Generated code only.
 
 /// `k8s.io.kubelet.pkg.apis.dra.v1`: the DRA plugin API the kubelet prefers
 /// (Kubernetes 1.34+).

@@ -1,5 +1,5 @@
 //! Every CDI spec the daemon writes is checked against the published CDI JSON
-//! schema in ../shared/reference (cdi-schema.json, which `$ref`s defs.json),
+//! schema vendored in third_party/cdi (cdi-schema.json, which `$ref`s defs.json),
 //! the independent definition of what a runtime expects, and loaded by the
 //! reference Go CDI library (`go_cdi`), which is what runtimes really run.
 
@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 use jsonschema::{Registry, Resource};
 use serde_json::Value;
 
-/// The reference folder: GPUSLICE_REFERENCE_DIR, else ../shared/reference
-/// beside the repository.
+/// The reference folder: GPUSLICE_REFERENCE_DIR, else the repository's
+/// vendored third_party/cdi.
 fn reference_dir() -> PathBuf {
     std::env::var_os("GPUSLICE_REFERENCE_DIR").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/reference"),
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../third_party/cdi"),
         PathBuf::from,
     )
 }
@@ -20,8 +20,8 @@ fn reference_dir() -> PathBuf {
 fn read_json(path: &Path) -> Value {
     let text = std::fs::read(path).unwrap_or_else(|e| {
         panic!(
-            "cannot read {} ({e}); the CDI schema lives in ../shared/reference beside the \
-             repository, or set GPUSLICE_REFERENCE_DIR",
+            "cannot read {} ({e}); the CDI schema is vendored in third_party/cdi (or set \
+             GPUSLICE_REFERENCE_DIR to a folder that holds cdi-schema.json and cdi-defs.json)",
             path.display()
         )
     });

@@ -225,6 +225,25 @@ impl Daemon {
         (status, self.dir)
     }
 
+    /// The daemon's PID.
+    pub fn pid(&self) -> u32 {
+        self.child.0.id()
+    }
+
+    /// Sends SIGKILL and waits until the process is gone (its files closed,
+    /// its locks released); returns the folder.
+    pub fn kill9(mut self) -> tempfile::TempDir {
+        let pid = i32::try_from(self.child.0.id()).expect("pid fits");
+        kill(Pid::from_raw(pid), Signal::SIGKILL).expect("send SIGKILL");
+        let status = self.child.0.wait().expect("wait for gpusliced");
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(9),
+            "{status}"
+        );
+        self.dir
+    }
+
     /// Every file name in the CDI dir, sorted.
     pub fn cdi_files(&self) -> Vec<String> {
         list(&self.cdi_dir)

@@ -126,21 +126,6 @@ fn sim_a_config_typo_exits_2_with_line_and_column() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sim_a_second_daemon_on_the_same_socket_is_refused() {
-    let daemon = Daemon::start(1);
-    let (status, stderr) = run_to_exit(&daemon.dir.path().join("gpuslice.toml"));
-    assert_eq!(status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("already serving"), "{stderr}");
-    // The first daemon still answers.
-    daemon
-        .client()
-        .await
-        .get_status(pb::GetStatusRequest {})
-        .await
-        .unwrap();
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_socket_is_0660_and_other_users_are_refused() {
     let daemon = Daemon::start(1);
     let mode = std::fs::metadata(&daemon.socket)

@@ -12,7 +12,7 @@
 //! real character devices (1:3, as /dev/null): runtimes lstat() hostPaths and
 //! refuse symlinks. On these machines podman needs runc and lowered default
 //! ulimits (CAP_SYS_RESOURCE is missing), given in a containers.conf through
-//! CONTAINERS_CONF (../shared/research/test-environment.md).
+//! CONTAINERS_CONF.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -6,8 +6,8 @@ use tonic::Status;
 use crate::claims::{ConfigRequest, DeviceRequest, DeviceUse, Engine, PrepareRequest, Prepared};
 use crate::health::DeviceFault;
 use crate::inventory::{
-    AttrValue, DeviceRef, counter_set_name, gpu_attributes, gpu_capacity, gpu_counters,
-    mig_attributes, mig_capacity, slice_consumption,
+    AttrValue, DeviceRef, counter_set_name, free_counters, gpu_capacity, gpu_counters,
+    mig_attributes, mig_capacity, slice_consumption, whole_gpu_attributes,
 };
 use crate::sharing::ConfigSource;
 use crate::state::{ClaimRecord, DeviceSharing, RecordDevice};
@@ -160,7 +160,8 @@ fn attribute(value: AttrValue) -> pb::AttributeValue {
 }
 
 /// Every device with attributes, capacities, holders and (in partitionable
-/// mode) counters.
+/// mode) counters. A MIG-managed GPU in layout mode is listed whole but never
+/// available ([`crate::inventory::Inventory::offers_whole`]).
 pub fn inventory_response(engine: &Engine) -> pb::GetInventoryResponse {
     let inventory = engine.inventory();
     let mut uses = engine.device_use().into_iter();
@@ -177,13 +178,17 @@ pub fn inventory_response(engine: &Engine) -> pb::GetInventoryResponse {
             }],
             _ => Vec::new(),
         };
-        devices.push(device(
+        let mut whole = device(
             gpu.name.clone(),
-            typed(gpu_attributes(&gpu.info, &inventory.driver)),
+            typed(whole_gpu_attributes(gpu, &inventory.driver)),
             gpu_capacity(&gpu.info).into_iter().collect(),
             (used, engine.device_fault(&DeviceRef::Gpu(gpu))),
             counters,
-        ));
+        );
+        // Listed (holders, health) but never available: the DRA plugin
+        // publishes its slices only (migManaged, no counters).
+        whole.available &= inventory.offers_whole(gpu);
+        devices.push(whole);
     }
     for slice in &inventory.mig {
         let used = uses.next();
@@ -215,7 +220,7 @@ pub fn inventory_response(engine: &Engine) -> pb::GetInventoryResponse {
             .filter_map(|g| {
                 g.mig.as_ref().map(|mig| pb::CounterSet {
                     name: counter_set_name(&g.name),
-                    counters: gpu_counters(mig).into_iter().collect(),
+                    counters: free_counters(mig).into_iter().collect(),
                 })
             })
             .collect()
@@ -226,6 +231,7 @@ pub fn inventory_response(engine: &Engine) -> pb::GetInventoryResponse {
         devices,
         generation: engine.generation(),
         counter_sets,
+        mig_advertise: None,
     }
 }
 
@@ -300,5 +306,6 @@ pub fn status_response(engine: &Engine) -> pb::GetStatusResponse {
         cdi_dir: settings.cdi_dir.display().to_string(),
         state_dir: engine.state_dir().display().to_string(),
         problems: engine.problems(),
+        mig_advertise: None,
     }
 }

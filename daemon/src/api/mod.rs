@@ -5,11 +5,13 @@
 //! own user and the configured group only (SO_PEERCRED); [`service`] is a thin
 //! adapter, one short method per RPC; [`convert`] turns proto messages into
 //! domain types and back; [`status`] is the one place domain errors become
-//! gRPC codes; `inventory_watch` streams the inventory generation
+//! gRPC codes; `advertise` converts SetMigAdvertise and the form in force;
+//! `inventory_watch` streams the inventory generation
 //! (WatchInventory) until shutdown; [`observe`] is a tower layer that feeds
 //! the event metrics (status codes, Prepare and Unprepare latency) from every
 //! response.
 
+mod advertise;
 mod convert;
 mod health;
 mod inventory_watch;
@@ -29,6 +31,7 @@ use tokio::sync::watch;
 use tokio_stream::wrappers::UnixListenerStream;
 use tonic::service::interceptor::InterceptedService;
 
+use crate::advertise::Advertiser;
 use crate::claims::Engine;
 use crate::metrics::Metrics;
 pub use observe::ObserveLayer;
@@ -37,6 +40,9 @@ pub use service::Service;
 // The Prepare conversion and the error-to-status mapping the service applies,
 // public so the fuzz targets (fuzz/) drive exactly what a request goes through.
 pub use convert::{MAX_FIELD, prepare_request};
+// What GetInventory answers, public so the DRA plugin's contract test builds
+// the node's ResourceSlices from exactly what the socket would serve.
+pub use convert::inventory_response;
 pub use status::error as claim_status;
 
 /// Largest request accepted: a prepare is a few KB; anything near this is
@@ -49,11 +55,12 @@ pub const MAX_REQUEST_BYTES: usize = 1024 * 1024;
 pub async fn serve(
     listener: UnixListener,
     engine: Arc<Engine>,
+    advertiser: Arc<Advertiser>,
     policy: PeerPolicy,
     metrics: Arc<Metrics>,
     stopping: watch::Receiver<bool>,
 ) -> Result<(), tonic::transport::Error> {
-    let server = GpuSliceServer::new(Service::new(engine, stopping.clone()))
+    let server = GpuSliceServer::new(Service::new(engine, advertiser, stopping.clone()))
         .max_decoding_message_size(MAX_REQUEST_BYTES);
     let service = InterceptedService::new(server, move |req| policy.check(req));
     tonic::transport::Server::builder()

@@ -22,7 +22,7 @@ use tonic::codegen::http;
 use crate::metrics::{self, Metrics};
 
 /// The service's methods, as the `rpc` label spells them.
-const METHODS: [&str; 10] = [
+const METHODS: [&str; 11] = [
     "Prepare",
     "Unprepare",
     "GetInventory",
@@ -33,6 +33,7 @@ const METHODS: [&str; 10] = [
     "ClearHealth",
     "GetSharing",
     "WatchInventory",
+    "SetMigAdvertise",
 ];
 
 /// The `rpc` label of a request path `/gpuslice.v1.GpuSlice/<Method>`.

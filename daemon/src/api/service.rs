@@ -11,7 +11,8 @@ use gpuslice_proto::gpuslice::v1::gpu_slice_server::GpuSlice;
 use tokio::sync::watch;
 use tonic::{Request, Response, Status};
 
-use super::{convert, health, inventory_watch, mig_layout, sharing};
+use super::{advertise, convert, health, inventory_watch, mig_layout, sharing};
+use crate::advertise::Advertiser;
 use crate::claims::{Engine, Prepared, Unprepared};
 use crate::metrics::Outcome;
 
@@ -19,14 +20,25 @@ use crate::metrics::Outcome;
 #[derive(Debug, Clone)]
 pub struct Service {
     engine: Arc<Engine>,
+    /// The MIG advertise form in force (SetMigAdvertise).
+    advertiser: Arc<Advertiser>,
     /// Turns true when the daemon starts stopping: open watches end.
     stopping: watch::Receiver<bool>,
 }
 
 impl Service {
-    /// A service over `engine`; streams end when `stopping` turns true.
-    pub fn new(engine: Arc<Engine>, stopping: watch::Receiver<bool>) -> Self {
-        Self { engine, stopping }
+    /// A service over `engine` and its `advertiser`; streams end when
+    /// `stopping` turns true.
+    pub fn new(
+        engine: Arc<Engine>,
+        advertiser: Arc<Advertiser>,
+        stopping: watch::Receiver<bool>,
+    ) -> Self {
+        Self {
+            engine,
+            advertiser,
+            stopping,
+        }
     }
 
     /// Runs `f` on the blocking pool: engine calls do file I/O and NVML calls.
@@ -93,10 +105,30 @@ impl GpuSlice for Service {
         &self,
         _request: Request<pb::GetInventoryRequest>,
     ) -> Result<Response<pb::GetInventoryResponse>, Status> {
+        let advertiser = self.advertiser.clone();
         let reply = self
-            .blocking(|engine| Ok(convert::inventory_response(engine)))
+            .blocking(move |engine| {
+                Ok(advertiser.read(|in_force| {
+                    let mut reply = convert::inventory_response(engine);
+                    let partitionable = engine.inventory().partitionable;
+                    reply.mig_advertise = Some(advertise::inventory_state(in_force, partitionable));
+                    reply
+                }))
+            })
             .await?;
         Ok(Response::new(reply))
+    }
+
+    async fn set_mig_advertise(
+        &self,
+        request: Request<pb::SetMigAdvertiseRequest>,
+    ) -> Result<Response<pb::MigAdvertiseState>, Status> {
+        let asked = advertise::asked(request.into_inner())?;
+        let advertiser = self.advertiser.clone();
+        let in_force = self
+            .blocking(move |engine| advertiser.ask(engine, asked).map_err(convert::error))
+            .await?;
+        Ok(Response::new(advertise::state(&in_force)))
     }
 
     async fn watch_inventory(
@@ -123,8 +155,13 @@ impl GpuSlice for Service {
         &self,
         _request: Request<pb::GetStatusRequest>,
     ) -> Result<Response<pb::GetStatusResponse>, Status> {
+        let advertiser = self.advertiser.clone();
         let reply = self
-            .blocking(|engine| Ok(convert::status_response(engine)))
+            .blocking(move |engine| {
+                let mut reply = convert::status_response(engine);
+                reply.mig_advertise = Some(advertise::state(&advertiser.in_force()));
+                Ok(reply)
+            })
             .await?;
         Ok(Response::new(reply))
     }

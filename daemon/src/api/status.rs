@@ -22,6 +22,7 @@ pub fn error(err: ClaimError) -> Status {
         ClaimError::DeviceHeld { .. }
         | ClaimError::GpuShared { .. }
         | ClaimError::SharingOnMigManaged { .. }
+        | ClaimError::NotOfferedWhole { .. }
         | ClaimError::PreparedDifferently { .. }
         | ClaimError::SliceOccupied { .. }
         | ClaimError::GpuPartitioned { .. }

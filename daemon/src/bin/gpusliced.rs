@@ -12,8 +12,9 @@ use anyhow::Context;
 use clap::Parser;
 use gpuslice::config::{Config, DEFAULT_PATH};
 
-/// Node-level GPU sharing daemon for Kubernetes DRA: whole GPUs per claim,
-/// CDI specs for containerd, a gRPC API on a unix socket.
+/// Node-level GPU sharing daemon for Kubernetes DRA: whole GPUs, MIG slices,
+/// MPS and time-sliced shares per claim, CDI specs for containerd, a gRPC API
+/// on a unix socket.
 #[derive(Debug, Parser)]
 #[command(version)]
 struct Args {

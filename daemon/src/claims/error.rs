@@ -79,6 +79,20 @@ pub enum ClaimError {
         /// "MPS" or "time-slicing".
         mode: &'static str,
     },
+    /// A new claim names a whole GPU that is offered as slices only (a
+    /// MIG-managed GPU in layout mode).
+    #[error(
+        "device {device} is not offered whole: the [mig] config manages it and [mig] advertise = \
+         \"layout\" offers only its slices ({slices}); allocate a slice (a layout with the GPU's \
+         largest profile offers all of it as one), leave the GPU out of [mig], or use advertise = \
+         \"partitionable\""
+    )]
+    NotOfferedWhole {
+        /// The GPU.
+        device: String,
+        /// Its slices offered.
+        slices: String,
+    },
     /// Sharing asked for a whole GPU that the `[mig]` config manages.
     #[error(
         "device {device} is MIG-managed by the [mig] config; sharing a whole GPU across claims \

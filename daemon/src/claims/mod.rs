@@ -11,9 +11,12 @@
 //! rewrites, never a spec nobody owns.
 //!
 //! Each kind of access is a small module with the same verbs (plan, apply,
-//! release, restore): [`exclusive`], MIG ([`mig`], [`mig_setup`]), MPS
-//! ([`mps_share`]) and time-slicing ([`timeslice_share`]), the last two over
-//! the runtime in [`sharing`].
+//! release, restore): `exclusive`, MIG (the room `mig`), MPS and
+//! time-slicing (the room `sharing`). The generic pieces sit here: the
+//! request (`request`), the claim table and per-claim locks (`table`,
+//! `keyed`), the verbs (`prepare`, `unprepare`, `reconcile`), the CDI
+//! spec of a claim (`spec_file`), health and usage (`health`,
+//! `usage`), errors (`error`); the engine's own tests are in `tests`.
 //!
 //! The engine is synchronous and thread-safe; the API calls it through
 //! `spawn_blocking`. The table lock is held only to check and reserve, never
@@ -23,27 +26,17 @@
 //! the prepares and unprepares in flight and hold new ones back until done
 //! (see `quiet`).
 
-mod compute_mode;
 mod error;
 mod exclusive;
 mod health;
 mod keyed;
 mod mig;
-mod mig_ahead;
-mod mig_cdi;
-mod mig_restore;
-mod mig_setup;
-mod mps_share;
 mod prepare;
 mod reconcile;
 mod request;
 mod sharing;
-mod sharing_plan;
-mod sharing_restore;
-mod sharing_view;
 mod spec_file;
 mod table;
-mod timeslice_share;
 mod unprepare;
 mod usage;
 
@@ -55,8 +48,8 @@ pub use error::ClaimError;
 pub use health::{Cleared, UnhealthyDevice};
 pub use reconcile::ReconcileReport;
 pub use request::{ConfigRequest, DeviceRequest, PrepareRequest, validate_uid};
+pub use sharing::view::{DaemonView, GpuSharingView, state_words};
 pub use sharing::{SharingTools, TimeSliceOutcome};
-pub use sharing_view::{DaemonView, GpuSharingView, state_words};
 pub use usage::{ClaimKind, NodeUsage, SliceState, SliceUse};
 
 use crate::driver::DriverFiles;
@@ -120,7 +113,7 @@ pub struct Engine {
     problems: Mutex<Vec<String>>,
     mig_problems: Mutex<Vec<String>>,
     /// Held by a MIG rescan from its snapshot of the holdings to installing
-    /// what it read (see `mig_setup`).
+    /// what it read (see `mig::setup`).
     rescanning: Mutex<()>,
     /// The `[mig]` in force (set by [`Engine::setup_mig`]).
     mig_config: RwLock<crate::config::MigConfig>,
@@ -369,21 +362,5 @@ impl Engine {
     }
 }
 
-#[cfg(test)]
-mod crash_recovery_tests;
-#[cfg(test)]
-mod generation_tests;
-#[cfg(test)]
-mod health_tests;
-#[cfg(test)]
-mod mig_tests;
-#[cfg(test)]
-mod reload_tests;
-#[cfg(test)]
-mod sharing_node;
-#[cfg(test)]
-mod sharing_tests;
-#[cfg(test)]
-mod test_requests;
 #[cfg(test)]
 mod tests;

@@ -51,6 +51,16 @@ impl Engine {
             .filter_map(|d| inventory.device(&d.device))
             .collect();
         self.refuse_unhealthy(&devices)?;
+        for device in &devices {
+            if let DeviceRef::Gpu(gpu) = device
+                && !inventory.offers_whole(gpu)
+            {
+                return Err(ClaimError::NotOfferedWhole {
+                    device: gpu.name.clone(),
+                    slices: inventory.slice_names(gpu).join(", "),
+                });
+            }
+        }
         for (device, shared) in devices.iter().zip(&sharing) {
             if let (DeviceRef::Gpu(gpu), Some(_)) = (device, shared)
                 && gpu.mig.is_some()

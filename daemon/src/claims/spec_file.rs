@@ -5,8 +5,9 @@ use gpuslice_cdi::atomic::{
 };
 
 use super::error::ClaimError;
+use super::mig::cdi as mig_cdi;
 use super::sharing::mps_uses;
-use super::{Engine, exclusive, mig_cdi};
+use super::{Engine, exclusive};
 use crate::cdi_build::{ClaimDevice, claim_spec};
 use crate::crash::crash_point;
 use crate::state::ClaimRecord;

@@ -13,9 +13,10 @@ use super::validate::{ConfigError, invalid};
 #[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct MigConfig {
-    /// How slices are advertised. Default "layout".
+    /// How slices are advertised. Default "auto".
     pub advertise: MigAdvertise,
-    /// When slices are created (layout mode only). Default "on-prepare".
+    /// When slices are created (layout mode only; "ahead" with "auto" keeps
+    /// the layout). Default "on-prepare".
     pub create: MigCreate,
     /// `[[mig.gpu]]`: the GPUs that run in MIG mode. A GPU no entry selects is
     /// offered whole and its MIG mode is left as it is.
@@ -26,9 +27,13 @@ pub struct MigConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum MigAdvertise {
+    /// Whichever form the DRA plugin asks for (it probes what the API
+    /// server keeps); the layout until it asks, and always with
+    /// `create = "ahead"` (see [`crate::advertise`]).
+    #[default]
+    Auto,
     /// The concrete, non-overlapping layout of each GPU (`layout`): works on
     /// every cluster (Kubernetes 1.34/1.35 default gates).
-    #[default]
     Layout,
     /// Every (profile, placement) with shared counters per GPU, so the
     /// scheduler never picks overlapping slices. Needs the
@@ -111,14 +116,8 @@ impl MigConfig {
                     format!("entry {i} selects a GPU an earlier entry already selects"),
                 ));
             }
-            if self.advertise == MigAdvertise::Layout && gpu.layout.is_empty() {
-                return Err(invalid(
-                    "mig.gpu.layout",
-                    format!(
-                        "entry {i} has no layout; advertise = \"layout\" needs the profiles to \
-                         offer, e.g. layout = [\"3g.40gb\", \"2g.20gb\", \"1g.10gb\", \"1g.10gb\"]"
-                    ),
-                ));
+            if self.advertise != MigAdvertise::Partitionable && gpu.layout.is_empty() {
+                return Err(invalid("mig.gpu.layout", no_layout(i, self.advertise)));
             }
             if let Some(bad) = gpu.layout.iter().find(|p| !profile_shaped(p)) {
                 return Err(invalid(
@@ -134,6 +133,21 @@ impl MigConfig {
     }
 }
 
+/// Why entry `i` needs a layout under `advertise`, and what to write.
+fn no_layout(i: usize, advertise: MigAdvertise) -> String {
+    let example = "e.g. layout = [\"3g.40gb\", \"2g.20gb\", \"1g.10gb\", \"1g.10gb\"]";
+    match advertise {
+        MigAdvertise::Auto => format!(
+            "entry {i} has no layout; advertise = \"auto\" (the default) offers the layout \
+             wherever the cluster does not keep partitionable devices, so it needs the profiles \
+             to offer, {example}; or set advertise = \"partitionable\""
+        ),
+        _ => format!(
+            "entry {i} has no layout; advertise = \"layout\" needs the profiles to offer, {example}"
+        ),
+    }
+}
+
 /// "<n>g.<m>gb" with an optional "+me" or "+gfx" style suffix.
 fn profile_shaped(name: &str) -> bool {
     let base = name.split('+').next().unwrap_or(name);
@@ -146,3 +160,7 @@ fn profile_shaped(name: &str) -> bool {
         && !memory.is_empty()
         && memory.chars().all(|c| c.is_ascii_digit())
 }
+
+#[cfg(test)]
+#[path = "mig_tests.rs"]
+mod tests;

@@ -48,7 +48,7 @@ pub struct Config {
     /// Root under which the /dev/nvidia* nodes are found. Default: driver_root.
     pub dev_root: Option<PathBuf>,
     /// Host path of nvidia-cdi-hook; when set, specs carry its update-ldcache
-    /// and create-symlinks hooks. Default: none (no hooks).
+    /// hook. Default: none (no hooks).
     pub cdi_hook: Option<PathBuf>,
     /// Which GPUs the daemon drives.
     pub backend: BackendConfig,

@@ -1,5 +1,5 @@
 //! MIG test bodies every backend must pass, written against `&dyn GpuBackend`
-//! and one GPU index. The sim runs them on every model (`sim::mig_tests`); the
+//! and one GPU index. The sim runs them on every model (`sim::tests::mig`); the
 //! NVML backend runs them `#[ignore]`d where a GPU is lent.
 //!
 //! Read-only bodies (`profiles_are_consistent`, `instances_are_consistent`)

@@ -20,6 +20,11 @@ pub struct GpuMig {
     pub profiles: Vec<MigProfile>,
     /// Memory slices of the GPU (the end of the widest placement).
     pub memory_slices: u32,
+    /// Instances gpuslice did not make, as (profile id, placement): in
+    /// partitionable mode they are taken out of the counter set
+    /// ([`free_counters`]), since no allocation the scheduler knows of
+    /// accounts for them.
+    pub foreign: Vec<(u32, Placement)>,
 }
 
 impl GpuMig {
@@ -34,6 +39,7 @@ impl GpuMig {
         Self {
             profiles,
             memory_slices,
+            foreign: Vec::new(),
         }
     }
 
@@ -164,6 +170,25 @@ pub fn gpu_counters(mig: &GpuMig) -> BTreeMap<String, i64> {
         .unwrap_or(0);
     counters.insert(COMPUTE_SLICES.to_owned(), i64::from(compute));
     counters.insert(MEDIA_EXTENSIONS.to_owned(), 1);
+    counters
+}
+
+/// The counter set as published: [`gpu_counters`] less what instances
+/// gpuslice did not make occupy (never below 0). The whole GPU still
+/// consumes the full [`gpu_counters`], so it cannot be allocated while one
+/// is there, and neither can a slice that overlaps one.
+pub fn free_counters(mig: &GpuMig) -> BTreeMap<String, i64> {
+    let mut counters = gpu_counters(mig);
+    for (profile_id, placement) in &mig.foreign {
+        let Some(profile) = mig.profile_by_id(*profile_id) else {
+            continue;
+        };
+        for (name, used) in slice_consumption(profile, *placement) {
+            if let Some(have) = counters.get_mut(&name) {
+                *have = (*have - used).max(0);
+            }
+        }
+    }
     counters
 }
 

@@ -144,3 +144,29 @@ fn the_whole_gpu_consumes_every_counter() {
         assert!(!fits(&budget, &[budget.clone(), used]));
     }
 }
+
+#[test]
+fn foreign_instances_leave_the_counter_set_and_the_whole_gpu_cannot_fit() {
+    for model in SimModel::ALL {
+        let mut mig = mig_of(model);
+        assert_eq!(free_counters(&mig), gpu_counters(&mig), "{model:?}");
+        let profile = mig.profiles[0].clone();
+        let placement = profile.placements[0];
+        mig.foreign = vec![(profile.id, placement)];
+        let free = free_counters(&mig);
+        for (name, used) in slice_consumption(&profile, placement) {
+            assert_eq!(
+                free[&name],
+                gpu_counters(&mig)[&name] - used,
+                "{model:?} {name}"
+            );
+        }
+        let whole_fits = gpu_counters(&mig).iter().all(|(k, v)| free[k] >= *v);
+        assert!(!whole_fits, "{model:?}: the whole GPU still fits");
+        let overlapping = slice_consumption(&profile, placement);
+        assert!(
+            overlapping.iter().any(|(k, v)| free[k] < *v),
+            "{model:?}: a slice on the foreign one still fits"
+        );
+    }
+}

@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, HashMap};
 use crate::gpu::{DriverInfo, GpuInfo};
 
 pub use mig::{
-    GpuMig, MigDevice, counter_set_name, gpu_counters, mig_attributes, mig_capacity,
+    GpuMig, MigDevice, counter_set_name, free_counters, gpu_counters, mig_attributes, mig_capacity,
     mig_device_name, slice_consumption,
 };
 pub use unreadable::UnreadableGpu;
@@ -154,6 +154,24 @@ impl Inventory {
     pub fn gpu_by_uuid(&self, uuid: &str) -> Option<&GpuDevice> {
         self.by_uuid.get(uuid).and_then(|&i| self.gpus.get(i))
     }
+
+    /// Whether `gpu` is offered whole. A GPU the `[mig]` config manages is
+    /// offered whole only in partitionable mode, where the whole GPU and
+    /// every slice draw on one counter set, so the scheduler never hands out
+    /// both; in layout mode nothing would tell it that they overlap, so only
+    /// the layout's slices are offered (docs/publication.md).
+    pub fn offers_whole(&self, gpu: &GpuDevice) -> bool {
+        gpu.mig.is_none() || self.partitionable
+    }
+
+    /// The slice names offered on `gpu`, for error messages.
+    pub fn slice_names(&self, gpu: &GpuDevice) -> Vec<&str> {
+        self.mig
+            .iter()
+            .filter(|m| self.gpus.get(m.parent).is_some_and(|p| p.name == gpu.name))
+            .map(|m| m.name.as_str())
+            .collect()
+    }
 }
 
 /// The inventory name of the GPU at NVML index `index`.
@@ -199,6 +217,16 @@ pub fn gpu_attributes(gpu: &GpuInfo, driver: &DriverInfo) -> BTreeMap<String, At
     }
     put("index", AttrValue::Int(i64::from(gpu.index)));
     put("minor", AttrValue::Int(i64::from(gpu.minor)));
+    attrs
+}
+
+/// The attributes of a whole GPU as offered: [`gpu_attributes`] and
+/// `migManaged`, true when the `[mig]` config manages it (offered whole only
+/// in partitionable mode, and never shared by MPS or time-slicing), so a
+/// DeviceClass for sharing can leave it out.
+pub fn whole_gpu_attributes(gpu: &GpuDevice, driver: &DriverInfo) -> BTreeMap<String, AttrValue> {
+    let mut attrs = gpu_attributes(&gpu.info, driver);
+    attrs.insert("migManaged".to_owned(), AttrValue::Bool(gpu.mig.is_some()));
     attrs
 }
 

@@ -2,7 +2,9 @@
 //! config puts in MIG mode, the slices it offers.
 //!
 //! Partitionable mode offers every legal (profile, placement), in publication
-//! order (`publish_order`: the order the scheduler tries them in). Layout mode
+//! order (`publish_order`: the order the scheduler tries them in), and notes the
+//! instances gpuslice did not make, which the published counter set leaves
+//! out ([`super::free_counters`]). Layout mode
 //! offers the configured profiles at the placements the planner chooses,
 //! keeping slices that already exist where they are, so the offer does not
 //! move under running workloads. A layout a GPU cannot take is reported as a
@@ -70,11 +72,20 @@ impl Inventory {
             };
             if let Some(wanted) = mig.for_gpu(gpu.info.index, &gpu.info.uuid) {
                 match mig_of(backend, &gpu, held_whole(&gpu.info.uuid)) {
-                    Ok(Some((gpu_mig, instances))) => {
+                    Ok(Some((mut gpu_mig, instances))) => {
                         let parent = gpus.len();
                         let offer = match mig.advertise {
-                            MigAdvertise::Partitionable => every_placement(&gpu_mig),
-                            MigAdvertise::Layout => {
+                            MigAdvertise::Partitionable => {
+                                gpu_mig.foreign = instances
+                                    .iter()
+                                    .filter(|gi| owner(&gpu.info.uuid, gi) == Ownership::Foreign)
+                                    .map(|gi| (gi.profile_id, gi.placement))
+                                    .collect();
+                                every_placement(&gpu_mig)
+                            }
+                            // Auto reaches the scan resolved (crate::advertise);
+                            // unresolved, it is the safe form.
+                            MigAdvertise::Layout | MigAdvertise::Auto => {
                                 let owner_here = |gi: &GpuInstance| owner(&gpu.info.uuid, gi);
                                 let (offer, missing) = plan_offer(
                                     &gpu_mig.profiles,

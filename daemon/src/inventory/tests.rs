@@ -116,3 +116,29 @@ fn device_names_are_dns_labels() {
         );
     }
 }
+
+#[test]
+fn a_mig_managed_gpu_is_offered_whole_only_in_partitionable_mode() {
+    let plain = GpuDevice {
+        name: "gpu-0".into(),
+        info: h100(),
+        mig: None,
+    };
+    let managed = GpuDevice {
+        name: "gpu-1".into(),
+        info: h100(),
+        mig: Some(GpuMig::new(Vec::new())),
+    };
+    let mut inventory = Inventory::new(driver(), vec![plain.clone(), managed.clone()], vec![]);
+    assert!(inventory.offers_whole(&plain));
+    assert!(!inventory.offers_whole(&managed));
+    inventory.partitionable = true;
+    assert!(inventory.offers_whole(&managed));
+    let flag = |gpu: &GpuDevice| {
+        whole_gpu_attributes(gpu, &driver())
+            .get("migManaged")
+            .cloned()
+    };
+    assert_eq!(flag(&plain), Some(AttrValue::Bool(false)));
+    assert_eq!(flag(&managed), Some(AttrValue::Bool(true)));
+}

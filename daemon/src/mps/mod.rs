@@ -6,15 +6,16 @@
 //!
 //! Reading order: [`key`] and [`limits`] (pure), [`layout`] (folders and CDI
 //! edits), [`control`] (the stdin command protocol), [`supervisor`] and its
-//! two implementations [`child`] (with `adopted`: the children of an earlier
-//! gpusliced, found again) and [`systemd`] (with [`unit`], one unit, and
-//! [`unit_state`], what its properties mean), [`mount`] (the shm tmpfs),
-//! [`manager`] (reference counting, start, stop, start-up cleanup).
+//! two implementations, each a room: [`child`] (with `adopted`: the
+//! children of an earlier gpusliced, found again) and [`systemd`] (with
+//! [`systemd::unit`], one unit, and [`systemd::unit_state`], what its
+//! properties mean), [`mount`] (the shm tmpfs), [`manager`] (reference
+//! counting, start, stop, start-up cleanup; with `cleanup` and `lifecycle`).
+//! The tests against the stand-in control program are in `tests`.
 //!
 //! This module never touches the GPU backend: compute mode is the engine's
 //! (see [`manager`]).
 
-mod adopted;
 pub mod child;
 pub mod control;
 pub mod key;
@@ -24,8 +25,6 @@ pub mod manager;
 pub mod mount;
 pub mod supervisor;
 pub mod systemd;
-pub mod unit;
-pub mod unit_state;
 
 use std::path::PathBuf;
 
@@ -136,9 +135,5 @@ pub enum MpsError {
     },
 }
 
-#[cfg(test)]
-mod adopted_tests;
-#[cfg(test)]
-mod slot_tests;
 #[cfg(test)]
 mod tests;

@@ -3,13 +3,16 @@
 //! with the number of claims and a crash leaves each record whole or absent.
 //!
 //! This room only stores and loads; deciding what a record means at start-up
-//! is the claim engine's reconcile.
+//! is the claim engine's reconcile. It also owns the state dir's lock
+//! (`lock`): one gpusliced per state dir.
 
 mod boot;
+mod lock;
 mod record;
 mod store;
 
 pub use boot::{BOOT_ID_PATH, read_boot_id};
+pub use lock::{LOCK_FILE, LockError, StateLock, parse_pid};
 pub use record::{
     ClaimRecord, DeviceKind, DeviceSharing, MigSlice, MpsSharing, Phase, RECORD_VERSION,
     RECORD_VERSION_PLAIN, RecordDevice,

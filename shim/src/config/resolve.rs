@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 use super::{Config, ConfigError};
 
-/// The kubelet's kubeconfig on EKS AMIs (AL2 and AL2023) and kubeadm nodes.
+/// The kubelet's kubeconfig on EKS AMIs (AL2 and AL2023); kubeadm nodes keep
+/// theirs at /etc/kubernetes/kubelet.conf and set `kubeconfig`.
 pub const KUBELET_KUBECONFIG: &str = "/var/lib/kubelet/kubeconfig";
 
 /// What the shim reads from its environment, gathered by `main`.

@@ -7,7 +7,8 @@
 //! set is bounded: past [`MAX_PENDING`] it is emptied, and the echoes still
 //! to come then count as foreign, costing one needless (and harmless) sync.
 //! A relist (the watch restarted; events may have been missed) is never an
-//! echo. Pure.
+//! echo; relists are counted (every slice event passes here), since the
+//! publisher probes the API server again after one. Pure.
 
 use std::collections::HashSet;
 
@@ -41,6 +42,7 @@ pub enum SliceEvent {
 pub struct Echoes {
     applied: HashSet<(String, String)>,
     deleted: HashSet<(String, String)>,
+    relists: u64,
 }
 
 impl Echoes {
@@ -68,8 +70,16 @@ impl Echoes {
                 .applied
                 .remove(&(name.clone(), resource_version.clone())),
             SliceEvent::Deleted { name, uid } => self.deleted.remove(&(name.clone(), uid.clone())),
-            SliceEvent::Relisted => false,
+            SliceEvent::Relisted => {
+                self.relists = self.relists.wrapping_add(1);
+                false
+            }
         }
+    }
+
+    /// How many relists were seen.
+    pub fn relists(&self) -> u64 {
+        self.relists
     }
 
     /// How many echoes are awaited.
@@ -123,6 +133,7 @@ mod tests {
         assert!(echoes.is_own(&deleted("s-2", "uid-2")));
         assert!(!echoes.is_own(&SliceEvent::Relisted));
         assert_eq!(echoes.pending(), 0);
+        assert_eq!(echoes.relists(), 1);
     }
 
     #[test]

@@ -12,10 +12,17 @@
 //! * a failed sync is retried with backoff (250 ms doubling to 30 s, with
 //!   jitter, never later than the next resync).
 //!
+//! Before each sync it tells gpusliced which form of MIG slices the API
+//! server takes ([`crate::advertise`], probed at start and again after a
+//! relist of the slice watch, a refused write, or a write whose answer lost
+//! its counters; see `mig_form`), and logs the form in force (one INFO line,
+//! again on change).
+//!
 //! Slices are owned by the Node, so deleting the Node garbage-collects
 //! them. Errors are logged and retried; the loop never ends the process.
 
 mod echoes;
+mod mig_form;
 mod sync;
 
 use std::time::Duration;
@@ -63,6 +70,23 @@ pub enum PublishError {
         /// kube's error.
         #[source]
         source: kube::Error,
+    },
+    /// The API server could not be probed for partitionable devices.
+    #[error("cannot probe the API server for partitionable devices: {0}")]
+    Probe(#[from] crate::advertise::ProbeError),
+    /// gpusliced did not take the MIG advertise form.
+    #[error("cannot tell gpusliced the MIG advertise form ({code:?}): {message}", code = .0.code(), message = .0.message())]
+    Advertise(tonic::Status),
+    /// The API server took a write but dropped its counters (the gate went
+    /// off): probed again at the next sync.
+    #[error(
+        "the API server dropped {field} from ResourceSlice {slice} (DRAPartitionableDevices off?); probing again"
+    )]
+    Dropped {
+        /// The slice (the generateName prefix for a create).
+        slice: String,
+        /// "sharedCounters" or "consumesCounters".
+        field: &'static str,
     },
     /// One write failed (the next sync lists again and redoes what is left).
     #[error("cannot {action} ResourceSlice {slice}: {source}")]
@@ -132,6 +156,12 @@ pub struct Publisher {
     /// change, a relist, a resync, a failure).
     dirty: bool,
     echoes: Echoes,
+    /// The probe's verdict (None: probe at the next sync).
+    mig_form: Option<crate::advertise::Decision>,
+    /// The relists seen when the probe last ran.
+    probed_at_relists: u64,
+    /// gpusliced's form in force, as last logged.
+    mig_in_force: Option<gpuslice_proto::gpuslice::v1::MigAdvertiseState>,
 }
 
 impl std::fmt::Debug for Publisher {
@@ -166,6 +196,9 @@ impl Publisher {
             last_built: None,
             dirty: true,
             echoes: Echoes::default(),
+            mig_form: None,
+            probed_at_relists: 0,
+            mig_in_force: None,
         }
     }
 

@@ -1,4 +1,5 @@
-//! One sync: read the inventory, build the pool, and (unless nothing can
+//! One sync: settle the MIG advertise form (`super::mig_form`), read the
+//! inventory, build the pool, and (unless nothing can
 //! have changed) list our slices, plan ([`crate::sync_plan`]) and write.
 //!
 //! The API server is not asked at all when the pool built from the
@@ -25,6 +26,7 @@ use crate::sync_plan::{self, Existing, Write};
 impl Publisher {
     /// One comparison and the writes it needs.
     pub async fn sync_once(&mut self) -> Result<SyncReport, PublishError> {
+        self.settle_mig_form().await?;
         let inventory = self
             .gpusliced
             .get_inventory(pb::GetInventoryRequest {})
@@ -98,10 +100,8 @@ impl Publisher {
             Write::Create(spec) => {
                 let prefix = format!("{}-{}-", self.node_name, self.driver);
                 let slice = self.slice(None, None, owner, spec);
-                let created = api
-                    .create(&PostParams::default(), &slice)
-                    .await
-                    .map_err(|source| write_error("create", prefix, source))?;
+                let created = api.create(&PostParams::default(), &slice).await;
+                let created = self.written("create", prefix, &slice, created)?;
                 self.echo(&created);
             }
             Write::Update {
@@ -110,10 +110,8 @@ impl Publisher {
                 spec,
             } => {
                 let slice = self.slice(Some(name.clone()), resource_version, owner, spec);
-                let updated = api
-                    .replace(&name, &PostParams::default(), &slice)
-                    .await
-                    .map_err(|source| write_error("update", name, source))?;
+                let updated = api.replace(&name, &PostParams::default(), &slice).await;
+                let updated = self.written("update", name, &slice, updated)?;
                 self.echo(&updated);
             }
             Write::Delete {
@@ -137,6 +135,30 @@ impl Publisher {
             }
         }
         Ok(())
+    }
+
+    /// A create's or update's answer: an error, or the slice as stored. A
+    /// refusal, or an answer that lost counters we sent, means the API
+    /// server is not what the probe found: probe again.
+    fn written(
+        &mut self,
+        action: &'static str,
+        slice: String,
+        sent: &ResourceSlice,
+        answer: Result<ResourceSlice, kube::Error>,
+    ) -> Result<ResourceSlice, PublishError> {
+        let stored = answer.map_err(|source| {
+            if matches!(&source, kube::Error::Api(s) if crate::advertise::is_verdict(s.code)) {
+                self.probe_again();
+            }
+            write_error(action, slice.clone(), source)
+        })?;
+        if let Some(field) = crate::advertise::dropped(&sent.spec, &stored.spec) {
+            self.probe_again();
+            self.echo(&stored);
+            return Err(PublishError::Dropped { slice, field });
+        }
+        Ok(stored)
     }
 
     /// The watch will report this write: not a reason to sync again.
@@ -171,7 +193,7 @@ impl Publisher {
     }
 
     /// The owner reference to our Node (its uid read once).
-    async fn owner(&mut self) -> Result<OwnerReference, PublishError> {
+    pub(super) async fn owner(&mut self) -> Result<OwnerReference, PublishError> {
         let uid = match &self.node_uid {
             Some(uid) => uid.clone(),
             None => {

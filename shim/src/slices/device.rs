@@ -51,7 +51,12 @@ pub fn convert(device: &pb::Device, target: &PoolTarget<'_>) -> Result<Device, S
     for (key, value) in &device.attributes {
         attributes.insert(key.clone(), attribute(name, key, value)?);
     }
-    let shareable = target.consumable_capacity && is_whole_gpu(device);
+    // A whole GPU that draws on counters (a MIG-managed GPU in partitionable
+    // mode) is never shareable: the scheduler counts the counters of devices
+    // allocated to one claim only, so a shared one would leave its slices
+    // allocatable beside it; gpusliced refuses to share it anyway.
+    let shareable =
+        target.consumable_capacity && is_whole_gpu(device) && device.consumes_counters.is_empty();
     let mut capacity = BTreeMap::new();
     for (key, value) in &device.capacity {
         check_key(name, key)?;
@@ -97,6 +102,25 @@ pub fn convert(device: &pb::Device, target: &PoolTarget<'_>) -> Result<Device, S
         ..Device::default()
     })
 }
+
+/// Whether the device goes into the pool. A whole GPU that gpusliced's
+/// `[mig]` config manages (`migManaged`) is published only when it draws on
+/// its slices' counters (partitionable mode); in layout mode nothing would
+/// tell the scheduler that it overlaps its slices, so only they are
+/// published (docs/publication.md).
+pub fn published(device: &pb::Device) -> bool {
+    let mig_managed = matches!(
+        device
+            .attributes
+            .get(MIG_MANAGED)
+            .and_then(|a| a.value.as_ref()),
+        Some(Value::Bool(true))
+    );
+    !(is_whole_gpu(device) && mig_managed && device.consumes_counters.is_empty())
+}
+
+/// The attribute gpusliced sets on whole GPUs its `[mig]` config manages.
+pub const MIG_MANAGED: &str = "migManaged";
 
 /// A whole GPU, as gpusliced types it (`type` = "gpu"), not a MIG slice.
 fn is_whole_gpu(device: &pb::Device) -> bool {

@@ -8,7 +8,9 @@
 //! [`MAX_DEVICES_WITH_COUNTERS_OR_TAINTS`] when any device uses counters or
 //! taints. An empty inventory still publishes one empty slice ("an empty
 //! pool" is not "no pool"). Every slice carries `nodeName`, the driver and
-//! the pool with its generation and the total slice count.
+//! the pool with its generation and the total slice count. A whole GPU that
+//! gpusliced manages in MIG mode is published only beside its slices'
+//! counters (partitionable mode): see [`published`].
 
 mod device;
 pub mod quantity;
@@ -18,7 +20,7 @@ use k8s_openapi::api::resource::v1::{CounterSet, Device, ResourcePool, ResourceS
 
 pub use device::{
     MAX_ATTRIBUTE_VALUE, MAX_ATTRIBUTES_AND_CAPACITIES, MAX_CONSUMES_COUNTERS, MAX_COUNTERS,
-    MEMORY, UNHEALTHY_TAINT,
+    MEMORY, MIG_MANAGED, UNHEALTHY_TAINT, published,
 };
 
 /// Most devices in one slice.
@@ -149,6 +151,7 @@ pub fn build_pool(
     let devices: Vec<Device> = inventory
         .devices
         .iter()
+        .filter(|d| device::published(d))
         .filter_map(|d| {
             device::convert(d, target)
                 .map_err(|err| skipped.push(err))

@@ -350,3 +350,66 @@ fn consumable_capacity_makes_whole_gpus_shareable_by_memory() {
             .is_none()
     );
 }
+
+fn mig_managed(mut device: pb::Device, counters: bool) -> pb::Device {
+    device.attributes.insert(
+        super::MIG_MANAGED.to_owned(),
+        pb::AttributeValue {
+            value: Some(Value::Bool(true)),
+        },
+    );
+    if counters {
+        device.consumes_counters = vec![pb::CounterConsumption {
+            counter_set: format!("{}-counters", device.name),
+            counters: HashMap::from([("memory-slice-0".to_owned(), 1)]),
+        }];
+    }
+    device
+}
+
+#[test]
+fn a_mig_managed_gpu_is_published_whole_only_beside_its_slices_counters() {
+    let layout = inventory_of(vec![mig_managed(gpu(0), false), gpu(1)]);
+    let names = |pool: &BuiltPool| -> Vec<String> {
+        pool.slices
+            .iter()
+            .flat_map(|s| s.devices.iter().flatten().map(|d| d.name.clone()))
+            .collect()
+    };
+    assert_eq!(names(&build_pool(&layout, &TARGET, 1)), ["gpu-1"]);
+    let partitionable = inventory_of(vec![mig_managed(gpu(0), true), gpu(1)]);
+    assert_eq!(
+        names(&build_pool(&partitionable, &TARGET, 1)),
+        ["gpu-0", "gpu-1"]
+    );
+}
+
+#[test]
+fn a_gpu_that_draws_on_counters_is_never_shared_by_capacity() {
+    let target = PoolTarget {
+        consumable_capacity: true,
+        ..TARGET
+    };
+    let pool = build_pool(
+        &inventory_of(vec![mig_managed(gpu(0), true), gpu(1)]),
+        &target,
+        1,
+    );
+    let shared: Vec<(String, Option<bool>)> = pool
+        .slices
+        .iter()
+        .flat_map(|s| s.devices.iter().flatten())
+        .map(|d| (d.name.clone(), d.allow_multiple_allocations))
+        .collect();
+    assert_eq!(
+        shared,
+        [("gpu-0".to_owned(), None), ("gpu-1".to_owned(), Some(true))]
+    );
+}
+
+fn inventory_of(devices: Vec<pb::Device>) -> pb::GetInventoryResponse {
+    pb::GetInventoryResponse {
+        devices,
+        ..pb::GetInventoryResponse::default()
+    }
+}

@@ -5,6 +5,13 @@
 //! delete with uid/resourceVersion preconditions). Every write is checked
 //! against the resource.k8s.io/v1 rules ([`check_slice`]); a bad write is
 //! refused with 422 and recorded, so the test can assert none happened.
+//! Like the real one it drops the fields of a feature gate that is off, on
+//! create (dry run included) and on update unless the stored slice uses
+//! them: with [`State::partitionable`] false (DRAPartitionableDevices off),
+//! `sharedCounters` and every device's `consumesCounters` vanish from what
+//! is stored and answered. `dryRun=All` creates are checked and answered
+//! but not stored ([`State::dry_runs`]); discovery of resource.k8s.io/v1
+//! lists resourceslices.
 //! Every change is kept in an event log for watches ([`crate::fake_watch`]),
 //! which the test can compact and whose open watches it can close. Tests
 //! wait on the state through a condition variable, never by sleeping.
@@ -52,6 +59,10 @@ pub struct State {
     pub writes: Vec<String>,
     /// Writes refused for breaking a rule, with why.
     pub violations: Vec<String>,
+    /// DRAPartitionableDevices: when false, counter fields are dropped.
+    pub partitionable: bool,
+    /// The spec of every dry-run create, as answered.
+    pub dry_runs: Vec<Value>,
 }
 
 pub struct FakeApiServer {
@@ -61,11 +72,17 @@ pub struct FakeApiServer {
 
 impl FakeApiServer {
     pub fn start(node: &str, node_uid: &str) -> Self {
+        Self::start_with_gate(node, node_uid, true)
+    }
+
+    /// A server with DRAPartitionableDevices on or off.
+    pub fn start_with_gate(node: &str, node_uid: &str, partitionable: bool) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind fake API server");
         let url = format!("http://{}", listener.local_addr().expect("addr"));
         let state = State {
             node: (node.to_owned(), node_uid.to_owned()),
             next_version: 100,
+            partitionable,
             ..State::default()
         };
         let shared = Arc::new((Mutex::new(state), Condvar::new()));
@@ -206,7 +223,19 @@ fn route(state: &mut State, method: &str, target: &str, body: &[u8]) -> (u16, Va
             Some(claim) => (200, claim.clone()),
             None => not_found(&format!("resourceclaims {name}")),
         },
+        ("GET", ["apis", "resource.k8s.io", "v1"]) => (
+            200,
+            json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "resource.k8s.io/v1",
+                   "resources": [
+                       {"name": "resourceclaims", "singularName": "resourceclaim", "namespaced": true,
+                        "kind": "ResourceClaim", "verbs": ["get", "list", "watch"]},
+                       {"name": "resourceslices", "singularName": "resourceslice", "namespaced": false,
+                        "kind": "ResourceSlice", "verbs": ["create", "delete", "get", "list", "update", "watch"]}]}),
+        ),
         ("GET", _) if path == SLICES => list_slices(state, query),
+        ("POST", _) if path == SLICES && query_value(query, "dryRun").as_deref() == Some("All") => {
+            crate::fake_gate::dry_run_create(state, body)
+        }
         ("POST", _) if path == SLICES => create_slice(state, body),
         ("PUT", ["apis", "resource.k8s.io", "v1", "resourceslices", name]) => {
             replace_slice(state, name, body)
@@ -319,6 +348,7 @@ impl State {
 
 fn create_slice(state: &mut State, body: &[u8]) -> (u16, Value) {
     let mut slice: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    crate::fake_gate::drop_disabled(state, &mut slice, None);
     let prefix = slice["metadata"]["generateName"]
         .as_str()
         .unwrap_or_default()
@@ -340,9 +370,10 @@ fn create_slice(state: &mut State, body: &[u8]) -> (u16, Value) {
 fn replace_slice(state: &mut State, name: &str, body: &[u8]) -> (u16, Value) {
     let mut slice: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
     state.writes.push(format!("PUT {name}"));
-    let Some(old) = state.slices.get(name) else {
+    let Some(old) = state.slices.get(name).cloned() else {
         return not_found(name);
     };
+    crate::fake_gate::drop_disabled(state, &mut slice, Some(&old));
     if slice["metadata"]["resourceVersion"] != old["metadata"]["resourceVersion"] {
         return (
             409,
@@ -406,7 +437,7 @@ fn not_found(what: &str) -> (u16, Value) {
     )
 }
 
-fn invalid(why: &str) -> (u16, Value) {
+pub fn invalid(why: &str) -> (u16, Value) {
     (
         422,
         json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Invalid", "code": 422, "message": why}),

@@ -16,28 +16,34 @@ const READY_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The gpusliced binary: next to this test's target dir, built when absent.
 pub fn gpusliced_binary() -> PathBuf {
+    daemon_binary("gpusliced")
+}
+
+/// A binary of the gpuslice package (`gpusliced`, `gpuslicectl`), next to
+/// this test's target dir, built when absent.
+pub fn daemon_binary(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("test executable");
     let profile_dir = exe
         .parent()
         .and_then(Path::parent)
         .expect("target/<profile>");
-    let binary = profile_dir.join("gpusliced");
+    let binary = profile_dir.join(name);
     if !binary.is_file() {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
         let mut build = Command::new(cargo);
-        build.args(["build", "-p", "gpuslice", "--bin", "gpusliced"]);
+        build.args(["build", "-p", "gpuslice", "--bin", name]);
         if profile_dir.file_name().is_some_and(|n| n == "release") {
             build.arg("--release");
         }
         let status = build.status().expect("run cargo build for gpusliced");
         assert!(
             status.success(),
-            "cargo build -p gpuslice --bin gpusliced failed"
+            "cargo build -p gpuslice --bin {name} failed"
         );
     }
     assert!(
         binary.is_file(),
-        "gpusliced not at {} after building it",
+        "{name} not at {} after building it",
         binary.display()
     );
     binary
@@ -92,6 +98,11 @@ impl Drop for Daemon {
 
 impl Daemon {
     pub fn start(dir: &Path, gpus: usize) -> Self {
+        Self::start_with(dir, gpus, "")
+    }
+
+    /// [`Daemon::start`], with `extra` appended to the config (a `[mig]`).
+    pub fn start_with(dir: &Path, gpus: usize, extra: &str) -> Self {
         let root = dir.join("root");
         std::fs::create_dir_all(root.join("dev")).expect("fake dev root");
         let nodes = (0..gpus)
@@ -105,11 +116,16 @@ impl Daemon {
             "socket = \"gpusliced.sock\"\nstate_dir = \"state\"\ncdi_dir = \"cdi\"\ndriver_root = \"root\"\n\
              [mps]\ncontrol_program = \"{}\"\nrun_dir = \"run\"\nsupervisor = \"child\"\nshm = \"folder\"\n\
              [timeslice]\nnvidia_smi = \"{}\"\n\
-             [backend]\nkind = \"sim\"\n[backend.sim]\ngpus = [{models}]\n",
+             [backend]\nkind = \"sim\"\n[backend.sim]\ngpus = [{models}]\n{extra}",
             stand_in("fake-mps-control").display(),
             stand_in("fake-nvidia-smi").display(),
         );
-        write(&dir.join("gpuslice.toml"), &text);
+        Self::start_with_config(dir, &text)
+    }
+
+    /// A gpusliced in `dir` on the config `text` (paths relative to `dir`).
+    pub fn start_with_config(dir: &Path, text: &str) -> Self {
+        write(&dir.join("gpuslice.toml"), text);
         let mut daemon = Self {
             socket: dir.join("gpusliced.sock"),
             dir: dir.to_path_buf(),
@@ -166,6 +182,30 @@ impl Daemon {
             read(&self.dir.join("gpusliced.log"))
         );
         self.launch();
+    }
+
+    /// `gpuslicectl --output json status` against this gpusliced.
+    pub fn status_json(&self) -> serde_json::Value {
+        let out = Command::new(daemon_binary("gpuslicectl"))
+            .arg("--socket")
+            .arg(&self.socket)
+            .args(["--output", "json", "status"])
+            .output()
+            .expect("run gpuslicectl");
+        assert!(out.status.success(), "gpuslicectl status: {out:?}");
+        serde_json::from_slice(&out.stdout).expect("gpuslicectl status prints JSON")
+    }
+
+    /// `gpuslicectl status` (the table) against this gpusliced.
+    pub fn status_text(&self) -> String {
+        let out = Command::new(daemon_binary("gpuslicectl"))
+            .arg("--socket")
+            .arg(&self.socket)
+            .arg("status")
+            .output()
+            .expect("run gpuslicectl");
+        assert!(out.status.success(), "gpuslicectl status: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
     /// gpusliced's log so far.

@@ -1,7 +1,7 @@
 //! Conformance of gpuslice-dra-plugin with the kubelet's published protos.
 //!
-//! A Python client generated at test time from `shared/reference`'s kubelet
-//! protos (grpcio-tools) plays the kubelet over the shim's real unix sockets;
+//! A Python client generated at test time from the kubelet protos vendored in
+//! `third_party/kubelet/` (grpcio-tools) plays the kubelet over the shim's real unix sockets;
 //! the shim talks to a real gpusliced (simulated backend, 130 GPUs, so the
 //! pool needs two slices; the stand-in MPS control program) and to a fake API
 //! server that serves the claims and checks every ResourceSlice write against
@@ -12,9 +12,15 @@
 //! gpusliced, and its recovery. The shim runs with `resync_seconds = 3600`,
 //! so every republish the tests wait for comes from a watch ([`republish`]:
 //! health, deletions, foreign edits, a watch that expired, gpusliced
-//! restarting), never from the timer.
+//! restarting), never from the timer. [`advertise`]: the MIG form the
+//! plugin probes the API server for, with the gate on, off, and switched off
+//! under it.
 
+mod advertise;
+mod extended;
+mod extended_claim;
 mod fake_apiserver;
+mod fake_gate;
 mod fake_watch;
 mod gpusliced;
 mod peers;
@@ -31,12 +37,12 @@ use serde_json::{Value, json};
 use slice_rules::check_slice;
 
 /// A bound on what the shim must do by itself (publish, republish, exit).
-const BOUND: Duration = Duration::from_secs(60);
-const NODE: &str = "node-1";
-const NODE_UID: &str = "6a1c1f3e-0000-4000-8000-000000000001";
+pub const BOUND: Duration = Duration::from_secs(60);
+pub const NODE: &str = "node-1";
+pub const NODE_UID: &str = "6a1c1f3e-0000-4000-8000-000000000001";
 const GPUS: usize = 130;
 
-fn uid(n: u32) -> String {
+pub fn uid(n: u32) -> String {
     format!("3f0b7d6e-4c1a-4e2b-9a8d-{n:012x}")
 }
 
@@ -72,7 +78,7 @@ fn shared_claim(
     claim
 }
 
-fn kubelet_claim(name: &str, uid: &str) -> Value {
+pub fn kubelet_claim(name: &str, uid: &str) -> Value {
     json!({"namespace": "ml", "name": name, "uid": uid})
 }
 

@@ -9,13 +9,14 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-/// `$GPUSLICE_REFERENCE_DIR`, or the repo's sibling `shared/reference`.
+/// `$GPUSLICE_REFERENCE_DIR`, or the protos vendored in `third_party/kubelet`
+/// (the ones the shim compiles).
 pub fn reference_dir() -> PathBuf {
     std::env::var_os("GPUSLICE_REFERENCE_DIR").map_or_else(
         || {
             PathBuf::from(concat!(
                 env!("CARGO_MANIFEST_DIR"),
-                "/../../shared/reference"
+                "/../third_party/kubelet"
             ))
         },
         PathBuf::from,

@@ -146,6 +146,13 @@ fn mig_config(index: usize, ahead: bool) -> String {
     )
 }
 
+/// [`mig_config`] in partitionable mode: the only mode that offers a
+/// MIG-managed GPU whole (beside its slices' counters), so the workloads
+/// that give one to a whole-GPU claim (MIG switched off) use it.
+fn mig_partitionable(index: usize) -> String {
+    mig_config(index, false).replacen("[mig]\n", "[mig]\nadvertise = \"partitionable\"\n", 1)
+}
+
 /// A MigDeviceConfig for MPS.
 fn mig_mps(atp: u8) -> String {
     format!(
@@ -183,7 +190,7 @@ pub fn workloads(all: bool) -> Vec<Workload> {
         Workload {
             name: "mig",
             gpus: 1,
-            config: mig_config(0, false),
+            config: mig_partitionable(0),
             mig_gpus: vec![0],
             claims: vec![
                 claim(uid(2), vec![slice(0, 0)], vec![]),
@@ -252,7 +259,7 @@ pub fn workloads(all: bool) -> Vec<Workload> {
         out.push(Workload {
             name: "combined",
             gpus: 4,
-            config: mig_config(1, false),
+            config: mig_partitionable(1),
             mig_gpus: vec![1],
             claims: vec![
                 claim(uid(10), vec![Dev::Gpu(0)], vec![]),

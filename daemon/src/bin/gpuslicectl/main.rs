@@ -3,6 +3,8 @@
 //! Human output is aligned tables; `--output json` prints one JSON document.
 
 mod health;
+mod match_render;
+mod matching;
 mod mig_map;
 mod render;
 mod sharing;
@@ -85,6 +87,13 @@ enum Command {
         #[arg(long = "class-config", value_name = "JSON_OR_@FILE")]
         class_configs: Vec<String>,
     },
+    /// Check a DRA CEL selector (an expression, --class NAME, or -f FILE with
+    /// DeviceClasses/ResourceClaims) against this node's devices as the DRA
+    /// plugin publishes them, with Kubernetes' CEL rules: which devices match,
+    /// the clause that failed on the others, and the common mistakes.
+    /// Exit status: 0 every target matches a device, 1 one matches none or a
+    /// device raised an evaluation error, 2 invalid selector or input.
+    Match(matching::MatchArgs),
     /// Unprepare a claim.
     Unprepare {
         /// Claim uid.
@@ -115,6 +124,19 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Command::Match(match_args) = args.command {
+        let json = args.output == Output::Json;
+        return match runtime.block_on(matching::run(args.socket, match_args, json)) {
+            Ok((text, code)) => {
+                print!("{text}");
+                ExitCode::from(code)
+            }
+            Err(err) => {
+                eprintln!("gpuslicectl match: {err:#}");
+                ExitCode::from(2)
+            }
+        };
+    }
     match runtime.block_on(run(args)) {
         Ok(text) => {
             print!("{text}");
@@ -130,7 +152,7 @@ fn main() -> ExitCode {
     }
 }
 
-async fn connect(socket: PathBuf) -> anyhow::Result<GpuSliceClient<Channel>> {
+pub(crate) async fn connect(socket: PathBuf) -> anyhow::Result<GpuSliceClient<Channel>> {
     let path = socket.clone();
     // The URI is a placeholder: the connector dials the unix socket.
     let channel = Endpoint::from_static("http://localhost")
@@ -237,6 +259,7 @@ async fn run(args: Args) -> anyhow::Result<String> {
             let reply = client.prepare(req).await?.into_inner();
             render::prepared(&uid, &reply, json)
         }
+        Command::Match(_) => anyhow::bail!("match is run by main"),
         Command::Unprepare { uid } => {
             let req = pb::UnprepareRequest {
                 claim: Some(pb::ClaimRef {

@@ -67,6 +67,9 @@ pub fn status(s: &pb::GetStatusResponse, json: bool) -> String {
             "claim_count": s.claim_count, "uptime_seconds": s.uptime_seconds,
             "boot_id": s.boot_id, "cdi_dir": s.cdi_dir, "state_dir": s.state_dir,
             "problems": s.problems,
+            "mig_advertise": s.mig_advertise.as_ref().map(|m| json!({
+                "form": advertise_form(m), "configured": m.configured, "reason": m.reason,
+            })),
         }));
     }
     let rows = [
@@ -81,6 +84,13 @@ pub fn status(s: &pb::GetStatusResponse, json: bool) -> String {
         ("uptime", format!("{}s", s.uptime_seconds)),
         ("cdi dir", s.cdi_dir.clone()),
         ("state dir", s.state_dir.clone()),
+        (
+            "mig advertise",
+            s.mig_advertise.as_ref().map_or_else(
+                || "unknown (gpusliced too old)".to_owned(),
+                |m| format!("{} ({})", advertise_form(m), m.reason),
+            ),
+        ),
         (
             "health",
             if s.problems.is_empty() {
@@ -98,6 +108,15 @@ pub fn status(s: &pb::GetStatusResponse, json: bool) -> String {
         out.push_str(&format!("problem: {p}\n"));
     }
     out
+}
+
+/// "layout" or "partitionable" (as the config spells them).
+fn advertise_form(state: &pb::MigAdvertiseState) -> &'static str {
+    match pb::MigAdvertise::try_from(state.form) {
+        Ok(pb::MigAdvertise::Partitionable) => "partitionable",
+        Ok(pb::MigAdvertise::Layout) => "layout",
+        _ => "unknown",
+    }
 }
 
 /// `inventory`.

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::{ClaimKind, SliceState, SliceUse, unheld_slices};
-use crate::claims::test_requests::request as req;
+use crate::claims::tests::requests::request as req;
 use crate::claims::{Engine, EngineSettings};
 use crate::config::{MigAdvertise, MigConfig, MigCreate, MigGpuConfig};
 use crate::driver::{DriverFiles, Roots};

@@ -30,14 +30,6 @@ mod persist;
 mod tables;
 
 #[cfg(test)]
-mod health_tests;
-#[cfg(test)]
-mod mig_tests;
-#[cfg(test)]
-mod persist_tests;
-#[cfg(test)]
-mod table_checks;
-#[cfg(test)]
 mod tests;
 
 use std::path::{Path, PathBuf};

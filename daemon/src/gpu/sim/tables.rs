@@ -1,10 +1,10 @@
 //! The per-model numbers: product facts and full MIG GPU-instance profile tables.
 //!
-//! Data only, transcribed from shared/research/mig-nvml.md §3 (MIG user guide
-//! tables and `nvidia-smi mig -lgip/-lgipp` output). `memory_mib` is the lgip
+//! Data only, transcribed from the profile tables of NVIDIA's MIG user guide
+//! and `nvidia-smi mig -lgip/-lgipp` output. `memory_mib` is the lgip
 //! "Memory GiB" × 1024, which varies a little by driver. Encoder counts are 0
-//! throughout: none of these GPUs has NVENC. Rows the research marks
-//! unconfirmed are filled in and say so in a comment.
+//! throughout: none of these GPUs has NVENC. Rows no source confirms
+//! are filled in all the same and say so in a comment.
 
 use super::models::profile_index::{
     SLICE_1, SLICE_1_REV1, SLICE_1_REV2, SLICE_2, SLICE_2_REV1, SLICE_3, SLICE_4, SLICE_7,

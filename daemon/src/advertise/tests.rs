@@ -1,0 +1,204 @@
+//! The rule (every configured value, create mode and request), and the
+//! switch on a simulated node: both forms served, a claim prepared in one
+//! form unprepared and prepared again by name in the other.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::{Advertiser, Asked, Form, in_force};
+use crate::claims::{DeviceRequest, Engine, EngineSettings, PrepareRequest, Prepared, Unprepared};
+use crate::config::{MigAdvertise, MigConfig, MigCreate, MigGpuConfig};
+use crate::driver::{DriverFiles, Roots};
+use crate::gpu::GpuBackend;
+use crate::gpu::sim::{SimBackend, SimModel};
+use crate::inventory::Inventory;
+use crate::state::Store;
+
+const A: &str = "aaaaaaaa-0000-4000-8000-00000000000a";
+const B: &str = "bbbbbbbb-0000-4000-8000-00000000000b";
+
+fn asked(form: Form) -> Asked {
+    Asked {
+        form,
+        reason: "the probe said so".to_owned(),
+    }
+}
+
+fn mig(advertise: MigAdvertise, create: MigCreate) -> MigConfig {
+    MigConfig {
+        advertise,
+        create,
+        gpu: vec![MigGpuConfig {
+            index: Some(0),
+            layout: vec!["3g.40gb".to_owned(), "1g.10gb".to_owned()],
+            ..MigGpuConfig::default()
+        }],
+    }
+}
+
+#[test]
+fn an_explicit_form_or_ahead_wins_and_auto_follows_the_plugin() {
+    let forms = [None, Some(Form::Layout), Some(Form::Partitionable)];
+    for advertise in [
+        MigAdvertise::Auto,
+        MigAdvertise::Layout,
+        MigAdvertise::Partitionable,
+    ] {
+        for create in [MigCreate::OnPrepare, MigCreate::Ahead] {
+            for form in forms {
+                let request = form.map(asked);
+                let got = in_force(&mig(advertise, create), request.as_ref());
+                let want = match (advertise, create, form) {
+                    (MigAdvertise::Layout, ..) => Form::Layout,
+                    (MigAdvertise::Partitionable, ..) => Form::Partitionable,
+                    (MigAdvertise::Auto, MigCreate::Ahead, _) | (MigAdvertise::Auto, _, None) => {
+                        Form::Layout
+                    }
+                    (MigAdvertise::Auto, MigCreate::OnPrepare, Some(f)) => f,
+                };
+                let case = format!("{advertise:?} {create:?} {form:?}: {got:?}");
+                assert_eq!(got.form, want, "{case}");
+                assert_eq!(got.configured, advertise, "{case}");
+                match (advertise, create, form) {
+                    (MigAdvertise::Auto, MigCreate::OnPrepare, Some(_)) => {
+                        assert_eq!(got.reason, "auto: the probe said so", "{case}");
+                    }
+                    (MigAdvertise::Auto, MigCreate::Ahead, _) => {
+                        assert!(got.reason.contains("\"ahead\""), "{case}");
+                    }
+                    (MigAdvertise::Auto, _, None) => {
+                        assert!(got.reason.contains("no DRA plugin has asked"), "{case}");
+                    }
+                    _ => assert_eq!(got.reason, "set in the config", "{case}"),
+                }
+            }
+        }
+    }
+}
+
+/// Two simulated H100s, gpu-0 selected by `config`, applied through an
+/// advertiser.
+fn node(dir: &tempfile::TempDir, config: MigConfig) -> (Engine, Advertiser) {
+    let models = vec![SimModel::H100_80GB; 2];
+    let hardware = dir.path().join("sim-hardware.json");
+    let backend: Arc<dyn GpuBackend> =
+        Arc::new(SimBackend::open_at_boot(models, "advertise", &hardware, "b1").unwrap());
+    let inventory = Inventory::from_backend(backend.as_ref(), &config, &|_, _| {
+        crate::mig::Ownership::Foreign
+    })
+    .unwrap();
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/sim-root");
+    let roots = Roots {
+        driver_root: &root,
+        dev_root: &root,
+    };
+    let engine = Engine::new(
+        backend,
+        inventory,
+        DriverFiles::discover(roots, "580.95.05"),
+        Store::open(&dir.path().join("state")).unwrap(),
+        EngineSettings {
+            cdi_dir: dir.path().join("cdi"),
+            dev_root: root.clone(),
+            cdi_hook: None,
+            boot_id: "b1".to_owned(),
+        },
+    );
+    engine.reconcile().unwrap();
+    let advertiser = Advertiser::new(config.clone());
+    advertiser.apply_config(&engine, config).unwrap();
+    (engine, advertiser)
+}
+
+fn request(uid: &str, device: &str) -> PrepareRequest {
+    PrepareRequest {
+        uid: uid.to_owned(),
+        namespace: "ns".to_owned(),
+        name: "claim".to_owned(),
+        devices: vec![DeviceRequest {
+            device: device.to_owned(),
+            request_names: vec!["gpu".to_owned()],
+            pool: "node".to_owned(),
+            consumed_memory: None,
+            share_id: String::new(),
+        }],
+        configs: Vec::new(),
+    }
+}
+
+fn slice_names(engine: &Engine) -> Vec<String> {
+    engine
+        .inventory()
+        .mig
+        .iter()
+        .map(|m| m.name.clone())
+        .collect()
+}
+
+#[test]
+fn auto_serves_the_layout_until_asked_then_either_form() {
+    let dir = tempfile::tempdir().unwrap();
+    let (engine, advertiser) = node(&dir, mig(MigAdvertise::Auto, MigCreate::OnPrepare));
+    let layout = slice_names(&engine);
+    assert_eq!(layout.len(), 2, "{layout:?}");
+    assert!(!engine.inventory().partitionable);
+    assert_eq!(advertiser.in_force().form, Form::Layout);
+
+    let before = engine.generation();
+    let now = advertiser.ask(&engine, asked(Form::Partitionable)).unwrap();
+    assert_eq!(now.form, Form::Partitionable);
+    assert_eq!(now.reason, "auto: the probe said so");
+    assert!(engine.inventory().partitionable);
+    assert!(engine.generation() > before, "a new generation");
+    let every = slice_names(&engine);
+    assert!(every.len() > layout.len(), "{every:?}");
+    for name in &layout {
+        assert!(every.contains(name), "{name} keeps its name: {every:?}");
+    }
+
+    // The same request again changes nothing.
+    let generation = engine.generation();
+    advertiser.ask(&engine, asked(Form::Partitionable)).unwrap();
+    assert_eq!(engine.generation(), generation);
+
+    advertiser.ask(&engine, asked(Form::Layout)).unwrap();
+    assert!(!engine.inventory().partitionable);
+    assert_eq!(slice_names(&engine), layout);
+}
+
+#[test]
+fn claims_outlive_a_switch_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let (engine, advertiser) = node(&dir, mig(MigAdvertise::Auto, MigCreate::OnPrepare));
+    // A layout slice, prepared in layout form.
+    let in_layout = slice_names(&engine)
+        .into_iter()
+        .find(|n| n.contains("3g40gb"))
+        .unwrap();
+    let first = engine.prepare(&request(A, &in_layout)).unwrap();
+    advertiser.ask(&engine, asked(Form::Partitionable)).unwrap();
+    // Prepared again by the kubelet after the switch: the same claim.
+    let again = engine.prepare(&request(A, &in_layout)).unwrap();
+    assert!(matches!(again, Prepared::AlreadyPrepared(_)), "{again:?}");
+    assert_eq!(again.record().devices, first.record().devices);
+    // A slice only the partitionable form offers, then back to the layout.
+    let only_partitionable = "gpu-0-mig-1g10gb-0";
+    assert!(slice_names(&engine).iter().any(|n| n == only_partitionable));
+    engine.prepare(&request(B, only_partitionable)).unwrap();
+    advertiser.ask(&engine, asked(Form::Layout)).unwrap();
+    assert_eq!(engine.unprepare(B).unwrap(), Unprepared::Removed);
+    assert_eq!(engine.unprepare(A).unwrap(), Unprepared::Removed);
+    assert!(engine.claims().is_empty());
+    let left = engine.backend().gpu_instances(0).unwrap();
+    assert!(left.is_empty(), "every slice destroyed: {left:?}");
+}
+
+#[test]
+fn an_explicit_form_ignores_the_plugin() {
+    let dir = tempfile::tempdir().unwrap();
+    let (engine, advertiser) = node(&dir, mig(MigAdvertise::Layout, MigCreate::OnPrepare));
+    let now = advertiser.ask(&engine, asked(Form::Partitionable)).unwrap();
+    assert_eq!(now.form, Form::Layout);
+    assert_eq!(now.reason, "set in the config");
+    assert!(!engine.inventory().partitionable);
+}

@@ -1,0 +1,333 @@
+//! `gpuslicectl match`: checks DRA CEL selectors against this node's devices
+//! as gpuslice-dra-plugin publishes them (its own slice builder over
+//! gpusliced's inventory), with Kubernetes' CEL rules (gpuslice-selector).
+//!
+//! Exit status: 0 when every target (the expression, each class, each claim
+//! request) has a device it matches and no device raised an evaluation
+//! error; 1 when a target matches nothing or a device raised an error (the
+//! scheduler aborts the claim's allocation on one); 2 when a selector or the
+//! input is invalid, or gpusliced cannot be asked.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use gpuslice_dra_plugin::config::Config as PluginConfig;
+use gpuslice_dra_plugin::slices::{PoolTarget, build_pool};
+use gpuslice_proto::gpuslice::v1 as pb;
+use gpuslice_selector::inputs::{self, Labeled, Target};
+use gpuslice_selector::{Catalog, DeviceView, Hint, Outcome, Selector};
+
+use crate::match_render;
+
+/// The plugin's config file, read for the driver name and publishing options.
+pub const PLUGIN_CONFIG: &str = "/etc/gpuslice/gpuslice-dra-plugin.toml";
+
+/// The DeviceClasses packaged with gpuslice, the opt-in extended-resource ones
+/// (`nvidia.com/gpu`, `nvidia.com/mig-<profile>`) included.
+const PACKAGED: [&str; 5] = [
+    include_str!("../../../../packaging/deviceclasses/gpu.nvidia.com.yaml"),
+    include_str!("../../../../packaging/deviceclasses/mig.nvidia.com.yaml"),
+    include_str!("../../../../packaging/deviceclasses/shared-gpu.gpuslice.dev.yaml"),
+    include_str!("../../../../packaging/deviceclasses/extended-resources/nvidia.com-gpu.yaml"),
+    include_str!("../../../../packaging/deviceclasses/extended-resources/nvidia.com-mig.yaml"),
+];
+
+/// What to match.
+#[derive(Debug, Clone, clap::Args)]
+pub struct MatchArgs {
+    /// A CEL expression (ANDed after --class's selectors when both are given).
+    expression: Option<String>,
+    /// A YAML file of DeviceClasses and/or ResourceClaims (templates too).
+    #[arg(
+        short = 'f',
+        long = "file",
+        value_name = "FILE",
+        conflicts_with = "expression"
+    )]
+    file: Option<PathBuf>,
+    /// A DeviceClass by name: one packaged with gpuslice (gpu.nvidia.com,
+    /// mig.nvidia.com, shared-gpu.gpuslice.dev) or one in --file.
+    #[arg(long)]
+    class: Option<String>,
+    /// The DRA driver name [default: driver_name of --plugin-config, else gpu.nvidia.com].
+    #[arg(long)]
+    driver: Option<String>,
+    /// gpuslice-dra-plugin's config (driver name, taints, consumable capacity); skipped when the default is absent.
+    #[arg(long, value_name = "FILE", default_value = PLUGIN_CONFIG)]
+    plugin_config: PathBuf,
+}
+
+/// One selector's verdict on one target.
+#[derive(Debug, serde::Serialize)]
+pub struct Checked {
+    /// Where it comes from.
+    #[serde(flatten)]
+    pub selector: Labeled,
+    /// Why it cannot be used, with the mistakes found.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub invalid: Option<String>,
+    /// The mistakes (errors when invalid, warnings otherwise).
+    pub hints: Vec<Hint>,
+}
+
+/// One device's verdict on one target.
+#[derive(Debug, serde::Serialize)]
+pub struct DeviceResult {
+    /// The device.
+    pub device: String,
+    /// What happened.
+    #[serde(flatten)]
+    pub outcome: Outcome,
+    /// The selector that decided, when not a match.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub selector: Option<String>,
+    /// Its taints (the scheduler skips a tainted device unless tolerated).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub taints: Vec<String>,
+}
+
+/// One target's report.
+#[derive(Debug, serde::Serialize)]
+pub struct TargetReport {
+    /// What it is.
+    pub target: String,
+    /// What was not checked.
+    pub notes: Vec<String>,
+    /// Its selectors.
+    pub selectors: Vec<Checked>,
+    /// Per device (empty when a selector is invalid).
+    pub devices: Vec<DeviceResult>,
+}
+
+/// The whole report.
+#[derive(Debug, serde::Serialize)]
+pub struct Report {
+    /// The driver the devices are published under.
+    pub driver: String,
+    /// Devices the plugin would leave out, and why.
+    pub skipped: Vec<String>,
+    /// Per target.
+    pub targets: Vec<TargetReport>,
+    /// 0, 1 or 2 (see the module header).
+    pub exit_code: u8,
+}
+
+struct Publishing {
+    driver: String,
+    taint_unhealthy: bool,
+    consumable_capacity: bool,
+}
+
+/// Runs the command; the text to print and the exit status.
+pub async fn run(socket: PathBuf, args: MatchArgs, json: bool) -> anyhow::Result<(String, u8)> {
+    let targets = targets(&args)?;
+    let publishing = publishing(&args)?;
+    let mut client = crate::connect(socket).await?;
+    let inventory = client
+        .get_inventory(pb::GetInventoryRequest {})
+        .await?
+        .into_inner();
+    let (devices, taints, skipped) = published(&inventory, &publishing);
+    let catalog = Catalog::new(&publishing.driver, &devices);
+    let reports: Vec<TargetReport> = targets
+        .into_iter()
+        .map(|t| check(t, &devices, &taints, &catalog))
+        .collect();
+    let report = Report {
+        exit_code: exit_code(&reports),
+        driver: publishing.driver,
+        skipped,
+        targets: reports,
+    };
+    Ok((match_render::render(&report, json), report.exit_code))
+}
+
+fn packaged() -> anyhow::Result<BTreeMap<String, Vec<String>>> {
+    let mut classes = BTreeMap::new();
+    for text in PACKAGED {
+        classes.extend(
+            inputs::parse(text)
+                .context("a packaged DeviceClass")?
+                .classes,
+        );
+    }
+    Ok(classes)
+}
+
+fn targets(args: &MatchArgs) -> anyhow::Result<Vec<Target>> {
+    let known = packaged()?;
+    let file = match &args.file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            Some(inputs::parse(&text).with_context(|| format!("{}", path.display()))?)
+        }
+        None => None,
+    };
+    let class = |name: &str| -> anyhow::Result<Target> {
+        let selectors = file
+            .as_ref()
+            .and_then(|f| f.classes.get(name))
+            .or_else(|| known.get(name))
+            .with_context(|| {
+                let names: Vec<&str> = known.keys().map(String::as_str).collect();
+                format!(
+                    "no DeviceClass {name:?}: the packaged ones are {}; give others with -f",
+                    names.join(", ")
+                )
+            })?;
+        Ok(inputs::class_target(name, selectors))
+    };
+    match (&args.expression, &args.class, &file) {
+        (Some(expression), class_name, _) => {
+            let mut target = match class_name {
+                Some(name) => class(name)?,
+                None => Target {
+                    label: "expression".to_owned(),
+                    selectors: Vec::new(),
+                    notes: Vec::new(),
+                },
+            };
+            target.label = "expression".to_owned();
+            target.selectors.push(Labeled {
+                origin: "expression".to_owned(),
+                expression: expression.clone(),
+            });
+            Ok(vec![target])
+        }
+        (None, Some(name), _) => Ok(vec![class(name)?]),
+        (None, None, Some(file)) => Ok(file.targets(&known)?),
+        (None, None, None) => anyhow::bail!("give a CEL expression, -f FILE or --class NAME"),
+    }
+}
+
+fn publishing(args: &MatchArgs) -> anyhow::Result<Publishing> {
+    let config = if args.plugin_config == Path::new(PLUGIN_CONFIG) && !args.plugin_config.exists() {
+        PluginConfig::default()
+    } else {
+        PluginConfig::load(&args.plugin_config)?
+    };
+    Ok(Publishing {
+        driver: args.driver.clone().unwrap_or(config.driver_name),
+        taint_unhealthy: config.taint_unhealthy,
+        consumable_capacity: config.consumable_capacity,
+    })
+}
+
+/// The devices of the plugin's pool, their taints, and what it leaves out.
+fn published(
+    inventory: &pb::GetInventoryResponse,
+    publishing: &Publishing,
+) -> (Vec<DeviceView>, BTreeMap<String, Vec<String>>, Vec<String>) {
+    let target = PoolTarget {
+        driver: &publishing.driver,
+        node_name: "this-node",
+        taint_unhealthy: publishing.taint_unhealthy,
+        consumable_capacity: publishing.consumable_capacity,
+    };
+    let pool = build_pool(inventory, &target, 1);
+    let mut skipped: Vec<String> = pool.skipped.iter().map(ToString::to_string).collect();
+    let mut views = Vec::new();
+    let mut taints = BTreeMap::new();
+    for device in pool.slices.iter().flat_map(|s| s.devices.iter().flatten()) {
+        match DeviceView::new(device, &publishing.driver) {
+            Ok(view) => views.push(view),
+            Err(err) => skipped.push(err.to_string()),
+        }
+        let keys: Vec<String> = device
+            .taints
+            .iter()
+            .flatten()
+            .map(|t| format!("{}:{}", t.key, t.effect))
+            .collect();
+        taints.insert(device.name.clone(), keys);
+    }
+    (views, taints, skipped)
+}
+
+fn check(
+    target: Target,
+    devices: &[DeviceView],
+    taints: &BTreeMap<String, Vec<String>>,
+    catalog: &Catalog,
+) -> TargetReport {
+    let mut compiled = Vec::new();
+    let mut selectors = Vec::new();
+    for labeled in target.selectors {
+        match Selector::compile(&labeled.expression, catalog) {
+            Ok(selector) => {
+                selectors.push(Checked {
+                    selector: labeled.clone(),
+                    invalid: None,
+                    hints: selector.warnings.clone(),
+                });
+                compiled.push((labeled.origin, selector));
+            }
+            Err(err) => {
+                let hints = match &err {
+                    gpuslice_selector::CompileError::Mistakes(h) => h.clone(),
+                    _ => Vec::new(),
+                };
+                selectors.push(Checked {
+                    selector: labeled,
+                    invalid: Some(err.to_string()),
+                    hints,
+                });
+            }
+        }
+    }
+    let valid = selectors.iter().all(|s| s.invalid.is_none());
+    let results = if valid {
+        devices
+            .iter()
+            .map(|d| verdict(d, &compiled, taints))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    TargetReport {
+        target: target.label,
+        notes: target.notes,
+        selectors,
+        devices: results,
+    }
+}
+
+/// The first selector that does not match decides, as in the scheduler.
+fn verdict(
+    device: &DeviceView,
+    compiled: &[(String, Selector)],
+    taints: &BTreeMap<String, Vec<String>>,
+) -> DeviceResult {
+    let (outcome, selector) = compiled
+        .iter()
+        .map(|(origin, s)| (s.evaluate(device), origin))
+        .find(|(o, _)| *o != Outcome::Match)
+        .map_or((Outcome::Match, None), |(o, origin)| {
+            (o, Some(origin.clone()))
+        });
+    DeviceResult {
+        device: device.name.clone(),
+        outcome,
+        selector: if compiled.len() > 1 { selector } else { None },
+        taints: taints.get(&device.name).cloned().unwrap_or_default(),
+    }
+}
+
+fn exit_code(reports: &[TargetReport]) -> u8 {
+    if reports
+        .iter()
+        .any(|r| r.selectors.iter().any(|s| s.invalid.is_some()))
+    {
+        return 2;
+    }
+    let good = reports.iter().all(|r| {
+        r.devices.iter().any(|d| d.outcome == Outcome::Match)
+            && !r
+                .devices
+                .iter()
+                .any(|d| matches!(d.outcome, Outcome::Error { .. }))
+    });
+    u8::from(!good)
+}

@@ -1,0 +1,229 @@
+//! `create = "ahead"`: slices made before any claim asks, from the configured
+//! layout, at start-up and on SIGHUP, with the fewest steps
+//! ([`crate::mig::diff`]): instances that already match stay, held ones are
+//! never touched, foreign ones are left alone.
+//!
+//! A ledger (`<state_dir>/mig-ahead.json`) remembers which instances the
+//! daemon made ahead, so after a restart they are its own to reuse or destroy,
+//! not foreign. An entry is written before its create and removed after its
+//! destroy, so a crash in between leaves an entry whose instance may be
+//! missing (harmless) but never an instance nobody owns.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use gpuslice_cdi::atomic::{AtomicStep, write_atomic_observed};
+use serde::{Deserialize, Serialize};
+
+use crate::claims::error::ClaimError;
+use crate::claims::{Engine, lock};
+use crate::config::{MigConfig, MigCreate};
+use crate::crash::crash_point;
+use crate::gpu::{GpuInstance, Placement};
+use crate::inventory::GpuDevice;
+use crate::mig::{
+    ForeignPolicy, MigGeometry, MigLayout, Occupant, Ownership, Step, diff, plan_layout,
+};
+use crate::state::StateError;
+
+const LEDGER: &str = "mig-ahead.json";
+
+/// One instance made ahead.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub(in crate::claims) struct Made {
+    gpu_uuid: String,
+    profile_id: u32,
+    start: u32,
+    size: u32,
+}
+
+impl Made {
+    pub(in crate::claims) fn is(&self, gpu_uuid: &str, gi: &GpuInstance) -> bool {
+        self.gpu_uuid == gpu_uuid
+            && self.profile_id == gi.profile_id
+            && self.start == gi.placement.start
+            && self.size == gi.placement.size
+    }
+}
+
+impl Engine {
+    fn ledger_path(&self) -> PathBuf {
+        self.state_dir().join(LEDGER)
+    }
+
+    /// The slices made ahead, as the ledger lists them.
+    pub(in crate::claims) fn made_ahead(&self) -> BTreeSet<Made> {
+        self.load_ledger()
+    }
+
+    fn load_ledger(&self) -> BTreeSet<Made> {
+        std::fs::read(self.ledger_path())
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default()
+    }
+
+    fn save_ledger(&self, ledger: &BTreeSet<Made>) -> Result<(), ClaimError> {
+        let uid = "(MIG ledger)".to_owned();
+        let bytes = serde_json::to_vec_pretty(ledger).map_err(|e| StateError::Encode {
+            uid: uid.clone(),
+            reason: e.to_string(),
+        })?;
+        write_atomic_observed(self.state_dir(), LEDGER, &bytes, 0o600, &ledger_steps)
+            .map_err(|source| ClaimError::State(StateError::Write { uid, source }))
+    }
+
+    /// Brings every MIG GPU to its layout (ahead mode), or removes idle
+    /// slices made ahead under an earlier config (on-prepare mode). Returns
+    /// problems for an operator.
+    pub(in crate::claims) fn apply_ahead_layouts(&self, mig: &MigConfig) -> Vec<String> {
+        let mut ledger = self.load_ledger();
+        let mut problems = Vec::new();
+        // A GPU a claim holds whole has MIG off until the claim goes.
+        let whole = lock(&self.table).held_whole();
+        for gpu in &self.inventory().gpus {
+            if whole.contains(&gpu.info.uuid) {
+                continue;
+            }
+            let wanted: Vec<&str> = match (mig.create, mig.for_gpu(gpu.info.index, &gpu.info.uuid))
+            {
+                (MigCreate::Ahead, Some(entry)) => {
+                    entry.layout.iter().map(String::as_str).collect()
+                }
+                _ => Vec::new(),
+            };
+            if gpu.mig.is_none() {
+                continue;
+            }
+            if let Err(err) = self.reshape(gpu, &wanted, &mut ledger) {
+                problems.push(format!("{} ({}): layout: {err}", gpu.name, gpu.info.uuid));
+            }
+        }
+        problems
+    }
+
+    fn reshape(
+        &self,
+        gpu: &GpuDevice,
+        wanted: &[&str],
+        ledger: &mut BTreeSet<Made>,
+    ) -> Result<(), ClaimError> {
+        let Some(gpu_mig) = &gpu.mig else {
+            return Ok(());
+        };
+        let index = gpu.info.index;
+        self.complete_made_ahead(gpu, ledger)?;
+        let instances = self.backend.gpu_instances(index)?;
+        let held = lock(&self.table).held_slices();
+        let occupants: Vec<Occupant> = instances
+            .iter()
+            .map(|gi| {
+                let ownership = if held.contains(&(gpu.info.uuid.clone(), gi.placement)) {
+                    Ownership::Held
+                } else if ledger.iter().any(|m| m.is(&gpu.info.uuid, gi)) {
+                    Ownership::Ours
+                } else {
+                    Ownership::Foreign
+                };
+                Occupant::from_instance(gi, ownership)
+            })
+            .collect();
+        let plan_err = |e: crate::mig::MigPlanError| ClaimError::LayoutUnplaceable {
+            gpu: gpu.name.clone(),
+            reason: e.to_string(),
+        };
+        // No layout to make ahead (on-prepare mode, or no entry for the
+        // GPU): the target is what claims hold, so only idle slices made
+        // ahead under an earlier config go.
+        let held_profiles: Vec<&str> = occupants
+            .iter()
+            .filter(|o| o.ownership == Ownership::Held)
+            .filter_map(|o| gpu_mig.profile_by_id(o.profile_id))
+            .map(|p| p.name.as_str())
+            .collect();
+        let wanted = if wanted.is_empty() {
+            held_profiles.as_slice()
+        } else {
+            wanted
+        };
+        let geometry = MigGeometry::new(gpu_mig.profiles.clone()).map_err(plan_err)?;
+        let layout = MigLayout::new(&geometry, occupants).map_err(plan_err)?;
+        let target = plan_layout(&layout, wanted, ForeignPolicy::Keep).map_err(plan_err)?;
+        let change = diff(&layout, &target, ForeignPolicy::Keep).map_err(plan_err)?;
+        for step in change.steps {
+            match step {
+                Step::Destroy { gi_id } => {
+                    let gi = instances.iter().find(|g| g.id == gi_id);
+                    for ci in gi.map(|g| g.compute_instances.as_slice()).unwrap_or(&[]) {
+                        self.backend.destroy_compute_instance(index, gi_id, ci.id)?;
+                    }
+                    self.backend.destroy_gpu_instance(index, gi_id)?;
+                    if let Some(gi) = gi {
+                        ledger.retain(|m| !m.is(&gpu.info.uuid, gi));
+                        self.save_ledger(ledger)?;
+                    }
+                }
+                Step::Create {
+                    profile_id,
+                    placement,
+                } => self.create_ahead(gpu, profile_id, placement, ledger)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// A slice made ahead whose compute instance is missing (a crash came
+    /// between the two creates) gets it, so the layout offers only whole
+    /// slices.
+    fn complete_made_ahead(
+        &self,
+        gpu: &GpuDevice,
+        ledger: &BTreeSet<Made>,
+    ) -> Result<(), ClaimError> {
+        let index = gpu.info.index;
+        for gi in self.backend.gpu_instances(index)? {
+            if gi.compute_instances.is_empty() && ledger.iter().any(|m| m.is(&gpu.info.uuid, &gi)) {
+                tracing::warn!(gpu = %gpu.name, gi = gi.id, "a slice made ahead has no compute instance (a crash cut its creation short); making it");
+                self.backend.create_compute_instance(index, gi.id)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn create_ahead(
+        &self,
+        gpu: &GpuDevice,
+        profile_id: u32,
+        placement: Placement,
+        ledger: &mut BTreeSet<Made>,
+    ) -> Result<(), ClaimError> {
+        let index = gpu.info.index;
+        ledger.insert(Made {
+            gpu_uuid: gpu.info.uuid.clone(),
+            profile_id,
+            start: placement.start,
+            size: placement.size,
+        });
+        self.save_ledger(ledger)?;
+        let gi = self
+            .backend
+            .create_gpu_instance(index, profile_id, placement)?;
+        if let Err(err) = self.backend.create_compute_instance(index, gi.id) {
+            if let Err(undo) = self.backend.destroy_gpu_instance(index, gi.id) {
+                tracing::error!(gpu = %gpu.name, gi = gi.id, error = %undo, "could not destroy a GPU instance after its compute instance failed");
+            }
+            return Err(err.into());
+        }
+        tracing::info!(gpu = %gpu.name, gi = gi.id, profile_id, start = placement.start, "made a slice ahead");
+        Ok(())
+    }
+}
+
+/// The crash points of the ledger's durable steps.
+fn ledger_steps(step: AtomicStep) {
+    match step {
+        AtomicStep::TempSynced => crash_point("mig_ledger.after_temp_synced"),
+        AtomicStep::Renamed => crash_point("mig_ledger.after_rename"),
+        AtomicStep::Unlinked => {}
+    }
+}

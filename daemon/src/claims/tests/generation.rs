@@ -1,0 +1,238 @@
+//! Engine tests of the inventory generation and of GPUs the scan cannot
+//! read: every change of what GetInventory answers is a new generation
+//! (claims made and gone, a refused prepare that reserved, a MIG slice made
+//! and destroyed, health, a rescan that finds a change) and nothing else is;
+//! a GPU lost before a rescan or before start-up is left out, reported, and
+//! its claims stay unpreparable but can be unprepared.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::claims::{ClaimError, Engine, EngineSettings, PrepareRequest, Unprepared};
+use crate::config::{MigAdvertise, MigConfig, MigGpuConfig};
+use crate::driver::{DriverFiles, Roots};
+use crate::gpu::sim::{SimBackend, SimModel, op};
+use crate::gpu::{GpuBackend, GpuError, HealthEvent, HealthEventKind};
+use crate::health::watch::Watcher;
+use crate::inventory::Inventory;
+use crate::state::Store;
+
+const A: &str = "aaaaaaaa-0000-4000-8000-0000000000a1";
+const B: &str = "bbbbbbbb-0000-4000-8000-0000000000b2";
+const C: &str = "cccccccc-0000-4000-8000-0000000000c3";
+
+/// Three simulated H100s; GPU 2 offers a MIG layout made at prepare.
+fn mig() -> MigConfig {
+    MigConfig {
+        advertise: MigAdvertise::Layout,
+        gpu: vec![MigGpuConfig {
+            index: Some(2),
+            layout: ["3g.40gb", "1g.10gb"].map(str::to_owned).to_vec(),
+            ..MigGpuConfig::default()
+        }],
+        ..MigConfig::default()
+    }
+}
+
+struct Node {
+    dir: tempfile::TempDir,
+}
+
+impl Node {
+    fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn sim(&self) -> Arc<SimBackend> {
+        Arc::new(SimBackend::new(vec![SimModel::H100_80GB; 3], "test"))
+    }
+
+    /// A daemon start over `sim`: scan, engine, reconcile, MIG set-up.
+    fn start(&self, sim: Arc<SimBackend>) -> Engine {
+        let backend: Arc<dyn GpuBackend> = sim;
+        let inventory = Inventory::from_backend(backend.as_ref(), &mig(), &|_, _| {
+            crate::mig::Ownership::Foreign
+        })
+        .unwrap();
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/sim-root");
+        let engine = Engine::new(
+            backend,
+            inventory,
+            DriverFiles::discover(
+                Roots {
+                    driver_root: &root,
+                    dev_root: &root,
+                },
+                "580.95.05",
+            ),
+            Store::open(&self.dir.path().join("state")).unwrap(),
+            EngineSettings {
+                cdi_dir: self.dir.path().join("cdi"),
+                dev_root: root.clone(),
+                cdi_hook: None,
+                boot_id: "boot".to_owned(),
+            },
+        );
+        engine.reconcile().unwrap();
+        engine.setup_mig(&mig()).unwrap();
+        engine
+    }
+}
+
+fn req(uid: &str, device: &str) -> PrepareRequest {
+    super::requests::request(uid, &[device])
+}
+
+fn lost() -> GpuError {
+    GpuError::GpuLost {
+        what: "GPU 1 (test)".into(),
+    }
+}
+
+/// Runs `step` and says whether the generation moved (and the watch saw it).
+fn bumps<T>(engine: &Engine, step: impl FnOnce() -> T) -> bool {
+    let mut watch = engine.watch_generation();
+    watch.borrow_and_update();
+    let before = engine.generation();
+    let _ = step();
+    let moved = engine.generation() != before;
+    assert_eq!(watch.has_changed().unwrap(), moved, "the watch follows");
+    moved
+}
+
+#[test]
+fn sim_every_change_of_the_inventory_answer_is_a_new_generation() {
+    let node = Node::new();
+    let sim = node.sim();
+    let engine = node.start(sim.clone());
+    assert!(bumps(&engine, || engine.prepare(&req(A, "gpu-0")).unwrap()));
+    assert!(!bumps(&engine, || engine
+        .prepare(&req(A, "gpu-0"))
+        .unwrap()));
+    assert!(!bumps(&engine, || engine
+        .prepare(&req(B, "gpu-0"))
+        .unwrap_err()));
+    assert!(bumps(&engine, || engine.unprepare(A).unwrap()));
+    assert!(!bumps(&engine, || engine.unprepare(A).unwrap()));
+
+    // A slice made by a prepare: its uuid attribute comes, and goes again.
+    let slice = engine.inventory().mig[0].name.clone();
+    let uuid_of = |engine: &Engine| {
+        let inventory = engine.inventory();
+        let found = inventory.mig.iter().find(|m| m.name == slice).unwrap();
+        found.uuid.clone()
+    };
+    assert_eq!(uuid_of(&engine), None);
+    assert!(bumps(&engine, || engine.prepare(&req(C, &slice)).unwrap()));
+    assert!(uuid_of(&engine).is_some_and(|u| u.starts_with("MIG-")));
+    assert!(bumps(&engine, || engine.unprepare(C).unwrap()));
+    assert_eq!(uuid_of(&engine), None);
+
+    // A prepare that reserved, then failed: the reservation was visible.
+    sim.faults().fail_next(op::CREATE_GPU_INSTANCE, lost());
+    assert!(bumps(&engine, || engine
+        .prepare(&req(C, &slice))
+        .unwrap_err()));
+
+    // Health: a fault and an operator's clear.
+    let watcher_event = |kind: HealthEventKind| {
+        let on_change = || engine.health_changed();
+        let watcher = Watcher {
+            backend: engine.backend(),
+            health: engine.health(),
+            on_change: &on_change,
+        };
+        let event = HealthEvent {
+            gpu_index: 1,
+            gpu_uuid: engine.backend().device_info(1).unwrap().uuid,
+            gpu_instance: None,
+            compute_instance: None,
+            kind,
+            message: "test".into(),
+        };
+        watcher.handle(&event, 1_748_779_200);
+    };
+    assert!(bumps(&engine, || watcher_event(HealthEventKind::Xid(79))));
+    assert!(bumps(&engine, || engine.clear_health("gpu-1").unwrap()));
+    assert!(!bumps(&engine, || engine.clear_health("gpu-1").unwrap()));
+
+    // A rescan (SIGHUP) that finds nothing new is not a change.
+    assert!(!bumps(&engine, || engine.setup_mig(&mig()).unwrap()));
+}
+
+#[test]
+fn sim_a_gpu_lost_before_a_rescan_is_left_out_and_its_claims_stay_unpreparable() {
+    let node = Node::new();
+    let sim = node.sim();
+    let engine = node.start(sim.clone());
+    engine.prepare(&req(A, "gpu-1")).unwrap();
+    let uuid = engine.inventory().gpu("gpu-1").unwrap().info.uuid.clone();
+
+    sim.faults().fail_gpu(op::DEVICE_INFO, 1, lost());
+    assert!(bumps(&engine, || engine.setup_mig(&mig()).unwrap()));
+    let inventory = engine.inventory();
+    assert!(inventory.gpu("gpu-1").is_none());
+    assert!(inventory.gpu("gpu-0").is_some() && inventory.gpu("gpu-2").is_some());
+    assert!(
+        !inventory.mig.is_empty(),
+        "GPU 2's slices are still offered"
+    );
+    assert_eq!(inventory.unreadable.len(), 1);
+    assert_eq!(inventory.unreadable[0].uuid.as_deref(), Some(uuid.as_str()));
+    let problems = engine.problems().join("\n");
+    assert!(
+        problems.contains(&format!("gpu-1 ({uuid}) cannot be read (device info: ")),
+        "{problems}"
+    );
+    let unhealthy = engine.unhealthy_devices();
+    assert_eq!(unhealthy.len(), 1, "{unhealthy:?}");
+    assert_eq!(unhealthy[0].device, "gpu-1");
+    assert_eq!(unhealthy[0].gpu_uuid, uuid);
+    assert_eq!(unhealthy[0].claims, vec![A.to_owned()]);
+    assert!(unhealthy[0].fault.reason.contains("cannot be read"));
+    let record = engine.claims().remove(0);
+    assert_eq!(engine.claim_health_problems(&record).len(), 1);
+
+    // Its claim cannot be prepared again, a new one cannot name it, and the
+    // claim can go.
+    let again = engine.prepare(&req(A, "gpu-1")).unwrap_err();
+    assert!(matches!(again, ClaimError::DeviceGone { .. }), "{again}");
+    let new = engine.prepare(&req(B, "gpu-1")).unwrap_err();
+    assert!(matches!(new, ClaimError::UnknownDevice { .. }), "{new}");
+    // A later rescan with the GPU still lost changes nothing.
+    assert!(!bumps(&engine, || engine.setup_mig(&mig()).unwrap()));
+    assert_eq!(engine.unprepare(A).unwrap(), Unprepared::Removed);
+
+    // It answers again: the next rescan offers it.
+    sim.faults().heal_gpu(op::DEVICE_INFO, 1);
+    assert!(bumps(&engine, || engine.setup_mig(&mig()).unwrap()));
+    assert!(engine.inventory().gpu("gpu-1").is_some());
+    assert!(engine.unhealthy_devices().is_empty());
+    assert!(!engine.problems().join("\n").contains("cannot be read"));
+}
+
+#[test]
+fn sim_a_gpu_unreadable_at_start_up_does_not_stop_the_daemon() {
+    let node = Node::new();
+    node.start(node.sim()).prepare(&req(A, "gpu-1")).unwrap();
+    let sim = node.sim();
+    sim.faults().fail_gpu(op::DEVICE_INFO, 1, lost());
+    let engine = node.start(sim);
+    let inventory = engine.inventory();
+    let names: Vec<&str> = inventory.gpus.iter().map(|g| g.name.as_str()).collect();
+    assert_eq!(names, ["gpu-0", "gpu-2"]);
+    assert_eq!(inventory.unreadable[0].label(), "gpu-1 (index 1)");
+    assert_eq!(engine.claims().len(), 1, "the claim's record is kept");
+    let problems = engine.problems().join("\n");
+    assert!(
+        problems.contains("gpu-1 (index 1) cannot be read"),
+        "{problems}"
+    );
+    assert!(problems.contains("no longer on this node"), "{problems}");
+    let unhealthy = engine.unhealthy_devices();
+    assert_eq!(unhealthy[0].claims, vec![A.to_owned()], "matched by name");
+    assert_eq!(unhealthy[0].gpu_uuid, "");
+    assert_eq!(engine.unprepare(A).unwrap(), Unprepared::Removed);
+}

@@ -1,0 +1,161 @@
+//! The simulator's tests. This room owns the `sim_*` tests: the shared
+//! backend bodies on every model, plus what only the simulator promises
+//! (determinism, table-driven facts, injected faults) in this file; MIG
+//! ([`mig`]), health events ([`health`]), the hardware state file
+//! ([`persist`]) and the per-model tables' invariants ([`tables`]) beside
+//! it. Built only under `cargo test`; nothing here may change what the
+//! simulator answers.
+
+mod health;
+mod mig;
+mod persist;
+mod tables;
+
+use super::{SimBackend, SimModel, op};
+use crate::gpu::{GpuBackend, GpuError, MigMode, MigSupport, conformance};
+
+const SEED: &str = "node-a";
+
+/// A two-GPU node of one model passes the shared bodies and shows the table's facts.
+fn model_node(model: SimModel) {
+    let sim = SimBackend::new(vec![model, model], SEED);
+    conformance::all(&sim);
+    let spec = model.spec();
+    for gpu in conformance::all_gpus(&sim) {
+        assert_eq!(gpu.product_name, spec.product_name);
+        assert_eq!(gpu.brand, "Nvidia");
+        assert_eq!(gpu.architecture, spec.architecture);
+        assert_eq!(gpu.compute_capability, spec.compute_capability);
+        assert_eq!(gpu.memory_bytes, spec.memory_bytes);
+        assert_eq!(gpu.minor, gpu.index);
+        let disabled = MigSupport::Supported {
+            current: MigMode::Disabled,
+            pending: MigMode::Disabled,
+        };
+        assert_eq!(gpu.mig, disabled);
+        assert_eq!(sim.model(gpu.index), Ok(model));
+    }
+}
+
+macro_rules! sim_model_tests {
+    ($($name:ident => $model:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                model_node(SimModel::$model);
+            }
+        )*
+    };
+}
+
+sim_model_tests! {
+    sim_a100_40gb_node => A100_40GB,
+    sim_a100_80gb_node => A100_80GB,
+    sim_a30_24gb_node => A30_24GB,
+    sim_h100_80gb_node => H100_80GB,
+    sim_h100_nvl_94gb_node => H100_NVL_94GB,
+    sim_h200_141gb_node => H200_141GB,
+}
+
+#[test]
+fn sim_mixed_node_of_every_model() {
+    let sim = SimBackend::new(SimModel::ALL.to_vec(), SEED);
+    conformance::all(&sim);
+    assert_eq!(sim.device_count(), Ok(6));
+    assert_eq!(sim.name(), "sim");
+}
+
+#[test]
+fn sim_many_gpus_keep_distinct_addresses() {
+    let sim = SimBackend::new(vec![SimModel::H100_80GB; 100], SEED);
+    conformance::identity(&sim);
+    let last = sim.device_info(99).unwrap();
+    assert_eq!(last.pci_bus_id, "0003:2d:00.0");
+    assert_eq!(last.pcie_root.as_deref(), Some("pci0003:2c"));
+}
+
+#[test]
+fn sim_empty_node() {
+    let sim = SimBackend::new(Vec::new(), SEED);
+    assert_eq!(sim.device_count(), Ok(0));
+    conformance::out_of_range(&sim);
+}
+
+#[test]
+fn sim_addresses_are_lowercase_and_stable() {
+    let sim = SimBackend::new(vec![SimModel::A100_80GB; 2], SEED);
+    let gpu = sim.device_info(1).unwrap();
+    assert_eq!(gpu.pci_bus_id, "0000:1f:00.0");
+    assert_eq!(gpu.pcie_root.as_deref(), Some("pci0000:1e"));
+}
+
+#[test]
+fn sim_uuids_are_deterministic() {
+    let uuids = |seed: &str, models: Vec<SimModel>| -> Vec<String> {
+        let sim = SimBackend::new(models, seed);
+        conformance::all_gpus(&sim)
+            .into_iter()
+            .map(|g| g.uuid)
+            .collect()
+    };
+    let node = SimModel::ALL.to_vec();
+    assert_eq!(uuids(SEED, node.clone()), uuids(SEED, node.clone()));
+    let other_node = uuids("node-b", node.clone());
+    assert!(uuids(SEED, node).iter().all(|u| !other_node.contains(u)));
+    // The model is part of the name: swapping a card changes its UUID.
+    let a = uuids(SEED, vec![SimModel::A30_24GB]);
+    let b = uuids(SEED, vec![SimModel::H200_141GB]);
+    assert_ne!(a, b);
+}
+
+#[test]
+fn sim_driver_info() {
+    let sim = SimBackend::new(vec![SimModel::H200_141GB], SEED);
+    let info = sim.driver_info().unwrap();
+    assert_eq!(info.driver_version, "580.95.05");
+    assert_eq!(info.cuda_driver_version, (13, 0));
+}
+
+#[test]
+fn sim_fault_on_device_count() {
+    let sim = SimBackend::new(vec![SimModel::A30_24GB], SEED);
+    let lost = GpuError::GpuLost {
+        what: "node".into(),
+    };
+    sim.faults().fail_next(op::DEVICE_COUNT, lost.clone());
+    assert_eq!(sim.device_count(), Err(lost));
+    assert_eq!(sim.device_count(), Ok(1));
+}
+
+#[test]
+fn sim_fault_on_nth_device_info() {
+    let sim = SimBackend::new(vec![SimModel::H100_NVL_94GB; 4], SEED);
+    let injected = GpuError::Injected {
+        call: op::DEVICE_INFO,
+    };
+    sim.faults().fail_nth(op::DEVICE_INFO, 3, injected.clone());
+    sim.device_info(0).unwrap();
+    sim.device_info(1).unwrap();
+    assert_eq!(sim.device_info(2), Err(injected));
+    sim.device_info(2).unwrap();
+    assert_eq!(sim.faults().calls(op::DEVICE_INFO), 4);
+}
+
+#[test]
+fn sim_fault_on_driver_info() {
+    let sim = SimBackend::new(vec![SimModel::A100_40GB], SEED);
+    let unloaded = GpuError::DriverNotLoaded {
+        reason: "test".into(),
+    };
+    sim.faults().fail_next(op::DRIVER_INFO, unloaded.clone());
+    assert_eq!(sim.driver_info(), Err(unloaded));
+}
+
+#[test]
+fn sim_backend_is_shareable() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<SimBackend>();
+    let shared: std::sync::Arc<dyn GpuBackend> =
+        std::sync::Arc::new(SimBackend::new(vec![SimModel::H100_80GB], SEED));
+    conformance::all(shared.as_ref());
+}

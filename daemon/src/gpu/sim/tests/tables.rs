@@ -1,0 +1,221 @@
+//! Invariants of the per-model tables, one test per model.
+//!
+//! The MIG planner trusts these tables, so a transcription slip must fail
+//! here: placements inside the GPU, sizes equal to memory slices, the full
+//! profile covering every slice, max counts as NVIDIA's tables state them, the
+//! "+me" limit, and each name's memory suffix matching its MiB the way
+//! go-nvlib derives it.
+
+use crate::gpu::sim::models::{GiProfile, ModelSpec, SimModel};
+
+const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
+
+fn check_placements(spec: &ModelSpec) {
+    for p in spec.gi_profiles {
+        assert!(!p.placements.is_empty(), "{}: no placements", p.name);
+        for pl in p.placements {
+            assert_eq!(pl.size, p.memory_slices, "{}: placement size", p.name);
+            assert!(
+                pl.slices().end <= spec.memory_slices,
+                "{}: {pl:?} off the GPU",
+                p.name
+            );
+        }
+        assert!(
+            p.compute_slices <= spec.compute_slices,
+            "{}: compute slices",
+            p.name
+        );
+        assert!(p.sm_count <= spec.sm_count, "{}: SMs", p.name);
+        assert!(
+            p.memory_mib * MIB <= spec.memory_bytes,
+            "{}: memory",
+            p.name
+        );
+    }
+}
+
+/// The profile using every compute slice has one placement covering every memory slice.
+fn check_full_profile(spec: &ModelSpec, name: &str) {
+    let full = spec.profile(name).unwrap();
+    assert_eq!(full.compute_slices, spec.compute_slices);
+    assert_eq!(full.max_count, 1);
+    assert_eq!(full.placements.len(), 1);
+    assert_eq!(full.placements[0].slices(), 0..spec.memory_slices);
+}
+
+fn check_max_counts(spec: &ModelSpec, expected: &[(&str, u32)]) {
+    let names: Vec<&str> = spec.gi_profiles.iter().map(|p| p.name).collect();
+    let wanted: Vec<&str> = expected.iter().map(|(n, _)| *n).collect();
+    assert_eq!(names, wanted, "profile list");
+    for (name, max) in expected {
+        assert_eq!(
+            spec.profile(name).unwrap().max_count,
+            *max,
+            "{name}: max count"
+        );
+    }
+}
+
+/// Each "+me" profile allows one instance and shadows a plain profile of the same shape.
+fn check_media_extensions(spec: &ModelSpec, expected_me_profiles: usize) {
+    let me: Vec<&GiProfile> = spec
+        .gi_profiles
+        .iter()
+        .filter(|p| p.media_extensions())
+        .collect();
+    assert_eq!(me.len(), expected_me_profiles);
+    for p in me {
+        assert_eq!(p.max_count, 1, "{}: +me max", p.name);
+        let plain = spec.profile(p.name.trim_end_matches("+me")).unwrap();
+        assert_eq!(plain.memory_slices, p.memory_slices);
+        assert_eq!(plain.placements, p.placements);
+        assert!(plain.max_count > 1, "{}: plain max", plain.name);
+    }
+}
+
+/// go-nvlib `getMigMemorySizeGB`: round(ceil(mem/total·8)/8 · ceil(total GiB)).
+fn check_names_match_memory(spec: &ModelSpec) {
+    let total_mib = spec.memory_bytes / MIB;
+    let total_gib = spec.memory_bytes.div_ceil(GIB);
+    for p in spec.gi_profiles {
+        let eighths = (p.memory_mib * 8).div_ceil(total_mib);
+        let gb = (eighths * total_gib * 2 + 8) / 16;
+        let suffix = format!("g.{gb}gb");
+        assert!(p.name.contains(&suffix), "{}: expected {suffix}", p.name);
+    }
+}
+
+fn check_unique_ids(spec: &ModelSpec) {
+    for (i, a) in spec.gi_profiles.iter().enumerate() {
+        for b in &spec.gi_profiles[i + 1..] {
+            assert_ne!(a.id, b.id, "{} and {} share an id", a.name, b.name);
+            assert_ne!(a.index, b.index, "{} and {} share an index", a.name, b.name);
+        }
+    }
+}
+
+fn check_common(model: SimModel, full: &str, max: &[(&str, u32)], me: usize) {
+    let spec = model.spec();
+    check_placements(spec);
+    check_full_profile(spec, full);
+    check_max_counts(spec, max);
+    check_media_extensions(spec, me);
+    check_names_match_memory(spec);
+    check_unique_ids(spec);
+}
+
+fn eight_slice(names: [&'static str; 7]) -> Vec<(&'static str, u32)> {
+    names.into_iter().zip([7, 1, 4, 3, 2, 1, 1]).collect()
+}
+
+/// 4g at 0 and 3g at 0 or 4: the halves of an 8-slice GPU.
+fn check_eight_slice_halves(model: SimModel, four: &str, three: &str) {
+    let spec = model.spec();
+    let four = spec.profile(four).unwrap();
+    let four: Vec<(u32, u32)> = four.placements.iter().map(|p| (p.start, p.size)).collect();
+    assert_eq!(four, [(0, 4)]);
+    let three = spec.profile(three).unwrap();
+    let starts: Vec<u32> = three.placements.iter().map(|p| p.start).collect();
+    assert_eq!(starts, [0, 4]);
+}
+
+#[test]
+fn table_a100_40gb() {
+    let names = [
+        "1g.5gb",
+        "1g.5gb+me",
+        "1g.10gb",
+        "2g.10gb",
+        "3g.20gb",
+        "4g.20gb",
+        "7g.40gb",
+    ];
+    check_common(SimModel::A100_40GB, "7g.40gb", &eight_slice(names), 1);
+    check_eight_slice_halves(SimModel::A100_40GB, "4g.20gb", "3g.20gb");
+}
+
+#[test]
+fn table_a100_80gb() {
+    let names = [
+        "1g.10gb",
+        "1g.10gb+me",
+        "1g.20gb",
+        "2g.20gb",
+        "3g.40gb",
+        "4g.40gb",
+        "7g.80gb",
+    ];
+    check_common(SimModel::A100_80GB, "7g.80gb", &eight_slice(names), 1);
+    check_eight_slice_halves(SimModel::A100_80GB, "4g.40gb", "3g.40gb");
+}
+
+#[test]
+fn table_a30_24gb() {
+    let max = [
+        ("1g.6gb", 4),
+        ("1g.6gb+me", 1),
+        ("2g.12gb", 2),
+        ("2g.12gb+me", 1),
+        ("4g.24gb", 1),
+    ];
+    // A30 is the one model with two "+me" profiles (1g and 2g), each limited to 1.
+    check_common(SimModel::A30_24GB, "4g.24gb", &max, 2);
+}
+
+#[test]
+fn table_h100_80gb() {
+    let names = [
+        "1g.10gb",
+        "1g.10gb+me",
+        "1g.20gb",
+        "2g.20gb",
+        "3g.40gb",
+        "4g.40gb",
+        "7g.80gb",
+    ];
+    check_common(SimModel::H100_80GB, "7g.80gb", &eight_slice(names), 1);
+    check_eight_slice_halves(SimModel::H100_80GB, "4g.40gb", "3g.40gb");
+}
+
+#[test]
+fn table_h100_nvl_94gb() {
+    let names = [
+        "1g.12gb",
+        "1g.12gb+me",
+        "1g.24gb",
+        "2g.24gb",
+        "3g.47gb",
+        "4g.47gb",
+        "7g.94gb",
+    ];
+    check_common(SimModel::H100_NVL_94GB, "7g.94gb", &eight_slice(names), 1);
+    check_eight_slice_halves(SimModel::H100_NVL_94GB, "4g.47gb", "3g.47gb");
+}
+
+#[test]
+fn table_h200_141gb() {
+    let names = [
+        "1g.18gb",
+        "1g.18gb+me",
+        "1g.35gb",
+        "2g.35gb",
+        "3g.71gb",
+        "4g.71gb",
+        "7g.141gb",
+    ];
+    check_common(SimModel::H200_141GB, "7g.141gb", &eight_slice(names), 1);
+    check_eight_slice_halves(SimModel::H200_141GB, "4g.71gb", "3g.71gb");
+}
+
+#[test]
+fn table_lookups_by_id() {
+    let spec = SimModel::A30_24GB.spec();
+    assert_eq!(spec.profile_by_id(14).unwrap().name, "1g.6gb");
+    assert_eq!(
+        SimModel::H100_80GB.spec().profile_by_id(14).unwrap().name,
+        "2g.20gb"
+    );
+    assert!(spec.profile_by_id(19).is_none());
+}

@@ -1,0 +1,158 @@
+//! Control daemons a previous gpusliced started as its children, found
+//! after a restart: by the pid file the daemon writes into its pipe dir,
+//! or, when it died before writing it (a crash right after the start), by
+//! the marker every daemon carries in its environment
+//! ([`crate::mps::supervisor::DAEMON_MARKER`], set to its folder). Such a daemon
+//! is not our child: liveness is a signal-0 probe, and nothing restarts it.
+
+use std::path::{Path, PathBuf};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+use super::{EXIT_BOUND, PID_FILE};
+use crate::mps::MpsError;
+use crate::mps::control::{CONTROL_SOCKET, wait_on_dir};
+use crate::mps::layout::DaemonLayout;
+use crate::mps::supervisor::{DAEMON_MARKER, DaemonState, DaemonStatus, Supervised};
+
+/// A daemon a previous gpusliced started.
+#[derive(Debug)]
+pub struct AdoptedDaemon {
+    pid: u32,
+    pipe_dir: PathBuf,
+}
+
+impl AdoptedDaemon {
+    /// The daemon of `layout`, when one runs: the pid file's, else the
+    /// lowest pid carrying its marker.
+    pub fn find(layout: &DaemonLayout) -> Option<Self> {
+        let pid = running_pid(layout).or_else(|| marked_pids(layout).into_iter().min())?;
+        Some(Self {
+            pid,
+            pipe_dir: layout.pipe_dir(),
+        })
+    }
+
+    /// Waits (bounded) for the process to exit, then kills it.
+    fn wait_or_kill(&self) -> Result<(), MpsError> {
+        let pid = self.pid;
+        let gone = wait_on_dir(dir_or_root(&self.pipe_dir), EXIT_BOUND, &|| {
+            Ok(!pid_alive(pid))
+        })?;
+        if !gone {
+            tracing::warn!(
+                pid,
+                "adopted MPS control daemon did not exit after quit; killing it"
+            );
+            kill_pid(pid);
+        }
+        Ok(())
+    }
+}
+
+impl Supervised for AdoptedDaemon {
+    fn is_alive(&self) -> bool {
+        pid_alive(self.pid)
+    }
+
+    fn status(&self) -> DaemonStatus {
+        DaemonStatus {
+            pid: Some(self.pid),
+            unit: None,
+            state: if self.is_alive() {
+                DaemonState::Running
+            } else {
+                DaemonState::Failed
+            },
+            restarts: 0,
+        }
+    }
+
+    fn stop(&self, quit: &dyn Fn()) -> Result<(), MpsError> {
+        quit();
+        self.wait_or_kill()
+    }
+}
+
+/// Stops every process of `layout`'s daemon: asked to quit when it serves
+/// its control socket, killed when it does not (still starting: it has no
+/// client yet) or does not exit within the bound. The pids are taken before
+/// the quit: the daemon removes its pid file as it exits.
+pub fn stop_all(layout: &DaemonLayout, quit: &dyn Fn()) -> Result<(), MpsError> {
+    let mut pids: Vec<u32> = running_pid(layout).into_iter().collect();
+    pids.extend(marked_pids(layout));
+    pids.sort_unstable();
+    pids.dedup();
+    if layout.pipe_dir().join(CONTROL_SOCKET).exists() {
+        quit();
+    } else {
+        for pid in &pids {
+            tracing::warn!(pid, daemon = %layout.root().display(), "stopping an MPS control daemon that never became ready");
+            kill_pid(*pid);
+        }
+    }
+    for pid in pids {
+        AdoptedDaemon {
+            pid,
+            pipe_dir: layout.pipe_dir(),
+        }
+        .wait_or_kill()?;
+    }
+    Ok(())
+}
+
+/// The pid in the daemon's pid file, when that process still exists.
+fn running_pid(layout: &DaemonLayout) -> Option<u32> {
+    let text = std::fs::read_to_string(layout.pipe_dir().join(PID_FILE)).ok()?;
+    let pid: u32 = text.trim().parse().ok()?;
+    pid_alive(pid).then_some(pid)
+}
+
+/// Live processes whose environment carries `layout`'s marker.
+fn marked_pids(layout: &DaemonLayout) -> Vec<u32> {
+    let marker = format!("{DAEMON_MARKER}={}", layout.root().display());
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| {
+                environ
+                    .split(|b| *b == 0)
+                    .any(|var| var == marker.as_bytes())
+            })
+        })
+        .filter(|pid| pid_alive(*pid))
+        .collect()
+}
+
+/// Whether `pid` exists and is not a zombie (an exited daemon whose parent
+/// has not reaped it is gone for our purposes).
+pub fn pid_alive(pid: u32) -> bool {
+    let exists = i32::try_from(pid).is_ok_and(|p| kill(Pid::from_raw(p), None).is_ok());
+    exists && !is_zombie(pid)
+}
+
+fn is_zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let after_name = stat.rsplit_once(')')?.1;
+            after_name.split_whitespace().next().map(|s| s == "Z")
+        })
+        .unwrap_or(false)
+}
+
+/// SIGKILL.
+pub fn kill_pid(pid: u32) {
+    if let Ok(p) = i32::try_from(pid) {
+        let _ = kill(Pid::from_raw(p), Signal::SIGKILL);
+    }
+}
+
+fn dir_or_root(dir: &Path) -> &Path {
+    if dir.is_dir() { dir } else { Path::new("/") }
+}

@@ -1,0 +1,338 @@
+//! The child-process supervisor of MPS control daemons. This room owns
+//! starting, watching and restarting a daemon as a child of gpusliced (this
+//! file) and finding again the children a previous gpusliced left running
+//! ([`adopted`]). It must not decide which daemons should run (that is the
+//! [`crate::mps::MpsManager`]'s) nor touch the GPU backend.
+//!
+//! [`ChildSupervisor`]: each control daemon is a child process of gpusliced
+//! (`nvidia-cuda-mps-control -f`), watched by one thread that waits on its
+//! exit and restarts it unless it was stopped on purpose. Used when gpusliced
+//! does not run under systemd, and in tests with a stand-in control program.
+
+mod adopted;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use super::MpsError;
+use super::layout::DaemonLayout;
+use super::supervisor::{
+    DaemonSpec, DaemonState, DaemonStatus, RestartHook, Supervised, Supervisor,
+};
+use adopted::{AdoptedDaemon, kill_pid};
+
+/// How long a stopped daemon gets to exit before it is killed.
+pub(super) const EXIT_BOUND: Duration = Duration::from_secs(20);
+/// Restarts in a row that did not come back ready before the daemon is
+/// given up as failed.
+const MAX_FAILED_RESTARTS: u32 = 5;
+/// The pid file the control daemon writes into its pipe dir.
+pub const PID_FILE: &str = "nvidia-cuda-mps-control.pid";
+
+/// Supervises control daemons as child processes.
+#[derive(Debug, Clone)]
+pub struct ChildSupervisor {
+    /// util-linux `unshare`, used to bind the shm at /dev/shm for the daemon
+    /// alone when a spec asks for it.
+    unshare: PathBuf,
+}
+
+impl Default for ChildSupervisor {
+    fn default() -> Self {
+        Self {
+            unshare: PathBuf::from("unshare"),
+        }
+    }
+}
+
+impl ChildSupervisor {
+    fn command(&self, spec: &DaemonSpec) -> Command {
+        let mut command = if spec.bind_shm {
+            // A private mount namespace where the daemon's /dev/shm is the
+            // claim's tmpfs, as its clients see it.
+            let mut c = Command::new(&self.unshare);
+            c.args(["--mount", "--propagation", "private", "--", "/bin/sh", "-c"])
+                .arg("mount --bind \"$1\" /dev/shm && shift && exec \"$@\"")
+                .arg("sh")
+                .arg(spec.layout.shm_dir())
+                .arg(&spec.program);
+            c
+        } else {
+            Command::new(&spec.program)
+        };
+        // A process group of its own: a Ctrl-C or SIGTERM meant for
+        // gpusliced's group does not reach the daemon, which outlives a
+        // restart of gpusliced like a systemd unit does.
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        command
+            .arg("-f")
+            .env_clear()
+            .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+            .envs(spec.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        command
+    }
+
+    fn spawn(&self, spec: &DaemonSpec) -> Result<Child, MpsError> {
+        self.command(spec).spawn().map_err(|source| MpsError::Io {
+            action: "start the control daemon",
+            path: spec.program.clone(),
+            source,
+        })
+    }
+}
+
+impl Supervisor for ChildSupervisor {
+    fn name(&self) -> &'static str {
+        "child"
+    }
+
+    fn start(
+        &self,
+        spec: &DaemonSpec,
+        on_restart: RestartHook,
+    ) -> Result<Arc<dyn Supervised>, MpsError> {
+        let child = self.spawn(spec)?;
+        let shared = Arc::new(Shared {
+            state: Mutex::new(ChildState {
+                pid: Some(child.id()),
+                alive: true,
+                stopping: false,
+                restarts: 0,
+                state: DaemonState::Running,
+            }),
+            changed: Condvar::new(),
+        });
+        let watcher = Watcher {
+            supervisor: self.clone(),
+            spec: spec.clone(),
+            shared: Arc::clone(&shared),
+            on_restart,
+        };
+        std::thread::Builder::new()
+            .name(format!("mps-{}", spec.key.hash()))
+            .spawn(move || watcher.run(child))
+            .map_err(|source| MpsError::Io {
+                action: "start the watcher thread of",
+                path: spec.program.clone(),
+                source,
+            })?;
+        Ok(Arc::new(ChildDaemon { shared }))
+    }
+
+    fn adopt(
+        &self,
+        spec: &DaemonSpec,
+        _on_restart: RestartHook,
+    ) -> Result<Option<Arc<dyn Supervised>>, MpsError> {
+        Ok(AdoptedDaemon::find(&spec.layout).map(|d| Arc::new(d) as Arc<dyn Supervised>))
+    }
+
+    fn stop_stale(
+        &self,
+        _hash: &str,
+        layout: &DaemonLayout,
+        quit: &dyn Fn(),
+    ) -> Result<(), MpsError> {
+        adopted::stop_all(layout, quit)
+    }
+
+    fn running_hashes(&self, _mps_dir: &Path) -> Result<Vec<String>, MpsError> {
+        Ok(Vec::new())
+    }
+}
+
+#[derive(Debug)]
+struct ChildState {
+    pid: Option<u32>,
+    alive: bool,
+    stopping: bool,
+    restarts: u32,
+    state: DaemonState,
+}
+
+#[derive(Debug)]
+struct Shared {
+    state: Mutex<ChildState>,
+    changed: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, ChildState> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// The thread that waits on the child and restarts it.
+struct Watcher {
+    supervisor: ChildSupervisor,
+    spec: DaemonSpec,
+    shared: Arc<Shared>,
+    on_restart: RestartHook,
+}
+
+impl Watcher {
+    fn run(self, mut child: Child) {
+        let mut failures = 0u32;
+        loop {
+            let _ = child.wait();
+            {
+                let mut state = self.shared.lock();
+                state.alive = false;
+                if state.stopping {
+                    state.state = DaemonState::Stopped;
+                    self.shared.changed.notify_all();
+                    return;
+                }
+                state.state = DaemonState::Restarting;
+                self.shared.changed.notify_all();
+            }
+            tracing::warn!(daemon = %self.spec.key, "MPS control daemon exited; restarting it");
+            match self.supervisor.spawn(&self.spec) {
+                Ok(next) => child = next,
+                Err(err) => {
+                    tracing::error!(daemon = %self.spec.key, error = %err, "MPS control daemon cannot be restarted");
+                    let mut state = self.shared.lock();
+                    state.state = DaemonState::Failed;
+                    self.shared.changed.notify_all();
+                    return;
+                }
+            }
+            {
+                let mut state = self.shared.lock();
+                state.pid = Some(child.id());
+                state.alive = true;
+                state.restarts += 1;
+            }
+            let health = {
+                let watched = std::cell::RefCell::new(&mut child);
+                let alive = || {
+                    watched
+                        .borrow_mut()
+                        .try_wait()
+                        .is_ok_and(|status| status.is_none())
+                };
+                (self.on_restart)(&alive)
+            };
+            let mut state = self.shared.lock();
+            if !state.stopping {
+                state.state = match health {
+                    Ok(()) => {
+                        failures = 0;
+                        DaemonState::Running
+                    }
+                    Err(err) => {
+                        tracing::error!(daemon = %self.spec.key, error = %err, "restarted MPS control daemon is not ready");
+                        failures += 1;
+                        DaemonState::Restarting
+                    }
+                };
+            }
+            if failures >= MAX_FAILED_RESTARTS {
+                state.state = DaemonState::Failed;
+                state.stopping = true;
+                drop(state);
+                let _ = child.kill();
+                let _ = child.wait();
+                let mut state = self.shared.lock();
+                state.alive = false;
+                self.shared.changed.notify_all();
+                return;
+            }
+            self.shared.changed.notify_all();
+        }
+    }
+}
+
+/// A daemon this gpusliced started.
+#[derive(Debug)]
+pub struct ChildDaemon {
+    shared: Arc<Shared>,
+}
+
+impl ChildDaemon {
+    fn wait_restarts(&self, count: u32, bound: Duration) -> DaemonStatus {
+        let deadline = Instant::now() + bound;
+        let mut state = self.shared.lock();
+        while !(state.restarts >= count && state.state != DaemonState::Restarting && state.alive)
+            && state.state != DaemonState::Failed
+        {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            state = self
+                .shared
+                .changed
+                .wait_timeout(state, left)
+                .map(|(guard, _)| guard)
+                .unwrap_or_else(|e| e.into_inner().0);
+        }
+        status_of(&state)
+    }
+}
+
+fn status_of(state: &ChildState) -> DaemonStatus {
+    DaemonStatus {
+        pid: state.pid,
+        unit: None,
+        state: state.state,
+        restarts: state.restarts,
+    }
+}
+
+impl Supervised for ChildDaemon {
+    fn is_alive(&self) -> bool {
+        self.shared.lock().alive
+    }
+
+    fn status(&self) -> DaemonStatus {
+        status_of(&self.shared.lock())
+    }
+
+    fn wait_for_restarts(&self, count: u32, bound: Duration) -> DaemonStatus {
+        self.wait_restarts(count, bound)
+    }
+
+    fn stop(&self, quit: &dyn Fn()) -> Result<(), MpsError> {
+        self.shared.lock().stopping = true;
+        quit();
+        let deadline = Instant::now() + EXIT_BOUND;
+        let mut state = self.shared.lock();
+        while state.alive || state.state == DaemonState::Restarting {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                if let Some(pid) = state.pid {
+                    tracing::warn!(
+                        pid,
+                        "MPS control daemon did not exit after quit; killing it"
+                    );
+                    kill_pid(pid);
+                }
+                // The watcher sees the exit at once; wait for it unbounded.
+                while state.alive {
+                    state = self
+                        .shared
+                        .changed
+                        .wait(state)
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                }
+                break;
+            }
+            state = self
+                .shared
+                .changed
+                .wait_timeout(state, left)
+                .map(|(guard, _)| guard)
+                .unwrap_or_else(|e| e.into_inner().0);
+        }
+        state.state = DaemonState::Stopped;
+        Ok(())
+    }
+}

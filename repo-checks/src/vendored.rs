@@ -1,0 +1,277 @@
+//! The `SOURCE` manifest of a `third_party/` folder, and the comparison of
+//! the folder's files with it.
+//!
+//! Owns: the manifest format `third_party/refresh.sh` writes (one
+//! `key value` per line, `#` comments):
+//!
+//! ```text
+//! repository https://github.com/OWNER/NAME
+//! ref TAG-BRANCH-OR-COMMIT
+//! commit FULL-COMMIT-ID
+//! fetched YYYY-MM-DD
+//! license SPDX-ID
+//! file SHA256 NAME UPSTREAM/PATH      (one per vendored file, LICENSE among them)
+//! ```
+//!
+//! Must not read files: callers hand in the folder's contents. Invariant: a
+//! folder passes only when every file but `SOURCE` is listed and has the
+//! recorded sha256, so an edit by hand, a lost file or a stray one fails.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use ring::digest::{SHA256, digest};
+use thiserror::Error;
+
+/// The manifest's name in each folder.
+pub const MANIFEST: &str = "SOURCE";
+
+/// One vendored file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// Line of the manifest that lists it.
+    pub line: usize,
+    /// Lowercase hex.
+    pub sha256: String,
+    /// Its name in the folder.
+    pub name: String,
+    /// Its path in the upstream repository.
+    pub upstream: String,
+}
+
+/// A parsed `SOURCE` file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Manifest {
+    pub repository: String,
+    pub reference: String,
+    pub commit: String,
+    pub fetched: String,
+    pub license: String,
+    pub files: Vec<Entry>,
+}
+
+/// What is wrong with a `SOURCE` file.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ManifestError {
+    #[error(
+        "line {line}: unknown key `{key}` (expected repository, ref, commit, fetched, license or file)"
+    )]
+    UnknownKey { line: usize, key: String },
+    #[error("line {line}: `{key}` given twice")]
+    Duplicate { line: usize, key: String },
+    #[error("line {line}: {what}")]
+    Malformed { line: usize, what: String },
+    #[error("no `{0}` line")]
+    Missing(&'static str),
+    #[error("no file line for LICENSE: vendored files travel with their license")]
+    NoLicense,
+}
+
+const KEYS: [&str; 5] = ["repository", "ref", "commit", "fetched", "license"];
+
+/// Parses a `SOURCE` file.
+pub fn parse(text: &str) -> Result<Manifest, ManifestError> {
+    let mut fields: BTreeMap<&str, String> = BTreeMap::new();
+    let mut files: Vec<Entry> = Vec::new();
+    for (index, raw) in text.lines().enumerate() {
+        let line = index + 1;
+        let words: Vec<&str> = raw.split_whitespace().collect();
+        let Some((&key, values)) = words.split_first() else {
+            continue;
+        };
+        if key.starts_with('#') {
+            continue;
+        }
+        if key == "file" {
+            let entry = file_entry(line, values)?;
+            if files.iter().any(|f| f.name == entry.name) {
+                return Err(ManifestError::Duplicate {
+                    line,
+                    key: format!("file {}", entry.name),
+                });
+            }
+            files.push(entry);
+            continue;
+        }
+        let Some(&key) = KEYS.iter().find(|&&k| k == key) else {
+            return Err(ManifestError::UnknownKey {
+                line,
+                key: key.to_owned(),
+            });
+        };
+        let [value] = values else {
+            return Err(malformed(line, format!("`{key}` takes one value")));
+        };
+        check_field(line, key, value)?;
+        if fields.insert(key, (*value).to_owned()).is_some() {
+            return Err(ManifestError::Duplicate {
+                line,
+                key: key.to_owned(),
+            });
+        }
+    }
+    if !files.iter().any(|f| f.name == "LICENSE") {
+        return Err(ManifestError::NoLicense);
+    }
+    let mut take = |key: &'static str| fields.remove(key).ok_or(ManifestError::Missing(key));
+    Ok(Manifest {
+        repository: take("repository")?,
+        reference: take("ref")?,
+        commit: take("commit")?,
+        fetched: take("fetched")?,
+        license: take("license")?,
+        files,
+    })
+}
+
+fn malformed(line: usize, what: String) -> ManifestError {
+    ManifestError::Malformed { line, what }
+}
+
+fn is_hex(value: &str, len: usize) -> bool {
+    value.len() == len
+        && value
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+fn check_field(line: usize, key: &str, value: &str) -> Result<(), ManifestError> {
+    let ok = match key {
+        "repository" => value
+            .strip_prefix("https://github.com/")
+            .is_some_and(|slug| slug.split('/').filter(|p| !p.is_empty()).count() == 2),
+        "commit" => is_hex(value, 40),
+        "fetched" => {
+            value.len() == 10
+                && value.bytes().enumerate().all(|(i, b)| match i {
+                    4 | 7 => b == b'-',
+                    _ => b.is_ascii_digit(),
+                })
+        }
+        _ => true,
+    };
+    if ok {
+        return Ok(());
+    }
+    let expected = match key {
+        "repository" => "https://github.com/OWNER/NAME",
+        "commit" => "a full commit id (40 lowercase hex digits)",
+        _ => "a date YYYY-MM-DD",
+    };
+    Err(malformed(
+        line,
+        format!("`{key} {value}`: expected {expected}"),
+    ))
+}
+
+fn file_entry(line: usize, values: &[&str]) -> Result<Entry, ManifestError> {
+    let [sha256, name, upstream] = values else {
+        return Err(malformed(
+            line,
+            "a file line is `file SHA256 NAME UPSTREAM/PATH`".to_owned(),
+        ));
+    };
+    if !is_hex(sha256, 64) {
+        return Err(malformed(
+            line,
+            format!(
+                "`{sha256}` is not a sha256 (64 lowercase hex digits); run third_party/refresh.sh"
+            ),
+        ));
+    }
+    if name.contains('/') || name.starts_with('.') || *name == MANIFEST {
+        return Err(malformed(
+            line,
+            format!("`{name}` must be a plain file name other than {MANIFEST}"),
+        ));
+    }
+    if upstream.starts_with('/') || upstream.split('/').any(|p| p.is_empty() || p == "..") {
+        return Err(malformed(
+            line,
+            format!("`{upstream}` must be a relative path of the upstream repository"),
+        ));
+    }
+    Ok(Entry {
+        line,
+        sha256: (*sha256).to_owned(),
+        name: (*name).to_owned(),
+        upstream: (*upstream).to_owned(),
+    })
+}
+
+/// The sha256 of `bytes`, lowercase hex.
+#[must_use]
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    digest(&SHA256, bytes)
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// How a folder differs from its manifest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mismatch {
+    /// The file is not what was fetched.
+    Changed { entry: Entry, actual: String },
+    /// A listed file is not in the folder.
+    Absent { entry: Entry },
+    /// A file of the folder is not listed.
+    Unlisted { name: String },
+}
+
+impl fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Changed { entry, actual } => write!(
+                f,
+                "{} has sha256 {actual}, but {MANIFEST} line {} records {} (from upstream {}): \
+                 vendored files are never edited; restore it, or run third_party/refresh.sh",
+                entry.name, entry.line, entry.sha256, entry.upstream
+            ),
+            Self::Absent { entry } => write!(
+                f,
+                "{} is listed on {MANIFEST} line {} but missing; run third_party/refresh.sh",
+                entry.name, entry.line
+            ),
+            Self::Unlisted { name } => write!(
+                f,
+                "{name} is not listed in {MANIFEST}: add a file line and run \
+                 third_party/refresh.sh, or remove it"
+            ),
+        }
+    }
+}
+
+/// Compares a folder's files (name to contents, `SOURCE` left out) with its
+/// manifest; empty when they agree.
+#[must_use]
+pub fn compare(manifest: &Manifest, files: &BTreeMap<String, Vec<u8>>) -> Vec<Mismatch> {
+    let mut mismatches: Vec<Mismatch> = manifest
+        .files
+        .iter()
+        .filter_map(|entry| {
+            let Some(bytes) = files.get(&entry.name) else {
+                return Some(Mismatch::Absent {
+                    entry: entry.clone(),
+                });
+            };
+            let actual = sha256_hex(bytes);
+            (actual != entry.sha256).then(|| Mismatch::Changed {
+                entry: entry.clone(),
+                actual,
+            })
+        })
+        .collect();
+    mismatches.extend(
+        files
+            .keys()
+            .filter(|name| !manifest.files.iter().any(|e| &e.name == *name))
+            .map(|name| Mismatch::Unlisted { name: name.clone() }),
+    );
+    mismatches
+}
+
+#[cfg(test)]
+#[path = "vendored_tests.rs"]
+mod tests;

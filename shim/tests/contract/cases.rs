@@ -1,0 +1,300 @@
+//! Generated cases: a node (GPU models, which are MIG-managed with what
+//! layout, advertise mode, slices made ahead or at prepare, consumable
+//! capacity, the API version the scheduler reads) and rounds of pods whose
+//! claims the scheduler model allocates, some released after each round.
+//! Also the ResourceClaim an allocation becomes.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use gpuslice::config::{MigAdvertise, MigCreate};
+use gpuslice::gpu::GpuBackend;
+use gpuslice::gpu::sim::{SimBackend, SimModel};
+use gpuslice_dra_plugin::claim::SOURCE_CLASS;
+use gpuslice_dra_plugin::slices::quantity::quantity;
+use k8s_openapi::api::resource::v1::{
+    AllocationResult, DeviceAllocationConfiguration, DeviceAllocationResult,
+    DeviceRequestAllocationResult, OpaqueDeviceConfiguration, ResourceClaim, ResourceClaimStatus,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
+use proptest::prelude::*;
+
+use crate::model::{Allocated, Claim, Class, Request};
+use crate::node::{DRIVER, GpuPlan, NODE, NodePlan};
+
+/// The MPS config the shared DeviceClass carries.
+pub const MPS: &str = r#"{"apiVersion":"resource.nvidia.com/v1beta1","kind":"GpuConfig","sharing":{"strategy":"MPS","mpsConfig":{"defaultActiveThreadPercentage":50}}}"#;
+
+const GIB: i64 = 1 << 30;
+
+/// One request as generated; resolved against the node's profiles later.
+#[derive(Debug, Clone)]
+pub struct GenRequest {
+    class: u8,
+    profile: Option<u8>,
+    count: u8,
+    memory_gib: Option<u8>,
+}
+
+/// One claim as generated.
+#[derive(Debug, Clone)]
+pub struct GenClaim {
+    requests: Vec<GenRequest>,
+    constraint: Option<u8>,
+}
+
+/// One round: pods (each a list of claims allocated together), then which
+/// live claims are released (indices, modulo the count).
+#[derive(Debug, Clone)]
+pub struct Round {
+    /// Pods in scheduling order.
+    pub pods: Vec<Vec<GenClaim>>,
+    /// Claims released after the round.
+    pub release: Vec<u8>,
+}
+
+/// One GPU as generated: model, layout picks (`None`: whole), and a foreign
+/// instance's profile and placement picks.
+type GenGpu = (u8, Option<Vec<u8>>, Option<(u8, u8)>);
+
+/// A whole case.
+#[derive(Debug, Clone)]
+pub struct Case {
+    gpus: Vec<GenGpu>,
+    partitionable: bool,
+    ahead: bool,
+    /// The DRA plugin's consumable_capacity.
+    pub consumable: bool,
+    /// Whether the scheduler reads resource.k8s.io/v1beta1.
+    pub v1beta1: bool,
+    /// Whether the scheduler walks devices in a shuffled order.
+    pub random_order: bool,
+    /// Seed of the shuffles and share ids.
+    pub seed: u64,
+    /// The rounds.
+    pub rounds: Vec<Round>,
+}
+
+/// Profile names of each model, in the simulator's order.
+pub fn profiles(model: SimModel) -> &'static [String] {
+    static ALL: OnceLock<Vec<Vec<String>>> = OnceLock::new();
+    let all = ALL.get_or_init(|| {
+        let sim = SimBackend::new(SimModel::ALL.to_vec(), "profiles");
+        (0u32..)
+            .zip(SimModel::ALL)
+            .map(|(i, _)| {
+                let profiles = sim.mig_profiles(i).expect("profiles of a simulated GPU");
+                profiles.into_iter().map(|p| p.name).collect()
+            })
+            .collect()
+    });
+    let at = SimModel::ALL
+        .iter()
+        .position(|m| *m == model)
+        .expect("a known model");
+    &all[at]
+}
+
+fn request() -> impl Strategy<Value = GenRequest> {
+    (
+        0u8..3,
+        proptest::option::weighted(0.5, any::<u8>()),
+        prop_oneof![1 => Just(0u8), 6 => Just(1u8), 2 => Just(2u8)],
+        proptest::option::of(1u8..48),
+    )
+        .prop_map(|(class, profile, count, memory_gib)| GenRequest {
+            class,
+            profile,
+            count,
+            memory_gib,
+        })
+}
+
+fn claim() -> impl Strategy<Value = GenClaim> {
+    (
+        proptest::collection::vec(request(), 1..=2),
+        proptest::option::weighted(0.3, 0u8..2),
+    )
+        .prop_map(|(requests, constraint)| GenClaim {
+            requests,
+            constraint,
+        })
+}
+
+fn round() -> impl Strategy<Value = Round> {
+    (
+        proptest::collection::vec(proptest::collection::vec(claim(), 1..=2), 1..=4),
+        proptest::collection::vec(any::<u8>(), 0..=3),
+    )
+        .prop_map(|(pods, release)| Round { pods, release })
+}
+
+/// Every case.
+pub fn case() -> impl Strategy<Value = Case> {
+    let gpu = (
+        0u8..6,
+        proptest::option::weighted(0.7, proptest::collection::vec(any::<u8>(), 1..=4)),
+        proptest::option::weighted(0.2, any::<(u8, u8)>()),
+    );
+    (
+        proptest::collection::vec(gpu, 1..=3),
+        any::<[bool; 5]>(),
+        any::<u64>(),
+        proptest::collection::vec(round(), 1..=3),
+    )
+        .prop_map(|(gpus, flags, seed, rounds)| Case {
+            gpus,
+            partitionable: flags[0],
+            ahead: flags[1] && !flags[0],
+            consumable: flags[2],
+            v1beta1: flags[3],
+            random_order: flags[4],
+            seed,
+            rounds,
+        })
+}
+
+impl Case {
+    /// The node to start.
+    pub fn node(&self) -> NodePlan {
+        NodePlan {
+            gpus: self
+                .gpus
+                .iter()
+                .map(|(m, layout, foreign)| {
+                    let model = SimModel::ALL[usize::from(*m) % SimModel::ALL.len()];
+                    let names = profiles(model);
+                    GpuPlan {
+                        model,
+                        // Only on GPUs in [mig]: one outside it is offered
+                        // whole, whatever its MIG mode.
+                        foreign: foreign.filter(|_| layout.is_some()).map(|(p, at)| {
+                            (names[usize::from(p) % names.len()].clone(), usize::from(at))
+                        }),
+                        mig: layout.as_ref().map(|picks| {
+                            picks
+                                .iter()
+                                .map(|p| names[usize::from(*p) % names.len()].clone())
+                                .collect()
+                        }),
+                    }
+                })
+                .collect(),
+            advertise: if self.partitionable {
+                MigAdvertise::Partitionable
+            } else {
+                MigAdvertise::Layout
+            },
+            create: if self.ahead {
+                MigCreate::Ahead
+            } else {
+                MigCreate::OnPrepare
+            },
+            consumable_capacity: self.consumable,
+        }
+    }
+}
+
+/// A canonical UUID for claim or share number `n`.
+pub fn uuid(kind: u16, n: u64) -> String {
+    format!("00000000-{kind:04x}-4000-8000-{n:012x}")
+}
+
+impl GenClaim {
+    /// The claim, its profiles picked from `names` (the node's profiles);
+    /// shared requests only when MPS can run.
+    pub fn resolve(&self, uid: String, names: &[String], mps: bool) -> Claim {
+        let requests = (0u8..)
+            .zip(&self.requests)
+            .map(|(i, r)| {
+                let class = match r.class {
+                    1 => Class::Mig,
+                    2 if mps => Class::Shared,
+                    _ => Class::Gpu,
+                };
+                Request {
+                    name: format!("r{i}"),
+                    class,
+                    profile: (class == Class::Mig)
+                        .then(|| {
+                            r.profile
+                                .filter(|_| !names.is_empty())
+                                .map(|p| names[usize::from(p) % names.len()].clone())
+                        })
+                        .flatten(),
+                    count: (r.count > 0).then_some(usize::from(r.count)),
+                    memory: (class == Class::Shared)
+                        .then(|| r.memory_gib.map(|g| i64::from(g) * GIB))
+                        .flatten(),
+                }
+            })
+            .collect();
+        let constraints = match self.constraint {
+            Some(0) => vec![(Vec::new(), format!("{DRIVER}/productName"))],
+            Some(_) => vec![(Vec::new(), format!("{DRIVER}/parentUUID"))],
+            None => Vec::new(),
+        };
+        Claim {
+            uid,
+            requests,
+            constraints,
+        }
+    }
+}
+
+/// The allocated ResourceClaim the scheduler would write.
+pub fn resource_claim(
+    claim: &Claim,
+    results: &[Allocated],
+    share: &mut impl FnMut() -> String,
+) -> ResourceClaim {
+    let results = results
+        .iter()
+        .map(|r| DeviceRequestAllocationResult {
+            request: r.request.clone(),
+            driver: DRIVER.to_owned(),
+            pool: NODE.to_owned(),
+            device: r.device.clone(),
+            consumed_capacity: r.consumed.as_ref().map(|c| {
+                c.iter()
+                    .map(|(k, v)| (k.clone(), quantity(*v)))
+                    .collect::<BTreeMap<_, _>>()
+            }),
+            share_id: r.consumed.as_ref().map(|_| share()),
+            ..DeviceRequestAllocationResult::default()
+        })
+        .collect();
+    let config = claim
+        .requests
+        .iter()
+        .filter(|r| r.class == Class::Shared)
+        .map(|r| DeviceAllocationConfiguration {
+            source: SOURCE_CLASS.to_owned(),
+            requests: Some(vec![r.name.clone()]),
+            opaque: Some(OpaqueDeviceConfiguration {
+                driver: DRIVER.to_owned(),
+                parameters: RawExtension(serde_json::from_str(MPS).expect("MPS config")),
+            }),
+        })
+        .collect();
+    ResourceClaim {
+        metadata: ObjectMeta {
+            name: Some(format!("claim-{}", &claim.uid[24..])),
+            namespace: Some("contract".to_owned()),
+            uid: Some(claim.uid.clone()),
+            ..ObjectMeta::default()
+        },
+        status: Some(ResourceClaimStatus {
+            allocation: Some(AllocationResult {
+                devices: Some(DeviceAllocationResult {
+                    results: Some(results),
+                    config: Some(config),
+                }),
+                ..AllocationResult::default()
+            }),
+            ..ResourceClaimStatus::default()
+        }),
+        ..ResourceClaim::default()
+    }
+}

@@ -1,0 +1,248 @@
+//! `gpuslicectl match` end to end: the real gpuslicectl against a real
+//! gpusliced on two simulated H100s (GPU 1 in MIG mode): which devices a
+//! selector matches, the failing clause on the others, the mistakes it
+//! refuses with their fix, claims with the packaged classes, the driver and
+//! plugin-config options, and the documented exit statuses.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::harness::{Daemon, write_config};
+
+const MIG: &str = "[mig]\nadvertise = \"layout\"\ncreate = \"on-prepare\"\n\
+                   [[mig.gpu]]\nindex = 1\nlayout = [\"3g.40gb\", \"1g.10gb\"]\n";
+
+/// Writes a test input file (not a durable file of gpuslice's).
+fn write(path: &Path, text: &str) {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .open(path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
+        .expect("write a test file");
+}
+
+const CLAIM: &str = r#"
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: train}
+spec:
+  devices:
+    requests:
+    - name: slice
+      exactly:
+        deviceClassName: mig.nvidia.com
+        selectors:
+        - cel: {expression: "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'"}
+    - name: big
+      exactly:
+        deviceClassName: gpu.nvidia.com
+        selectors:
+        - cel: {expression: "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('100Gi')) >= 0"}
+"#;
+
+fn daemon() -> Daemon {
+    let dir = tempfile::tempdir().expect("temp dir");
+    write_config(dir.path(), 2, MIG);
+    Daemon::start_in(dir)
+}
+
+/// Runs `gpuslicectl ARGS`: exit status, stdout, stderr. An empty plugin
+/// config (all defaults) is given unless ARGS has one, so the host's /etc
+/// never leaks in.
+fn run(daemon: &Daemon, args: &[&str]) -> (i32, String, String) {
+    let absent = daemon.dir.path().join("empty-plugin.toml");
+    let has_config = args.contains(&"--plugin-config");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_gpuslicectl"));
+    command.arg("--socket").arg(&daemon.socket).args(args);
+    if !has_config {
+        write(&absent, "");
+        command.arg("--plugin-config").arg(&absent);
+    }
+    let out = command.output().expect("run gpuslicectl match");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn json(daemon: &Daemon, args: &[&str]) -> (i32, Value) {
+    let mut all = vec!["--output", "json", "match"];
+    all.extend_from_slice(args);
+    let (code, stdout, stderr) = run(daemon, &all);
+    let doc = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout} {stderr}"));
+    (code, doc)
+}
+
+fn devices(doc: &Value, target: usize) -> Vec<&Value> {
+    doc["targets"][target]["devices"]
+        .as_array()
+        .map(|a| a.iter().collect())
+        .unwrap_or_default()
+}
+
+fn names_with(doc: &Value, target: usize, result: &str) -> Vec<String> {
+    devices(doc, target)
+        .into_iter()
+        .filter(|d| d["result"] == result)
+        .filter_map(|d| d["device"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn sim_match_lists_matches_and_the_failing_clause_with_its_value() {
+    let daemon = daemon();
+    let selector =
+        "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'";
+    let (code, doc) = json(&daemon, &[selector]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(
+        names_with(&doc, 0, "match"),
+        ["gpu-1-mig-3g40gb-4", "gpu-1-mig-1g10gb-0"]
+    );
+    let gpu0 = devices(&doc, 0)
+        .into_iter()
+        .find(|d| d["device"] == "gpu-0")
+        .cloned();
+    let gpu0 = gpu0.expect("gpu-0 reported");
+    assert_eq!(gpu0["result"], "no_match");
+    assert_eq!(
+        gpu0["clause"],
+        "device.attributes['gpu.nvidia.com'].type == 'mig'"
+    );
+    assert_eq!(gpu0["actual"], "\"gpu\"");
+
+    let (code, text, _) = run(
+        &daemon,
+        &[
+            "match",
+            "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('20Gi')) >= 0",
+        ],
+    );
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("3 of 4 devices match."), "{text}");
+    assert!(text.contains("(here quantity(\"9984Mi\"))"), "{text}");
+
+    let (code, text, _) = run(&daemon, &["match", "device.driver == 'driver.example.com'"]);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("0 of 4 devices match."), "{text}");
+}
+
+#[test]
+fn sim_match_refuses_common_mistakes_with_the_fix() {
+    let daemon = daemon();
+    let cases = [
+        (
+            "device.capacity['gpu.nvidia.com'].memory >= quantity(\"40Gi\")",
+            "device.capacity[\"gpu.nvidia.com\"].memory.compareTo(quantity(\"40Gi\")) >= 0",
+        ),
+        (
+            "device.attributes.productName == 'NVIDIA H100 80GB HBM3'",
+            "device.attributes[\"gpu.nvidia.com\"].productName",
+        ),
+        (
+            "device.attributes['gpu.nvidia.com'].driverVersion > '550.0.0'",
+            "device.attributes[\"gpu.nvidia.com\"].driverVersion.compareTo(semver(\"550.0.0\")) > 0",
+        ),
+    ];
+    for (selector, fix) in cases {
+        let (code, doc) = json(&daemon, &[selector]);
+        assert_eq!(code, 2, "{selector}: {doc}");
+        let hints = &doc["targets"][0]["selectors"][0]["hints"];
+        assert_eq!(hints[0]["severity"], "error", "{selector}: {doc}");
+        assert_eq!(hints[0]["suggestion"], fix, "{selector}: {doc}");
+        assert!(
+            devices(&doc, 0).is_empty(),
+            "an invalid selector is not evaluated"
+        );
+    }
+
+    // A misspelled attribute is legal CEL: a warning with the real name, and
+    // an evaluation error on every device (exit 1).
+    let (code, doc) = json(
+        &daemon,
+        &["device.attributes['gpu.nvidia.com'].productname == 'x'"],
+    );
+    assert_eq!(code, 1, "{doc}");
+    let hint = &doc["targets"][0]["selectors"][0]["hints"][0];
+    assert_eq!(hint["severity"], "warning");
+    assert_eq!(
+        hint["suggestion"],
+        "device.attributes[\"gpu.nvidia.com\"].productName"
+    );
+    assert_eq!(names_with(&doc, 0, "error").len(), 4, "{doc}");
+
+    let (code, text, _) = run(&daemon, &["match", "device.driver =="]);
+    assert_eq!(code, 2);
+    assert!(text.contains("the selector does not parse"), "{text}");
+}
+
+#[test]
+fn sim_match_claims_with_packaged_classes_and_other_drivers() {
+    let daemon = daemon();
+    let claim = daemon.dir.path().join("claim.yaml");
+    write(&claim, CLAIM);
+    let path = claim.to_str().expect("utf-8 path");
+    let (code, doc) = json(&daemon, &["-f", path]);
+    assert_eq!(code, 1, "request big matches nothing: {doc}");
+    assert_eq!(doc["targets"][0]["target"], "claim train, request slice");
+    assert_eq!(names_with(&doc, 0, "match"), ["gpu-1-mig-1g10gb-0"]);
+    let gpu0 = devices(&doc, 0)
+        .into_iter()
+        .find(|d| d["device"] == "gpu-0")
+        .cloned();
+    assert_eq!(
+        gpu0.expect("gpu-0")["selector"],
+        "class mig.nvidia.com, selector 1"
+    );
+    assert!(names_with(&doc, 1, "match").is_empty(), "{doc}");
+
+    let (code, doc) = json(&daemon, &["--class", "gpu.nvidia.com"]);
+    assert_eq!(
+        (code, names_with(&doc, 0, "match")),
+        (0, vec!["gpu-0".to_owned(), "gpu-1".to_owned()])
+    );
+
+    // Another driver name: attributes move to its domain.
+    let (code, doc) = json(
+        &daemon,
+        &[
+            "--driver",
+            "gpu.example.com",
+            "device.attributes['gpu.example.com'].type == 'gpu'",
+        ],
+    );
+    assert_eq!(
+        (code, doc["driver"].clone()),
+        (0, Value::from("gpu.example.com"))
+    );
+    assert_eq!(names_with(&doc, 0, "match"), ["gpu-0", "gpu-1"]);
+
+    // The plugin's config: its driver, and consumable capacity.
+    let config = daemon.dir.path().join("plugin.toml");
+    write(
+        &config,
+        "driver_name = \"gpu.example.com\"\nconsumable_capacity = true\n",
+    );
+    let config = config.to_str().expect("utf-8 path");
+    let (code, doc) = json(
+        &daemon,
+        &["--plugin-config", config, "device.allowMultipleAllocations"],
+    );
+    assert_eq!(
+        (code, doc["driver"].clone()),
+        (0, Value::from("gpu.example.com"))
+    );
+    assert_eq!(names_with(&doc, 0, "match"), ["gpu-0", "gpu-1"]);
+
+    let (code, _, stderr) = run(&daemon, &["match", "--class", "nope.example.com"]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("no DeviceClass \"nope.example.com\""),
+        "{stderr}"
+    );
+}

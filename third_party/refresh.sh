@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Refreshes one folder of vendored upstream files (third_party/README.md):
+#
+#   third_party/refresh.sh FOLDER REF
+#
+# FOLDER is a folder of third_party/ (cdi, kubelet); REF an upstream tag,
+# branch or commit. Resolves REF to one commit (git ls-remote), downloads every
+# file FOLDER/SOURCE lists at that commit with curl, replaces them, and
+# rewrites FOLDER/SOURCE with the commit, today's date and each file's sha256.
+# To vendor one more file, first add a line `file - NAME UPSTREAM/PATH` to
+# FOLDER/SOURCE; to drop one, delete its line and the file.
+set -euo pipefail
+
+die() {
+  echo "refresh.sh: $*" >&2
+  exit 1
+}
+
+[ "$#" -eq 2 ] || die "usage: third_party/refresh.sh FOLDER REF (FOLDER: cdi, kubelet, ...; REF: tag, branch or commit)"
+folder=$1
+ref=$2
+here=$(cd "$(dirname "$0")" && pwd)
+dir=$here/$folder
+source_file=$dir/SOURCE
+case $folder in
+  "" | */* | .*) die "FOLDER must be the name of a folder of third_party/, got '$folder'" ;;
+esac
+[ -f "$source_file" ] || die "$source_file not found"
+
+field() { awk -v key="$1" '$1 == key { print $2; exit }' "$source_file"; }
+repository=$(field repository)
+license=$(field license)
+case $repository in
+  https://github.com/*/*) ;;
+  *) die "SOURCE: repository must be https://github.com/OWNER/NAME, got '$repository'" ;;
+esac
+[ -n "$license" ] || die "SOURCE: no license line (the SPDX id of upstream's license)"
+slug=${repository#https://github.com/}
+
+# The files to fetch: local name and upstream path, from the `file` lines.
+names=()
+paths=()
+while read -r kind _sum name path extra; do
+  [ "$kind" = file ] || continue
+  if [ -z "$path" ] || [ -n "$extra" ]; then
+    die "SOURCE: a file line is: file SHA256 NAME UPSTREAM/PATH (at '$name')"
+  fi
+  case $name in
+    */* | .* | SOURCE) die "SOURCE: '$name' must be a plain file name other than SOURCE" ;;
+  esac
+  names+=("$name")
+  paths+=("$path")
+done <"$source_file"
+[ "${#names[@]}" -gt 0 ] || die "SOURCE lists no files"
+
+# One commit for every file: a full commit id as given, else what the
+# (peeled) tag or the branch points at.
+if [[ $ref =~ ^[0-9a-f]{40}$ ]]; then
+  commit=$ref
+else
+  refs=$(git ls-remote "$repository" "refs/tags/$ref^{}" "refs/tags/$ref" "refs/heads/$ref")
+  # Preference: the commit an annotated tag points at, a tag, a branch.
+  commit=$(awk -v tag="refs/tags/$ref" -v head="refs/heads/$ref" '
+    $2 == tag "^{}" { rank[1] = $1 }
+    $2 == tag { rank[2] = $1 }
+    $2 == head { rank[3] = $1 }
+    END { for (i = 1; i <= 3; i++) if (i in rank) { print rank[i]; exit } }' <<<"$refs")
+  [[ $commit =~ ^[0-9a-f]{40}$ ]] || die "no tag or branch '$ref' in $repository (give a full commit id for anything else)"
+fi
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for i in "${!names[@]}"; do
+  url=https://raw.githubusercontent.com/$slug/$commit/${paths[$i]}
+  echo "fetching $url" >&2
+  curl -fsSL --retry 3 -o "$tmp/${names[$i]}" "$url" || die "download failed: $url"
+done
+
+{
+  echo "# third_party/$folder: files vendored unchanged from upstream (third_party/README.md)."
+  echo "# Written by third_party/refresh.sh; by hand, only add or drop a file line,"
+  echo "# then run it. The repo-checks tests compare each file with its sha256."
+  echo "repository $repository"
+  echo "ref $ref"
+  echo "commit $commit"
+  echo "fetched $(date -u +%Y-%m-%d)"
+  echo "license $license"
+  echo "# file sha256 name upstream-path"
+  for i in "${!names[@]}"; do
+    sum=$(sha256sum "$tmp/${names[$i]}")
+    echo "file ${sum%% *} ${names[$i]} ${paths[$i]}"
+  done
+} >"$tmp/SOURCE"
+
+for name in "${names[@]}"; do
+  mv -f "$tmp/$name" "$dir/$name"
+done
+mv -f "$tmp/SOURCE" "$source_file"
+echo "third_party/$folder now at $commit ($ref); review: git diff -- third_party/$folder" >&2
