@@ -14,10 +14,15 @@
 //! Part 2, geometry changes: seeded random (current, target) layouts on one
 //! GPU with some instances held by claims; op count of `diff` against the
 //! lower bound (symmetric difference) and against teardown-and-rebuild.
+//!
+//! Part 3, placement when the scheduler chooses (partitionable mode): see
+//! `adversarial.rs`. `GPUSLICE_BENCH_PLACEMENT_ONLY` set runs part 3 alone.
 //! What it must not do: measure time (no figure here depends on the clock).
 
+mod adversarial;
 mod changes;
 mod optimum;
+mod published;
 
 use gpuslice::gpu::Placement;
 use gpuslice::gpu::sim::SimModel;
@@ -188,8 +193,8 @@ fn expire(layouts: &mut [MigLayout<'_>], requests: &[Request], now: usize) {
 type GpuPicker = fn(&[MigLayout<'_>], &str) -> Option<(usize, Placement)>;
 
 /// Runs an online policy over the trace; how many requests it accepted.
-fn online(g: &MigGeometry, requests: &[Request], pick: GpuPicker) -> usize {
-    let mut layouts = vec![MigLayout::empty(g); GPUS];
+fn online(g: &MigGeometry, requests: &[Request], gpus: usize, pick: GpuPicker) -> usize {
+    let mut layouts = vec![MigLayout::empty(g); gpus];
     let mut accepted = 0;
     for (id, r) in requests.iter().enumerate() {
         expire(&mut layouts, requests, r.arrive);
@@ -249,12 +254,18 @@ fn ratio(part: usize, whole: usize) -> String {
 fn admission(s: &Scenario) {
     let g = geometry(s.model);
     let requests = trace(s, &mut Rng(SEED));
-    let planner = online(&g, &requests, choose_gpu);
-    let first = online(&g, &requests, first_fit_any);
+    let planner = online(&g, &requests, GPUS, choose_gpu);
+    let first = online(&g, &requests, GPUS, first_fit_any);
     let fixed = static_layout(&g, s, &requests);
     let known = planner.max(first).max(fixed);
     let (best, label, nodes) = if s.optimum {
-        let (best, finished, nodes) = optimum::optimum(&g, &requests, known);
+        let (best, finished, nodes) = optimum::optimum(
+            &g,
+            &requests,
+            (GPUS, optimum::Admission::MayRefuse),
+            known,
+            NODE_BUDGET,
+        );
         (
             best,
             if finished {
@@ -280,6 +291,10 @@ fn admission(s: &Scenario) {
 }
 
 fn main() {
+    if std::env::var_os("GPUSLICE_BENCH_PLACEMENT_ONLY").is_some() {
+        adversarial::placement();
+        return;
+    }
     println!("gpuslice MIG planner bench (seed {SEED:#x}; counts only, no timings)");
     println!();
     println!("Requests accepted on a seeded arrive/depart trace (ratio to the optimum):");
@@ -290,4 +305,6 @@ fn main() {
     for model in [SimModel::H100_80GB, SimModel::A30_24GB] {
         changes::geometry_changes(model, 2000);
     }
+    println!();
+    adversarial::placement();
 }

@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 
 use gpuslice::mig::{MigGeometry, MigLayout, legal_placements};
 
-use super::{GPUS, NODE_BUDGET, Request, expire, occupant};
+use super::{Request, expire, occupant};
 
 /// A GPU's live instances as (profile id, start, depart), sorted.
 type GpuKey = Vec<(u32, u32, usize)>;
@@ -15,6 +15,10 @@ struct Optimum<'r> {
     requests: &'r [Request],
     best: usize,
     nodes: u64,
+    budget: u64,
+    /// Whether a request that fits must be accepted (placement only, no
+    /// admission control: what a scheduler does).
+    must_place: bool,
     finished: bool,
     memo: HashMap<(usize, Vec<GpuKey>), usize>,
 }
@@ -68,7 +72,7 @@ impl Optimum<'_> {
         accepted: usize,
     ) {
         self.nodes += 1;
-        if self.nodes > NODE_BUDGET {
+        if self.nodes > self.budget {
             self.finished = false;
             return;
         }
@@ -95,6 +99,7 @@ impl Optimum<'_> {
         }
         self.memo.insert((next, canonical), accepted);
         let mut tried = HashSet::new();
+        let mut placed = false;
         for gpu in 0..layouts.len() {
             if !tried.insert(&keys[gpu]) {
                 continue; // same state as a GPU already tried: same outcomes
@@ -105,23 +110,44 @@ impl Optimum<'_> {
                     .insert(occupant(g, next, request.profile, placement))
                     .is_ok()
                 {
+                    placed = true;
                     self.search(g, next + 1, after, accepted + 1);
                 }
             }
         }
-        self.search(g, next + 1, layouts, accepted);
+        if !(self.must_place && placed) {
+            self.search(g, next + 1, layouts, accepted);
+        }
     }
 }
 
+/// How the search may treat a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Admission {
+    /// Any request may be refused (the offline optimum).
+    MayRefuse,
+    /// A request that fits somewhere is placed (the best placements for a
+    /// scheduler, which allocates whatever fits).
+    PlaceIfFits,
+}
+
 /// (optimum or best found, whether the search finished, nodes visited).
-pub(super) fn optimum(g: &MigGeometry, requests: &[Request], known: usize) -> (usize, bool, u64) {
+pub(super) fn optimum(
+    g: &MigGeometry,
+    requests: &[Request],
+    (gpus, admission): (usize, Admission),
+    known: usize,
+    budget: u64,
+) -> (usize, bool, u64) {
     let mut search = Optimum {
         requests,
         best: known,
         nodes: 0,
+        budget,
+        must_place: admission == Admission::PlaceIfFits,
         finished: true,
         memo: HashMap::new(),
     };
-    search.search(g, 0, vec![MigLayout::empty(g); GPUS], 0);
+    search.search(g, 0, vec![MigLayout::empty(g); gpus], 0);
     (search.best, search.finished, search.nodes)
 }

@@ -9,6 +9,7 @@
 
 mod layout;
 mod mig;
+mod publish_order;
 mod scan;
 mod unreadable;
 
@@ -78,7 +79,8 @@ pub struct Inventory {
     pub driver: DriverInfo,
     /// Whole GPUs, by index.
     pub gpus: Vec<GpuDevice>,
-    /// MIG slices offered, by parent then placement.
+    /// MIG slices offered: by parent then placement, or in publication
+    /// order (`publish_order`) in partitionable mode.
     pub mig: Vec<MigDevice>,
     /// Whether MIG slices are offered with shared counters.
     pub partitionable: bool,

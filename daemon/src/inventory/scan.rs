@@ -1,7 +1,8 @@
 //! Building the inventory from the backend: whole GPUs, and for each GPU the
 //! config puts in MIG mode, the slices it offers.
 //!
-//! Partitionable mode offers every legal (profile, placement), and notes the
+//! Partitionable mode offers every legal (profile, placement), in publication
+//! order (`publish_order`: the order the scheduler tries them in), and notes the
 //! instances gpuslice did not make, which the published counter set leaves
 //! out ([`super::free_counters`]). Layout mode
 //! offers the configured profiles at the placements the planner chooses,
@@ -23,10 +24,11 @@
 
 use super::layout::plan_offer;
 use super::mig::{GpuMig, MigDevice, mig_device_name};
+use super::publish_order::publication_order;
 use super::{GpuDevice, Inventory, UnreadableGpu, gpu_device_name};
 use crate::config::{MigAdvertise, MigConfig};
 use crate::gpu::{GpuBackend, GpuError, GpuInstance, MigMode, MigSupport, Placement};
-use crate::mig::{MigGeometry, MigLayout, Occupant, Ownership, scored_candidates};
+use crate::mig::Ownership;
 
 impl Inventory {
     /// Asks the backend for every GPU and, per `mig`, the slices to offer.
@@ -79,7 +81,7 @@ impl Inventory {
                                     .filter(|gi| owner(&gpu.info.uuid, gi) == Ownership::Foreign)
                                     .map(|gi| (gi.profile_id, gi.placement))
                                     .collect();
-                                every_placement(&gpu_mig, &instances)
+                                every_placement(&gpu_mig)
                             }
                             // Auto reaches the scan resolved (crate::advertise);
                             // unresolved, it is the safe form.
@@ -132,8 +134,12 @@ impl Inventory {
             }
             gpus.push(gpu);
         }
+        let partitionable = mig.advertise == MigAdvertise::Partitionable;
+        if partitionable {
+            publication_order(&mut slices);
+        }
         let mut inventory = Self::new(driver, gpus, slices);
-        inventory.partitionable = mig.advertise == MigAdvertise::Partitionable;
+        inventory.partitionable = partitionable;
         inventory.problems = problems;
         inventory.unreadable = unreadable;
         Ok(inventory)
@@ -165,37 +171,11 @@ fn mig_of(
     }
 }
 
-/// Every (profile, placement), each profile's placements in the planner's
-/// order of preference for the GPU as it is now (best first, then the ones
-/// taken): the scheduler takes the first free device it finds, so it lands
-/// where the planner would have put the slice.
-fn every_placement(mig: &GpuMig, instances: &[GpuInstance]) -> Vec<(u32, Placement)> {
-    let geometry = MigGeometry::new(mig.profiles.clone()).ok();
-    let layout = geometry.as_ref().and_then(|g| {
-        let occupants = instances
-            .iter()
-            .map(|gi| Occupant::from_instance(gi, Ownership::Foreign))
-            .collect();
-        MigLayout::new(g, occupants).ok()
-    });
+/// Every (profile, placement); [`publication_order`] orders them.
+fn every_placement(mig: &GpuMig) -> Vec<(u32, Placement)> {
     mig.profiles
         .iter()
-        .flat_map(|p| {
-            let mut scored = layout
-                .as_ref()
-                .and_then(|l| scored_candidates(l, &p.name).ok())
-                .unwrap_or_default();
-            scored.sort_by(|(a, sa), (b, sb)| (sb, b.start).cmp(&(sa, a.start)));
-            let mut order: Vec<Placement> = scored.into_iter().map(|(pl, _)| pl).collect();
-            let taken: Vec<Placement> = p
-                .placements
-                .iter()
-                .filter(|pl| !order.contains(pl))
-                .copied()
-                .collect();
-            order.extend(taken);
-            order.into_iter().map(move |pl| (p.id, pl))
-        })
+        .flat_map(|p| p.placements.iter().map(move |&pl| (p.id, pl)))
         .collect()
 }
 

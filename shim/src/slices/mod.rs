@@ -6,14 +6,16 @@
 //! [`MAX_COUNTER_SETS_PER_SLICE`] each (1.35+ forbids mixing them with
 //! devices); devices go in slices of at most [`MAX_DEVICES_PER_SLICE`], or
 //! [`MAX_DEVICES_WITH_COUNTERS_OR_TAINTS`] when any device uses counters or
-//! taints. An empty inventory still publishes one empty slice ("an empty
-//! pool" is not "no pool"). Every slice carries `nodeName`, the driver and
+//! taints, in gpusliced's order, never splitting the devices of one MIG
+//! profile across slices where they fit in one (`runs`). An empty inventory
+//! still publishes one empty slice ("an empty pool" is not "no pool"). Every slice carries `nodeName`, the driver and
 //! the pool with its generation and the total slice count. A whole GPU that
 //! gpusliced manages in MIG mode is published only beside its slices'
 //! counters (partitionable mode): see [`published`].
 
 mod device;
 pub mod quantity;
+mod runs;
 
 use gpuslice_proto::gpuslice::v1 as pb;
 use k8s_openapi::api::resource::v1::{CounterSet, Device, ResourcePool, ResourceSliceSpec};
@@ -170,9 +172,9 @@ pub fn build_pool(
         .chunks(MAX_COUNTER_SETS_PER_SLICE)
         .map(|sets| spec(target, None, Some(sets.to_vec())))
         .chain(
-            devices
-                .chunks(per_slice)
-                .map(|chunk| spec(target, Some(chunk.to_vec()), None)),
+            runs::chunks_keeping_runs(devices, per_slice, profile)
+                .into_iter()
+                .map(|chunk| spec(target, Some(chunk), None)),
         )
         .collect();
     if slices.is_empty() {
@@ -184,6 +186,16 @@ pub fn build_pool(
         slice.pool.resource_slice_count = count;
     }
     BuiltPool { slices, skipped }
+}
+
+/// A device's MIG profile (`None` for a whole GPU): a run of one profile is
+/// kept in one slice, so the order gpusliced publishes reaches the scheduler.
+fn profile(device: &Device) -> Option<String> {
+    device
+        .attributes
+        .as_ref()
+        .and_then(|a| a.get("profile"))
+        .and_then(|v| v.string.clone())
 }
 
 fn spec(

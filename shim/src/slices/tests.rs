@@ -206,6 +206,43 @@ fn counter_sets_get_their_own_slices_and_devices_split_at_64() {
 }
 
 #[test]
+fn the_devices_of_one_profile_are_never_split_across_slices() {
+    // 40 devices of one profile after 30 of another: plain 64-device chunks
+    // would cut the second run in two; the cut moves to where it began.
+    let profiles = [("1g.10gb", 30), ("2g.20gb", 40)];
+    let mut inv = inventory(70);
+    let mut i = 0;
+    for (profile, n) in profiles {
+        for _ in 0..n {
+            let device = &mut inv.devices[i];
+            device.attributes.insert(
+                "profile".into(),
+                pb::AttributeValue {
+                    value: Some(Value::String(profile.into())),
+                },
+            );
+            device.consumes_counters = vec![pb::CounterConsumption {
+                counter_set: "gpu-0-counters".into(),
+                counters: HashMap::from([("memory".to_owned(), 1)]),
+            }];
+            i += 1;
+        }
+    }
+    inv.counter_sets = vec![counter_set(0)];
+    let pool = build_pool(&inv, &TARGET, 1);
+    let names = check_shape(&pool, 1);
+    let published: Vec<String> = inv.devices.iter().map(|d| d.name.clone()).collect();
+    assert_eq!(names, published, "every device once, in order");
+    let sizes: Vec<usize> = pool
+        .slices
+        .iter()
+        .filter_map(|s| s.devices.as_ref())
+        .map(Vec::len)
+        .collect();
+    assert_eq!(sizes, [30, 40]);
+}
+
+#[test]
 fn unhealthy_devices_are_tainted_only_when_asked() {
     let mut inv = inventory(2);
     inv.devices[1].healthy = false;

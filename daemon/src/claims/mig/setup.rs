@@ -52,9 +52,8 @@ impl Engine {
     }
 
     /// After a slice is made or destroyed, the offer is read again: the
-    /// slice's `uuid` attribute comes or goes, and in partitionable mode each
-    /// profile's placements are put back in the planner's order for the GPU
-    /// as it is now. A changed offer is a new generation. Best effort: a
+    /// slice's `uuid` attribute comes or goes (the partitionable order itself
+    /// never depends on what is held). A changed offer is a new generation. Best effort: a
     /// failed scan keeps the previous offer, which is still correct, only
     /// less up to date.
     pub(in crate::claims) fn refresh_offer(&self) {

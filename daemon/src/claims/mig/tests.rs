@@ -421,7 +421,7 @@ fn first_offered(engine: &Engine, profile: &str) -> String {
 }
 
 #[test]
-fn the_partitionable_offer_lists_the_planners_choice_first_and_follows_changes() {
+fn the_partitionable_offer_lists_the_top_placements_first_and_follows_what_is_held() {
     let node = Node::new(
         &[SimModel::H100_80GB],
         every_gpu(MigAdvertise::Partitionable, &[]),
