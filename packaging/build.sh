@@ -74,6 +74,7 @@ man_pages() {
 # tools); the .rpm's payload is xz, which every rpm since RHEL 6 reads.
 package() {
   cargo deb -p gpuslice --no-build --no-strip --locked --target "$1" --output "$target/debian/"
+  mkdir -p "$target/generate-rpm"
   cargo generate-rpm -p daemon --target-dir "$target" --target "$1" \
     --payload-compress xz --output "$target/generate-rpm/"
 }
