@@ -1,40 +1,87 @@
 #!/usr/bin/env bash
-# Builds the gpuslice .deb (cargo-deb) and .rpm (cargo-generate-rpm):
-# release binaries, man pages from their --help (help2man), then both packages.
+# Builds the gpuslice .deb (cargo-deb) and .rpm (cargo-generate-rpm) for
+# amd64 (x86_64) and arm64 (aarch64), every binary linked against glibc 2.28
+# (docs/packaging.md says why and which distributions that covers).
 #
 #   packaging/build.sh          # CARGO_TARGET_DIR is honoured (default ./target)
 #
-# Output: $TARGET/debian/gpuslice_<version>-1_amd64.deb and
-#         $TARGET/generate-rpm/gpuslice-<version>-1.x86_64.rpm
-# Needs: cargo-deb, cargo-generate-rpm (cargo install --locked), help2man.
+# Output, in $TARGET (CARGO_TARGET_DIR, default ./target):
+#   debian/gpuslice_<version>-1_amd64.deb      generate-rpm/gpuslice-<version>-1.x86_64.rpm
+#   debian/gpuslice_<version>-1_arm64.deb      generate-rpm/gpuslice-<version>-1.aarch64.rpm
+# from the binaries in $TARGET/<triple>/release/.
+#
+# How: cargo-zigbuild links with zig, whose glibc stubs are those of the
+# version in the target's suffix (x86_64-unknown-linux-gnu.2.28), so no
+# symbol newer than 2.28 can be linked in. amd64 compiles with the default
+# toolchain; arm64 with a rustc that has the aarch64 standard library:
+# GPUSLICE_ARM64_RUSTC, default Debian's rustc-web (/usr/bin/rustc) with
+# libstd-rust-web-dev:arm64. Needs: cargo-zigbuild, zig (on PATH, or the
+# `ziglang` Python package: CARGO_ZIGBUILD_PYTHON_PATH names its python),
+# cargo-deb, cargo-generate-rpm, help2man; .ci/run installs them all.
 #
 # One package, gpuslice, holds gpusliced, gpuslicectl and gpuslice-dra-plugin
 # (the shim/ crate), their man pages, configs and units; the metadata is in
-# daemon/Cargo.toml.
+# daemon/Cargo.toml. Each stage prints its wall time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target="${CARGO_TARGET_DIR:-$PWD/target}"
-release="$target/release"
-
-for tool in cargo-deb cargo-generate-rpm help2man; do
-  command -v "$tool" >/dev/null || {
-    echo "build.sh: $tool is missing (.ci/run installs it)" >&2
-    exit 1
-  }
-done
-
-cargo build --release --locked -p gpuslice -p gpuslice-dra-plugin
+glibc=2.28
+arm64_rustc="${GPUSLICE_ARM64_RUSTC:-/usr/bin/rustc}"
 binaries=(gpusliced gpuslicectl gpuslice-dra-plugin)
 
-# Section 8 man pages: each binary's --help and --version, plus the NAME,
-# DESCRIPTION, FILES, SIGNALS... sections in packaging/man/<binary>.h2m.
-mkdir -p "$release/man"
-for bin in "${binaries[@]}"; do
-  help2man --no-info --section 8 --include "packaging/man/$bin.h2m" \
-    --output "$release/man/$bin.8" "$release/$bin"
-  gzip -9n --force "$release/man/$bin.8"
+fail() { echo "build.sh: $*" >&2; exit 1; }
+for tool in cargo-zigbuild cargo-deb cargo-generate-rpm help2man; do
+  command -v "$tool" >/dev/null || fail "$tool is missing (.ci/run installs it)"
 done
+command -v "${CARGO_ZIGBUILD_ZIG_PATH:-zig}" >/dev/null ||
+  "${CARGO_ZIGBUILD_PYTHON_PATH:-python3}" -m ziglang version >/dev/null 2>&1 ||
+  fail "zig is missing: put it on PATH or pip install ziglang (.ci/run does)"
+arm64_std=$("$arm64_rustc" --print target-libdir --target aarch64-unknown-linux-gnu 2>/dev/null || true)
+compgen -G "${arm64_std:-/nonexistent}/libstd-*.rlib" >/dev/null ||
+  fail "$arm64_rustc has no aarch64 standard library: apt-get install rustc-web libstd-rust-web-dev:arm64, or set GPUSLICE_ARM64_RUSTC"
 
-cargo deb -p gpuslice --no-build --locked --output "$target/debian/"
-cargo generate-rpm -p daemon --target-dir "$target"
+# Runs "$@" and prints how long it took, under the stage's name ($1).
+stage() {
+  local name="$1" start=$SECONDS
+  shift
+  echo "== build.sh: $name"
+  "$@"
+  echo "== build.sh: $name: $((SECONDS - start)) s"
+}
+
+# The release binaries of one target triple, linked against glibc $glibc.
+compile() {
+  cargo zigbuild --release --locked --target "$1.$glibc" -p gpuslice -p gpuslice-dra-plugin
+}
+compile_arm64() { RUSTC="$arm64_rustc" compile aarch64-unknown-linux-gnu; }
+
+# Section 8 man pages from the host's (amd64) binaries: each --help and
+# --version, plus the NAME, DESCRIPTION, FILES, SIGNALS... sections in
+# packaging/man/<binary>.h2m. The same pages go into both architectures.
+man_pages() {
+  local amd64="$target/x86_64-unknown-linux-gnu/release" arm64="$target/aarch64-unknown-linux-gnu/release"
+  mkdir -p "$amd64/man" "$arm64/man"
+  for bin in "${binaries[@]}"; do
+    help2man --no-info --section 8 --include "packaging/man/$bin.h2m" \
+      --output "$amd64/man/$bin.8" "$amd64/$bin"
+    gzip -9n --force "$amd64/man/$bin.8"
+    cp "$amd64/man/$bin.8.gz" "$arm64/man/"
+  done
+}
+
+# Both packages of one triple. The asset paths under target/release/ in
+# daemon/Cargo.toml become target/<triple>/release/ with --target (both
+# tools); the .rpm's payload is xz, which every rpm since RHEL 6 reads.
+package() {
+  cargo deb -p gpuslice --no-build --no-strip --locked --target "$1" --output "$target/debian/"
+  mkdir -p "$target/generate-rpm"
+  cargo generate-rpm -p daemon --target-dir "$target" --target "$1" \
+    --payload-compress xz --output "$target/generate-rpm/"
+}
+
+stage "amd64: cargo zigbuild (x86_64, glibc $glibc)" compile x86_64-unknown-linux-gnu
+stage "arm64: cargo zigbuild (aarch64, glibc $glibc, $("$arm64_rustc" --version))" compile_arm64
+stage "man pages" man_pages
+stage "amd64: .deb and .rpm" package x86_64-unknown-linux-gnu
+stage "arm64: .deb and .rpm" package aarch64-unknown-linux-gnu
 ls -l "$target"/debian/gpuslice_*.deb "$target"/generate-rpm/gpuslice-*.rpm

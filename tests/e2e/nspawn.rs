@@ -10,7 +10,7 @@
 //! allow them (then serves and writes them), and is removed and purged cleanly.
 //!
 //! The .deb comes from `packaging/build.sh` (GPUSLICE_DEB, else the newest
-//! `<target>/debian/gpuslice_*.deb`); the MPS control program is the stand-in
+//! `<target>/debian/gpuslice_*_<this host's architecture>.deb`); the MPS control program is the stand-in
 //! tests/tools/fake-mps-control (python3, in the rootfs). The rootfs is made
 //! once by debootstrap (about 40 s, 270 MB) and cached in
 //! /var/cache/gpuslice-test (or GPUSLICE_NSPAWN_CACHE) under a name that
@@ -34,11 +34,17 @@ const ROOTFS_PACKAGES: &str = "systemd,systemd-sysv,dbus,python3-minimal";
 const ROOTFS_NAME: &str = "bookworm-rootfs-2";
 
 /// The .deb to install: GPUSLICE_DEB, else the newest one packaging/build.sh
-/// left in the target dir.
+/// left in the target dir for this host's architecture (it builds amd64 and
+/// arm64; the rootfs is the host's).
 fn deb() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("GPUSLICE_DEB") {
         return Some(PathBuf::from(path));
     }
+    let suffix = match std::env::consts::ARCH {
+        "x86_64" => "_amd64.deb",
+        "aarch64" => "_arm64.deb",
+        _ => return None,
+    };
     let debian = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .parent()?
         .join("debian");
@@ -47,7 +53,7 @@ fn deb() -> Option<PathBuf> {
         .filter_map(Result::ok)
         .filter(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
-            name.starts_with("gpuslice_") && name.ends_with(".deb")
+            name.starts_with("gpuslice_") && name.ends_with(suffix)
         })
         .max_by_key(|e| e.metadata().and_then(|m| m.modified()).ok())
         .map(|e| e.path())

@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""Smoke test of one architecture's packaged binaries (packaging/check.sh).
+
+    packaging/smoke.py BIN_DIR [RUNNER...]
+
+BIN_DIR holds gpusliced, gpuslicectl and gpuslice-dra-plugin as packaged;
+RUNNER is the command that runs them (none for the host's own architecture,
+`qemu-aarch64 -L /usr/aarch64-linux-gnu` for arm64 on an amd64 host).
+
+Each binary answers --version; gpusliced starts on the sim backend (two
+simulated GPUs, every path in a temp folder) and says READY=1 on its
+NOTIFY_SOCKET, read as systemd reads it; `gpuslicectl --output json status`
+answers over the socket with the sim backend and both GPUs; SIGTERM stops the
+daemon with exit status 0. Nothing sleeps: every wait is on the notify
+socket or the process, bounded by TIMEOUT (emulation is slow).
+"""
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+TIMEOUT = 120.0
+BINARIES = ("gpusliced", "gpuslicectl", "gpuslice-dra-plugin")
+GPUS = 2
+
+
+def fail(msg):
+    sys.exit(f"smoke.py: FAIL: {msg}")
+
+
+def config(folder):
+    """A sim config with every path in `folder`, as the e2e harness writes it."""
+    dev = os.path.join(folder, "root", "dev")
+    os.makedirs(dev)
+    for node in [f"nvidia{i}" for i in range(GPUS)] + ["nvidiactl", "nvidia-uvm"]:
+        os.symlink("/dev/null", os.path.join(dev, node))
+    models = ", ".join(['"H100-80GB"'] * GPUS)
+    path = os.path.join(folder, "gpuslice.toml")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(
+            'socket = "gpusliced.sock"\nstate_dir = "state"\ncdi_dir = "cdi"\n'
+            f'driver_root = "root"\n[backend]\nkind = "sim"\n[backend.sim]\ngpus = [{models}]\n'
+        )
+    return path
+
+
+def wait_ready(notify, daemon):
+    """Reads notify messages until READY=1; fails if the daemon exits first."""
+    deadline = time.monotonic() + TIMEOUT
+    while time.monotonic() < deadline:
+        # Short timeouts only to notice a daemon that died without a word.
+        notify.settimeout(1.0)
+        try:
+            msg = notify.recv(4096).decode("utf-8", "replace")
+        except socket.timeout:
+            if daemon.poll() is not None:
+                fail(f"gpusliced exited with {daemon.returncode} before READY=1")
+            continue
+        if "READY=1" in msg.split("\n"):
+            return
+    fail(f"no READY=1 from gpusliced within {TIMEOUT:.0f} s")
+
+
+def status(runner, bin_dir, sock):
+    out = subprocess.run(
+        runner + [os.path.join(bin_dir, "gpuslicectl"), "--socket", sock, "--output", "json", "status"],
+        capture_output=True, text=True, timeout=TIMEOUT, check=False,
+    )
+    if out.returncode != 0:
+        fail(f"gpuslicectl status exited with {out.returncode}: {out.stderr}")
+    doc = json.loads(out.stdout)
+    if doc.get("backend") != "sim" or doc.get("gpu_count") != GPUS:
+        fail(f"gpuslicectl status: want backend sim and {GPUS} GPUs, got {doc}")
+    return doc
+
+
+def daemon_run(runner, bin_dir, folder):
+    notify_path = os.path.join(folder, "notify")
+    notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    notify.bind(notify_path)
+    env = dict(os.environ, NOTIFY_SOCKET=notify_path)
+    started = time.monotonic()
+    daemon = subprocess.Popen(
+        runner + [os.path.join(bin_dir, "gpusliced"), "--config", config(folder)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        wait_ready(notify, daemon)
+        ready = time.monotonic() - started
+        doc = status(runner, bin_dir, os.path.join(folder, "gpusliced.sock"))
+        daemon.send_signal(signal.SIGTERM)
+        code = daemon.wait(timeout=TIMEOUT)
+        if code != 0:
+            fail(f"gpusliced exited with {code} after SIGTERM: {daemon.stderr.read()}")
+        print(f"gpusliced: READY=1 after {ready:.1f} s; status: {doc['version']}, "
+              f"backend {doc['backend']}, {doc['gpu_count']} GPUs; SIGTERM: exit 0")
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+            daemon.wait()
+        notify.close()
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    bin_dir, runner = sys.argv[1], sys.argv[2:]
+    for name in BINARIES:
+        out = subprocess.run(runner + [os.path.join(bin_dir, name), "--version"],
+                             capture_output=True, text=True, timeout=TIMEOUT, check=False)
+        if out.returncode != 0 or not re.fullmatch(r"gpuslice\S* \d+\.\d+\.\d+\S*\n", out.stdout):
+            fail(f"{name} --version: exit {out.returncode}, stdout {out.stdout!r}, stderr {out.stderr!r}")
+        print(f"{name} --version: {out.stdout.strip()}")
+    with tempfile.TemporaryDirectory(prefix="gpuslice-smoke-") as folder:
+        daemon_run(runner, bin_dir, folder)
+
+
+if __name__ == "__main__":
+    main()
