@@ -82,15 +82,21 @@ fn node(gate: bool) -> Node {
 
 impl Node {
     fn wait(&self, what: &str, done: impl Fn(&State) -> bool) {
-        assert!(
-            self.api
-                .wait_for(BOUND, |s| done(s) && s.violations.is_empty()),
-            "{what}: not within {BOUND:?}; violations {:?}; devices {:?}; shim log:\n{}\ngpusliced log:\n{}",
-            self.api.state().violations,
-            devices(&self.api.state())
-                .iter()
-                .map(|d| d["name"].clone())
-                .collect::<Vec<_>>(),
+        if self
+            .api
+            .wait_for(BOUND, |s| done(s) && s.violations.is_empty())
+        {
+            return;
+        }
+        // One look at the state: `state()` holds its lock, so a second call in
+        // the same expression would wait on this one for ever.
+        let (violations, names) = {
+            let state = self.api.state();
+            let names: Vec<Value> = devices(&state).iter().map(|d| d["name"].clone()).collect();
+            (format!("{:?}", state.violations), names)
+        };
+        panic!(
+            "{what}: not within {BOUND:?}; violations {violations}; devices {names:?}; shim log:\n{}\ngpusliced log:\n{}",
             self.shim.log(),
             self.daemon.log()
         );
