@@ -2,17 +2,14 @@
 //! switch on a simulated node: both forms served, a claim prepared in one
 //! form unprepared and prepared again by name in the other.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::{Advertiser, Asked, Form, in_force};
-use crate::claims::{DeviceRequest, Engine, EngineSettings, PrepareRequest, Prepared, Unprepared};
+use crate::claims::tests::sim_engine;
+use crate::claims::{DeviceRequest, Engine, PrepareRequest, Prepared, Unprepared};
 use crate::config::{MigAdvertise, MigConfig, MigCreate, MigGpuConfig};
-use crate::driver::{DriverFiles, Roots};
 use crate::gpu::GpuBackend;
 use crate::gpu::sim::{SimBackend, SimModel};
-use crate::inventory::Inventory;
-use crate::state::Store;
 
 const A: &str = "aaaaaaaa-0000-4000-8000-00000000000a";
 const B: &str = "bbbbbbbb-0000-4000-8000-00000000000b";
@@ -83,28 +80,7 @@ fn node(dir: &tempfile::TempDir, config: MigConfig) -> (Engine, Advertiser) {
     let hardware = dir.path().join("sim-hardware.json");
     let backend: Arc<dyn GpuBackend> =
         Arc::new(SimBackend::open_at_boot(models, "advertise", &hardware, "b1").unwrap());
-    let inventory = Inventory::from_backend(backend.as_ref(), &config, &|_, _| {
-        crate::mig::Ownership::Foreign
-    })
-    .unwrap();
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/sim-root");
-    let roots = Roots {
-        driver_root: &root,
-        dev_root: &root,
-    };
-    let engine = Engine::new(
-        backend,
-        inventory,
-        DriverFiles::discover(roots, "580.95.05"),
-        Store::open(&dir.path().join("state")).unwrap(),
-        EngineSettings {
-            cdi_dir: dir.path().join("cdi"),
-            dev_root: root.clone(),
-            cdi_hook: None,
-            boot_id: "b1".to_owned(),
-        },
-    );
-    engine.reconcile().unwrap();
+    let engine = sim_engine(dir.path(), backend, &config);
     let advertiser = Advertiser::new(config.clone());
     advertiser.apply_config(&engine, config).unwrap();
     (engine, advertiser)

@@ -27,6 +27,35 @@ use crate::inventory::Inventory;
 use crate::state::{Phase, Store};
 use requests::request as req;
 
+/// An engine on `backend` with `mig`'s inventory, its state and CDI folders
+/// in `dir`, the stand-in driver tree, boot `b1`; reconciled, as start-up
+/// leaves it. Every MIG instance found counts as foreign.
+pub(crate) fn sim_engine(dir: &Path, backend: Arc<dyn GpuBackend>, mig: &MigConfig) -> Engine {
+    let inventory = Inventory::from_backend(backend.as_ref(), mig, &|_, _| {
+        crate::mig::Ownership::Foreign
+    })
+    .unwrap();
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/sim-root");
+    let roots = Roots {
+        driver_root: &root,
+        dev_root: &root,
+    };
+    let engine = Engine::new(
+        backend,
+        inventory,
+        DriverFiles::discover(roots, "580.95.05"),
+        Store::open(&dir.join("state")).unwrap(),
+        EngineSettings {
+            cdi_dir: dir.join("cdi"),
+            dev_root: root.clone(),
+            cdi_hook: None,
+            boot_id: "b1".to_owned(),
+        },
+    );
+    engine.reconcile().unwrap();
+    engine
+}
+
 pub(crate) fn sim_backend(gpus: u32) -> Arc<dyn GpuBackend> {
     Arc::new(SimBackend::new(
         vec![SimModel::H100_80GB; usize::try_from(gpus).unwrap()],

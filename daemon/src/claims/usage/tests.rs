@@ -2,18 +2,15 @@
 //! free, made ahead and foreign, and the overlap rule for free slices.
 
 use std::collections::{BTreeMap, HashSet};
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::{ClaimKind, SliceState, SliceUse, unheld_slices};
+use crate::claims::Engine;
 use crate::claims::tests::requests::request as req;
-use crate::claims::{Engine, EngineSettings};
+use crate::claims::tests::sim_engine;
 use crate::config::{MigAdvertise, MigConfig, MigCreate, MigGpuConfig};
-use crate::driver::{DriverFiles, Roots};
 use crate::gpu::sim::{SimBackend, SimModel};
 use crate::gpu::{GpuBackend, GpuInstance, Placement};
-use crate::inventory::Inventory;
-use crate::state::Store;
 
 const A: &str = "aaaaaaaa-0000-4000-8000-00000000000a";
 const B: &str = "bbbbbbbb-0000-4000-8000-00000000000b";
@@ -33,29 +30,7 @@ fn start(dir: &tempfile::TempDir, create: MigCreate) -> (Arc<SimBackend>, Engine
     let models = vec![SimModel::H100_80GB; 2];
     let hardware = dir.path().join("sim-hardware.json");
     let backend = Arc::new(SimBackend::open_at_boot(models, "usage", &hardware, "b1").unwrap());
-    let dyn_backend: Arc<dyn GpuBackend> = backend.clone();
-    let inventory = Inventory::from_backend(dyn_backend.as_ref(), &mig, &|_, _| {
-        crate::mig::Ownership::Foreign
-    })
-    .unwrap();
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/sim-root");
-    let roots = Roots {
-        driver_root: &root,
-        dev_root: &root,
-    };
-    let engine = Engine::new(
-        dyn_backend,
-        inventory,
-        DriverFiles::discover(roots, "580.95.05"),
-        Store::open(&dir.path().join("state")).unwrap(),
-        EngineSettings {
-            cdi_dir: dir.path().join("cdi"),
-            dev_root: root.clone(),
-            cdi_hook: None,
-            boot_id: "b1".to_owned(),
-        },
-    );
-    engine.reconcile().unwrap();
+    let engine = sim_engine(dir.path(), backend.clone(), &mig);
     engine.setup_mig(&mig).unwrap();
     (backend, engine)
 }
