@@ -15,11 +15,14 @@
 //! 9. [`claims`]: the claim engine (prepare, unprepare, reconcile);
 //!    [`advertise`]: which form of MIG slices it offers (`[mig] advertise`).
 //! 10. [`api`]: the gRPC service on a unix socket.
-//! 11. [`metrics`]: Prometheus metrics, on a loopback listener or a textfile.
-//! 12. [`systemd`] and [`logging`]: sd_notify and journald.
-//! 13. [`run`]: start-up, the task set, shutdown.
-//! 14. [`crash`]: named crash points after every durable step (test builds only).
+//! 11. [`activity`]: per-claim GPU use (processes attributed to claims, idle
+//!     claims, over-shares, unclaimed processes), sampled through the backend.
+//! 12. [`metrics`]: Prometheus metrics, on a loopback listener or a textfile.
+//! 13. [`systemd`] and [`logging`]: sd_notify and journald.
+//! 14. [`run`]: start-up, the task set, shutdown.
+//! 15. [`crash`]: named crash points after every durable step (test builds only).
 
+pub mod activity;
 pub mod advertise;
 pub mod api;
 pub mod cdi_build;

@@ -28,6 +28,8 @@ pub const SIM_HARDWARE_STATE_FILE: &str = "sim-hardware.json";
 
 /// File name of the simulated health events when no path is configured.
 pub const SIM_HEALTH_EVENTS_FILE: &str = "sim-health-events";
+/// Default folder name of the simulated backend's fake GPU processes.
+pub const SIM_PROCESSES_DIR: &str = "sim-processes";
 
 /// The whole configuration.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -199,6 +201,11 @@ pub struct SimConfig {
     /// `sim-health-events` next to `hardware_state`. See
     /// [`Config::sim_health_events`].
     pub health_events: Option<PathBuf>,
+    /// The folder of fake GPU processes (`gpuslicectl sim exec` writes one
+    /// file per process; format in `gpu::sim::process_file`). Default:
+    /// `sim-processes` next to `hardware_state`. See
+    /// [`Config::sim_processes`].
+    pub processes: Option<PathBuf>,
 }
 
 /// `[log]`.
@@ -248,6 +255,7 @@ impl Default for SimConfig {
             seed: "gpuslice-sim".to_owned(),
             hardware_state: None,
             health_events: None,
+            processes: None,
         }
     }
 }
@@ -327,6 +335,17 @@ impl Config {
         })
     }
 
+    /// Where the simulated backend finds its fake GPU processes:
+    /// `backend.sim.processes`, or `sim-processes` in the folder of
+    /// [`Config::sim_hardware_state`].
+    pub fn sim_processes(&self) -> PathBuf {
+        self.backend.sim.processes.clone().unwrap_or_else(|| {
+            let state = self.sim_hardware_state();
+            let dir = state.parent().unwrap_or(Path::new("/run/gpuslice"));
+            dir.join(SIM_PROCESSES_DIR)
+        })
+    }
+
     fn resolve_relative(&mut self, base: &Path) {
         let resolve = |p: &mut PathBuf| {
             if p.is_relative() {
@@ -346,6 +365,7 @@ impl Config {
             &mut self.timeslice.nvidia_smi,
             &mut self.backend.sim.hardware_state,
             &mut self.backend.sim.health_events,
+            &mut self.backend.sim.processes,
             &mut self.metrics.textfile,
         ] {
             if let Some(p) = p.as_mut() {

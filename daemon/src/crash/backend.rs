@@ -7,7 +7,8 @@ use std::sync::Arc;
 use super::crash_point;
 use crate::gpu::{
     ComputeInstance, ComputeMode, DriverInfo, GpuBackend, GpuError, GpuInfo, GpuInstance,
-    HealthWatch, MigMode, MigProfile, MigSupport, Placement,
+    GpuProcess, HealthWatch, MemoryUse, MigMode, MigProfile, MigSupport, Placement,
+    ProcessUtilization,
 };
 
 /// A backend whose hardware changes pass crash points.
@@ -84,6 +85,22 @@ impl GpuBackend for Observed {
     fn set_compute_mode(&self, index: u32, mode: ComputeMode) -> Result<(), GpuError> {
         let result = self.0.set_compute_mode(index, mode);
         after("gpu.after_compute_mode_set", result)
+    }
+
+    fn processes(&self, index: u32) -> Result<Vec<GpuProcess>, GpuError> {
+        self.0.processes(index)
+    }
+
+    fn process_utilization(
+        &self,
+        index: u32,
+        since_us: u64,
+    ) -> Result<Vec<ProcessUtilization>, GpuError> {
+        self.0.process_utilization(index, since_us)
+    }
+
+    fn memory_use(&self, index: u32, gpu_instance: Option<u32>) -> Result<MemoryUse, GpuError> {
+        self.0.memory_use(index, gpu_instance)
     }
 
     fn watch_health(&self) -> Result<Box<dyn HealthWatch + '_>, GpuError> {

@@ -20,6 +20,7 @@ mod mig;
 #[cfg(test)]
 mod mig_conformance;
 pub mod nvml;
+mod process;
 pub mod sim;
 
 pub use error::GpuError;
@@ -27,6 +28,7 @@ pub use health::{
     HealthEvent, HealthEventKind, HealthWatch, NO_INSTANCE, Unmonitored, instance_id,
 };
 pub use mig::{ComputeInstance, ComputeMode, GpuInstance, MigProfile, Placement};
+pub use process::{GpuProcess, MemoryUse, ProcessUtilization};
 
 /// Versions of the node's NVIDIA driver.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -140,6 +142,27 @@ pub trait GpuBackend: Send + Sync + std::fmt::Debug {
     fn compute_mode(&self, index: u32) -> Result<ComputeMode, GpuError>;
     /// Set the compute mode of the GPU at `index` (not persistent across reboot).
     fn set_compute_mode(&self, index: u32, mode: ComputeMode) -> Result<(), GpuError>;
+
+    /// Every process with a compute context on the GPU at `index` or on its
+    /// MIG slices: NVML's compute list (`nvmlDeviceGetComputeRunningProcesses_v3`,
+    /// on the parent handle, which as root lists every slice's processes with
+    /// their instance ids) and its MPS client list
+    /// (`nvmlDeviceGetMPSComputeRunningProcesses_v3`, `mps_client` set), one
+    /// entry per pid and instance, ascending by pid. Read-only.
+    fn processes(&self, index: u32) -> Result<Vec<GpuProcess>, GpuError>;
+    /// Per-process utilization samples of the GPU at `index` taken after
+    /// `since_us` (microseconds since the epoch; 0: every sample the driver
+    /// keeps). Only processes with a sample are listed. `NotSupported` where
+    /// the driver does not sample per process (a GPU in MIG mode, older GPUs).
+    fn process_utilization(
+        &self,
+        index: u32,
+        since_us: u64,
+    ) -> Result<Vec<ProcessUtilization>, GpuError>;
+    /// Framebuffer use of the GPU at `index` (`gpu_instance` `None`), or of
+    /// its MIG GPU instance `gpu_instance` through that slice's MIG device
+    /// handle. `NotFound` for a GPU instance that does not exist.
+    fn memory_use(&self, index: u32, gpu_instance: Option<u32>) -> Result<MemoryUse, GpuError>;
 
     /// Registers for health events (critical XIDs, ECC errors, a lost GPU) on
     /// every GPU and returns the watch to wait on. Events before this call

@@ -13,6 +13,7 @@ mod health;
 mod mig;
 #[cfg(test)]
 mod mig_tests;
+mod process;
 mod raw;
 #[cfg(test)]
 mod tests;
@@ -26,7 +27,8 @@ use nvml_wrapper::error::NvmlError;
 use self::convert::map_err;
 use super::{
     ComputeInstance, ComputeMode, DriverInfo, GpuBackend, GpuError, GpuInfo, GpuInstance,
-    HealthWatch, MigMode, MigProfile, MigSupport, Placement,
+    GpuProcess, HealthWatch, MemoryUse, MigMode, MigProfile, MigSupport, Placement,
+    ProcessUtilization,
 };
 
 /// The library `Nvml::init` loads when no path is configured.
@@ -306,6 +308,22 @@ impl GpuBackend for NvmlBackend {
         let mut dev = self.device(index)?;
         (dev.set_compute_mode(convert::nvml_compute_mode(mode)))
             .map_err(on_gpu("nvmlDeviceSetComputeMode", index))
+    }
+
+    fn processes(&self, index: u32) -> Result<Vec<GpuProcess>, GpuError> {
+        process::processes(&self.device(index)?, index)
+    }
+
+    fn process_utilization(
+        &self,
+        index: u32,
+        since_us: u64,
+    ) -> Result<Vec<ProcessUtilization>, GpuError> {
+        process::utilization(&self.device(index)?, index, since_us)
+    }
+
+    fn memory_use(&self, index: u32, gpu_instance: Option<u32>) -> Result<MemoryUse, GpuError> {
+        process::memory_use(&self.nvml, &self.device(index)?, index, gpu_instance)
     }
 
     fn watch_health(&self) -> Result<Box<dyn HealthWatch + '_>, GpuError> {

@@ -6,7 +6,8 @@ use super::health::SimHealthWatch;
 use super::{CUDA_DRIVER_VERSION, DRIVER_VERSION, SimBackend, op};
 use crate::gpu::{
     ComputeInstance, ComputeMode, DriverInfo, GpuBackend, GpuError, GpuInfo, GpuInstance,
-    HealthWatch, MigMode, MigProfile, MigSupport, Placement,
+    GpuProcess, HealthWatch, MemoryUse, MigMode, MigProfile, MigSupport, Placement,
+    ProcessUtilization,
 };
 
 impl GpuBackend for SimBackend {
@@ -103,6 +104,24 @@ impl GpuBackend for SimBackend {
             state.compute_mode = mode;
             Ok(())
         })
+    }
+
+    // Placeholder until the simulated processes land (issue 16, room gpu/sim).
+    fn processes(&self, index: u32) -> Result<Vec<GpuProcess>, GpuError> {
+        self.read(index, op::DEVICE_INFO, |_, _| Ok(Vec::new()))
+    }
+
+    fn process_utilization(
+        &self,
+        index: u32,
+        _since_us: u64,
+    ) -> Result<Vec<ProcessUtilization>, GpuError> {
+        self.read(index, op::DEVICE_INFO, |_, _| Ok(Vec::new()))
+    }
+
+    fn memory_use(&self, index: u32, _gpu_instance: Option<u32>) -> Result<MemoryUse, GpuError> {
+        let total = self.gpu(index)?.model.spec().memory_bytes;
+        Ok(MemoryUse { used: 0, total })
     }
 
     fn watch_health(&self) -> Result<Box<dyn HealthWatch + '_>, GpuError> {

@@ -27,6 +27,7 @@ pub mod health_spec;
 pub mod models;
 mod numbering;
 mod persist;
+pub mod process_file;
 mod tables;
 
 #[cfg(test)]
