@@ -6,6 +6,8 @@
 //! supervisor, shm, nvidia-smi), load records and reconcile (stopping MPS
 //! daemons of claims that are gone), take back the device faults recorded
 //! before a restart, apply MIG, bring back the sharing of prepared claims,
+//! start the activity sampler (`[activity]`: a thread of its own, which
+//! publishes into the `ActivityHandle` the metrics and the API read),
 //! start the metrics exporters `[metrics]` enables (bind the loopback
 //! listener, write the textfile once), bind the socket, register the health
 //! watcher, and only then tell systemd READY=1. While serving, the health
@@ -22,6 +24,7 @@ use std::time::Duration;
 
 use tokio::signal::unix::{SignalKind, signal};
 
+use crate::activity;
 use crate::advertise::Advertiser;
 use crate::api::{self, PeerPolicy, socket};
 use crate::claims::{ClaimError, Engine, EngineSettings, SharingTools};
@@ -276,13 +279,23 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
         let (config, advertiser) = (config.clone(), advertiser.clone());
         Arc::new(tokio::task::spawn_blocking(move || start_engine(&config, &advertiser)).await??)
     };
+    // The handle is what the metrics and the API read the samples from.
+    let (_activity, activity_task) =
+        activity::start(engine.clone(), &config.activity, &config.state_dir);
     let metrics = Arc::new(Metrics::new(engine.backend_name()));
     let source: Arc<dyn UsageSource> = engine.clone();
-    let exporters = Exporters::start(&config.metrics, source, metrics.clone()).await?;
+    let exporters = match Exporters::start(&config.metrics, source, metrics.clone()).await {
+        Ok(exporters) => exporters,
+        Err(err) => {
+            activity::stop(activity_task).await;
+            return Err(err.into());
+        }
+    };
     let metrics_addr = exporters.listen_addr();
     let (listener, gid) = match bind_socket(&config) {
         Ok(bound) => bound,
         Err(err) => {
+            activity::stop(activity_task).await;
             exporters.stop().await;
             return Err(err);
         }
@@ -340,6 +353,7 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
         }
     };
     socket::remove(&config.socket);
+    activity::stop(activity_task).await;
     exporters.stop().await;
     served??;
     tracing::info!("stopped");
