@@ -22,7 +22,10 @@ use crate::timeslice::NvidiaSmi;
 /// with the stand-in nvidia-smi (time-slicing), its state in `dir`.
 struct Node {
     dir: tempfile::TempDir,
-    #[expect(dead_code, reason = "fake processes start on it once the simulator knows them")]
+    #[expect(
+        dead_code,
+        reason = "fake processes start on it once the simulator knows them"
+    )]
     backend: Arc<SimBackend>,
     engine: Arc<Engine>,
 }
@@ -111,7 +114,8 @@ fn timeslicing() -> String {
     r#"{"apiVersion":"resource.nvidia.com/v1beta1","kind":"GpuConfig","sharing":{"strategy":"TimeSlicing","timeSlicingConfig":{"interval":"Default"}}}"#.to_owned()
 }
 
-const T0: Duration = Duration::from_secs(1_800_000_000);
+/// A time in the past: the simulator samples utilization only up to now.
+const T0: Duration = Duration::from_secs(1_700_000_000);
 
 #[test]
 fn sim_every_claim_is_listed_with_its_devices_and_idle_until_it_runs() {
@@ -123,7 +127,7 @@ fn sim_every_claim_is_listed_with_its_devices_and_idle_until_it_runs() {
     let snapshot = node.sampler().sample_at(T0);
     assert!(snapshot.enabled);
     assert_eq!(snapshot.interval_ms, 5_000);
-    assert_eq!(snapshot.sampled_at_ms, 1_800_000_000_000);
+    assert_eq!(snapshot.sampled_at_ms, 1_700_000_000_000);
     let uids: Vec<&str> = snapshot.claims.iter().map(|c| c.uid.as_str()).collect();
     assert_eq!(uids, vec![A, B]);
     let b = &snapshot.claims[1];
@@ -138,7 +142,11 @@ fn sim_every_claim_is_listed_with_its_devices_and_idle_until_it_runs() {
         "read for held devices"
     );
     assert_eq!(b.last_active, None);
-    assert_eq!(b.idle_for(1_800_000_000), 1_800_000_000 - b.prepared_at);
+    assert_eq!(
+        b.idle_for(b.prepared_at + 100),
+        100,
+        "idle since the prepare"
+    );
     assert!(snapshot.unclaimed.is_empty() && snapshot.warnings.is_empty());
     assert_eq!(snapshot.series_dropped, 0);
 }
