@@ -7,6 +7,7 @@
 //! CDI spec sets and its reading back from an environment, pure);
 //! [`held`] (what each claim holds and its share, pure); [`attribute`]
 //! (processes to claims, active claims, over-shares, unclaimed processes,
+//! pure); [`warnings`] (the conditions of a sample and the lines logged,
 //! pure); [`episodes`] (warnings once per episode, pure); [`series`] (the
 //! metrics cardinality cap, pure); [`procfs`] (`/proc` reads, cached);
 //! [`persist`] (last active times across restarts); [`sampler`] (one sample
@@ -23,6 +24,7 @@ pub mod sampler;
 pub mod series;
 pub mod snapshot;
 pub mod task;
+pub mod warnings;
 
 #[cfg(test)]
 mod fixtures;

@@ -16,12 +16,13 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::attribute::{Attribution, GpuSample, Inputs, ProcView, attribute};
-use super::episodes::{Condition, Counter, Episodes};
+use super::episodes::Episodes;
 use super::held::{HeldClaim, held_claims};
 use super::persist::{Persister, load};
 use super::procfs::ProcFs;
 use super::series::series_dropped;
-use super::snapshot::{ActivitySnapshot, ClaimActivity, UnclaimedProcess, WarningKind};
+use super::snapshot::ActivitySnapshot;
+use super::warnings::conditions;
 use crate::claims::Engine;
 use crate::gpu::{GpuBackend, GpuError};
 use crate::inventory::GpuDevice;
@@ -162,13 +163,7 @@ impl Sampler {
     }
 
     fn episodes(&mut self, now: i64, attribution: &Attribution) {
-        let mut conditions: Vec<Condition> = attribution
-            .overshares
-            .iter()
-            .filter_map(|o| overshare(attribution.claims.get(o.claim)?, o.device))
-            .collect();
-        conditions.extend(attribution.unclaimed.iter().map(unclaimed));
-        let changes = self.episodes.observe(now, conditions);
+        let changes = self.episodes.observe(now, conditions(attribution));
         for w in &changes.opened {
             tracing::warn!(claim_uid = %w.claim_uid, device = %w.device, pid = w.pid, kind = w.kind.as_str(), "{}", w.message);
         }
@@ -229,70 +224,6 @@ fn read_gpu(
         utilization,
         memory,
     })
-}
-
-fn overshare(claim: &ClaimActivity, device: usize) -> Option<Condition> {
-    let d = claim.devices.get(device)?;
-    let share = d.memory_share?;
-    Some(Condition {
-        kind: WarningKind::OverShare,
-        counter: if d.sharing == "mps" {
-            Counter::OverShareMps
-        } else {
-            Counter::OverShareTimeslicing
-        },
-        claim_uid: claim.uid.clone(),
-        scope: d.device.clone(),
-        device: d.device.clone(),
-        pid: 0,
-        message: format!(
-            "claim {}/{} ({}) uses {} of GPU memory on {}, over its {} share of {}; the \
-             claims sharing this GPU may run out of memory: lower the workload's memory use \
-             or give the claim a larger share (MPS memory limit, or a GPU of its own)",
-            claim.namespace,
-            claim.name,
-            claim.uid,
-            bytes(d.memory_used),
-            d.device,
-            d.sharing,
-            bytes(share),
-        ),
-    })
-}
-
-fn unclaimed(u: &UnclaimedProcess) -> Condition {
-    let name = match u.process.name.as_str() {
-        "" => String::new(),
-        name => format!(" ({name})"),
-    };
-    let memory = u
-        .process
-        .memory_used
-        .map_or_else(String::new, |m| format!(", using {},", bytes(m)));
-    Condition {
-        kind: WarningKind::Unclaimed,
-        counter: Counter::Unclaimed,
-        claim_uid: String::new(),
-        scope: u.gpu.clone(),
-        device: u.device.clone(),
-        pid: u.process.pid,
-        message: format!(
-            "process {}{name} on {}{memory} belongs to no gpuslice claim ({}); it bypasses \
-             the scheduler: run it through a ResourceClaim, or stop it",
-            u.process.pid, u.device, u.reason
-        ),
-    }
-}
-
-/// "3.5 GiB", "512 MiB".
-fn bytes(n: u64) -> String {
-    const MIB: u64 = 1 << 20;
-    const GIB: u64 = 1 << 30;
-    if n >= GIB {
-        format!("{}.{} GiB", n / GIB, (n % GIB) * 10 / GIB)
-    } else {
-        format!("{} MiB", n / MIB)
-    }
 }
 
 /// CPU time of the calling thread so far, in microseconds.
