@@ -205,8 +205,9 @@ pub(crate) fn processes_are_consistent(backend: &dyn GpuBackend) {
 
 /// Memory of each GPU (its size) and of each GPU instance with a compute
 /// instance (within the GPU's); used within total and at least what its
-/// listed processes use; an unknown GPU instance is `NotFound` (or
-/// `NotSupported` on a GPU without MIG).
+/// listed processes use; a GPU instance without a compute instance (no MIG
+/// device) is `NotFound`, an unknown one too (or `NotSupported` on a GPU
+/// without MIG).
 pub(crate) fn memory_use_is_consistent(backend: &dyn GpuBackend) {
     for gpu in all_gpus(backend) {
         let processes = backend.processes(gpu.index).unwrap();
@@ -221,8 +222,13 @@ pub(crate) fn memory_use_is_consistent(backend: &dyn GpuBackend) {
         assert!(whole.used <= whole.total, "GPU {}: {whole:?}", gpu.index);
         assert!(whole.used >= sum(None), "GPU {}: {whole:?}", gpu.index);
         let gis = instances(backend, &gpu);
-        for gi in gis.iter().filter(|gi| !gi.compute_instances.is_empty()) {
-            let slice = backend.memory_use(gpu.index, Some(gi.id)).unwrap();
+        for gi in &gis {
+            let slice = backend.memory_use(gpu.index, Some(gi.id));
+            if gi.compute_instances.is_empty() {
+                assert!(matches!(slice, Err(GpuError::NotFound { .. })), "{slice:?}");
+                continue;
+            }
+            let slice = slice.unwrap();
             assert!(slice.total > 0 && slice.total <= whole.total, "{slice:?}");
             assert!(slice.used <= slice.total, "GI {}: {slice:?}", gi.id);
             assert!(slice.used >= sum(Some(gi.id)), "GI {}: {slice:?}", gi.id);

@@ -162,7 +162,8 @@ pub fn utilization(
 
 /// `memory_use` of the GPU (`gi` `None`: every process on it and its
 /// slices) or of GPU instance `gi` (its processes, its profile's memory);
-/// `NotFound` for a GPU instance the GPU lacks.
+/// `NotFound` for a GPU instance the GPU lacks or that has no compute
+/// instance (so no MIG device to ask, as with NVML).
 pub fn memory_use(
     state: &SimGpuState,
     gpu: GpuRef<'_>,
@@ -175,8 +176,14 @@ pub fn memory_use(
             (placed.iter()).fold(0u64, |sum, p| sum.saturating_add(p.process.memory_bytes)),
         ),
         Some(id) => {
-            let total = gi_memory(state, gpu, id).ok_or_else(|| GpuError::NotFound {
-                what: format!("GPU {} GPU instance {id}", gpu.index),
+            // NVML reads a slice through its MIG device handle, which only a
+            // compute instance gives.
+            let with_ci = (state.gpu_instances.iter())
+                .any(|gi| gi.id == id && !gi.compute_instances.is_empty());
+            let total = (gi_memory(state, gpu, id).filter(|_| with_ci)).ok_or_else(|| {
+                GpuError::NotFound {
+                    what: format!("GPU {} GPU instance {id} (no MIG device)", gpu.index),
+                }
             })?;
             let used = (placed.iter())
                 .filter(|p| p.slot.gpu_instance() == Some(id))

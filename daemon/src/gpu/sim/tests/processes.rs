@@ -146,6 +146,12 @@ fn sim_slice_processes_carry_instance_ids_and_memory_per_slice() {
         matches!(unknown, Err(GpuError::NotFound { .. })),
         "{unknown:?}"
     );
+    let bare = sim.create_gpu_instance(0, 19, Placement { start: 1, size: 1 });
+    let no_mig_device = sim.memory_use(0, Some(bare.unwrap().id));
+    assert!(
+        matches!(no_mig_device, Err(GpuError::NotFound { .. })),
+        "{no_mig_device:?}"
+    );
     let sampled = sim.process_utilization(0, 0);
     assert!(
         matches!(sampled, Err(GpuError::NotSupported { .. })),
