@@ -5,8 +5,10 @@
 //! Reads only. A cache keyed by pid keeps the environment and name while
 //! the start time stays the same (a process's initial environment never
 //! changes), so a sample reads one small `stat` per process; pids not seen
-//! in a sample are evicted ([`ProcFs::retain`]). Errors are not cached: an
-//! unreadable process is tried again at the next sample.
+//! in a sample are evicted ([`ProcFs::retain`]). Errors and empty
+//! environments (a zombie, or a process caught mid-exec, whose new image
+//! has no environment yet) are not cached: they are read again at the next
+//! sample.
 //!
 //! Reading another user's `environ` needs `PTRACE_MODE_READ` over it, and
 //! under the unit's `ProtectProc=invisible` such a process is not even
@@ -117,21 +119,25 @@ impl ProcFs {
         if let Some(hit) = self.cache.get(&pid).filter(|c| c.start_time == start_time) {
             return Ok(hit.info.clone());
         }
-        let marks = parse_environ(&self.read(pid, "environ")?);
+        let environ = self.read(pid, "environ")?;
         let comm = self.read(pid, "comm")?;
         let info = ProcInfo {
             name: String::from_utf8_lossy(&comm)
                 .trim_end_matches('\n')
                 .to_owned(),
-            marks,
+            marks: parse_environ(&environ),
         };
-        self.cache.insert(
-            pid,
-            Cached {
-                start_time,
-                info: info.clone(),
-            },
-        );
+        // An empty environment is a zombie's, or one read while an exec
+        // is still setting up the new image: read it again next time.
+        if !environ.is_empty() {
+            self.cache.insert(
+                pid,
+                Cached {
+                    start_time,
+                    info: info.clone(),
+                },
+            );
+        }
         Ok(info)
     }
 

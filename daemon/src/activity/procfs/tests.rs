@@ -79,8 +79,8 @@ fn the_cache_holds_while_the_start_time_does_and_a_reused_pid_is_read_again() {
 fn pids_not_seen_are_evicted() {
     let dir = tempfile::tempdir().unwrap();
     let mut procfs = ProcFs::new(dir.path());
-    fake(dir.path(), 1, "a", 1, &[]);
-    fake(dir.path(), 2, "b", 1, &[]);
+    fake(dir.path(), 1, "a", 1, &["A=1".into()]);
+    fake(dir.path(), 2, "b", 1, &["B=1".into()]);
     procfs.inspect(1).unwrap();
     procfs.inspect(2).unwrap();
     assert_eq!(procfs.cached(), 2);
@@ -135,4 +135,17 @@ fn eacces_says_what_gpusliced_needs() {
             .unclaimed_reason()
             .starts_with("environment unreadable: ")
     );
+}
+
+#[test]
+fn an_empty_environment_is_not_cached() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut procfs = ProcFs::new(dir.path());
+    fake(dir.path(), 42, "sh", 100, &[]);
+    assert!(procfs.inspect(42).unwrap().marks.claims.is_empty());
+    assert_eq!(procfs.cached(), 0, "caught mid-exec, or a zombie");
+    // The same process, its environment set up now.
+    fake(dir.path(), 42, "sh", 100, &[claim_env(UID)]);
+    assert!(procfs.inspect(42).unwrap().marks.claims.contains(UID));
+    assert_eq!(procfs.cached(), 1);
 }
