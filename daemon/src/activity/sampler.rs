@@ -21,7 +21,7 @@ use super::held::{HeldClaim, held_claims};
 use super::persist::{Persister, load};
 use super::procfs::ProcFs;
 use super::series::series_dropped;
-use super::snapshot::ActivitySnapshot;
+use super::snapshot::{ActivitySnapshot, WarningKind};
 use super::warnings::conditions;
 use crate::claims::Engine;
 use crate::gpu::{GpuBackend, GpuError};
@@ -165,10 +165,24 @@ impl Sampler {
     fn episodes(&mut self, now: i64, attribution: &Attribution) {
         let changes = self.episodes.observe(now, conditions(attribution));
         for w in &changes.opened {
-            tracing::warn!(claim_uid = %w.claim_uid, device = %w.device, pid = w.pid, kind = w.kind.as_str(), "{}", w.message);
+            match w.kind {
+                WarningKind::OverShare => {
+                    tracing::warn!(claim_uid = %w.claim_uid, device = %w.device, kind = w.kind.as_str(), "{}", w.message);
+                }
+                WarningKind::Unclaimed => {
+                    tracing::warn!(pid = w.pid, device = %w.device, kind = w.kind.as_str(), "{}", w.message);
+                }
+            }
         }
         for w in &changes.closed {
-            tracing::info!(claim_uid = %w.claim_uid, device = %w.device, pid = w.pid, kind = w.kind.as_str(), since = w.since, "{} episode ended", w.kind.as_str());
+            match w.kind {
+                WarningKind::OverShare => {
+                    tracing::info!(claim_uid = %w.claim_uid, device = %w.device, since = w.since, "claim {} is back within its memory share on {}", w.claim_uid, w.device);
+                }
+                WarningKind::Unclaimed => {
+                    tracing::info!(pid = w.pid, device = %w.device, since = w.since, "process {} no longer runs outside a claim on {}", w.pid, w.device);
+                }
+            }
         }
     }
 
