@@ -551,3 +551,48 @@ fn sim_a_slice_claim_gets_its_processes_by_gpu_instance_and_is_active_without_sm
         "named by the slice it runs on"
     );
 }
+
+#[test]
+fn sim_a_gpu_the_backend_cannot_list_is_left_out_and_the_others_sampled() {
+    use crate::gpu::GpuError;
+    use crate::gpu::sim::op;
+    let node = Node::new(2);
+    node.engine.prepare(&request(A, &["gpu-0"])).unwrap();
+    node.engine.prepare(&request(B, &["gpu-1"])).unwrap();
+    let (a, stray) = (Sleeper::in_claim(A), Sleeper::new(&[]));
+    node.run(&a, 0, GIB, 0, false);
+    node.run(&stray, 1, GIB, 0, false);
+    let faults = node.backend.faults();
+    faults.fail_gpu(
+        op::PROCESSES,
+        1,
+        GpuError::Injected {
+            call: op::PROCESSES,
+        },
+    );
+    faults.fail_next(
+        op::PROCESS_UTILIZATION,
+        GpuError::Injected {
+            call: op::PROCESS_UTILIZATION,
+        },
+    );
+    let mut sampler = node.sampler();
+    let first = sampler.sample_once();
+    assert_eq!(pids(&first.claims[0].devices[0]), vec![a.pid()]);
+    assert_eq!(first.claims[0].devices[0].sm_percent, None, "not read");
+    assert!(
+        first.claims[0].last_active.is_some(),
+        "utilization unknown: a process counts as activity, never as idle"
+    );
+    assert_eq!(first.claims[1].process_count(), 0);
+    assert!(first.unclaimed.is_empty(), "GPU 1 left out of this sample");
+    faults.heal_gpu(op::PROCESSES, 1);
+    let second = sampler.sample_once();
+    assert_eq!(
+        second.claims[0].devices[0].sm_percent,
+        Some(0),
+        "read again"
+    );
+    assert_eq!(second.unclaimed.len(), 1);
+    assert_eq!(second.unclaimed[0].process.pid, stray.pid());
+}
