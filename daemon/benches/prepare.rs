@@ -13,24 +13,24 @@
 //! Env: `GPUSLICE_BENCH_SAMPLES` (default 300), `GPUSLICE_BENCH_DIR` (default
 //! a temp folder under the cargo target dir).
 
-use std::fs::OpenOptions;
-use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[path = "common/durable.rs"]
 mod durable;
+#[path = "common/fake_root.rs"]
+mod fake_root;
 
 use durable::{durable_write, sync_dir};
+use fake_root::{DRIVER_VERSION, fake_root};
 use gpuslice::claims::{DeviceRequest, Engine, EngineSettings, PrepareRequest};
-use gpuslice::driver::{BINARIES, COMMON_NODES, DriverFiles, LIBRARIES, Roots};
+use gpuslice::driver::{DriverFiles, Roots};
 use gpuslice::gpu::GpuBackend;
 use gpuslice::gpu::sim::{SimBackend, SimModel};
 use gpuslice::inventory::Inventory;
 use gpuslice::state::Store;
 
-const DRIVER_VERSION: &str = "580.95.05";
 const DEFAULT_SAMPLES: usize = 300;
 /// (live claims, simulated GPUs beyond live + samples). The last row is a
 /// control: 10 live claims on a node as big as the 10,000 level, separating
@@ -108,39 +108,6 @@ fn print_facts(samples: usize, base: &Path) {
         _ => println!("(df -T unavailable; filesystem unknown)"),
     }
     println!();
-}
-
-/// A fake host: /dev nodes for `gpus` GPUs and the control nodes, and a
-/// driver root with every library and binary, so the spec has a real size.
-fn fake_root(root: &Path, gpus: usize) {
-    let dev = root.join("dev");
-    let lib = root.join("usr/lib/x86_64-linux-gnu");
-    let bin = root.join("usr/bin");
-    for dir in [&dev, &lib, &bin] {
-        std::fs::create_dir_all(dir).expect("cannot create the fake root");
-    }
-    let nodes = (0..gpus)
-        .map(|i| format!("nvidia{i}"))
-        .chain(COMMON_NODES.iter().map(|(n, _)| (*n).to_owned()));
-    for node in nodes {
-        symlink("/dev/null", dev.join(node)).expect("cannot create a fake device node");
-    }
-    for stem in LIBRARIES {
-        let real = format!("{stem}.{DRIVER_VERSION}");
-        empty_file(&lib.join(&real));
-        symlink(&real, lib.join(format!("{stem}.1"))).expect("cannot link a fake library");
-    }
-    for name in BINARIES {
-        empty_file(&bin.join(name));
-    }
-}
-
-fn empty_file(path: &Path) {
-    OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .expect("cannot create a fake driver file");
 }
 
 /// Paths of one level.
