@@ -22,6 +22,7 @@ use std::time::Duration;
 
 use tokio::signal::unix::{SignalKind, signal};
 
+use crate::activity::ActivityHandle;
 use crate::advertise::Advertiser;
 use crate::api::{self, PeerPolicy, socket};
 use crate::claims::{ClaimError, Engine, EngineSettings, SharingTools};
@@ -33,7 +34,7 @@ use crate::gpu::{GpuBackend, GpuError};
 use crate::health::watch::{Stop, Watcher};
 use crate::health::{Classifier, HealthStore, Monitor};
 use crate::inventory::Inventory;
-use crate::metrics::{Exporters, Metrics, MetricsError, UsageSource};
+use crate::metrics::{DEFAULT_MAX_CLAIM_SERIES, Exporters, Metrics, MetricsError, UsageSource};
 use crate::mps::{
     ChildSupervisor, MpsError, MpsManager, MpsSettings, NoShmMount, ShmMounter, Supervisor,
     SystemdSupervisor, TmpfsMounter,
@@ -276,7 +277,12 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
         let (config, advertiser) = (config.clone(), advertiser.clone());
         Arc::new(tokio::task::spawn_blocking(move || start_engine(&config, &advertiser)).await??)
     };
-    let metrics = Arc::new(Metrics::new(engine.backend_name()));
+    // Placeholder until the sampler is started here: sampling off.
+    let activity = ActivityHandle::default();
+    let metrics = Arc::new(
+        Metrics::new(engine.backend_name())
+            .with_activity(activity.clone(), DEFAULT_MAX_CLAIM_SERIES),
+    );
     let source: Arc<dyn UsageSource> = engine.clone();
     let exporters = Exporters::start(&config.metrics, source, metrics.clone()).await?;
     let metrics_addr = exporters.listen_addr();
@@ -295,14 +301,13 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
         group: gid,
     };
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let server = tokio::spawn(api::serve(
-        listener,
-        engine.clone(),
-        advertiser.clone(),
-        policy,
-        metrics,
-        stop_rx,
-    ));
+    let service = api::Service::new(engine.clone(), advertiser.clone(), stop_rx.clone())
+        .with_activity(api::ActivityView {
+            handle: activity.clone(),
+            sim_processes_dir: (config.backend.kind == BackendKind::Sim)
+                .then(|| config.sim_processes()),
+        });
+    let server = tokio::spawn(api::serve(listener, service, policy, metrics, stop_rx));
     tracing::info!(socket = %config.socket.display(), "serving");
     systemd::ready(&status_line(&engine, metrics_addr));
     let status = tokio::spawn(follow_status(engine.clone(), metrics_addr));
