@@ -7,7 +7,8 @@
 //! processes are gone, disappear. Cardinality is bounded: one series per
 //! (claim, device) per family, at most `max_claim_series` of them (claims in
 //! uid order, devices in record order; the rest are counted in
-//! `gpuslice_activity_series_dropped`), and no label names a process. The
+//! `gpuslice_activity_series_dropped`; where the sampler already counted
+//! more as dropped, its count wins), and no label names a process. The
 //! episode counters follow the snapshot's counts, which only grow.
 
 use std::collections::BTreeMap;
@@ -34,19 +35,20 @@ pub fn apply(families: &ActivityFamilies, snapshot: &ActivitySnapshot, max_serie
         family.clear();
     }
     families.sm_ratio.clear();
-    let pairs = snapshot
+    let pairs: usize = snapshot.claims.iter().map(|c| c.devices.len()).sum();
+    let by_sampler = usize::try_from(snapshot.series_dropped).unwrap_or(usize::MAX);
+    let dropped = pairs.saturating_sub(max_series).max(by_sampler.min(pairs));
+    let kept = snapshot
         .claims
         .iter()
-        .flat_map(|c| c.devices.iter().map(move |d| (c, d)));
-    let mut dropped = 0_u64;
-    for (i, (claim, device)) in pairs.enumerate() {
-        if i < max_series {
-            claim_device(families, claim, device);
-        } else {
-            dropped += 1;
-        }
+        .flat_map(|c| c.devices.iter().map(move |d| (c, d)))
+        .take(pairs - dropped);
+    for (claim, device) in kept {
+        claim_device(families, claim, device);
     }
-    families.series_dropped.set(gauge(dropped));
+    families
+        .series_dropped
+        .set(i64::try_from(dropped).unwrap_or(i64::MAX));
     unclaimed(families, snapshot);
     episodes(families, snapshot.episodes);
     families.sample_cpu.set(snapshot.sample_cpu_us as f64 / 1e6);

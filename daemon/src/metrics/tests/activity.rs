@@ -242,6 +242,22 @@ fn claim_series_stop_at_the_cap_and_the_rest_are_counted_as_dropped() {
 }
 
 #[test]
+fn the_samplers_own_count_of_dropped_series_is_kept() {
+    let (metrics, handle) = metrics(1024);
+    let mut snapshot = node();
+    snapshot.series_dropped = 1;
+    handle.publish(snapshot);
+    let (_, all) = render(&metrics);
+    let kept = series(&all, "gpuslice_claim_memory_used_bytes");
+    assert_eq!(kept.len(), 1);
+    assert_eq!(kept[0].labels["device"], "gpu-1", "the last pairs go");
+    assert_eq!(
+        value(&all, "gpuslice_activity_series_dropped", &[]),
+        Some(1.0)
+    );
+}
+
+#[test]
 fn episodes_are_counters_that_follow_the_snapshot_and_never_fall() {
     let (metrics, handle) = metrics(1024);
     let episodes = |all: &[Sample], kind, sharing| {
