@@ -159,7 +159,12 @@ async fn target(
     }
     .with_context(|| {
         let held: Vec<&str> = claim.devices.iter().map(|d| d.device.as_str()).collect();
-        format!("claim {} holds {held:?}", args.claim)
+        format!(
+            "claim {} does not hold {}; it holds {}",
+            args.claim,
+            args.device.as_deref().unwrap_or("any device"),
+            held.join(", ")
+        )
     })?
     .clone();
     let uuid = device_uuid(client, &args.claim, &device.device).await?;
