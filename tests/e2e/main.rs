@@ -2,6 +2,7 @@
 //! simulated backend, in temp folders, driven over the unix socket. See
 //! tests/README.md for the tiers.
 
+mod activity;
 mod cdi_schema;
 mod claims;
 mod crash_node;
