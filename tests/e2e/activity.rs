@@ -8,16 +8,17 @@
 //! gone when its cause is. Every wait polls for the state it expects, with a
 //! generous bound; nothing depends on how fast a sample comes.
 
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+mod processes;
+
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
+use processes::Processes;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::harness::Daemon;
+use crate::promcheck;
 use crate::stand_ins::{SharedDaemon, memory, mps};
 
 const A: &str = "a1a1a1a1-1616-4000-8000-00000000000a";
@@ -46,87 +47,6 @@ fn ctl_ok(daemon: &Daemon, args: &[&str]) -> String {
     let (ok, stdout, stderr) = ctl(daemon, args);
     assert!(ok, "gpuslicectl {args:?} failed: {stderr}{stdout}");
     stdout
-}
-
-/// The fake GPU processes of a test, ended however the test ends: `sim
-/// exec` is sent SIGTERM (it passes it on and removes its file), a bare
-/// process SIGKILL and its file removed.
-#[derive(Default)]
-struct Processes {
-    execs: Vec<Child>,
-    bare: Vec<(Child, PathBuf)>,
-}
-
-impl Processes {
-    /// `gpuslicectl sim exec --claim uid <args> -- sleep 600`.
-    fn exec(&mut self, daemon: &Daemon, uid: &str, args: &[&str]) -> usize {
-        let child = Command::new(env!("CARGO_BIN_EXE_gpuslicectl"))
-            .arg("--socket")
-            .arg(&daemon.socket)
-            .args(["sim", "exec", "--claim", uid])
-            .args(args)
-            .args(["--", "sleep", "600"])
-            .stdin(Stdio::null())
-            .spawn()
-            .expect("run gpuslicectl sim exec");
-        self.execs.push(child);
-        self.execs.len() - 1
-    }
-
-    /// Ends the `i`th `sim exec` and checks it exits as its command did.
-    fn end_exec(&mut self, i: usize) {
-        let child = &mut self.execs[i];
-        term(child);
-        let status = child.wait().expect("wait for sim exec");
-        assert_eq!(status.code(), Some(128 + 15), "sleep ended by SIGTERM");
-    }
-
-    /// A process with no claim in its environment, registered in the
-    /// simulator's folder as a GPU process on `uuid`.
-    fn unclaimed(&mut self, dir: &str, uuid: &str) -> u32 {
-        let child = Command::new("sleep")
-            .arg("600")
-            .stdin(Stdio::null())
-            .spawn()
-            .expect("start sleep");
-        let pid = child.id();
-        let path = PathBuf::from(dir).join(format!("{pid}.json"));
-        let file = serde_json::json!({
-            "pid": pid, "device": uuid, "memory_bytes": 512u64 << 20, "sm_percent": 5,
-        });
-        std::fs::create_dir_all(dir).expect("create the sim processes folder");
-        std::fs::OpenOptions::new()
-            .create_new(true)
-            .write(true)
-            .open(&path)
-            .and_then(|mut f| std::io::Write::write_all(&mut f, file.to_string().as_bytes()))
-            .expect("write a process file");
-        self.bare.push((child, path));
-        pid
-    }
-
-    fn end_unclaimed(&mut self) {
-        for (mut child, path) in self.bare.drain(..) {
-            let _ = child.kill();
-            let _ = child.wait();
-            let _ = std::fs::remove_file(path);
-        }
-    }
-}
-
-fn term(child: &Child) {
-    let pid = i32::try_from(child.id()).expect("pid fits");
-    let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
-}
-
-impl Drop for Processes {
-    fn drop(&mut self) {
-        for child in &mut self.execs {
-            term(child);
-            let _ = child.wait();
-        }
-        self.end_unclaimed();
-    }
 }
 
 /// Polls `check` until it answers, for at most [`BOUND`].
@@ -248,7 +168,7 @@ async fn sim_claims_use_shows_in_top_metrics_idle_and_warnings() {
         "B's process shows 0% SM: never active"
     );
     idle_filters(&node);
-    metrics_have_both(&node).await;
+    metrics_have_both(&node, test).await;
     let status = ctl_ok(&node, &["status"]);
     assert!(status.contains("warnings: none\n"), "{status}");
     let over = procs.exec(&node, A, &["--memory", "3GiB", "--sm", "10"]);
@@ -351,8 +271,9 @@ fn idle_filters(node: &Daemon) {
     assert!(hour.starts_with("no claim has been idle for 1h"), "{hour}");
 }
 
-async fn metrics_have_both(node: &Daemon) {
+async fn metrics_have_both(node: &Daemon, test: &str) {
     let text = scrape(node).await;
+    go_check(test, &text);
     let used = |uid: &str| {
         sample(
             &text,
@@ -375,6 +296,25 @@ async fn metrics_have_both(node: &Daemon) {
             Some(1.0),
             "{text}"
         );
+    }
+}
+
+/// The text read by Go's parser and linted by promlint, where installed.
+fn go_check(test: &str, text: &str) {
+    let checker = match promcheck::checker() {
+        Ok(checker) => checker,
+        Err(why) => return crate::tools::skip(test, why),
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("scrape.prom");
+    std::fs::OpenOptions::new()
+        .create_new(true)
+        .write(true)
+        .open(&file)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
+        .expect("write scrape");
+    if let Err(report) = promcheck::check(checker, &file) {
+        panic!("{report}\n{text}");
     }
 }
 
