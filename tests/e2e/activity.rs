@@ -241,13 +241,14 @@ fn top_shows_both(node: &Daemon) {
     assert_eq!(&a[1..4], ["gpu-0", "mps", "1"], "{top}");
     let b = row("team-b/notebook");
     assert_eq!(&b[1..4], ["gpu-1", "exclusive", "1"], "{top}");
-    assert!(
-        top.lines().any(|l| l.contains("2.0 GiB / 4.0 GiB")),
-        "{top}"
+    assert_eq!(
+        a[4..9].join(" "),
+        "2.0 GiB / 4.0 GiB",
+        "used / share: {top}"
     );
     assert!(
-        top.lines().any(|l| l.contains("1.0 GiB / 80.0 GiB")),
-        "{top}"
+        b[4..9].join(" ").starts_with("1.0 GiB / "),
+        "used / total: {top}"
     );
 }
 
