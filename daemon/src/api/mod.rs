@@ -7,12 +7,12 @@
 //! domain types and back; [`status`] is the one place domain errors become
 //! gRPC codes; `advertise` converts SetMigAdvertise and the form in force;
 //! `inventory_watch` streams the inventory generation
-//! (WatchInventory) until shutdown; [`activity`] turns the sampler's latest
+//! (WatchInventory) until shutdown; `activity` turns the sampler's latest
 //! snapshot into GetActivity and the warnings of GetStatus; [`observe`] is a tower layer that feeds
 //! the event metrics (status codes, Prepare and Unprepare latency) from every
 //! response.
 
-pub mod activity;
+mod activity;
 mod advertise;
 mod convert;
 mod health;
