@@ -102,7 +102,11 @@ pub fn open_backend(config: &Config) -> Result<Arc<dyn GpuBackend>, RunError> {
             &config.backend.sim.seed,
             &config.sim_hardware_state(),
         )
-        .map(|b| Arc::new(b.with_health_events(&config.sim_health_events())) as Arc<dyn GpuBackend>)
+        .map(|b| {
+            let b = (b.with_health_events(&config.sim_health_events()))
+                .with_processes_dir(&config.sim_processes());
+            Arc::new(b) as Arc<dyn GpuBackend>
+        })
         .map_err(|source| RunError::Backend {
             backend: "sim",
             source,

@@ -93,6 +93,22 @@ fn sim_health_events_default_next_to_the_hardware_state() {
 }
 
 #[test]
+fn sim_processes_default_next_to_the_hardware_state() {
+    let config = parse("").unwrap();
+    assert_eq!(
+        config.sim_processes(),
+        PathBuf::from("/run/gpuslice/sim-processes")
+    );
+    let config = parse("[backend.sim]\nhardware_state = \"../hw/sim.json\"\n").unwrap();
+    assert_eq!(
+        config.sim_processes(),
+        PathBuf::from("/etc/hw/sim-processes")
+    );
+    let config = parse("[backend.sim]\nprocesses = \"../fake/./procs\"\n").unwrap();
+    assert_eq!(config.sim_processes(), PathBuf::from("/etc/fake/procs"));
+}
+
+#[test]
 fn health_ignore_xids_parse_and_default_to_none() {
     assert!(parse("").unwrap().health.ignore_xids.is_empty());
     let config = parse("[health]\nignore_xids = [94, 63]\n").unwrap();

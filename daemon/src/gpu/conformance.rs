@@ -3,10 +3,13 @@
 //! `sim_*` tests call them on the simulator (always); `nvml_*` tests call them
 //! on real GPUs (`#[ignore]`d, run where a GPU is lent). A body that holds for
 //! one backend and not the other means the simulator is not faithful.
+//! Every body is read-only: the process bodies list processes and memory on
+//! whatever runs on the node (none, or the simulator's fake processes), and
+//! assume the node's processes do not change while they run.
 
 use std::collections::HashSet;
 
-use super::{GpuBackend, GpuError, GpuInfo, MigSupport};
+use super::{GpuBackend, GpuError, GpuInfo, GpuInstance, MigMode, MigSupport};
 
 /// Every GPU the backend reports.
 pub(crate) fn all_gpus(backend: &dyn GpuBackend) -> Vec<GpuInfo> {
@@ -123,6 +126,7 @@ pub(crate) fn all(backend: &dyn GpuBackend) {
     driver(backend);
     out_of_range(backend);
     health_watch(backend);
+    processes_all(backend);
 }
 
 /// A health watch registers on every GPU and waits briefly, read-only: any
@@ -145,4 +149,126 @@ pub(crate) fn health_watch(backend: &dyn GpuBackend) -> Vec<crate::gpu::HealthEv
         );
     }
     events
+}
+
+/// The process bodies below.
+pub(crate) fn processes_all(backend: &dyn GpuBackend) {
+    processes_are_consistent(backend);
+    memory_use_is_consistent(backend);
+    utilization_is_consistent(backend);
+}
+
+fn mig_enabled(gpu: &GpuInfo) -> bool {
+    matches!(
+        gpu.mig,
+        MigSupport::Supported {
+            current: MigMode::Enabled,
+            ..
+        }
+    )
+}
+
+/// The GPU instances of `gpu`; none on a GPU without MIG.
+fn instances(backend: &dyn GpuBackend, gpu: &GpuInfo) -> Vec<GpuInstance> {
+    match backend.gpu_instances(gpu.index) {
+        Err(GpuError::NotSupported { .. }) => Vec::new(),
+        other => other.unwrap(),
+    }
+}
+
+/// Processes ascending by (pid, instance ids), one entry each; instance ids
+/// both set, naming a compute instance the GPU has, exactly in MIG mode;
+/// memory within the GPU's.
+pub(crate) fn processes_are_consistent(backend: &dyn GpuBackend) {
+    for gpu in all_gpus(backend) {
+        let processes = backend.processes(gpu.index).unwrap();
+        let keys: Vec<_> = (processes.iter())
+            .map(|p| (p.pid, p.gpu_instance, p.compute_instance))
+            .collect();
+        assert!(keys.windows(2).all(|w| w[0] < w[1]), "{processes:?}");
+        let gis = instances(backend, &gpu);
+        for p in &processes {
+            assert!(p.used_memory.unwrap_or(0) <= gpu.memory_bytes, "{p:?}");
+            match (p.gpu_instance, p.compute_instance) {
+                (None, None) => assert!(!mig_enabled(&gpu), "GPU {}: {p:?}", gpu.index),
+                (Some(gi), Some(ci)) => {
+                    assert!(mig_enabled(&gpu), "GPU {}: {p:?}", gpu.index);
+                    let found = (gis.iter().filter(|i| i.id == gi))
+                        .any(|i| i.compute_instances.iter().any(|c| c.id == ci));
+                    assert!(found, "GPU {}: {p:?} on no instance of {gis:?}", gpu.index);
+                }
+                _ => panic!("GPU {}: one instance id of two: {p:?}", gpu.index),
+            }
+        }
+    }
+}
+
+/// Memory of each GPU (its size) and of each GPU instance with a compute
+/// instance (within the GPU's); used within total and at least what its
+/// listed processes use; a GPU instance without a compute instance (no MIG
+/// device) is `NotFound`, an unknown one too (or `NotSupported` on a GPU
+/// without MIG).
+pub(crate) fn memory_use_is_consistent(backend: &dyn GpuBackend) {
+    for gpu in all_gpus(backend) {
+        let processes = backend.processes(gpu.index).unwrap();
+        let sum = |gi: Option<u32>| -> u64 {
+            (processes.iter())
+                .filter(|p| gi.is_none() || p.gpu_instance == gi)
+                .filter_map(|p| p.used_memory)
+                .sum()
+        };
+        let whole = backend.memory_use(gpu.index, None).unwrap();
+        assert_eq!(whole.total, gpu.memory_bytes, "GPU {}", gpu.index);
+        assert!(whole.used <= whole.total, "GPU {}: {whole:?}", gpu.index);
+        assert!(whole.used >= sum(None), "GPU {}: {whole:?}", gpu.index);
+        let gis = instances(backend, &gpu);
+        for gi in &gis {
+            let slice = backend.memory_use(gpu.index, Some(gi.id));
+            if gi.compute_instances.is_empty() {
+                assert!(matches!(slice, Err(GpuError::NotFound { .. })), "{slice:?}");
+                continue;
+            }
+            let slice = slice.unwrap();
+            assert!(slice.total > 0 && slice.total <= whole.total, "{slice:?}");
+            assert!(slice.used <= slice.total, "GI {}: {slice:?}", gi.id);
+            assert!(slice.used >= sum(Some(gi.id)), "GI {}: {slice:?}", gi.id);
+        }
+        let unknown = gis.iter().map(|gi| gi.id + 1).max().unwrap_or(0) + 1000;
+        let answer = backend.memory_use(gpu.index, Some(unknown));
+        assert!(
+            matches!(
+                answer,
+                Err(GpuError::NotFound { .. } | GpuError::NotSupported { .. })
+            ),
+            "GPU {} GI {unknown}: {answer:?}",
+            gpu.index
+        );
+    }
+}
+
+/// Per-process samples: `NotSupported` in MIG mode; elsewhere (where the
+/// driver samples) percentages and timestamps after the time asked, and
+/// none after a time still to come.
+pub(crate) fn utilization_is_consistent(backend: &dyn GpuBackend) {
+    let now_us = (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH))
+        .map(|d| u64::try_from(d.as_micros()).unwrap())
+        .unwrap();
+    let since = now_us - 60_000_000;
+    for gpu in all_gpus(backend) {
+        let samples = match backend.process_utilization(gpu.index, since) {
+            Err(GpuError::NotSupported { .. }) => continue,
+            other => other.unwrap(),
+        };
+        assert!(
+            !mig_enabled(&gpu),
+            "GPU {} in MIG mode: {samples:?}",
+            gpu.index
+        );
+        for s in &samples {
+            assert!(s.sm_percent <= 100 && s.memory_percent <= 100, "{s:?}");
+            assert!(s.timestamp_us > since, "{s:?} not after {since}");
+        }
+        let later = backend.process_utilization(gpu.index, now_us + 3_600_000_000);
+        assert_eq!(later, Ok(Vec::new()), "GPU {}", gpu.index);
+    }
 }

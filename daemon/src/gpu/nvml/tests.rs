@@ -51,6 +51,22 @@ fn nvml_health_events_register_on_every_gpu() {
     eprintln!("events during the conformance wait: {events:?}");
 }
 
+/// The process bodies on the real GPUs, read-only (lists processes and
+/// memory, starts none): prints what it saw.
+#[test]
+#[ignore = "needs an NVIDIA GPU and driver"]
+fn nvml_processes_and_memory_use() {
+    use crate::gpu::GpuBackend;
+    let nvml = open_real();
+    conformance::processes_all(&nvml);
+    for gpu in conformance::all_gpus(&nvml) {
+        let processes = nvml.processes(gpu.index).unwrap();
+        let memory = nvml.memory_use(gpu.index, None).unwrap();
+        let samples = nvml.process_utilization(gpu.index, 0);
+        eprintln!("GPU {}: {memory:?}, {processes:?}, {samples:?}", gpu.index);
+    }
+}
+
 #[test]
 #[ignore = "needs an NVIDIA GPU and driver"]
 fn nvml_pcie_root_found() {

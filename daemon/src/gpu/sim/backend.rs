@@ -3,6 +3,7 @@
 //! `sim` for locking and persistence). Nothing else lives here.
 
 use super::health::SimHealthWatch;
+use super::process_rules as rules;
 use super::{CUDA_DRIVER_VERSION, DRIVER_VERSION, SimBackend, op};
 use crate::gpu::{
     ComputeInstance, ComputeMode, DriverInfo, GpuBackend, GpuError, GpuInfo, GpuInstance,
@@ -57,8 +58,8 @@ impl GpuBackend for SimBackend {
     }
 
     fn set_mig_mode(&self, index: u32, mode: MigMode) -> Result<MigSupport, GpuError> {
-        self.change(index, op::SET_MIG_MODE, |state, gpu, busy| {
-            state.set_mig_mode(gpu, mode, busy)
+        self.change(index, op::SET_MIG_MODE, |state, gpu, held| {
+            state.set_mig_mode(gpu, mode, held.busy()?)
         })
     }
 
@@ -84,8 +85,8 @@ impl GpuBackend for SimBackend {
     }
 
     fn destroy_compute_instance(&self, index: u32, gi_id: u32, ci_id: u32) -> Result<(), GpuError> {
-        self.change(index, op::DESTROY_COMPUTE_INSTANCE, |state, gpu, _| {
-            state.destroy_ci(gpu, gi_id, ci_id)
+        self.change(index, op::DESTROY_COMPUTE_INSTANCE, |state, gpu, held| {
+            state.destroy_ci(gpu, gi_id, ci_id, &held.on_compute_instance(gi_id, ci_id)?)
         })
     }
 
@@ -106,26 +107,38 @@ impl GpuBackend for SimBackend {
         })
     }
 
-    // Placeholder until the simulated processes land (issue 16, room gpu/sim).
     fn processes(&self, index: u32) -> Result<Vec<GpuProcess>, GpuError> {
-        self.read(index, op::DEVICE_INFO, |_, _| Ok(Vec::new()))
+        self.read(index, op::PROCESSES, |state, gpu| {
+            Ok(rules::list(&self.placed(state, gpu)?))
+        })
     }
 
     fn process_utilization(
         &self,
         index: u32,
-        _since_us: u64,
+        since_us: u64,
     ) -> Result<Vec<ProcessUtilization>, GpuError> {
-        self.read(index, op::DEVICE_INFO, |_, _| Ok(Vec::new()))
+        self.read(index, op::PROCESS_UTILIZATION, |state, gpu| {
+            let placed = self.placed(state, gpu)?;
+            rules::utilization(state, gpu, &placed, since_us, now_us())
+        })
     }
 
-    fn memory_use(&self, index: u32, _gpu_instance: Option<u32>) -> Result<MemoryUse, GpuError> {
-        let total = self.gpu(index)?.model.spec().memory_bytes;
-        Ok(MemoryUse { used: 0, total })
+    fn memory_use(&self, index: u32, gpu_instance: Option<u32>) -> Result<MemoryUse, GpuError> {
+        self.read(index, op::MEMORY_USE, |state, gpu| {
+            let placed = self.placed(state, gpu)?;
+            rules::memory_use(state, gpu, &placed, gpu_instance)
+        })
     }
 
     fn watch_health(&self) -> Result<Box<dyn HealthWatch + '_>, GpuError> {
         self.faults.check(op::WATCH_HEALTH)?.wait();
         Ok(Box::new(SimHealthWatch::new(self)))
     }
+}
+
+/// The wall clock in microseconds since the epoch, as NVML stamps samples.
+fn now_us() -> u64 {
+    (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH))
+        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
 }

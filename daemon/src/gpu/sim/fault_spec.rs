@@ -149,7 +149,7 @@ fn parse_item(item: &str) -> Result<FaultItem, FaultSpecError> {
 }
 
 /// The verbs that act on one GPU (the others are node-wide).
-const PER_GPU: [&str; 10] = [
+const PER_GPU: [&str; 13] = [
     op::DEVICE_INFO,
     op::MIG_PROFILES,
     op::SET_MIG_MODE,
@@ -160,6 +160,9 @@ const PER_GPU: [&str; 10] = [
     op::DESTROY_GPU_INSTANCE,
     op::COMPUTE_MODE,
     op::SET_COMPUTE_MODE,
+    op::PROCESSES,
+    op::PROCESS_UTILIZATION,
+    op::MEMORY_USE,
 ];
 
 /// The error an injected failure of `op` answers with.

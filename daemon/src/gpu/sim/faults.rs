@@ -44,11 +44,17 @@ pub mod op {
     pub const COMPUTE_MODE: &str = "compute_mode";
     /// `GpuBackend::set_compute_mode`.
     pub const SET_COMPUTE_MODE: &str = "set_compute_mode";
+    /// `GpuBackend::processes`.
+    pub const PROCESSES: &str = "processes";
+    /// `GpuBackend::process_utilization`.
+    pub const PROCESS_UTILIZATION: &str = "process_utilization";
+    /// `GpuBackend::memory_use`.
+    pub const MEMORY_USE: &str = "memory_use";
     /// `GpuBackend::watch_health`.
     pub const WATCH_HEALTH: &str = "watch_health";
 
     /// Every operation name, for parsing `GPUSLICE_SIM_FAULTS`.
-    pub const ALL: [&str; 13] = [
+    pub const ALL: [&str; 16] = [
         DRIVER_INFO,
         DEVICE_COUNT,
         DEVICE_INFO,
@@ -61,6 +67,9 @@ pub mod op {
         DESTROY_GPU_INSTANCE,
         COMPUTE_MODE,
         SET_COMPUTE_MODE,
+        PROCESSES,
+        PROCESS_UTILIZATION,
+        MEMORY_USE,
         WATCH_HEALTH,
     ];
 }

@@ -2,7 +2,8 @@
 //! changing it: MIG mode (current and pending), GPU and compute instances,
 //! compute mode, and the counter that makes every MIG device UUID new.
 //!
-//! Pure: no I/O, no locks, no faults. Every verb works on `&mut SimGpuState`
+//! Pure: no I/O, no locks, no faults (what processes run is the caller's to
+//! say, see `processes`). Every verb works on `&mut SimGpuState`
 //! and answers with the [`GpuError`] real NVML would give; the backend runs it
 //! on a copy and keeps the copy only if the new state could be persisted.
 //! Invariants: instances ascending by id, placements never overlap, at most
@@ -238,18 +239,30 @@ impl SimGpuState {
         Ok(ci)
     }
 
-    /// `nvmlComputeInstanceDestroy`.
-    pub fn destroy_ci(&mut self, gpu: GpuRef<'_>, gi_id: u32, ci_id: u32) -> Result<(), GpuError> {
+    /// `nvmlComputeInstanceDestroy`: IN_USE while processes (`running`,
+    /// their pids) run on it.
+    pub fn destroy_ci(
+        &mut self,
+        gpu: GpuRef<'_>,
+        gi_id: u32,
+        ci_id: u32,
+        running: &[u32],
+    ) -> Result<(), GpuError> {
         let verb = format!("destroy compute instance {ci_id} of GPU instance {gi_id}");
         self.require_mig(gpu, &verb)?;
         let gi = self.gi_mut(gpu, gi_id, &verb)?;
-        let before = gi.compute_instances.len();
-        gi.compute_instances.retain(|ci| ci.id != ci_id);
-        if gi.compute_instances.len() == before {
+        if !gi.compute_instances.iter().any(|ci| ci.id == ci_id) {
             return Err(GpuError::NotFound {
                 what: gpu.what(&verb),
             });
         }
+        if !running.is_empty() {
+            let pids: Vec<String> = running.iter().map(u32::to_string).collect();
+            return Err(GpuError::InUse {
+                what: gpu.what(&format!("{verb} (processes {} run on it)", pids.join(", "))),
+            });
+        }
+        gi.compute_instances.retain(|ci| ci.id != ci_id);
         Ok(())
     }
 

@@ -12,6 +12,9 @@
 //! (XIDs, ECC errors, a lost GPU) are injected in process
 //! ([`SimBackend::inject_health`]) or appended to a file a running daemon
 //! watches ([`SimBackend::with_health_events`], syntax in `health_spec`).
+//! Fake GPU processes are registered in process ([`SimBackend::start_process`])
+//! or read from a folder a running daemon watches
+//! ([`SimBackend::with_processes_dir`]); see `processes`.
 //!
 //! Locking: one mutex per GPU, held for the whole verb (so verbs on one GPU
 //! are serialised as the driver does, and verbs on different GPUs are not),
@@ -28,6 +31,8 @@ pub mod models;
 mod numbering;
 mod persist;
 pub mod process_file;
+mod process_rules;
+mod processes;
 mod tables;
 
 #[cfg(test)]
@@ -45,10 +50,15 @@ pub use health::FILE_POLL as HEALTH_FILE_POLL;
 pub use health_spec::InjectedEvent;
 pub use models::{Engines, GiProfile, ModelSpec, Placement, SimModel};
 pub use numbering::{gi_id, mig_uuid};
+pub use process_file::{
+    SimProcessFile, proc_start_time, process_file_path, remove_process_file, write_process_file,
+};
+pub use processes::SimProcess;
 
 use self::hardware::GpuRef;
 use self::health::SimHealth;
 use self::persist::{HardwareFile, Loaded};
+use self::processes::{Occupants, SimProcesses};
 use super::GpuError;
 
 /// The driver version every simulated node reports.
@@ -127,6 +137,7 @@ pub struct SimBackend {
     faults: Faults,
     store: Option<Store>,
     health: SimHealth,
+    processes: SimProcesses,
 }
 
 impl SimBackend {
@@ -143,6 +154,7 @@ impl SimBackend {
             faults: Faults::new(),
             store: None,
             health: SimHealth::default(),
+            processes: SimProcesses::default(),
         }
     }
 
@@ -223,7 +235,9 @@ impl SimBackend {
     }
 
     /// Reboots the simulated node: instances and compute modes go, Hopper
-    /// loses MIG mode, Ampere activates a pending one. Persisted.
+    /// loses MIG mode, Ampere activates a pending one. Persisted. Registered
+    /// processes die (the folder's files stay: they stand for real processes,
+    /// whose MIG devices are gone now).
     pub fn reboot(&self) -> Result<(), GpuError> {
         let mut guards: Vec<_> = self.gpus.iter().map(SimGpu::lock).collect();
         let states: Vec<SimGpuState> = (self.gpus.iter().zip(&guards))
@@ -241,12 +255,15 @@ impl SimBackend {
         for gpu in &self.gpus {
             gpu.busy.store(false, Ordering::SeqCst);
         }
+        self.processes.clear();
         Ok(())
     }
 
     /// Pretend processes hold (or stop holding) the GPU at `index`, as a CUDA
     /// context or DCGM would: MIG mode changes then fail IN_USE (Ampere keeps
-    /// the new mode pending). Not persisted: processes die with a reboot.
+    /// the new mode pending), as they do while a fake process runs on it
+    /// ([`SimBackend::start_process`]). Not persisted: processes die with a
+    /// reboot.
     pub fn set_busy(&self, index: u32, busy: bool) -> Result<(), GpuError> {
         self.gpu(index)?.busy.store(busy, Ordering::SeqCst);
         Ok(())
@@ -306,22 +323,25 @@ impl SimBackend {
 
     /// Runs a changing verb on a copy of GPU `index`'s state; the copy is
     /// persisted, then kept, whenever it differs (also when the verb fails
-    /// after recording something, like Ampere's pending MIG mode).
+    /// after recording something, like Ampere's pending MIG mode). The verb
+    /// may ask what holds the GPU (its processes, as the state was before).
     fn change<T>(
         &self,
         index: u32,
         op: &'static str,
-        verb: impl FnOnce(&mut SimGpuState, GpuRef<'_>, bool) -> Result<T, GpuError>,
+        verb: impl FnOnce(&mut SimGpuState, GpuRef<'_>, &Occupants<'_>) -> Result<T, GpuError>,
     ) -> Result<T, GpuError> {
         let latency = self.faults.check_gpu(op, index)?;
         let gpu = self.gpu(index)?;
         let mut state = gpu.lock();
         let mut next = state.clone();
-        let result = verb(
-            &mut next,
-            gpu.reference(index),
-            gpu.busy.load(Ordering::SeqCst),
-        );
+        let occupants = Occupants {
+            backend: self,
+            state: &state,
+            gpu: gpu.reference(index),
+            flagged: gpu.busy.load(Ordering::SeqCst),
+        };
+        let result = verb(&mut next, gpu.reference(index), &occupants);
         if next != *state {
             self.persist(index, &next)?;
             *state = next;

@@ -2,13 +2,16 @@
 //! backend bodies on every model, plus what only the simulator promises
 //! (determinism, table-driven facts, injected faults) in this file; MIG
 //! ([`mig`]), health events ([`health`]), the hardware state file
-//! ([`persist`]) and the per-model tables' invariants ([`tables`]) beside
-//! it. Built only under `cargo test`; nothing here may change what the
+//! ([`persist`]), the per-model tables' invariants ([`tables`]), and fake
+//! GPU processes ([`processes`] in memory, [`process_folder`] from files)
+//! beside it. Built only under `cargo test`; nothing here may change what the
 //! simulator answers.
 
 mod health;
 mod mig;
 mod persist;
+mod process_folder;
+mod processes;
 mod tables;
 
 use super::{SimBackend, SimModel, op};
