@@ -12,7 +12,6 @@ mod mig_map;
 mod render;
 mod sharing;
 mod sim_exec;
-mod sim_file;
 mod top;
 mod top_render;
 mod units;

@@ -12,14 +12,15 @@ use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 
 use anyhow::{Context, bail};
-use gpuslice::gpu::sim::process_file::SimProcessFile;
+use gpuslice::gpu::sim::process_file::{
+    SimProcessFile, proc_start_time, remove_process_file, write_process_file,
+};
 use gpuslice_cdi::spec::Spec;
 use gpuslice_proto::gpuslice::v1 as pb;
 use gpuslice_proto::gpuslice::v1::gpu_slice_client::GpuSliceClient;
 use tokio::signal::unix::{SignalKind, signal};
 use tonic::transport::Channel;
 
-use crate::sim_file::{proc_start_time, remove_process_file, write_process_file};
 use crate::units::parse_bytes;
 
 /// `sim exec`'s options.
@@ -76,7 +77,8 @@ pub async fn run(mut client: GpuSliceClient<Channel>, args: SimExecArgs) -> anyh
         sm_percent: args.sm,
         mps_client: target.mps,
     };
-    let written = write_process_file(&target.dir, &file);
+    let written = write_process_file(&target.dir, &file)
+        .with_context(|| format!("cannot register process {pid} with the simulator"));
     let status = match written {
         Ok(()) => wait(child).await,
         Err(err) => {
@@ -86,7 +88,7 @@ pub async fn run(mut client: GpuSliceClient<Channel>, args: SimExecArgs) -> anyh
         }
     };
     if let Err(err) = remove_process_file(&target.dir, pid) {
-        eprintln!("gpuslicectl sim exec: {err:#}");
+        eprintln!("gpuslicectl sim exec: {err}");
     }
     Ok(exit_code(status?))
 }
