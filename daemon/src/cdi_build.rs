@@ -4,7 +4,9 @@
 //! Pure: takes what discovery found and the claim's devices, returns a
 //! [`Spec`]. Spec-level edits carry what every GPU container needs (control
 //! nodes, driver libraries and binaries, hooks); device-level edits carry the
-//! device's own nodes. Host paths are given only where they differ from the
+//! device's own nodes. The spec-level env also carries the claim marker
+//! ([`crate::activity::marker`]), so a process of any container the claim's
+//! devices went into can be traced back to the claim. Host paths are given only where they differ from the
 //! container path, so a node whose driver lives at / gets the lowest cdiVersion.
 
 use std::path::Path;
@@ -12,6 +14,7 @@ use std::path::Path;
 use gpuslice_cdi::version::finalize;
 use gpuslice_cdi::{ContainerEdits, Device, DeviceNode, Hook, Mount, Spec};
 
+use crate::activity::marker::claim_env;
 use crate::driver::{DriverFiles, HostPath};
 
 /// CDI vendor of every spec the daemon writes.
@@ -80,17 +83,21 @@ pub fn claim_spec(
         cdi_version: String::new(),
         kind: cdi_kind(),
         devices,
-        container_edits: common_edits(driver, hook),
+        container_edits: common_edits(claim_uid, driver, hook),
     };
     finalize(&mut spec);
     spec
 }
 
-fn common_edits(driver: &DriverFiles, hook: Option<&Path>) -> ContainerEdits {
+fn common_edits(claim_uid: &str, driver: &DriverFiles, hook: Option<&Path>) -> ContainerEdits {
     ContainerEdits {
-        // Keeps nvidia-container-runtime, where it is the default runtime,
-        // from injecting GPUs of its own: the claim's devices come from CDI.
-        env: vec!["NVIDIA_VISIBLE_DEVICES=void".to_owned()],
+        env: vec![
+            // Keeps nvidia-container-runtime, where it is the default runtime,
+            // from injecting GPUs of its own: the claim's devices come from CDI.
+            "NVIDIA_VISIBLE_DEVICES=void".to_owned(),
+            // Ties the container's GPU processes to the claim (activity sampler).
+            claim_env(claim_uid),
+        ],
         device_nodes: driver.control_nodes.iter().map(device_node).collect(),
         hooks: hook.map(|h| ldcache_hook(h, driver)).into_iter().collect(),
         mounts: driver.mounts.iter().map(bind_mount).collect(),

@@ -6,6 +6,8 @@
 //! supervisor, shm, nvidia-smi), load records and reconcile (stopping MPS
 //! daemons of claims that are gone), take back the device faults recorded
 //! before a restart, apply MIG, bring back the sharing of prepared claims,
+//! start the activity sampler (`[activity]`: a thread of its own, which
+//! publishes into the `ActivityHandle` the metrics and the API read),
 //! start the metrics exporters `[metrics]` enables (bind the loopback
 //! listener, write the textfile once), bind the socket, register the health
 //! watcher, and only then tell systemd READY=1. While serving, the health
@@ -22,7 +24,7 @@ use std::time::Duration;
 
 use tokio::signal::unix::{SignalKind, signal};
 
-use crate::activity::ActivityHandle;
+use crate::activity;
 use crate::advertise::Advertiser;
 use crate::api::{self, PeerPolicy, socket};
 use crate::claims::{ClaimError, Engine, EngineSettings, SharingTools};
@@ -34,7 +36,7 @@ use crate::gpu::{GpuBackend, GpuError};
 use crate::health::watch::{Stop, Watcher};
 use crate::health::{Classifier, HealthStore, Monitor};
 use crate::inventory::Inventory;
-use crate::metrics::{DEFAULT_MAX_CLAIM_SERIES, Exporters, Metrics, MetricsError, UsageSource};
+use crate::metrics::{Exporters, Metrics, MetricsError, UsageSource};
 use crate::mps::{
     ChildSupervisor, MpsError, MpsManager, MpsSettings, NoShmMount, ShmMounter, Supervisor,
     SystemdSupervisor, TmpfsMounter,
@@ -281,18 +283,26 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
         let (config, advertiser) = (config.clone(), advertiser.clone());
         Arc::new(tokio::task::spawn_blocking(move || start_engine(&config, &advertiser)).await??)
     };
-    // Placeholder until the sampler is started here: sampling off.
-    let activity = ActivityHandle::default();
+    // The handle is what the metrics and the API read the samples from.
+    let (activity_handle, activity_task) =
+        activity::start(engine.clone(), &config.activity, &config.state_dir);
     let metrics = Arc::new(
         Metrics::new(engine.backend_name())
-            .with_activity(activity.clone(), DEFAULT_MAX_CLAIM_SERIES),
+            .with_activity(activity_handle.clone(), config.activity.max_claim_series),
     );
     let source: Arc<dyn UsageSource> = engine.clone();
-    let exporters = Exporters::start(&config.metrics, source, metrics.clone()).await?;
+    let exporters = match Exporters::start(&config.metrics, source, metrics.clone()).await {
+        Ok(exporters) => exporters,
+        Err(err) => {
+            activity::stop(activity_task).await;
+            return Err(err.into());
+        }
+    };
     let metrics_addr = exporters.listen_addr();
     let (listener, gid) = match bind_socket(&config) {
         Ok(bound) => bound,
         Err(err) => {
+            activity::stop(activity_task).await;
             exporters.stop().await;
             return Err(err);
         }
@@ -307,7 +317,7 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let service = api::Service::new(engine.clone(), advertiser.clone(), stop_rx.clone())
         .with_activity(api::ActivityView {
-            handle: activity.clone(),
+            handle: activity_handle,
             sim_processes_dir: (config.backend.kind == BackendKind::Sim)
                 .then(|| config.sim_processes()),
         });
@@ -349,6 +359,7 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
         }
     };
     socket::remove(&config.socket);
+    activity::stop(activity_task).await;
     exporters.stop().await;
     served??;
     tracing::info!("stopped");

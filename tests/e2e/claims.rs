@@ -47,6 +47,14 @@ async fn sim_prepare_returns_cdi_ids_and_writes_a_valid_spec() {
     assert_eq!(node["hostPath"], "/dev/null");
     let common = &spec["containerEdits"]["deviceNodes"];
     assert_eq!(common[0]["path"], "/dev/nvidiactl");
+    // The claim marker, spec-wide: any device of the claim brings it.
+    let marker = format!("GPUSLICE_CLAIM_{}={A}", A.replace('-', "_"));
+    assert!(
+        spec["containerEdits"]["env"]
+            .as_array()
+            .is_some_and(|env| env.iter().any(|e| e == marker.as_str())),
+        "{spec}"
+    );
     assert_eq!(daemon.record_files(), vec![format!("{A}.json")]);
     assert_all_valid(&daemon.cdi_dir);
 }

@@ -3,6 +3,7 @@
 //! tests/README.md for the tiers.
 
 mod activity;
+mod activity_sampler;
 mod cdi_schema;
 mod claims;
 mod crash_node;

@@ -164,7 +164,7 @@ fn ensure_image(dir: &Path) {
 
 /// Inside the container: one `key:value` line per fact the test checks.
 const PROBE: &str = r#"
-env | grep -e '^NVIDIA_' -e '^CUDA_MPS_' | sed 's/^/env:/'
+env | grep -e '^NVIDIA_' -e '^CUDA_MPS_' -e '^GPUSLICE_CLAIM_' | sed 's/^/env:/'
 for n in /dev/nvidia*; do stat -c "node:%n %F %t:%T" "$n"; done
 while read -r dev mnt fs opts rest; do
   case "$mnt" in /usr/lib/x86_64-linux-gnu/*|/usr/bin/nvidia-smi|/dev/shm) echo "mount:$mnt ${opts%%,*}";; esac
@@ -237,8 +237,11 @@ async fn sim_podman_runs_a_container_with_a_prepared_claim() {
     });
     let lines: Vec<&str> = out.lines().collect();
     let pipe_env = format!("env:CUDA_MPS_PIPE_DIRECTORY={}", mps_daemon.pipe_dir);
+    // The claim marker the activity sampler reads back from /proc/<pid>/environ.
+    let claim_env = format!("env:GPUSLICE_CLAIM_{}={uid}", uid.replace('-', "_"));
     for want in [
         pipe_env.as_str(),
+        claim_env.as_str(),
         "mount:pipe rw",
         "mount:/dev/shm rw",
         "pipe:control",

@@ -2,14 +2,38 @@
 //! which claim, what it uses, which claims sit idle, and which overrun their
 //! share or run without a claim.
 //!
-//! Reading order: [`snapshot`] (what a sample publishes; plain data).
-//! The sampler, the attribution and the episode rules follow in this room.
+//! Reading order: [`snapshot`] (what a sample publishes; plain data) and
+//! [`handle`] (where it is published); [`marker`] (the claim variable the
+//! CDI spec sets and its reading back from an environment, pure);
+//! [`held`] (what each claim holds and its share, pure); [`attribute`]
+//! (processes to claims, active claims, over-shares, unclaimed processes,
+//! pure); [`warnings`] (the conditions of a sample and the lines logged,
+//! pure); [`episodes`] (warnings once per episode, pure); [`series`] (the
+//! metrics cardinality cap, pure); [`procfs`] (`/proc` reads, cached);
+//! [`persist`] (last active times across restarts); [`sampler`] (one sample
+//! through the backend); [`task`] (the loop, started and stopped by `run`).
 
+pub mod attribute;
+pub mod episodes;
 pub mod handle;
+pub mod held;
+pub mod marker;
+pub mod persist;
+pub mod procfs;
+pub mod sampler;
+pub mod series;
 pub mod snapshot;
+pub mod task;
+pub mod warnings;
+
+#[cfg(test)]
+mod fixtures;
 
 pub use handle::ActivityHandle;
+pub use sampler::{Sampler, SamplerSettings};
+pub use series::{kept_series, series_dropped};
 pub use snapshot::{
     ActivitySnapshot, ClaimActivity, DeviceActivity, EpisodeCounts, ProcessActivity,
     UnclaimedProcess, Warning, WarningKind,
 };
+pub use task::{ActivityTask, start, stop};

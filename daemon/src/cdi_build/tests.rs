@@ -95,7 +95,13 @@ fn a_driver_root_elsewhere_sets_host_paths_and_cdi_0_5_0() {
 fn common_edits_mount_driver_files_read_only_and_void_nvidia_runtime() {
     let spec = claim_spec(UID, &[gpu("", 0)], &driver(""), None);
     let edits = &spec.container_edits;
-    assert_eq!(edits.env, vec!["NVIDIA_VISIBLE_DEVICES=void"]);
+    assert_eq!(
+        edits.env,
+        vec![
+            "NVIDIA_VISIBLE_DEVICES=void".to_owned(),
+            format!("GPUSLICE_CLAIM_{}={UID}", UID.replace('-', "_")),
+        ]
+    );
     assert_eq!(
         edits.mounts[0].container_path,
         "/usr/lib/x86_64-linux-gnu/libcuda.so.1"
@@ -125,4 +131,21 @@ fn a_configured_hook_updates_the_ldcache() {
             "/usr/lib/x86_64-linux-gnu"
         ]
     );
+}
+
+#[test]
+fn every_device_of_the_claim_brings_the_claim_marker_and_the_spec_validates() {
+    let spec = claim_spec(UID, &[gpu("", 0), gpu("", 1)], &driver(""), None);
+    let marker =
+        "GPUSLICE_CLAIM_0d5f2a1c_3b4e_4f60_8a9b_1c2d3e4f5a6b=0d5f2a1c-3b4e-4f60-8a9b-1c2d3e4f5a6b";
+    assert!(spec.container_edits.env.iter().any(|e| e == marker));
+    assert!(
+        spec.devices.iter().all(|d| !d
+            .container_edits
+            .env
+            .iter()
+            .any(|e| e.starts_with("GPUSLICE_CLAIM_"))),
+        "spec level only: a device edit would repeat it"
+    );
+    gpuslice_cdi::validate(&spec).expect("valid spec");
 }

@@ -6,6 +6,7 @@
 //! This module only parses and validates: it opens no socket and creates no
 //! folder.
 
+mod activity;
 mod metrics;
 mod mig;
 mod validate;
@@ -14,6 +15,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+pub use activity::ActivityConfig;
 pub use metrics::{LoopbackAddr, MetricsConfig};
 pub use mig::{MigAdvertise, MigConfig, MigCreate, MigGpuConfig};
 pub use validate::ConfigError;
@@ -66,6 +68,8 @@ pub struct Config {
     pub health: HealthConfig,
     /// `[metrics]`: the Prometheus exporters (off by default).
     pub metrics: MetricsConfig,
+    /// `[activity]`: per-claim GPU use (sampled every 5 s by default).
+    pub activity: ActivityConfig,
 }
 
 /// `[health]`.
@@ -234,6 +238,7 @@ impl Default for Config {
             timeslice: TimeSliceConfig::default(),
             health: HealthConfig::default(),
             metrics: MetricsConfig::default(),
+            activity: ActivityConfig::default(),
         }
     }
 }

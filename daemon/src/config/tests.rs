@@ -316,3 +316,22 @@ fn metrics_are_off_by_default_and_loopback_only() {
         }
     }
 }
+
+#[test]
+fn activity_samples_every_5_s_by_default_and_0_turns_it_off() {
+    let defaults = parse("").unwrap();
+    assert_eq!(defaults.activity.interval_s, 5);
+    assert_eq!(defaults.activity.max_claim_series, 1024);
+    assert!(defaults.activity.enabled());
+    let off = parse("[activity]\ninterval_s = 0\nmax_claim_series = 0").unwrap();
+    assert!(!off.activity.enabled());
+    assert_eq!(off.activity.max_claim_series, 0);
+    for (bad, needle) in [
+        ("[activity]\ninterval_s = 3601", "activity.interval_s"),
+        ("[activity]\ninterval_s = -1", "interval_s"),
+        ("[activity]\nevery = 5", "unknown field `every`"),
+    ] {
+        let err = parse(bad).unwrap_err().to_string();
+        assert!(err.contains(needle), "{bad}: {err}");
+    }
+}

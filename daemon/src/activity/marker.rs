@@ -1,0 +1,157 @@
+//! The claim marker: the variable a claim's CDI spec puts into every
+//! container of the claim, `GPUSLICE_CLAIM_<uid, '-' as '_'>=<uid>`, and the
+//! reading of a process's environment (`/proc/<pid>/environ`, NUL-separated)
+//! back into the claims it names and whether it is one of gpuslice's own MPS
+//! daemons ([`crate::mps::supervisor::DAEMON_MARKER`]).
+//!
+//! Pure. A variable counts only when its name and value agree (the value is
+//! the uid the name spells), so a user's `GPUSLICE_CLAIM_X=y` names nothing.
+//! A name per claim, not one `GPUSLICE_CLAIM=<uid>`: a container given two
+//! claims gets both, where one name would keep only the last.
+
+use std::collections::BTreeSet;
+
+use crate::mps::supervisor::DAEMON_MARKER;
+
+/// The prefix of every claim marker's name.
+pub const CLAIM_PREFIX: &str = "GPUSLICE_CLAIM_";
+
+/// The marker's name for claim `uid`: `GPUSLICE_CLAIM_<uid, '-' → '_'>`.
+pub fn claim_var_name(uid: &str) -> String {
+    format!("{CLAIM_PREFIX}{}", uid.replace('-', "_"))
+}
+
+/// The marker of claim `uid` as a CDI env entry, `NAME=uid`.
+pub fn claim_env(uid: &str) -> String {
+    format!("{}={uid}", claim_var_name(uid))
+}
+
+/// What a process's environment says about it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EnvironMarks {
+    /// The claim uids its markers name, sorted.
+    pub claims: BTreeSet<String>,
+    /// It carries [`DAEMON_MARKER`]: an MPS control daemon gpuslice started,
+    /// or the MPS server that daemon started.
+    pub mps_daemon: bool,
+}
+
+/// Reads a NUL-separated environment block. Entries that are not UTF-8, not
+/// `NAME=VALUE`, or markers whose name and value disagree are ignored.
+pub fn parse_environ(block: &[u8]) -> EnvironMarks {
+    let mut marks = EnvironMarks::default();
+    for entry in block.split(|b| *b == 0) {
+        let Ok(entry) = std::str::from_utf8(entry) else {
+            continue;
+        };
+        let Some((name, value)) = entry.split_once('=') else {
+            continue;
+        };
+        if name == DAEMON_MARKER {
+            marks.mps_daemon = true;
+        } else if let Some(uid) = claim_of(name, value) {
+            marks.claims.insert(uid.to_owned());
+        }
+    }
+    marks
+}
+
+/// The uid a marker names, when `name` is the marker of `value`.
+fn claim_of<'a>(name: &str, value: &'a str) -> Option<&'a str> {
+    let spelled = name.strip_prefix(CLAIM_PREFIX)?;
+    let agrees = !value.is_empty()
+        && spelled.len() == value.len()
+        && spelled
+            .bytes()
+            .zip(value.bytes())
+            .all(|(n, v)| n == if v == b'-' { b'_' } else { v });
+    agrees.then_some(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    const UID: &str = "0d5f2a1c-3b4e-4f60-8a9b-1c2d3e4f5a6b";
+
+    fn block(vars: &[&str]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for var in vars {
+            out.extend_from_slice(var.as_bytes());
+            out.push(0);
+        }
+        out
+    }
+
+    #[test]
+    fn the_marker_spells_the_uid_with_underscores() {
+        assert_eq!(
+            claim_env(UID),
+            "GPUSLICE_CLAIM_0d5f2a1c_3b4e_4f60_8a9b_1c2d3e4f5a6b=0d5f2a1c-3b4e-4f60-8a9b-1c2d3e4f5a6b"
+        );
+    }
+
+    #[test]
+    fn an_environment_names_its_claims_and_nothing_else() {
+        let other = "11111111-2222-4333-8444-555555555555";
+        let marks = parse_environ(&block(&[
+            "PATH=/usr/bin",
+            &claim_env(UID),
+            &claim_env(other),
+            "GPUSLICE_CLAIM_x=y",
+            "GPUSLICE_CLAIM_11111111_2222_4333_8444_555555555556=11111111-2222-4333-8444-555555555555",
+            "GPUSLICE_CLAIM_=",
+            "NOEQUALS",
+        ]));
+        let want: BTreeSet<String> = [UID, other].iter().map(|s| (*s).to_owned()).collect();
+        assert_eq!(marks.claims, want);
+        assert!(!marks.mps_daemon);
+    }
+
+    #[test]
+    fn the_mps_daemon_marker_is_seen() {
+        let marks = parse_environ(&block(&["GPUSLICE_MPS_DAEMON=/run/gpuslice/mps/ab"]));
+        assert!(marks.mps_daemon);
+        assert!(marks.claims.is_empty());
+        assert!(!parse_environ(b"GPUSLICE_MPS_DAEMONX=1\0").mps_daemon);
+    }
+
+    #[test]
+    fn a_block_without_a_trailing_nul_or_with_bad_bytes_still_parses() {
+        let mut raw = block(&["A=\u{1}"]);
+        raw.extend_from_slice(&[0xff, 0xfe, 0]);
+        raw.extend_from_slice(claim_env(UID).as_bytes());
+        assert!(parse_environ(&raw).claims.contains(UID));
+        assert_eq!(parse_environ(b""), EnvironMarks::default());
+    }
+
+    proptest! {
+        /// Whatever surrounds it, a claim's own marker is read back as
+        /// that claim, and a value that differs from the name never is.
+        #[test]
+        fn a_marker_round_trips_among_any_variables(
+            uid in "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+            noise in proptest::collection::vec("[A-Za-z_]{1,12}=[ -~]{0,20}", 0..8),
+            at in 0usize..8,
+            wrong in "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+        ) {
+            let mut vars: Vec<String> = noise
+                .into_iter()
+                .filter(|v| !v.starts_with(CLAIM_PREFIX) && !v.starts_with(DAEMON_MARKER))
+                .collect();
+            let at = at.min(vars.len());
+            vars.insert(at, claim_env(&uid));
+            vars.push(format!("{}={wrong}", claim_var_name(&uid)));
+            let refs: Vec<&str> = vars.iter().map(String::as_str).collect();
+            let marks = parse_environ(&block(&refs));
+            let mut want = BTreeSet::from([uid.clone()]);
+            if wrong == uid {
+                want.insert(wrong);
+            }
+            prop_assert_eq!(marks.claims, want);
+            prop_assert!(!marks.mps_daemon);
+        }
+    }
+}

@@ -1,0 +1,255 @@
+//! One sample of the node: for each GPU of the inventory its processes,
+//! their utilization since the last sample, and the memory of each device a
+//! claim holds; each process's environment through `/proc`; then the
+//! attribution, the episodes (logged as they open and close), the last
+//! active times (persisted) and the snapshot.
+//!
+//! [`Sampler::sample_once`] takes one sample and returns it, without a
+//! timer (the loop is in `task`, benchmarks call it directly). A backend
+//! error on one GPU is logged at debug and that GPU left out of the sample
+//! (a sample every 5 s must not flood the journal). The sample's own CPU
+//! time is measured on the calling thread (`getrusage(RUSAGE_THREAD)`).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use super::attribute::{Attribution, GpuSample, Inputs, ProcView, attribute};
+use super::episodes::Episodes;
+use super::held::{HeldClaim, held_claims};
+use super::persist::{Persister, load};
+use super::procfs::ProcFs;
+use super::series::series_dropped;
+use super::snapshot::{ActivitySnapshot, WarningKind};
+use super::warnings::conditions;
+use crate::claims::Engine;
+use crate::gpu::{GpuBackend, GpuError};
+use crate::inventory::GpuDevice;
+
+/// How the sampler works.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SamplerSettings {
+    /// Time between two samples (also the first sample's utilization window).
+    pub interval: Duration,
+    /// Per-claim series the metrics show at most.
+    pub max_claim_series: usize,
+    /// The root `/proc` is under: `/` on a node.
+    pub proc_root: PathBuf,
+    /// Where `activity.json` is kept; `None`: nowhere.
+    pub state_dir: Option<PathBuf>,
+}
+
+/// The sampler's state between samples.
+#[derive(Debug)]
+pub struct Sampler {
+    engine: Arc<Engine>,
+    settings: SamplerSettings,
+    procfs: ProcFs,
+    episodes: Episodes,
+    last_active: BTreeMap<String, i64>,
+    persister: Option<Persister>,
+    /// Per GPU index, when its utilization was last read (µs since epoch).
+    read_at_us: HashMap<u32, u64>,
+}
+
+impl Sampler {
+    /// A sampler of `engine`'s GPUs and claims, with the last active times
+    /// found in `settings.state_dir`.
+    pub fn new(engine: Arc<Engine>, settings: SamplerSettings) -> Self {
+        let on_disk = settings.state_dir.as_deref().map(load).unwrap_or_default();
+        Self {
+            engine,
+            procfs: ProcFs::new(settings.proc_root.clone()),
+            episodes: Episodes::default(),
+            last_active: on_disk.clone(),
+            persister: settings
+                .state_dir
+                .as_deref()
+                .map(|dir| Persister::new(dir, on_disk)),
+            read_at_us: HashMap::new(),
+            settings,
+        }
+    }
+
+    /// Takes one sample now.
+    pub fn sample_once(&mut self) -> ActivitySnapshot {
+        let since_epoch = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        self.sample_at(since_epoch)
+    }
+
+    /// Takes one sample, dated `now` (time since the Unix epoch).
+    pub fn sample_at(&mut self, now: Duration) -> ActivitySnapshot {
+        let cpu_before = thread_cpu_us();
+        let now_s = i64::try_from(now.as_secs()).unwrap_or(i64::MAX);
+        let now_us = u64::try_from(now.as_micros()).unwrap_or(u64::MAX);
+        let inventory = self.engine.inventory();
+        let held = held_claims(&self.engine.claims(), &inventory);
+        let gpus: Vec<GpuSample> = inventory
+            .gpus
+            .iter()
+            .filter_map(|gpu| {
+                let since = self.since_us(gpu.info.index, now_us);
+                let sample = read_gpu(self.engine.backend(), gpu, &held, since)?;
+                self.read_at_us.insert(gpu.info.index, now_us);
+                Some(sample)
+            })
+            .collect();
+        let procs = self.inspect(&gpus);
+        let attribution = attribute(&Inputs {
+            now: now_s,
+            claims: &held,
+            gpus: &gpus,
+            procs: &procs,
+            last_active: &self.last_active,
+        });
+        self.last_active = attribution
+            .claims
+            .iter()
+            .filter_map(|c| Some((c.uid.clone(), c.last_active?)))
+            .collect();
+        self.episodes(now_s, &attribution);
+        self.persist(now_s, false);
+        let cpu_after = thread_cpu_us();
+        ActivitySnapshot {
+            enabled: true,
+            interval_ms: u64::try_from(self.settings.interval.as_millis()).unwrap_or(u64::MAX),
+            sampled_at_ms: i64::try_from(now.as_millis()).unwrap_or(i64::MAX),
+            sample_cpu_us: cpu_after.saturating_sub(cpu_before),
+            series_dropped: series_dropped(&attribution.claims, self.settings.max_claim_series),
+            claims: attribution.claims,
+            unclaimed: attribution.unclaimed,
+            warnings: self.episodes.open(),
+            episodes: self.episodes.counts(),
+        }
+    }
+
+    /// Writes the last active times if they changed (at shutdown).
+    pub fn flush(&mut self) {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        self.persist(now, true);
+    }
+
+    fn since_us(&self, index: u32, now_us: u64) -> u64 {
+        let window = u64::try_from(self.settings.interval.as_micros()).unwrap_or(u64::MAX);
+        self.read_at_us
+            .get(&index)
+            .copied()
+            .unwrap_or_else(|| now_us.saturating_sub(window))
+    }
+
+    /// Each listed pid's `/proc` view; forgets pids no longer listed.
+    fn inspect(&mut self, gpus: &[GpuSample]) -> HashMap<u32, ProcView> {
+        let pids: HashSet<u32> = gpus
+            .iter()
+            .flat_map(|g| g.processes.iter().map(|p| p.pid))
+            .collect();
+        let views = pids
+            .iter()
+            .map(|&pid| {
+                let view = self.procfs.inspect(pid).map_err(|err| {
+                    tracing::debug!(error = %err, "GPU process not inspected");
+                    err.unclaimed_reason()
+                });
+                (pid, view)
+            })
+            .collect();
+        self.procfs.retain(&pids);
+        views
+    }
+
+    fn episodes(&mut self, now: i64, attribution: &Attribution) {
+        let changes = self.episodes.observe(now, conditions(attribution));
+        for w in &changes.opened {
+            match w.kind {
+                WarningKind::OverShare => {
+                    tracing::warn!(claim_uid = %w.claim_uid, device = %w.device, kind = w.kind.as_str(), "{}", w.message);
+                }
+                WarningKind::Unclaimed => {
+                    tracing::warn!(pid = w.pid, device = %w.device, kind = w.kind.as_str(), "{}", w.message);
+                }
+            }
+        }
+        for w in &changes.closed {
+            match w.kind {
+                WarningKind::OverShare => {
+                    tracing::info!(claim_uid = %w.claim_uid, device = %w.device, since = w.since, "claim {} is back within its memory share on {}", w.claim_uid, w.device);
+                }
+                WarningKind::Unclaimed => {
+                    tracing::info!(pid = w.pid, device = %w.device, since = w.since, "process {} no longer runs outside a claim on {}", w.pid, w.device);
+                }
+            }
+        }
+    }
+
+    fn persist(&mut self, now: i64, force: bool) {
+        if let Some(persister) = &mut self.persister
+            && let Err(err) = persister.save(now, &self.last_active, force)
+        {
+            tracing::warn!(error = %err, "claim activity times not saved; `claims --idle` may count from the prepare after a restart");
+        }
+    }
+}
+
+/// What the backend says about `gpu`; `None` when its processes cannot be listed.
+fn read_gpu(
+    backend: &dyn GpuBackend,
+    gpu: &GpuDevice,
+    held: &[HeldClaim],
+    since_us: u64,
+) -> Option<GpuSample> {
+    let index = gpu.info.index;
+    let processes = backend
+        .processes(index)
+        .map_err(|err| tracing::debug!(gpu = %gpu.name, error = %err, "GPU processes not read; GPU left out of this sample"))
+        .ok()?;
+    let utilization = match backend.process_utilization(index, since_us) {
+        Ok(samples) => Some(samples),
+        Err(GpuError::NotSupported { .. }) => None,
+        Err(err) => {
+            tracing::debug!(gpu = %gpu.name, error = %err, "per-process utilization not read");
+            None
+        }
+    };
+    let instances: BTreeSet<Option<u32>> = held
+        .iter()
+        .flat_map(|c| &c.devices)
+        .filter(|d| d.gpu_index == Some(index))
+        .map(|d| d.gpu_instance)
+        .collect();
+    let memory = instances
+        .into_iter()
+        .filter_map(|gi| match backend.memory_use(index, gi) {
+            Ok(memory) => Some((gi, memory)),
+            Err(err) => {
+                tracing::debug!(gpu = %gpu.name, gpu_instance = ?gi, error = %err, "memory use not read");
+                None
+            }
+        })
+        .collect();
+    Some(GpuSample {
+        index,
+        name: gpu.name.clone(),
+        processes,
+        utilization,
+        memory,
+    })
+}
+
+/// CPU time of the calling thread so far, in microseconds.
+fn thread_cpu_us() -> u64 {
+    use nix::sys::resource::{UsageWho, getrusage};
+    use nix::sys::time::TimeValLike;
+    getrusage(UsageWho::RUSAGE_THREAD)
+        .map(|u| (u.user_time() + u.system_time()).num_microseconds())
+        .ok()
+        .and_then(|us| u64::try_from(us).ok())
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,120 @@
+use super::{bytes, conditions};
+use crate::activity::attribute::{Attribution, OverShare};
+use crate::activity::episodes::Counter;
+use crate::activity::fixtures::{A, GIB};
+use crate::activity::snapshot::{
+    ClaimActivity, DeviceActivity, ProcessActivity, UnclaimedProcess, WarningKind,
+};
+use crate::claims::ClaimKind;
+
+fn device(sharing: &'static str, used: u64, share: Option<u64>) -> DeviceActivity {
+    DeviceActivity {
+        device: "gpu-0".to_owned(),
+        gpu: "gpu-0".to_owned(),
+        uuid: "GPU-0".to_owned(),
+        sharing,
+        memory_used: used,
+        memory_share: share,
+        memory_total: 80 * GIB,
+        device_memory_used: None,
+        sm_percent: None,
+        processes: Vec::new(),
+    }
+}
+
+fn claim(devices: Vec<DeviceActivity>) -> ClaimActivity {
+    ClaimActivity {
+        uid: A.to_owned(),
+        namespace: "team".to_owned(),
+        name: "notebook".to_owned(),
+        kind: ClaimKind::Mps,
+        prepared_at: 0,
+        last_active: None,
+        devices,
+    }
+}
+
+#[test]
+fn an_over_share_names_the_claim_its_use_and_share_and_what_to_do() {
+    let attribution = Attribution {
+        claims: vec![claim(vec![
+            device("mps", 6 * GIB + GIB / 2, Some(4 * GIB)),
+            device("timeslicing", 50 * GIB, Some(40 * GIB)),
+        ])],
+        overshares: vec![
+            OverShare {
+                claim: 0,
+                device: 0,
+            },
+            OverShare {
+                claim: 0,
+                device: 1,
+            },
+        ],
+        ..Attribution::default()
+    };
+    let found = conditions(&attribution);
+    assert_eq!(found.len(), 2);
+    let c = &found[0];
+    assert_eq!(
+        (c.kind, c.counter),
+        (WarningKind::OverShare, Counter::OverShareMps)
+    );
+    assert_eq!(
+        (c.claim_uid.as_str(), c.scope.as_str(), c.pid),
+        (A, "gpu-0", 0)
+    );
+    assert!(
+        c.message.starts_with(&format!(
+            "claim team/notebook ({A}) uses 6.5 GiB of GPU memory on gpu-0, over its mps share of 4.0 GiB"
+        )),
+        "{}",
+        c.message
+    );
+    assert!(c.message.contains("give the claim a larger share"));
+    assert_eq!(found[1].counter, Counter::OverShareTimeslicing);
+}
+
+#[test]
+fn an_unclaimed_process_says_why_and_what_to_do() {
+    let attribution = Attribution {
+        unclaimed: vec![UnclaimedProcess {
+            gpu: "gpu-1".to_owned(),
+            device: "gpu-1".to_owned(),
+            process: ProcessActivity {
+                pid: 4242,
+                name: "python".to_owned(),
+                memory_used: Some(512 << 20),
+                sm_percent: Some(10),
+                mps_client: false,
+            },
+            reason: "no gpuslice claim in its environment".to_owned(),
+        }],
+        ..Attribution::default()
+    };
+    let found = conditions(&attribution);
+    assert_eq!(found.len(), 1);
+    let c = &found[0];
+    assert_eq!(
+        (c.kind, c.counter),
+        (WarningKind::Unclaimed, Counter::Unclaimed)
+    );
+    assert_eq!(
+        (c.scope.as_str(), c.pid, c.claim_uid.as_str()),
+        ("gpu-1", 4242, "")
+    );
+    assert_eq!(
+        c.message,
+        "process 4242 (python) on gpu-1, using 512 MiB, belongs to no gpuslice claim (no \
+         gpuslice claim in its environment); it bypasses the scheduler: run it through a \
+         ResourceClaim, or stop it"
+    );
+}
+
+#[test]
+fn bytes_read_as_mib_below_a_gib() {
+    assert_eq!(bytes(0), "0 MiB");
+    assert_eq!(bytes(GIB - 1), "1023 MiB");
+    assert_eq!(bytes(GIB), "1.0 GiB");
+    assert_eq!(bytes(80 * GIB + 9 * GIB / 10), "80.9 GiB");
+}
