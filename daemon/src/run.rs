@@ -284,9 +284,12 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
         Arc::new(tokio::task::spawn_blocking(move || start_engine(&config, &advertiser)).await??)
     };
     // The handle is what the metrics and the API read the samples from.
-    let (_activity, activity_task) =
+    let (activity_handle, activity_task) =
         activity::start(engine.clone(), &config.activity, &config.state_dir);
-    let metrics = Arc::new(Metrics::new(engine.backend_name()));
+    let metrics = Arc::new(
+        Metrics::new(engine.backend_name())
+            .with_activity(activity_handle.clone(), config.activity.max_claim_series),
+    );
     let source: Arc<dyn UsageSource> = engine.clone();
     let exporters = match Exporters::start(&config.metrics, source, metrics.clone()).await {
         Ok(exporters) => exporters,
@@ -312,14 +315,13 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
         group: gid,
     };
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let server = tokio::spawn(api::serve(
-        listener,
-        engine.clone(),
-        advertiser.clone(),
-        policy,
-        metrics,
-        stop_rx,
-    ));
+    let service = api::Service::new(engine.clone(), advertiser.clone(), stop_rx.clone())
+        .with_activity(api::ActivityView {
+            handle: activity_handle,
+            sim_processes_dir: (config.backend.kind == BackendKind::Sim)
+                .then(|| config.sim_processes()),
+        });
+    let server = tokio::spawn(api::serve(listener, service, policy, metrics, stop_rx));
     tracing::info!(socket = %config.socket.display(), "serving");
     systemd::ready(&status_line(&engine, metrics_addr));
     let status = tokio::spawn(follow_status(engine.clone(), metrics_addr));

@@ -2,6 +2,7 @@
 //! simulated backend, in temp folders, driven over the unix socket. See
 //! tests/README.md for the tiers.
 
+mod activity;
 mod activity_sampler;
 mod cdi_schema;
 mod claims;

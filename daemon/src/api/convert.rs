@@ -307,5 +307,7 @@ pub fn status_response(engine: &Engine) -> pb::GetStatusResponse {
         state_dir: engine.state_dir().display().to_string(),
         problems: engine.problems(),
         mig_advertise: None,
+        warnings: Vec::new(),
+        sim_processes_dir: String::new(),
     }
 }

@@ -7,10 +7,12 @@
 //! domain types and back; [`status`] is the one place domain errors become
 //! gRPC codes; `advertise` converts SetMigAdvertise and the form in force;
 //! `inventory_watch` streams the inventory generation
-//! (WatchInventory) until shutdown; [`observe`] is a tower layer that feeds
+//! (WatchInventory) until shutdown; `activity` turns the sampler's latest
+//! snapshot into GetActivity and the warnings of GetStatus; [`observe`] is a tower layer that feeds
 //! the event metrics (status codes, Prepare and Unprepare latency) from every
 //! response.
 
+mod activity;
 mod advertise;
 mod convert;
 mod health;
@@ -31,9 +33,8 @@ use tokio::sync::watch;
 use tokio_stream::wrappers::UnixListenerStream;
 use tonic::service::interceptor::InterceptedService;
 
-use crate::advertise::Advertiser;
-use crate::claims::Engine;
 use crate::metrics::Metrics;
+pub use activity::ActivityView;
 pub use observe::ObserveLayer;
 pub use peer::PeerPolicy;
 pub use service::Service;
@@ -51,17 +52,16 @@ pub const MAX_REQUEST_BYTES: usize = 1024 * 1024;
 
 /// Serves the API on `listener` until `stopping` turns true, then ends the
 /// open inventory watches, finishes the requests in flight and returns.
-/// Every call is counted in `metrics`.
+/// Every call is counted in `metrics`. `service` is built over the same
+/// `stopping` ([`Service::new`]).
 pub async fn serve(
     listener: UnixListener,
-    engine: Arc<Engine>,
-    advertiser: Arc<Advertiser>,
+    service: Service,
     policy: PeerPolicy,
     metrics: Arc<Metrics>,
     stopping: watch::Receiver<bool>,
 ) -> Result<(), tonic::transport::Error> {
-    let server = GpuSliceServer::new(Service::new(engine, advertiser, stopping.clone()))
-        .max_decoding_message_size(MAX_REQUEST_BYTES);
+    let server = GpuSliceServer::new(service).max_decoding_message_size(MAX_REQUEST_BYTES);
     let service = InterceptedService::new(server, move |req| policy.check(req));
     tonic::transport::Server::builder()
         .layer(ObserveLayer::new(metrics, SERVICE_NAME))

@@ -22,7 +22,7 @@ use tonic::codegen::http;
 use crate::metrics::{self, Metrics};
 
 /// The service's methods, as the `rpc` label spells them.
-const METHODS: [&str; 11] = [
+const METHODS: [&str; 12] = [
     "Prepare",
     "Unprepare",
     "GetInventory",
@@ -34,6 +34,7 @@ const METHODS: [&str; 11] = [
     "GetSharing",
     "WatchInventory",
     "SetMigAdvertise",
+    "GetActivity",
 ];
 
 /// The `rpc` label of a request path `/gpuslice.v1.GpuSlice/<Method>`.

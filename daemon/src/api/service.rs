@@ -1,6 +1,7 @@
 //! The gRPC service: one short method per RPC. Unwrap the request, convert,
 //! make one engine call on the blocking pool, convert back (WatchInventory:
-//! a stream from `inventory_watch`). No business logic, no locks, no
+//! a stream from `inventory_watch`; GetActivity: the sampler's latest
+//! snapshot, never waited for). No business logic, no locks, no
 //! hardware here. Prepare and Unprepare responses carry a
 //! [`Outcome`] extension for the latency metrics (`super::observe`).
 
@@ -11,6 +12,7 @@ use gpuslice_proto::gpuslice::v1::gpu_slice_server::GpuSlice;
 use tokio::sync::watch;
 use tonic::{Request, Response, Status};
 
+use super::activity::{self, ActivityView};
 use super::{advertise, convert, health, inventory_watch, mig_layout, sharing};
 use crate::advertise::Advertiser;
 use crate::claims::{Engine, Prepared, Unprepared};
@@ -24,6 +26,8 @@ pub struct Service {
     advertiser: Arc<Advertiser>,
     /// Turns true when the daemon starts stopping: open watches end.
     stopping: watch::Receiver<bool>,
+    /// Per-claim GPU use (GetActivity, the warnings of GetStatus).
+    activity: ActivityView,
 }
 
 impl Service {
@@ -38,7 +42,16 @@ impl Service {
             engine,
             advertiser,
             stopping,
+            activity: ActivityView::default(),
         }
+    }
+
+    /// The same service showing `activity` (by default: sampling off, no
+    /// simulated process folder).
+    #[must_use]
+    pub fn with_activity(mut self, activity: ActivityView) -> Self {
+        self.activity = activity;
+        self
     }
 
     /// Runs `f` on the blocking pool: engine calls do file I/O and NVML calls.
@@ -156,14 +169,29 @@ impl GpuSlice for Service {
         _request: Request<pb::GetStatusRequest>,
     ) -> Result<Response<pb::GetStatusResponse>, Status> {
         let advertiser = self.advertiser.clone();
-        let reply = self
+        let mut reply = self
             .blocking(move |engine| {
                 let mut reply = convert::status_response(engine);
                 reply.mig_advertise = Some(advertise::state(&advertiser.in_force()));
                 Ok(reply)
             })
             .await?;
+        reply.warnings = activity::warning_lines(&self.activity.handle.latest());
+        if let Some(dir) = &self.activity.sim_processes_dir {
+            reply.sim_processes_dir = dir.display().to_string();
+        }
         Ok(Response::new(reply))
+    }
+
+    async fn get_activity(
+        &self,
+        _request: Request<pb::GetActivityRequest>,
+    ) -> Result<Response<pb::GetActivityResponse>, Status> {
+        let snapshot = self.activity.handle.latest();
+        Ok(Response::new(activity::activity_response(
+            &snapshot,
+            activity::unix_now(),
+        )))
     }
 
     async fn get_mig_layout(

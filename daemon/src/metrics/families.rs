@@ -7,6 +7,8 @@
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use std::sync::atomic::AtomicU64;
+
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
@@ -69,6 +71,41 @@ pub struct ErrorLabels {
     pub code: &'static str,
 }
 
+/// `{namespace, name, uid, device, sharing}` of the per-claim activity
+/// gauges: one series per (claim, device), bounded by `max_claim_series`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct ClaimDeviceLabels {
+    /// The claim's namespace.
+    pub namespace: String,
+    /// The claim's name.
+    pub name: String,
+    /// The claim uid.
+    pub uid: String,
+    /// The device's inventory name.
+    pub device: String,
+    /// exclusive, mig, mps, timeslicing.
+    pub sharing: &'static str,
+}
+
+/// `{gpu}` of the unclaimed-process gauges.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct GpuLabels {
+    /// The GPU's inventory name.
+    pub gpu: String,
+}
+
+/// `{kind, sharing}` of `gpuslice_activity_episodes_total`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct EpisodeLabels {
+    /// overshare, unclaimed.
+    pub kind: &'static str,
+    /// mps, timeslicing (overshare); none (unclaimed).
+    pub sharing: &'static str,
+}
+
+/// A gauge holding a float (ratios, seconds).
+pub type FloatGauge = Gauge<f64, AtomicU64>;
+
 type LatencyFamily = Family<OutcomeLabels, Histogram, fn() -> Histogram>;
 
 fn latency_histogram() -> Histogram {
@@ -98,6 +135,101 @@ pub struct Families {
     pub unprepare_seconds: LatencyFamily,
     /// Failed RPCs.
     pub errors: Family<ErrorLabels, Counter>,
+    /// Per-claim GPU use, from the sampler's latest snapshot.
+    pub activity: ActivityFamilies,
+}
+
+/// The per-claim GPU use families (see `super::activity`).
+#[derive(Debug, Default)]
+pub struct ActivityFamilies {
+    /// Memory used by a claim's processes on a device.
+    pub memory_used: Family<ClaimDeviceLabels, Gauge>,
+    /// A claim's memory share of a shared device.
+    pub memory_share: Family<ClaimDeviceLabels, Gauge>,
+    /// SM utilization of a claim's processes, 0..1.
+    pub sm_ratio: Family<ClaimDeviceLabels, FloatGauge>,
+    /// A claim's processes on a device.
+    pub processes: Family<ClaimDeviceLabels, Gauge>,
+    /// When a claim was last active.
+    pub last_active: Family<ClaimDeviceLabels, Gauge>,
+    /// Unclaimed processes per GPU.
+    pub unclaimed: Family<GpuLabels, Gauge>,
+    /// Memory used by unclaimed processes per GPU.
+    pub unclaimed_memory: Family<GpuLabels, Gauge>,
+    /// Over-share and unclaimed episodes begun.
+    pub episodes: Family<EpisodeLabels, Counter>,
+    /// (claim, device) series left out by the cap.
+    pub series_dropped: Gauge,
+    /// CPU time of the last sample.
+    pub sample_cpu: FloatGauge,
+}
+
+impl ActivityFamilies {
+    /// Registers every activity family in `registry`.
+    fn register(&self, registry: &mut Registry) {
+        let claim_gauges = [
+            (
+                "gpuslice_claim_memory_used_bytes",
+                "Memory used by the claim's processes on the device, in bytes",
+                &self.memory_used,
+            ),
+            (
+                "gpuslice_claim_memory_share_bytes",
+                "The claim's memory share of a shared device (MPS memory share or pinned limit, \
+                 the scheduler's consumed capacity, or an equal split), in bytes; absent for a \
+                 device the claim holds whole",
+                &self.memory_share,
+            ),
+            (
+                "gpuslice_claim_processes",
+                "GPU processes of the claim on the device",
+                &self.processes,
+            ),
+            (
+                "gpuslice_claim_last_active_timestamp_seconds",
+                "Unix time of the last sample that found the claim active; absent while the \
+                 claim was never active since it was prepared",
+                &self.last_active,
+            ),
+        ];
+        for (name, help, family) in claim_gauges {
+            registry.register(name, help, Family::clone(family));
+        }
+        registry.register(
+            "gpuslice_claim_sm_utilization_ratio",
+            "SM utilization of the claim's processes on the device, 0 to 1 of the GPU, where \
+             the driver samples it per process (not on MIG slices)",
+            Family::clone(&self.sm_ratio),
+        );
+        registry.register(
+            "gpuslice_unclaimed_processes",
+            "Processes on a GPU gpuslice owns that map to no claim holding their device; \
+             absent for a GPU without any",
+            Family::clone(&self.unclaimed),
+        );
+        registry.register(
+            "gpuslice_unclaimed_memory_used_bytes",
+            "Memory used by the unclaimed processes of a GPU, in bytes",
+            Family::clone(&self.unclaimed_memory),
+        );
+        registry.register(
+            "gpuslice_activity_episodes",
+            "Over-share episodes (an MPS or time-sliced claim using more memory than its \
+             share) and unclaimed-process episodes begun since gpusliced started",
+            Family::clone(&self.episodes),
+        );
+        registry.register(
+            "gpuslice_activity_series_dropped",
+            "Per-claim (claim, device) series left out of this exposition because there are \
+             more than [activity] max_claim_series",
+            self.series_dropped.clone(),
+        );
+        registry.register(
+            "gpuslice_activity_sample_cpu_seconds",
+            "CPU time the last activity sample took, in seconds",
+            self.sample_cpu.clone(),
+        );
+    }
 }
 
 impl Default for Families {
@@ -157,8 +289,11 @@ impl Default for Families {
             "RPCs answered with an error, by method and gRPC status code",
             Family::clone(&errors),
         );
+        let activity = ActivityFamilies::default();
+        activity.register(&mut registry);
         Self {
             registry,
+            activity,
             claims,
             mig_slices,
             mps_daemons,

@@ -2,7 +2,8 @@
 //! exports them (both off by default, `[metrics]` in the config).
 //!
 //! Reading order: [`families`] (every name, HELP text, label set and bucket),
-//! [`gauges`] (a usage snapshot → gauges, pure), [`exposition`] (OpenMetrics
+//! [`gauges`] (a usage snapshot → gauges, pure), [`activity`] (the
+//! sampler's latest activity snapshot → per-claim GPU use, pure), [`exposition`] (OpenMetrics
 //! vs the Prometheus 0.0.4 text format, pure), [`http`] (the loopback
 //! listener), [`textfile`] (the node_exporter file), [`exporters`] (starting
 //! and stopping them for `run`).
@@ -11,12 +12,16 @@
 //! - gauges are computed at scrape or write time from [`Engine::usage`]
 //!   (through [`UsageSource`]), under one lock so two scrapes never interleave
 //!   their updates;
+//! - the per-claim GPU use is computed at the same moment from the latest
+//!   [`ActivitySnapshot`](crate::activity::ActivitySnapshot) the sampler
+//!   published ([`ActivityHandle`]), never waiting for a sample;
 //! - event counters and histograms are fed by the API layer
 //!   (`api::observe`), which sees every RPC's status code and latency.
 //!
 //! Metrics are always counted (a few atomic adds per RPC); only exporting
 //! is optional.
 
+pub mod activity;
 pub mod exporters;
 pub mod exposition;
 pub mod families;
@@ -29,10 +34,12 @@ use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
+pub use activity::DEFAULT_MAX_CLAIM_SERIES;
 pub use exporters::Exporters;
 pub use exposition::Format;
 use families::{BuildLabels, ErrorLabels, Families, OutcomeLabels};
 
+use crate::activity::ActivityHandle;
 use crate::claims::{Engine, NodeUsage};
 
 /// Where the gauges come from: the engine, or a fixed snapshot in tests.
@@ -115,6 +122,10 @@ impl Outcome {
 pub struct Metrics {
     families: Families,
     render: Mutex<()>,
+    /// Where the sampler publishes (by default: sampling off, nothing seen).
+    activity: ActivityHandle,
+    /// At most this many (claim, device) series per activity family.
+    max_claim_series: usize,
 }
 
 impl Metrics {
@@ -155,7 +166,18 @@ impl Metrics {
         Self {
             families,
             render: Mutex::new(()),
+            activity: ActivityHandle::default(),
+            max_claim_series: DEFAULT_MAX_CLAIM_SERIES,
         }
+    }
+
+    /// The same metrics showing the per-claim GPU use `activity` publishes,
+    /// with at most `max_claim_series` (claim, device) series per family.
+    #[must_use]
+    pub fn with_activity(mut self, activity: ActivityHandle, max_claim_series: usize) -> Self {
+        self.activity = activity;
+        self.max_claim_series = max_claim_series;
+        self
     }
 
     /// Records one Prepare (`rpc` "Prepare") or Unprepare call's latency
@@ -183,10 +205,16 @@ impl Metrics {
             .inc();
     }
 
-    /// Sets the gauges from `usage` and encodes everything in `format`.
+    /// Sets the gauges from `usage` and the latest activity snapshot, and
+    /// encodes everything in `format`.
     pub fn render(&self, usage: &NodeUsage, format: Format) -> Result<String, MetricsError> {
         let _one_at_a_time = self.render.lock().unwrap_or_else(PoisonError::into_inner);
         gauges::apply(&self.families, usage);
+        activity::apply(
+            &self.families.activity,
+            &self.activity.latest(),
+            self.max_claim_series,
+        );
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &self.families.registry)?;
         Ok(match format {

@@ -1,6 +1,7 @@
 //! The families, the snapshot mapping, both text formats checked against the
 //! rules their parsers enforce, and the event metrics.
 
+mod activity;
 mod exporters;
 mod format_rules;
 
@@ -46,7 +47,7 @@ pub(super) fn busy_node() -> NodeUsage {
     }
 }
 
-fn value(all: &[Sample], name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+pub(super) fn value(all: &[Sample], name: &str, labels: &[(&str, &str)]) -> Option<f64> {
     all.iter()
         .find(|s| {
             s.name == name
@@ -194,7 +195,9 @@ fn openmetrics_keeps_its_own_counter_naming_and_ends_with_eof() {
 
 #[test]
 fn every_family_has_help_and_follows_the_naming_rules() {
-    let metrics = Metrics::new("sim");
+    let handle = crate::activity::ActivityHandle::default();
+    handle.publish(activity::node());
+    let metrics = Metrics::new("sim").with_activity(handle, 1024);
     metrics.observe("Prepare", Some(Outcome::Prepared), Duration::from_millis(1));
     metrics.count_error("Prepare", tonic::Code::Internal);
     let text = metrics.render(&busy_node(), Format::Prometheus).unwrap();
@@ -204,7 +207,15 @@ fn every_family_has_help_and_follows_the_naming_rules() {
         .map(|f| (f.name.as_str(), f.kind.as_str()))
         .collect();
     let expected = [
+        ("gpuslice_activity_episodes_total", "counter"),
+        ("gpuslice_activity_sample_cpu_seconds", "gauge"),
+        ("gpuslice_activity_series_dropped", "gauge"),
         ("gpuslice_build_info", "gauge"),
+        ("gpuslice_claim_last_active_timestamp_seconds", "gauge"),
+        ("gpuslice_claim_memory_share_bytes", "gauge"),
+        ("gpuslice_claim_memory_used_bytes", "gauge"),
+        ("gpuslice_claim_processes", "gauge"),
+        ("gpuslice_claim_sm_utilization_ratio", "gauge"),
         ("gpuslice_claims", "gauge"),
         ("gpuslice_errors_total", "counter"),
         ("gpuslice_gpus", "gauge"),
@@ -212,6 +223,8 @@ fn every_family_has_help_and_follows_the_naming_rules() {
         ("gpuslice_mps_daemons", "gauge"),
         ("gpuslice_prepare_duration_seconds", "histogram"),
         ("gpuslice_problems", "gauge"),
+        ("gpuslice_unclaimed_memory_used_bytes", "gauge"),
+        ("gpuslice_unclaimed_processes", "gauge"),
         ("gpuslice_unprepare_duration_seconds", "histogram"),
     ];
     assert_eq!(names, expected.into_iter().collect::<BTreeMap<_, _>>());

@@ -2,12 +2,19 @@
 //!
 //! Human output is aligned tables; `--output json` prints one JSON document.
 
+mod activity_render;
+#[cfg(test)]
+mod fixture;
 mod health;
 mod match_render;
 mod matching;
 mod mig_map;
 mod render;
 mod sharing;
+mod sim_exec;
+mod top;
+mod top_render;
+mod units;
 mod watch;
 
 use std::path::PathBuf;
@@ -50,8 +57,22 @@ enum Command {
         #[arg(long)]
         watch: bool,
     },
-    /// Every prepared claim.
-    Claims,
+    /// Every prepared claim; with --idle, the claims without GPU activity
+    /// for at least that long (exit status 0 whether any is found or not).
+    Claims {
+        /// Only claims idle this long or longer, e.g. 30m, 2h, 1d, 1h30m.
+        #[arg(long, value_parser = units::parse_duration, value_name = "DURATION")]
+        idle: Option<u64>,
+    },
+    /// Per-claim GPU use, live: memory, SM utilization, processes, last
+    /// activity, unclaimed processes and warnings. Redraws in place on a
+    /// terminal (q quits); prints once when piped or with --once.
+    Top(top::TopArgs),
+    /// The simulated backend's fake GPU processes (demos and tests).
+    Sim {
+        #[command(subcommand)]
+        action: SimAction,
+    },
     /// Per GPU, the map of MIG slices: which profile and claim hold which slices.
     Mig,
     /// Unhealthy devices (XIDs, ECC errors, lost GPUs) with the claims on them.
@@ -103,6 +124,14 @@ enum Command {
 }
 
 #[derive(Debug, Subcommand)]
+enum SimAction {
+    /// Run CMD with a claim's CDI environment as a fake GPU process on one
+    /// of the claim's devices, using --memory and --sm; exits with CMD's
+    /// status. Needs `[backend] kind = "sim"`.
+    Exec(sim_exec::SimExecArgs),
+}
+
+#[derive(Debug, Subcommand)]
 enum HealthAction {
     /// Mark a device healthy again after fixing it (GPU reset, reboot): an XID
     /// or ECC fault never clears by itself. A GPU clears with its slices.
@@ -137,18 +166,43 @@ fn main() -> ExitCode {
             }
         };
     }
+    if let Command::Sim {
+        action: SimAction::Exec(exec),
+    } = args.command
+    {
+        let ran = runtime.block_on(async {
+            let client = connect(args.socket).await?;
+            sim_exec::run(client, exec).await
+        });
+        return match ran {
+            Ok(code) => ExitCode::from(code),
+            Err(err) => {
+                report(&err, "sim exec");
+                ExitCode::FAILURE
+            }
+        };
+    }
     match runtime.block_on(run(args)) {
         Ok(text) => {
             print!("{text}");
             ExitCode::SUCCESS
         }
         Err(err) => {
-            match err.downcast_ref::<tonic::Status>() {
-                Some(status) => eprintln!("gpuslicectl: {:?}: {}", status.code(), status.message()),
-                None => eprintln!("gpuslicectl: {err:#}"),
-            }
+            report(&err, "");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Prints an error once: a gRPC status as code and message, else the chain.
+fn report(err: &anyhow::Error, command: &str) {
+    let who = match command {
+        "" => "gpuslicectl".to_owned(),
+        command => format!("gpuslicectl {command}"),
+    };
+    match err.downcast_ref::<tonic::Status>() {
+        Some(status) => eprintln!("{who}: {:?}: {}", status.code(), status.message()),
+        None => eprintln!("{who}: {err:#}"),
     }
 }
 
@@ -221,13 +275,28 @@ async fn run(args: Args) -> anyhow::Result<String> {
                 .into_inner();
             sharing::render(&reply, json)
         }
-        Command::Claims => {
+        Command::Claims { idle: None } => {
             let reply = client
                 .list_claims(pb::ListClaimsRequest {})
                 .await?
                 .into_inner();
             render::claims(&reply, json)
         }
+        Command::Claims { idle: Some(idle) } => {
+            let reply = client
+                .get_activity(pb::GetActivityRequest {})
+                .await?
+                .into_inner();
+            if !reply.enabled {
+                anyhow::bail!(
+                    "gpusliced does not sample GPU use ([activity] interval_s = 0), so it \
+                     cannot tell which claims are idle"
+                );
+            }
+            activity_render::idle_claims(&reply, idle, json)
+        }
+        Command::Top(top) => top::run(&mut client, top, json).await?,
+        Command::Sim { .. } => anyhow::bail!("sim exec is run by main"),
         Command::Prepare {
             uid,
             namespace,

@@ -66,7 +66,8 @@ pub fn status(s: &pb::GetStatusResponse, json: bool) -> String {
             "cuda_driver_version": s.cuda_driver_version, "gpu_count": s.gpu_count,
             "claim_count": s.claim_count, "uptime_seconds": s.uptime_seconds,
             "boot_id": s.boot_id, "cdi_dir": s.cdi_dir, "state_dir": s.state_dir,
-            "problems": s.problems,
+            "problems": s.problems, "warnings": s.warnings,
+            "sim_processes_dir": s.sim_processes_dir,
             "mig_advertise": s.mig_advertise.as_ref().map(|m| json!({
                 "form": advertise_form(m), "configured": m.configured, "reason": m.reason,
             })),
@@ -106,6 +107,12 @@ pub fn status(s: &pb::GetStatusResponse, json: bool) -> String {
     );
     for p in &s.problems {
         out.push_str(&format!("problem: {p}\n"));
+    }
+    if s.warnings.is_empty() {
+        out.push_str("warnings: none\n");
+    }
+    for w in &s.warnings {
+        out.push_str(&format!("warning: {w}\n"));
     }
     out
 }
@@ -282,7 +289,31 @@ pub fn inventory_json(inv: &pb::GetInventoryResponse) -> Value {
 
 #[cfg(test)]
 mod tests {
-    use super::table;
+    use super::{status, table};
+    use gpuslice_proto::gpuslice::v1 as pb;
+
+    #[test]
+    fn status_has_a_line_per_open_warning_or_says_none() {
+        let quiet = status(&pb::GetStatusResponse::default(), false);
+        assert!(quiet.ends_with("warnings: none\n"), "{quiet}");
+        let reply = pb::GetStatusResponse {
+            warnings: vec![
+                "claim a/b uses 6.0 GiB of its 4.0 GiB share".into(),
+                "process 7".into(),
+            ],
+            ..Default::default()
+        };
+        let text = status(&reply, false);
+        assert!(!text.contains("warnings: none"), "{text}");
+        assert!(
+            text.ends_with(
+                "warning: claim a/b uses 6.0 GiB of its 4.0 GiB share\nwarning: process 7\n"
+            ),
+            "{text}"
+        );
+        let doc: serde_json::Value = serde_json::from_str(&status(&reply, true)).unwrap();
+        assert_eq!(doc["warnings"][1], "process 7");
+    }
 
     #[test]
     fn columns_are_aligned() {

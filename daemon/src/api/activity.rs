@@ -1,0 +1,120 @@
+//! GetActivity, and the activity lines of GetStatus: the sampler's latest
+//! [`ActivitySnapshot`] as proto messages. Pure conversions: the snapshot is
+//! read from the [`ActivityHandle`] by the service, never waited for.
+
+use std::path::PathBuf;
+
+use gpuslice_proto::gpuslice::v1 as pb;
+
+use crate::activity::{
+    ActivityHandle, ActivitySnapshot, ClaimActivity, DeviceActivity, ProcessActivity,
+    UnclaimedProcess, Warning,
+};
+
+/// What the API shows of per-claim GPU use: the sampler's latest snapshot,
+/// and the simulated backend's process folder (for `gpuslicectl sim exec`).
+#[derive(Debug, Clone, Default)]
+pub struct ActivityView {
+    /// Where the sampler publishes.
+    pub handle: ActivityHandle,
+    /// `[backend.sim] processes` when the backend is the simulator.
+    pub sim_processes_dir: Option<PathBuf>,
+}
+
+/// The reply to GetActivity, with idle times counted at `now` (Unix seconds).
+pub fn activity_response(snapshot: &ActivitySnapshot, now: i64) -> pb::GetActivityResponse {
+    pb::GetActivityResponse {
+        enabled: snapshot.enabled,
+        interval_ms: snapshot.interval_ms,
+        sampled_at_ms: snapshot.sampled_at_ms,
+        sample_cpu_us: snapshot.sample_cpu_us,
+        claims: snapshot.claims.iter().map(|c| claim(c, now)).collect(),
+        unclaimed: snapshot.unclaimed.iter().map(unclaimed).collect(),
+        warnings: snapshot.warnings.iter().map(warning).collect(),
+        episodes: Some(pb::EpisodeCounts {
+            overshare_mps: snapshot.episodes.overshare_mps,
+            overshare_timeslicing: snapshot.episodes.overshare_timeslicing,
+            unclaimed: snapshot.episodes.unclaimed,
+        }),
+        now,
+    }
+}
+
+/// Unix seconds now (0 if the clock is before 1970).
+pub fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+/// The open warnings, one line each, as GetStatus lists them.
+pub fn warning_lines(snapshot: &ActivitySnapshot) -> Vec<String> {
+    snapshot
+        .warnings
+        .iter()
+        .map(|w| w.message.clone())
+        .collect()
+}
+
+fn claim(c: &ClaimActivity, now: i64) -> pb::ClaimActivity {
+    pb::ClaimActivity {
+        claim: Some(pb::ClaimRef {
+            uid: c.uid.clone(),
+            namespace: c.namespace.clone(),
+            name: c.name.clone(),
+        }),
+        kind: c.kind.as_str().to_owned(),
+        prepared_at: c.prepared_at,
+        last_active: c.last_active,
+        idle_seconds: c.idle_for(now),
+        devices: c.devices.iter().map(device).collect(),
+    }
+}
+
+fn device(d: &DeviceActivity) -> pb::DeviceActivity {
+    pb::DeviceActivity {
+        device: d.device.clone(),
+        gpu: d.gpu.clone(),
+        uuid: d.uuid.clone(),
+        sharing: d.sharing.to_owned(),
+        memory_used_bytes: d.memory_used,
+        memory_share_bytes: d.memory_share,
+        memory_total_bytes: d.memory_total,
+        device_memory_used_bytes: d.device_memory_used,
+        sm_percent: d.sm_percent,
+        processes: d.processes.iter().map(process).collect(),
+    }
+}
+
+fn process(p: &ProcessActivity) -> pb::ProcessActivity {
+    pb::ProcessActivity {
+        pid: p.pid,
+        name: p.name.clone(),
+        memory_used_bytes: p.memory_used,
+        sm_percent: p.sm_percent,
+        mps_client: p.mps_client,
+    }
+}
+
+fn unclaimed(u: &UnclaimedProcess) -> pb::UnclaimedProcess {
+    pb::UnclaimedProcess {
+        gpu: u.gpu.clone(),
+        device: u.device.clone(),
+        process: Some(process(&u.process)),
+        reason: u.reason.clone(),
+    }
+}
+
+fn warning(w: &Warning) -> pb::ActivityWarning {
+    pb::ActivityWarning {
+        kind: w.kind.as_str().to_owned(),
+        since: w.since,
+        claim_uid: w.claim_uid.clone(),
+        device: w.device.clone(),
+        pid: w.pid,
+        message: w.message.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,178 @@
+//! The snapshot → proto conversions, field by field, on a hand-made snapshot.
+
+use super::{activity_response, warning_lines};
+use crate::activity::{
+    ActivitySnapshot, ClaimActivity, DeviceActivity, EpisodeCounts, ProcessActivity,
+    UnclaimedProcess, Warning, WarningKind,
+};
+use crate::claims::ClaimKind;
+
+const GIB: u64 = 1 << 30;
+
+fn process(pid: u32, memory: u64, sm: Option<u32>) -> ProcessActivity {
+    ProcessActivity {
+        pid,
+        name: format!("python{pid}"),
+        memory_used: Some(memory),
+        sm_percent: sm,
+        mps_client: true,
+    }
+}
+
+fn snapshot() -> ActivitySnapshot {
+    let device = DeviceActivity {
+        device: "gpu-1".into(),
+        gpu: "gpu-1".into(),
+        uuid: "GPU-1111".into(),
+        sharing: "mps",
+        memory_used: 6 * GIB,
+        memory_share: Some(4 * GIB),
+        memory_total: 80 * GIB,
+        device_memory_used: None,
+        sm_percent: Some(30),
+        processes: vec![
+            process(10, 2 * GIB, Some(10)),
+            process(11, 4 * GIB, Some(20)),
+        ],
+    };
+    let mps = ClaimActivity {
+        uid: "00000000-0000-4000-8000-000000000001".into(),
+        namespace: "team-a".into(),
+        name: "train".into(),
+        kind: ClaimKind::Mps,
+        prepared_at: 1_000,
+        last_active: Some(1_900),
+        devices: vec![device],
+    };
+    let idle = ClaimActivity {
+        uid: "00000000-0000-4000-8000-000000000002".into(),
+        namespace: "team-b".into(),
+        name: "notebook".into(),
+        kind: ClaimKind::Exclusive,
+        prepared_at: 500,
+        last_active: None,
+        devices: Vec::new(),
+    };
+    ActivitySnapshot {
+        enabled: true,
+        interval_ms: 5_000,
+        sampled_at_ms: 1_999_000,
+        sample_cpu_us: 250,
+        claims: vec![mps, idle],
+        unclaimed: vec![UnclaimedProcess {
+            gpu: "gpu-0".into(),
+            device: "gpu-0".into(),
+            process: ProcessActivity {
+                mps_client: false,
+                sm_percent: None,
+                ..process(77, GIB, None)
+            },
+            reason: "no gpuslice claim in its environment".into(),
+        }],
+        warnings: vec![
+            Warning {
+                kind: WarningKind::OverShare,
+                since: 1_950,
+                claim_uid: "00000000-0000-4000-8000-000000000001".into(),
+                device: "gpu-1".into(),
+                pid: 0,
+                message: "claim team-a/train uses 6.0 GiB of its 4.0 GiB share on gpu-1".into(),
+            },
+            Warning {
+                kind: WarningKind::Unclaimed,
+                since: 1_960,
+                claim_uid: String::new(),
+                device: "gpu-0".into(),
+                pid: 77,
+                message: "process 77 on gpu-0 belongs to no claim".into(),
+            },
+        ],
+        episodes: EpisodeCounts {
+            overshare_mps: 3,
+            overshare_timeslicing: 1,
+            unclaimed: 2,
+        },
+        series_dropped: 0,
+    }
+}
+
+#[test]
+fn every_field_of_the_snapshot_reaches_the_reply() {
+    let reply = activity_response(&snapshot(), 2_000);
+    assert!(reply.enabled);
+    assert_eq!(reply.interval_ms, 5_000);
+    assert_eq!(reply.sampled_at_ms, 1_999_000);
+    assert_eq!(reply.sample_cpu_us, 250);
+    assert_eq!(reply.now, 2_000);
+    let claim = &reply.claims[0];
+    let r = claim.claim.as_ref().unwrap();
+    assert_eq!(
+        (r.uid.as_str(), r.namespace.as_str(), r.name.as_str()),
+        ("00000000-0000-4000-8000-000000000001", "team-a", "train")
+    );
+    assert_eq!(claim.kind, "mps");
+    assert_eq!(claim.prepared_at, 1_000);
+    assert_eq!(claim.last_active, Some(1_900));
+    assert_eq!(claim.idle_seconds, 100);
+    let d = &claim.devices[0];
+    assert_eq!((d.device.as_str(), d.gpu.as_str()), ("gpu-1", "gpu-1"));
+    assert_eq!((d.uuid.as_str(), d.sharing.as_str()), ("GPU-1111", "mps"));
+    assert_eq!(d.memory_used_bytes, 6 * GIB);
+    assert_eq!(d.memory_share_bytes, Some(4 * GIB));
+    assert_eq!(d.memory_total_bytes, 80 * GIB);
+    assert_eq!(d.device_memory_used_bytes, None);
+    assert_eq!(d.sm_percent, Some(30));
+    let pids: Vec<u32> = d.processes.iter().map(|p| p.pid).collect();
+    assert_eq!(pids, [10, 11]);
+    let p = &d.processes[1];
+    assert_eq!(p.name, "python11");
+    assert_eq!(p.memory_used_bytes, Some(4 * GIB));
+    assert_eq!(p.sm_percent, Some(20));
+    assert!(p.mps_client);
+    let u = &reply.unclaimed[0];
+    assert_eq!((u.gpu.as_str(), u.device.as_str()), ("gpu-0", "gpu-0"));
+    assert_eq!(u.reason, "no gpuslice claim in its environment");
+    let up = u.process.as_ref().unwrap();
+    assert_eq!((up.pid, up.sm_percent, up.mps_client), (77, None, false));
+    let kinds: Vec<&str> = reply.warnings.iter().map(|w| w.kind.as_str()).collect();
+    assert_eq!(kinds, ["overshare", "unclaimed"]);
+    let w = &reply.warnings[1];
+    assert_eq!((w.since, w.pid, w.device.as_str()), (1_960, 77, "gpu-0"));
+    assert_eq!(reply.warnings[0].claim_uid, r.uid);
+    let e = reply.episodes.unwrap();
+    assert_eq!(
+        (e.overshare_mps, e.overshare_timeslicing, e.unclaimed),
+        (3, 1, 2)
+    );
+}
+
+#[test]
+fn a_claim_never_active_is_idle_since_its_prepare() {
+    let reply = activity_response(&snapshot(), 2_000);
+    let idle = &reply.claims[1];
+    assert_eq!(idle.last_active, None);
+    assert_eq!(idle.idle_seconds, 1_500);
+    assert_eq!(idle.kind, "exclusive");
+}
+
+#[test]
+fn sampling_off_answers_an_empty_disabled_reply() {
+    let reply = activity_response(&ActivitySnapshot::default(), 42);
+    assert!(!reply.enabled);
+    assert!(reply.claims.is_empty() && reply.unclaimed.is_empty());
+    assert!(reply.warnings.is_empty());
+    assert_eq!(reply.episodes.unwrap_or_default(), Default::default());
+}
+
+#[test]
+fn status_lists_each_open_warning_by_its_message() {
+    let lines = warning_lines(&snapshot());
+    assert_eq!(
+        lines,
+        [
+            "claim team-a/train uses 6.0 GiB of its 4.0 GiB share on gpu-1",
+            "process 77 on gpu-0 belongs to no claim",
+        ]
+    );
+    assert!(warning_lines(&ActivitySnapshot::default()).is_empty());
+}

@@ -1,0 +1,164 @@
+//! `gpuslicectl claims --idle D` (the claims without GPU activity for at
+//! least D) and the JSON document of a GetActivity reply (`top --output
+//! json`). Pure.
+
+use gpuslice_proto::gpuslice::v1 as pb;
+use serde_json::{Value, json};
+
+use crate::render::{doc, table};
+use crate::units::{ago, span};
+
+/// The claims idle for at least `min_idle` seconds, as a table or JSON. Idle
+/// time is the daemon's (`idle_seconds`: since the last active sample, or
+/// since the prepare when never active).
+pub fn idle_claims(reply: &pb::GetActivityResponse, min_idle: u64, json: bool) -> String {
+    let min = i64::try_from(min_idle).unwrap_or(i64::MAX);
+    let idle: Vec<&pb::ClaimActivity> = reply
+        .claims
+        .iter()
+        .filter(|c| c.idle_seconds >= min)
+        .collect();
+    if json {
+        let claims: Vec<Value> = idle.iter().map(|c| claim_json(c)).collect();
+        return doc(
+            &json!({ "idle_at_least_seconds": min_idle, "now": reply.now,
+                            "claims": claims }),
+        );
+    }
+    if idle.is_empty() {
+        return format!(
+            "no claim has been idle for {} or more ({} prepared)\n",
+            span(min),
+            reply.claims.len()
+        );
+    }
+    let rows: Vec<Vec<String>> = idle
+        .iter()
+        .map(|c| {
+            let r = c.claim.clone().unwrap_or_default();
+            let devices: Vec<&str> = c.devices.iter().map(|d| d.device.as_str()).collect();
+            vec![
+                r.uid,
+                format!("{}/{}", r.namespace, r.name),
+                c.kind.clone(),
+                devices.join(","),
+                span(c.idle_seconds),
+                ago(c.last_active, reply.now),
+            ]
+        })
+        .collect();
+    table(
+        &["UID", "CLAIM", "KIND", "DEVICES", "IDLE FOR", "LAST ACTIVE"],
+        &rows,
+    )
+}
+
+fn process_json(p: &pb::ProcessActivity) -> Value {
+    json!({ "pid": p.pid, "name": p.name, "memory_used_bytes": p.memory_used_bytes,
+            "sm_percent": p.sm_percent, "mps_client": p.mps_client })
+}
+
+fn device_json(d: &pb::DeviceActivity) -> Value {
+    let processes: Vec<Value> = d.processes.iter().map(process_json).collect();
+    json!({ "device": d.device, "gpu": d.gpu, "uuid": d.uuid, "sharing": d.sharing,
+            "memory_used_bytes": d.memory_used_bytes,
+            "memory_share_bytes": d.memory_share_bytes,
+            "memory_total_bytes": d.memory_total_bytes,
+            "device_memory_used_bytes": d.device_memory_used_bytes,
+            "sm_percent": d.sm_percent, "processes": processes })
+}
+
+fn claim_json(c: &pb::ClaimActivity) -> Value {
+    let r = c.claim.clone().unwrap_or_default();
+    let devices: Vec<Value> = c.devices.iter().map(device_json).collect();
+    json!({ "uid": r.uid, "namespace": r.namespace, "name": r.name, "kind": c.kind,
+            "prepared_at": c.prepared_at, "last_active": c.last_active,
+            "idle_seconds": c.idle_seconds, "devices": devices })
+}
+
+/// The whole reply as one JSON document.
+pub fn activity_json(reply: &pb::GetActivityResponse) -> String {
+    let claims: Vec<Value> = reply.claims.iter().map(claim_json).collect();
+    let unclaimed: Vec<Value> = reply
+        .unclaimed
+        .iter()
+        .map(|u| {
+            let p = u.process.clone().unwrap_or_default();
+            json!({ "gpu": u.gpu, "device": u.device, "process": process_json(&p),
+                    "reason": u.reason })
+        })
+        .collect();
+    let warnings: Vec<Value> = reply
+        .warnings
+        .iter()
+        .map(|w| {
+            json!({ "kind": w.kind, "since": w.since, "claim_uid": w.claim_uid,
+                    "device": w.device, "pid": w.pid, "message": w.message })
+        })
+        .collect();
+    let e = reply.episodes.unwrap_or_default();
+    doc(&json!({
+        "enabled": reply.enabled, "interval_ms": reply.interval_ms,
+        "sampled_at_ms": reply.sampled_at_ms, "sample_cpu_us": reply.sample_cpu_us,
+        "now": reply.now, "claims": claims, "unclaimed": unclaimed, "warnings": warnings,
+        "episodes": { "overshare_mps": e.overshare_mps,
+                      "overshare_timeslicing": e.overshare_timeslicing,
+                      "unclaimed": e.unclaimed },
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{activity_json, idle_claims};
+    use crate::fixture::{GIB, IDLE_UID, MPS_UID, reply};
+
+    #[test]
+    fn only_claims_idle_that_long_are_listed() {
+        let all = idle_claims(&reply(), 0, false);
+        assert!(all.contains(MPS_UID) && all.contains(IDLE_UID), "{all}");
+        let hour = idle_claims(&reply(), 3_600, false);
+        assert_eq!(
+            hour,
+            "UID                                   CLAIM            KIND       DEVICES  \
+             IDLE FOR  LAST ACTIVE\n\
+             00000000-0000-4000-8000-000000000002  team-b/notebook  exclusive  gpu-2    \
+             2h        never\n"
+        );
+        let exact = idle_claims(&reply(), 12, false);
+        assert!(
+            exact.contains(MPS_UID),
+            "idle for exactly the bound: {exact}"
+        );
+        assert!(!idle_claims(&reply(), 13, false).contains(MPS_UID));
+        assert_eq!(
+            idle_claims(&reply(), 86_400, false),
+            "no claim has been idle for 1d or more (2 prepared)\n"
+        );
+    }
+
+    #[test]
+    fn idle_claims_as_json() {
+        let doc: serde_json::Value =
+            serde_json::from_str(&idle_claims(&reply(), 60, true)).unwrap();
+        assert_eq!(doc["idle_at_least_seconds"], 60);
+        let claims = doc["claims"].as_array().unwrap();
+        assert_eq!(claims.len(), 1);
+        assert_eq!(claims[0]["uid"], IDLE_UID);
+        assert_eq!(claims[0]["idle_seconds"], 7_200);
+        assert!(claims[0]["last_active"].is_null());
+    }
+
+    #[test]
+    fn the_activity_document_has_every_part() {
+        let doc: serde_json::Value = serde_json::from_str(&activity_json(&reply())).unwrap();
+        assert_eq!(doc["enabled"], true);
+        assert_eq!(doc["interval_ms"], 5_000);
+        let device = &doc["claims"][0]["devices"][0];
+        assert_eq!(device["memory_used_bytes"], 6 * GIB);
+        assert_eq!(device["memory_share_bytes"], 4 * GIB);
+        assert_eq!(device["processes"][1]["pid"], 11);
+        assert_eq!(doc["unclaimed"][0]["process"]["pid"], 77);
+        assert_eq!(doc["warnings"][1]["kind"], "unclaimed");
+        assert_eq!(doc["episodes"]["overshare_mps"], 1);
+    }
+}

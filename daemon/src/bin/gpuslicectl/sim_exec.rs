@@ -1,0 +1,296 @@
+//! `gpuslicectl sim exec --claim UID -- CMD...`: runs CMD as a fake GPU
+//! process of a claim on the simulated backend, for demos and tests. CMD
+//! gets the claim's CDI environment (the spec's edits and its device's, as
+//! a container runtime would inject them), and a process file in the
+//! simulator's folder (GetStatus `sim_processes_dir`) tells the simulator
+//! that CMD's pid uses the device, with the memory and SM figures given.
+//! The file is removed when CMD ends; the exit status is CMD's (128 + the
+//! signal that ended it). SIGTERM and SIGHUP are passed on to CMD; Ctrl-C
+//! reaches it from the terminal.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
+
+use anyhow::{Context, bail};
+use gpuslice::gpu::sim::process_file::{
+    SimProcessFile, proc_start_time, remove_process_file, write_process_file,
+};
+use gpuslice_cdi::spec::Spec;
+use gpuslice_proto::gpuslice::v1 as pb;
+use gpuslice_proto::gpuslice::v1::gpu_slice_client::GpuSliceClient;
+use tokio::signal::unix::{SignalKind, signal};
+use tonic::transport::Channel;
+
+use crate::units::parse_bytes;
+
+/// `sim exec`'s options.
+#[derive(Debug, clap::Args)]
+pub struct SimExecArgs {
+    /// The claim (its uid) the process belongs to.
+    #[arg(long)]
+    claim: String,
+    /// The claim's device it runs on, by inventory name (default: its first).
+    #[arg(long)]
+    device: Option<String>,
+    /// GPU memory it uses, e.g. 4GiB.
+    #[arg(long, value_parser = parse_bytes, default_value = "1GiB")]
+    memory: u64,
+    /// SM utilization it shows, percent (0 reads as idle).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=100))]
+    sm: u32,
+    /// Register it as an MPS client (the default on a device the claim
+    /// shares through MPS).
+    #[arg(long)]
+    mps: bool,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    command: Vec<String>,
+}
+
+/// Where and as what the process runs.
+struct Target {
+    dir: PathBuf,
+    uuid: String,
+    mps: bool,
+    env: Vec<(String, String)>,
+}
+
+/// Runs CMD to its end; returns its exit status as ours.
+pub async fn run(mut client: GpuSliceClient<Channel>, args: SimExecArgs) -> anyhow::Result<u8> {
+    let target = target(&mut client, &args).await?;
+    drop(client);
+    let (program, rest) = args
+        .command
+        .split_first()
+        .context("no command given after --")?;
+    let mut child = std::process::Command::new(program)
+        .args(rest)
+        .envs(target.env.iter().map(|(k, v)| (k, v)))
+        .spawn()
+        .with_context(|| format!("cannot run {program}"))?;
+    let pid = child.id();
+    let file = SimProcessFile {
+        pid,
+        start_time: proc_start_time(pid),
+        device: target.uuid.clone(),
+        memory_bytes: args.memory,
+        sm_percent: args.sm,
+        mps_client: target.mps,
+    };
+    let written = write_process_file(&target.dir, &file)
+        .with_context(|| format!("cannot register process {pid} with the simulator"));
+    let status = match written {
+        Ok(()) => wait(child).await,
+        Err(err) => {
+            let _ = nix::sys::signal::kill(as_pid(pid), nix::sys::signal::Signal::SIGTERM);
+            let _ = child.wait();
+            return Err(err);
+        }
+    };
+    if let Err(err) = remove_process_file(&target.dir, pid) {
+        eprintln!("gpuslicectl sim exec: {err}");
+    }
+    Ok(exit_code(status?))
+}
+
+fn as_pid(pid: u32) -> nix::unistd::Pid {
+    nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap_or(i32::MAX))
+}
+
+/// Waits for `child`, passing SIGTERM and SIGHUP on to it. SIGINT is only
+/// waited through: Ctrl-C on the terminal reaches CMD itself (same process
+/// group), and the file is still removed when CMD ends.
+async fn wait(mut child: std::process::Child) -> anyhow::Result<ExitStatus> {
+    use nix::sys::signal::Signal;
+    let pid = as_pid(child.id());
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut term = signal(SignalKind::terminate())?;
+    let mut hup = signal(SignalKind::hangup())?;
+    let done = tokio::task::spawn_blocking(move || child.wait());
+    tokio::pin!(done);
+    loop {
+        let forward = tokio::select! {
+            status = &mut done => return Ok(status.context("the wait for the command was lost")??),
+            _ = int.recv() => None,
+            _ = term.recv() => Some(Signal::SIGTERM),
+            _ = hup.recv() => Some(Signal::SIGHUP),
+        };
+        if let Some(signal) = forward {
+            let _ = nix::sys::signal::kill(pid, signal);
+        }
+    }
+}
+
+/// The exit code of a status: its code, or 128 + the signal that ended it.
+fn exit_code(status: ExitStatus) -> u8 {
+    use std::os::unix::process::ExitStatusExt;
+    let code = status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(1);
+    u8::try_from(code).unwrap_or(1)
+}
+
+async fn target(
+    client: &mut GpuSliceClient<Channel>,
+    args: &SimExecArgs,
+) -> anyhow::Result<Target> {
+    let status = client
+        .get_status(pb::GetStatusRequest {})
+        .await?
+        .into_inner();
+    if status.backend != "sim" || status.sim_processes_dir.is_empty() {
+        bail!(
+            "sim exec runs fake GPU processes on the simulated backend only; this gpusliced \
+             runs backend {:?}",
+            status.backend
+        );
+    }
+    let claims = client
+        .list_claims(pb::ListClaimsRequest {})
+        .await?
+        .into_inner();
+    let claim = claims
+        .claims
+        .into_iter()
+        .find(|c| c.claim.as_ref().is_some_and(|r| r.uid == args.claim))
+        .with_context(|| format!("no claim {} is prepared (gpuslicectl claims)", args.claim))?;
+    let device = match &args.device {
+        Some(name) => claim.devices.iter().find(|d| &d.device == name),
+        None => claim.devices.first(),
+    }
+    .with_context(|| {
+        let held: Vec<&str> = claim.devices.iter().map(|d| d.device.as_str()).collect();
+        format!(
+            "claim {} does not hold {}; it holds {}",
+            args.claim,
+            args.device.as_deref().unwrap_or("any device"),
+            held.join(", ")
+        )
+    })?
+    .clone();
+    let uuid = device_uuid(client, &args.claim, &device.device).await?;
+    let spec = read_spec(Path::new(&claim.cdi_spec_path))?;
+    Ok(Target {
+        dir: PathBuf::from(status.sim_processes_dir),
+        uuid,
+        mps: args.mps || device.sharing.starts_with("mps"),
+        env: cdi_env(&spec, &device.cdi_device_ids),
+    })
+}
+
+/// The device's own UUID: from the activity snapshot, else the MIG layout
+/// (a GPU's UUID, or a slice's MIG UUID).
+async fn device_uuid(
+    client: &mut GpuSliceClient<Channel>,
+    uid: &str,
+    device: &str,
+) -> anyhow::Result<String> {
+    let activity = client
+        .get_activity(pb::GetActivityRequest {})
+        .await?
+        .into_inner();
+    let sampled = activity
+        .claims
+        .iter()
+        .filter(|c| c.claim.as_ref().is_some_and(|r| r.uid == uid))
+        .flat_map(|c| &c.devices)
+        .find(|d| d.device == device && !d.uuid.is_empty());
+    if let Some(d) = sampled {
+        return Ok(d.uuid.clone());
+    }
+    let layout = client
+        .get_mig_layout(pb::GetMigLayoutRequest {})
+        .await?
+        .into_inner();
+    layout
+        .gpus
+        .iter()
+        .find_map(|g| {
+            if g.device == device {
+                return Some(g.uuid.clone());
+            }
+            g.instances
+                .iter()
+                .find(|i| i.device == device && !i.uuid.is_empty())
+                .map(|i| i.uuid.clone())
+        })
+        .with_context(|| format!("cannot find the UUID of {device}"))
+}
+
+fn read_spec(path: &Path) -> anyhow::Result<Spec> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the claim's CDI spec {}", path.display()))?;
+    serde_json::from_str(&text)
+        .with_context(|| format!("cannot parse the claim's CDI spec {}", path.display()))
+}
+
+/// The environment a runtime injects for `device_ids` (fully qualified CDI
+/// names): the spec's edits, then each device's, later entries winning.
+pub fn cdi_env(spec: &Spec, device_ids: &[String]) -> Vec<(String, String)> {
+    let names: Vec<&str> = device_ids
+        .iter()
+        .filter_map(|id| id.split_once('=').map(|(_, name)| name))
+        .collect();
+    let devices = spec
+        .devices
+        .iter()
+        .filter(|d| names.contains(&d.name.as_str()));
+    std::iter::once(&spec.container_edits)
+        .chain(devices.map(|d| &d.container_edits))
+        .flat_map(|edits| &edits.env)
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{cdi_env, exit_code};
+    use gpuslice_cdi::spec::{ContainerEdits, Device, Spec};
+
+    fn edits(env: &[&str]) -> ContainerEdits {
+        ContainerEdits {
+            env: env.iter().map(|e| (*e).to_owned()).collect(),
+            ..ContainerEdits::default()
+        }
+    }
+
+    #[test]
+    fn the_spec_env_and_the_chosen_device_env_only() {
+        let spec = Spec {
+            cdi_version: "0.5.0".into(),
+            kind: "k8s.gpuslice.dev/claim".into(),
+            devices: vec![
+                Device {
+                    name: "u1-gpu-0".into(),
+                    container_edits: edits(&["NVIDIA_VISIBLE_DEVICES=GPU-0"]),
+                },
+                Device {
+                    name: "u1-gpu-1".into(),
+                    container_edits: edits(&["NVIDIA_VISIBLE_DEVICES=GPU-1", "A=b=c"]),
+                },
+            ],
+            container_edits: edits(&["GPUSLICE_CLAIM_u1=u1", "BROKEN"]),
+        };
+        let env = cdi_env(&spec, &["k8s.gpuslice.dev/claim=u1-gpu-1".to_owned()]);
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        assert_eq!(
+            env,
+            [
+                ("GPUSLICE_CLAIM_u1", "u1"),
+                ("NVIDIA_VISIBLE_DEVICES", "GPU-1"),
+                ("A", "b=c"),
+            ]
+        );
+    }
+
+    #[test]
+    fn exit_codes_pass_through_and_signals_add_128() {
+        use std::os::unix::process::ExitStatusExt;
+        use std::process::ExitStatus;
+        assert_eq!(exit_code(ExitStatus::from_raw(3 << 8)), 3);
+        assert_eq!(exit_code(ExitStatus::from_raw(0)), 0);
+        assert_eq!(exit_code(ExitStatus::from_raw(15)), 143, "SIGTERM");
+    }
+}

@@ -1,0 +1,317 @@
+//! The per-claim GPU use families from hand-made activity snapshots: values,
+//! series that go with their claim, the cardinality cap, the episode
+//! counters, and both text formats' rules with activity series present.
+
+use super::format_rules::{Sample, check_openmetrics, check_prometheus, samples};
+use super::{busy_node, value};
+use crate::activity::{
+    ActivityHandle, ActivitySnapshot, ClaimActivity, DeviceActivity, EpisodeCounts,
+    ProcessActivity, UnclaimedProcess,
+};
+use crate::claims::{ClaimKind, NodeUsage};
+use crate::metrics::{Format, Metrics};
+
+const GIB: u64 = 1 << 30;
+
+fn process(pid: u32, memory: u64) -> ProcessActivity {
+    ProcessActivity {
+        pid,
+        name: "python".into(),
+        memory_used: Some(memory),
+        sm_percent: Some(20),
+        mps_client: false,
+    }
+}
+
+fn device(name: &str, sharing: &'static str, used: u64, share: Option<u64>) -> DeviceActivity {
+    DeviceActivity {
+        device: name.into(),
+        gpu: name.into(),
+        uuid: format!("GPU-{name}"),
+        sharing,
+        memory_used: used,
+        memory_share: share,
+        memory_total: 80 * GIB,
+        device_memory_used: None,
+        sm_percent: Some(45),
+        processes: vec![process(100, used)],
+    }
+}
+
+fn claim(n: u8, kind: ClaimKind, devices: Vec<DeviceActivity>) -> ClaimActivity {
+    ClaimActivity {
+        uid: format!("00000000-0000-4000-8000-00000000000{n}"),
+        namespace: "team".into(),
+        name: format!("claim-{n}"),
+        kind,
+        prepared_at: 1_000,
+        last_active: Some(1_700_000_000),
+        devices,
+    }
+}
+
+pub(super) fn node() -> ActivitySnapshot {
+    let mps = claim(
+        1,
+        ClaimKind::Mps,
+        vec![device("gpu-1", "mps", 6 * GIB, Some(4 * GIB))],
+    );
+    let mut idle = claim(
+        2,
+        ClaimKind::Exclusive,
+        vec![device("gpu-2", "exclusive", 0, None)],
+    );
+    idle.last_active = None;
+    idle.devices[0].processes.clear();
+    idle.devices[0].sm_percent = None;
+    ActivitySnapshot {
+        enabled: true,
+        interval_ms: 5_000,
+        sampled_at_ms: 1_700_000_000_000,
+        sample_cpu_us: 1_500,
+        claims: vec![mps, idle],
+        unclaimed: vec![
+            unclaimed_on("gpu-0", 77, GIB),
+            unclaimed_on("gpu-0", 78, 2 * GIB),
+        ],
+        warnings: Vec::new(),
+        episodes: EpisodeCounts {
+            overshare_mps: 2,
+            overshare_timeslicing: 0,
+            unclaimed: 1,
+        },
+        series_dropped: 0,
+    }
+}
+
+fn unclaimed_on(gpu: &str, pid: u32, memory: u64) -> UnclaimedProcess {
+    UnclaimedProcess {
+        gpu: gpu.into(),
+        device: gpu.into(),
+        process: process(pid, memory),
+        reason: "no gpuslice claim in its environment".into(),
+    }
+}
+
+fn metrics(max: usize) -> (Metrics, ActivityHandle) {
+    let handle = ActivityHandle::default();
+    (
+        Metrics::new("sim").with_activity(handle.clone(), max),
+        handle,
+    )
+}
+
+fn render(metrics: &Metrics) -> (String, Vec<Sample>) {
+    let text = metrics
+        .render(&NodeUsage::default(), Format::Prometheus)
+        .unwrap();
+    check_prometheus(&text);
+    let all = samples(&text);
+    (text, all)
+}
+
+fn series<'a>(all: &'a [Sample], name: &str) -> Vec<&'a Sample> {
+    all.iter().filter(|s| s.name == name).collect()
+}
+
+fn of_claim(n: u8, device: &str, sharing: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("namespace", "team".into()),
+        ("name", format!("claim-{n}")),
+        ("uid", format!("00000000-0000-4000-8000-00000000000{n}")),
+        ("device", device.into()),
+        ("sharing", sharing.into()),
+    ]
+}
+
+fn claim_value(all: &[Sample], name: &str, labels: &[(&'static str, String)]) -> Option<f64> {
+    let labels: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    value(all, name, &labels)
+}
+
+#[test]
+fn each_claim_device_gets_its_use_share_utilization_processes_and_last_activity() {
+    let (metrics, handle) = metrics(1024);
+    handle.publish(node());
+    let (_, all) = render(&metrics);
+    let mps = of_claim(1, "gpu-1", "mps");
+    let gib = |n: u64| Some((n * GIB) as f64);
+    assert_eq!(
+        claim_value(&all, "gpuslice_claim_memory_used_bytes", &mps),
+        gib(6)
+    );
+    assert_eq!(
+        claim_value(&all, "gpuslice_claim_memory_share_bytes", &mps),
+        gib(4)
+    );
+    assert_eq!(
+        claim_value(&all, "gpuslice_claim_sm_utilization_ratio", &mps),
+        Some(0.45)
+    );
+    assert_eq!(
+        claim_value(&all, "gpuslice_claim_processes", &mps),
+        Some(1.0)
+    );
+    assert_eq!(
+        claim_value(&all, "gpuslice_claim_last_active_timestamp_seconds", &mps),
+        Some(1_700_000_000.0)
+    );
+    let idle = of_claim(2, "gpu-2", "exclusive");
+    assert_eq!(
+        claim_value(&all, "gpuslice_claim_memory_used_bytes", &idle),
+        Some(0.0)
+    );
+    assert_eq!(
+        claim_value(&all, "gpuslice_claim_processes", &idle),
+        Some(0.0)
+    );
+    for absent in [
+        "gpuslice_claim_memory_share_bytes",
+        "gpuslice_claim_sm_utilization_ratio",
+        "gpuslice_claim_last_active_timestamp_seconds",
+    ] {
+        assert_eq!(claim_value(&all, absent, &idle), None, "{absent}");
+    }
+    assert_eq!(
+        value(&all, "gpuslice_unclaimed_processes", &[("gpu", "gpu-0")]),
+        Some(2.0)
+    );
+    assert_eq!(
+        value(
+            &all,
+            "gpuslice_unclaimed_memory_used_bytes",
+            &[("gpu", "gpu-0")]
+        ),
+        gib(3)
+    );
+    assert_eq!(
+        value(&all, "gpuslice_activity_sample_cpu_seconds", &[]),
+        Some(0.0015)
+    );
+    assert_eq!(
+        value(&all, "gpuslice_activity_series_dropped", &[]),
+        Some(0.0)
+    );
+}
+
+#[test]
+fn an_unprepared_claim_and_a_gone_unclaimed_process_leave_no_series() {
+    let (metrics, handle) = metrics(1024);
+    handle.publish(node());
+    render(&metrics);
+    let mut later = node();
+    later.claims.remove(0);
+    later.unclaimed.clear();
+    handle.publish(later);
+    let (text, all) = render(&metrics);
+    assert!(!text.contains("claim-1"), "{text}");
+    assert!(series(&all, "gpuslice_unclaimed_processes").is_empty());
+    assert!(series(&all, "gpuslice_unclaimed_memory_used_bytes").is_empty());
+    assert_eq!(series(&all, "gpuslice_claim_memory_used_bytes").len(), 1);
+}
+
+#[test]
+fn claim_series_stop_at_the_cap_and_the_rest_are_counted_as_dropped() {
+    let (metrics, handle) = metrics(2);
+    let mut snapshot = node();
+    snapshot.claims[1]
+        .devices
+        .push(device("gpu-3", "exclusive", GIB, None));
+    snapshot.claims.push(claim(
+        3,
+        ClaimKind::TimeSlicing,
+        vec![device("gpu-4", "timeslicing", GIB, Some(40 * GIB))],
+    ));
+    handle.publish(snapshot);
+    let (text, all) = render(&metrics);
+    let mut kept: Vec<&str> = series(&all, "gpuslice_claim_memory_used_bytes")
+        .iter()
+        .map(|s| s.labels["device"].as_str())
+        .collect();
+    kept.sort_unstable();
+    assert_eq!(kept, ["gpu-1", "gpu-2"], "claims by uid, devices in order");
+    assert_eq!(series(&all, "gpuslice_claim_processes").len(), 2);
+    assert_eq!(
+        value(&all, "gpuslice_activity_series_dropped", &[]),
+        Some(2.0)
+    );
+    assert!(!text.contains("claim-3"), "{text}");
+    for s in &all {
+        assert!(!s.labels.contains_key("pid"), "a pid label: {s:?}");
+    }
+}
+
+#[test]
+fn the_samplers_own_count_of_dropped_series_is_kept() {
+    let (metrics, handle) = metrics(1024);
+    let mut snapshot = node();
+    snapshot.series_dropped = 1;
+    handle.publish(snapshot);
+    let (_, all) = render(&metrics);
+    let kept = series(&all, "gpuslice_claim_memory_used_bytes");
+    assert_eq!(kept.len(), 1);
+    assert_eq!(kept[0].labels["device"], "gpu-1", "the last pairs go");
+    assert_eq!(
+        value(&all, "gpuslice_activity_series_dropped", &[]),
+        Some(1.0)
+    );
+}
+
+#[test]
+fn episodes_are_counters_that_follow_the_snapshot_and_never_fall() {
+    let (metrics, handle) = metrics(1024);
+    let episodes = |all: &[Sample], kind, sharing| {
+        value(
+            all,
+            "gpuslice_activity_episodes_total",
+            &[("kind", kind), ("sharing", sharing)],
+        )
+    };
+    let (text, all) = render(&metrics);
+    assert!(
+        text.contains("# TYPE gpuslice_activity_episodes_total counter\n"),
+        "{text}"
+    );
+    assert_eq!(
+        episodes(&all, "overshare", "mps"),
+        Some(0.0),
+        "from the start"
+    );
+    handle.publish(node());
+    let (_, all) = render(&metrics);
+    assert_eq!(episodes(&all, "overshare", "mps"), Some(2.0));
+    assert_eq!(episodes(&all, "overshare", "timeslicing"), Some(0.0));
+    assert_eq!(episodes(&all, "unclaimed", "none"), Some(1.0));
+    let mut more = node();
+    more.episodes.overshare_timeslicing = 5;
+    handle.publish(more);
+    let (_, all) = render(&metrics);
+    assert_eq!(episodes(&all, "overshare", "timeslicing"), Some(5.0));
+    assert_eq!(episodes(&all, "overshare", "mps"), Some(2.0), "unchanged");
+    handle.publish(ActivitySnapshot::default());
+    let (_, all) = render(&metrics);
+    assert_eq!(episodes(&all, "overshare", "mps"), Some(2.0), "never falls");
+}
+
+#[test]
+fn both_formats_keep_their_rules_with_activity_series() {
+    let (metrics, handle) = metrics(1024);
+    let mut snapshot = node();
+    // Label values a namespace or name cannot hold, but a test can.
+    snapshot.claims[0].name = "a \"quoted\" \\ name".into();
+    handle.publish(snapshot);
+    let om = metrics.render(&busy_node(), Format::OpenMetrics).unwrap();
+    check_openmetrics(&om);
+    assert!(
+        om.contains("# TYPE gpuslice_activity_episodes counter\n"),
+        "{om}"
+    );
+    let text = metrics.render(&busy_node(), Format::Prometheus).unwrap();
+    check_prometheus(&text);
+    let all = samples(&text);
+    assert!(
+        series(&all, "gpuslice_claim_memory_used_bytes")
+            .iter()
+            .any(|s| s.labels["name"] == "a \"quoted\" \\ name")
+    );
+}
