@@ -4,7 +4,9 @@
 //! a container runtime would inject them), and a process file in the
 //! simulator's folder (GetStatus `sim_processes_dir`) tells the simulator
 //! that CMD's pid uses the device, with the memory and SM figures given.
-//! The file is removed when CMD ends; the exit status is CMD's (128 + the
+//! With `--no-claim --device gpu-N` instead, CMD runs on a whole GPU with
+//! no claim's environment, as a workload that bypassed the scheduler would
+//! (gpusliced shows it as unclaimed and warns). The file is removed when CMD ends; the exit status is CMD's (128 + the
 //! signal that ended it). SIGTERM and SIGHUP are passed on to CMD; Ctrl-C
 //! reaches it from the terminal.
 
@@ -27,9 +29,17 @@ use crate::units::parse_bytes;
 #[derive(Debug, clap::Args)]
 pub struct SimExecArgs {
     /// The claim (its uid) the process belongs to.
-    #[arg(long)]
-    claim: String,
-    /// The claim's device it runs on, by inventory name (default: its first).
+    #[arg(
+        long,
+        required_unless_present = "no_claim",
+        conflicts_with = "no_claim"
+    )]
+    claim: Option<String>,
+    /// Run it outside any claim (no CDI environment), on the whole GPU
+    /// `--device` names: a workload that bypassed the scheduler.
+    #[arg(long, requires = "device")]
+    no_claim: bool,
+    /// The device it runs on, by inventory name (default: the claim's first).
     #[arg(long)]
     device: Option<String>,
     /// GPU memory it uses, e.g. 4GiB.
@@ -146,6 +156,16 @@ async fn target(
             status.backend
         );
     }
+    let dir = PathBuf::from(status.sim_processes_dir);
+    let Some(uid) = &args.claim else {
+        let name = args.device.as_deref().unwrap_or_default();
+        return Ok(Target {
+            dir,
+            uuid: gpu_uuid(client, name).await?,
+            mps: args.mps,
+            env: Vec::new(),
+        });
+    };
     let claims = client
         .list_claims(pb::ListClaimsRequest {})
         .await?
@@ -153,8 +173,8 @@ async fn target(
     let claim = claims
         .claims
         .into_iter()
-        .find(|c| c.claim.as_ref().is_some_and(|r| r.uid == args.claim))
-        .with_context(|| format!("no claim {} is prepared (gpuslicectl claims)", args.claim))?;
+        .find(|c| c.claim.as_ref().is_some_and(|r| &r.uid == uid))
+        .with_context(|| format!("no claim {uid} is prepared (gpuslicectl claims)"))?;
     let device = match &args.device {
         Some(name) => claim.devices.iter().find(|d| &d.device == name),
         None => claim.devices.first(),
@@ -162,17 +182,16 @@ async fn target(
     .with_context(|| {
         let held: Vec<&str> = claim.devices.iter().map(|d| d.device.as_str()).collect();
         format!(
-            "claim {} does not hold {}; it holds {}",
-            args.claim,
+            "claim {uid} does not hold {}; it holds {}",
             args.device.as_deref().unwrap_or("any device"),
             held.join(", ")
         )
     })?
     .clone();
-    let uuid = device_uuid(client, &args.claim, &device.device).await?;
+    let uuid = device_uuid(client, uid, &device.device).await?;
     let spec = read_spec(Path::new(&claim.cdi_spec_path))?;
     Ok(Target {
-        dir: PathBuf::from(status.sim_processes_dir),
+        dir,
         uuid,
         mps: args.mps || device.sharing.starts_with("mps"),
         env: cdi_env(&spec, &device.cdi_device_ids),
@@ -216,6 +235,33 @@ async fn device_uuid(
                 .map(|i| i.uuid.clone())
         })
         .with_context(|| format!("cannot find the UUID of {device}"))
+}
+
+/// The UUID of the whole GPU named `name`, from the inventory.
+async fn gpu_uuid(client: &mut GpuSliceClient<Channel>, name: &str) -> anyhow::Result<String> {
+    let inventory = client
+        .get_inventory(pb::GetInventoryRequest {})
+        .await?
+        .into_inner();
+    let text = |d: &pb::Device, key: &str| match d.attributes.get(key)?.value.as_ref()? {
+        pb::attribute_value::Value::String(value) => Some(value.clone()),
+        _ => None,
+    };
+    let gpus: Vec<&pb::Device> = inventory
+        .devices
+        .iter()
+        .filter(|d| text(d, "type").as_deref() == Some("gpu"))
+        .collect();
+    gpus.iter()
+        .find(|d| d.name == name)
+        .and_then(|d| text(d, "uuid"))
+        .with_context(|| {
+            let names: Vec<&str> = gpus.iter().map(|d| d.name.as_str()).collect();
+            format!(
+                "--no-claim runs on a whole GPU: no GPU {name} in the inventory; the GPUs are {}",
+                names.join(", ")
+            )
+        })
 }
 
 fn read_spec(path: &Path) -> anyhow::Result<Spec> {
