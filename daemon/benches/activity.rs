@@ -15,9 +15,11 @@
 //! Part 2 times prepares (and their unprepares, untimed) of an exclusive
 //! claim on GPU 8 with sampling off, at the default interval (5 s), and
 //! flat out (a sample right after the last, as the worst case), in
-//! interleaved blocks so all three see the same disk. See bench/README.md.
+//! interleaved 5-second blocks so all three see the same disk, and a
+//! default block holds the one sample per 5 s the daemon takes. See
+//! bench/README.md.
 //!
-//! Env: `GPUSLICE_BENCH_SAMPLES` (prepares per mode, default 300),
+//! Env: `GPUSLICE_BENCH_ROUNDS` (5-second blocks per mode, default 3),
 //! `GPUSLICE_BENCH_DIR` (default a temp folder under the cargo target dir).
 
 #[path = "common/fake_root.rs"]
@@ -33,11 +35,11 @@ use std::time::{Duration, Instant};
 use node::BenchNode;
 use stats::{Summary, thread_cpu};
 
-const DEFAULT_SAMPLES: usize = 300;
+const DEFAULT_ROUNDS: usize = 3;
 /// Samples timed in part 1.
 const SAMPLER_PASSES: usize = 200;
-/// Prepares per block in part 2; modes take turns block by block.
-const BLOCK: usize = 25;
+/// Wall time of one block of part 2; modes take turns block by block.
+const BLOCK: Duration = Duration::from_secs(5);
 
 /// How the sampler runs while part 2 prepares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,25 +70,25 @@ impl Mode {
 }
 
 fn main() {
-    let samples = samples();
+    let rounds = rounds();
     let node = BenchNode::build();
-    print_facts(samples, &node);
+    print_facts(rounds, &node);
     part_one(&node);
-    part_two(&node, samples);
+    part_two(&node, rounds);
 }
 
-fn samples() -> usize {
-    match std::env::var("GPUSLICE_BENCH_SAMPLES") {
+fn rounds() -> usize {
+    match std::env::var("GPUSLICE_BENCH_ROUNDS") {
         Ok(v) => v
             .parse::<usize>()
             .ok()
             .filter(|n| *n > 0)
-            .expect("GPUSLICE_BENCH_SAMPLES must be a positive integer"),
-        Err(_) => DEFAULT_SAMPLES,
+            .expect("GPUSLICE_BENCH_ROUNDS must be a positive integer"),
+        Err(_) => DEFAULT_ROUNDS,
     }
 }
 
-fn print_facts(samples: usize, node: &BenchNode) {
+fn print_facts(rounds: usize, node: &BenchNode) {
     let cpus = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
     let profile = if cfg!(debug_assertions) {
         "DEBUG (debug_assertions on): figures are not representative"
@@ -94,7 +96,7 @@ fn print_facts(samples: usize, node: &BenchNode) {
         "release (debug_assertions off)"
     };
     println!("gpuslice activity bench");
-    println!("cpus={cpus}  profile={profile}  prepares={samples} per mode");
+    println!("cpus={cpus}  profile={profile}  rounds={rounds} (part 2)");
     println!(
         "node: {} GPUs, {} claims, {} processes; work dir {}",
         node.gpus,
@@ -153,59 +155,64 @@ fn part_one(node: &BenchNode) {
 }
 
 /// Part 2: prepare latency with sampling off, at the default interval, and
-/// flat out, in interleaved blocks.
-fn part_two(node: &BenchNode, samples: usize) {
+/// flat out. One sampler thread lives through the whole part; the modes take
+/// turns in blocks of [`BLOCK`] wall time, so a default-mode block holds
+/// exactly the one sample per 5 s the daemon takes.
+fn part_two(node: &BenchNode, rounds: usize) {
     let mut times: Vec<Vec<Duration>> = vec![Vec::new(); Mode::ALL.len()];
-    let mut round = 0usize;
-    while times.iter().any(|t| t.len() < samples) {
-        for (slot, mode) in Mode::ALL.iter().enumerate() {
-            let n = BLOCK.min(samples - times[slot].len().min(samples));
-            if n == 0 {
-                continue;
+    let (control, orders) = mpsc::channel::<Mode>();
+    std::thread::scope(|scope| {
+        scope.spawn(move || sampler_thread(node, &orders));
+        let mut block = 0usize;
+        for _ in 0..rounds {
+            for (slot, mode) in Mode::ALL.iter().enumerate() {
+                control.send(*mode).expect("the sampler thread is gone");
+                times[slot].extend(node.prepares_for(block, BLOCK));
+                block += 1;
             }
-            let block = with_sampler(node, *mode, || node.timed_prepares(round, n));
-            times[slot].extend(block);
-            round += 1;
         }
-    }
+        drop(control);
+    });
     let summaries: Vec<Summary> = times.iter().map(|t| Summary::of(t)).collect();
     println!(
-        "part 2: prepare latency of an exclusive claim on the free GPU ({samples} per mode, blocks of {BLOCK})"
+        "part 2: prepare latency of an exclusive claim on the free GPU ({rounds} rounds of {}-s blocks per mode)",
+        BLOCK.as_secs()
     );
-    for (mode, s) in Mode::ALL.iter().zip(&summaries) {
-        println!("  {:<34} {}", mode.label(), s.row());
+    for ((mode, s), t) in Mode::ALL.iter().zip(&summaries).zip(&times) {
+        println!("  {:<34} {}  n={}", mode.label(), s.row(), t.len());
     }
-    let off = summaries[0].median;
+    let off = summaries[0];
     for (mode, s) in Mode::ALL.iter().zip(&summaries).skip(1) {
         println!(
-            "  ratio {} / off (median): {:.3}x (goal <= 1.05x at the default)",
+            "  ratio {} / off: median {:.3}x, mean {:.3}x (goal <= 1.05x at the default)",
             mode.label(),
-            ratio(s.median, off)
+            ratio(s.median, off.median),
+            ratio(s.mean, off.mean)
         );
     }
 }
 
-/// Runs `body` while a sampler thread samples at `mode`'s interval (it
-/// waits on a channel, so it stops the moment `body` is done).
-fn with_sampler<T>(node: &BenchNode, mode: Mode, body: impl FnOnce() -> T) -> T {
-    let Some(interval) = mode.interval() else {
-        return body();
-    };
-    let (stop, stopped) = mpsc::channel::<()>();
-    std::thread::scope(|scope| {
-        scope.spawn(move || {
-            loop {
+/// Samples as the latest order says until the channel closes: off waits for
+/// the next order; the default samples at once and then every 5 s; flat out
+/// samples back to back. Waits on the channel, never sleeps.
+fn sampler_thread(node: &BenchNode, orders: &mpsc::Receiver<Mode>) {
+    let Ok(mut mode) = orders.recv() else { return };
+    loop {
+        let next = match mode.interval() {
+            None => orders
+                .recv()
+                .map_err(|_| mpsc::RecvTimeoutError::Disconnected),
+            Some(interval) => {
                 let _ = node.sample();
-                match stopped.recv_timeout(interval) {
-                    Err(mpsc::RecvTimeoutError::Timeout) => {}
-                    Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
-                }
+                orders.recv_timeout(interval)
             }
-        });
-        let out = body();
-        drop(stop);
-        out
-    })
+        };
+        match next {
+            Ok(order) => mode = order,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => return,
+        }
+    }
 }
 
 fn ratio(a: Duration, b: Duration) -> f64 {

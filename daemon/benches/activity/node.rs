@@ -189,21 +189,22 @@ impl BenchNode {
         }
     }
 
-    /// `n` prepares of a fresh exclusive claim on the free GPU, each timed
-    /// from the call to its return, each unprepared (untimed).
-    pub fn timed_prepares(&self, round: usize, n: usize) -> Vec<Duration> {
-        (0..n)
-            .map(|i| {
-                let claim = uid(2 + round, i);
-                let t0 = Instant::now();
-                self.engine
-                    .prepare(&request(claim.clone(), LOADED_GPUS, false))
-                    .expect("exclusive prepare");
-                let took = t0.elapsed();
-                self.engine.unprepare(&claim).expect("unprepare");
-                took
-            })
-            .collect()
+    /// Prepares of a fresh exclusive claim on the free GPU for `span` of
+    /// wall time, each timed from the call to its return and then
+    /// unprepared (untimed).
+    pub fn prepares_for(&self, block: usize, span: Duration) -> Vec<Duration> {
+        let until = Instant::now() + span;
+        let mut times = Vec::new();
+        while Instant::now() < until {
+            let claim = uid(2 + block, times.len());
+            let t0 = Instant::now();
+            self.engine
+                .prepare(&request(claim.clone(), LOADED_GPUS, false))
+                .expect("exclusive prepare");
+            times.push(t0.elapsed());
+            self.engine.unprepare(&claim).expect("unprepare");
+        }
+        times
     }
 }
 
