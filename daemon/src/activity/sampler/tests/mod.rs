@@ -1,0 +1,202 @@
+//! The sampler on the simulated backend, with a real engine and real
+//! prepared claims in temp folders.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{Sampler, SamplerSettings};
+use crate::activity::WarningKind;
+use crate::activity::fixtures::{A, B, GIB};
+use crate::activity::marker::claim_var_name;
+use crate::claims::tests::sim_engine;
+use crate::claims::{ConfigRequest, DeviceRequest, Engine, PrepareRequest, SharingTools};
+use crate::config::{MigAdvertise, MigConfig, MigGpuConfig};
+use crate::gpu::GpuBackend;
+use crate::gpu::sim::{SimBackend, SimModel, SimProcess};
+use crate::mps::supervisor::DAEMON_MARKER;
+use crate::mps::{ChildSupervisor, MpsManager, MpsSettings, NoShmMount};
+use crate::sharing::ConfigSource;
+use crate::timeslice::NvidiaSmi;
+
+mod processes;
+mod samples;
+
+/// A simulated node: the backend (to start fake processes on), an engine
+/// with the stand-in nvidia-smi (time-slicing), its state in `dir`.
+struct Node {
+    dir: tempfile::TempDir,
+    backend: Arc<SimBackend>,
+    engine: Arc<Engine>,
+}
+
+fn tool(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/tools")
+        .join(name)
+}
+
+impl Node {
+    fn new(gpus: usize) -> Self {
+        Self::with_mig(gpus, &MigConfig::default())
+    }
+
+    /// A node whose GPUs `mig` selects run in MIG mode.
+    fn with_mig(gpus: usize, mig: &MigConfig) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let backend = Arc::new(SimBackend::new(vec![SimModel::H100_80GB; gpus], "test"));
+        let dyn_backend: Arc<dyn GpuBackend> = backend.clone();
+        let tools = SharingTools {
+            mps: Arc::new(MpsManager::new(
+                MpsSettings {
+                    control_program: tool("fake-mps-control"),
+                    mps_dir: dir.path().join("run/mps"),
+                    ready_bound: Duration::from_secs(30),
+                    bind_shm: false,
+                },
+                Arc::new(ChildSupervisor::default()),
+                Arc::new(NoShmMount),
+            )),
+            nvidia_smi: NvidiaSmi::new(&tool("fake-nvidia-smi")),
+        };
+        let engine = sim_engine(dir.path(), dyn_backend, mig).with_sharing(tools);
+        engine.setup_mig(mig).unwrap();
+        Self {
+            dir,
+            backend,
+            engine: Arc::new(engine),
+        }
+    }
+
+    fn state_dir(&self) -> PathBuf {
+        self.dir.path().join("state")
+    }
+
+    fn sampler(&self) -> Sampler {
+        Sampler::new(
+            self.engine.clone(),
+            SamplerSettings {
+                interval: Duration::from_secs(5),
+                max_claim_series: 1024,
+                proc_root: "/".into(),
+                state_dir: Some(self.state_dir()),
+            },
+        )
+    }
+}
+
+/// A request of claim `ns/claim-<uid>` for `devices` with these configs.
+fn request_with(uid: &str, devices: &[&str], configs: &[String]) -> PrepareRequest {
+    PrepareRequest {
+        uid: uid.to_owned(),
+        namespace: "ns".to_owned(),
+        name: format!("claim-{}", &uid[..1]),
+        devices: devices
+            .iter()
+            .map(|d| DeviceRequest {
+                device: (*d).to_owned(),
+                request_names: vec!["gpu".to_owned()],
+                pool: "node".to_owned(),
+                consumed_memory: None,
+                share_id: String::new(),
+            })
+            .collect(),
+        configs: configs
+            .iter()
+            .map(|json| ConfigRequest {
+                source: ConfigSource::Claim,
+                requests: vec![],
+                parameters_json: json.clone(),
+            })
+            .collect(),
+    }
+}
+
+fn request(uid: &str, devices: &[&str]) -> PrepareRequest {
+    request_with(uid, devices, &[])
+}
+
+fn timeslicing() -> String {
+    r#"{"apiVersion":"resource.nvidia.com/v1beta1","kind":"GpuConfig","sharing":{"strategy":"TimeSlicing","timeSlicingConfig":{"interval":"Default"}}}"#.to_owned()
+}
+
+/// A time in the past: the simulator samples utilization only up to now.
+const T0: Duration = Duration::from_secs(1_700_000_000);
+
+/// A real process standing for a GPU process, its environment carrying
+/// `env`: a shell that says "ready" once it runs (so its exec is complete
+/// and `/proc` shows its own environment) and waits on its stdin; killed
+/// when dropped.
+struct Sleeper(std::process::Child);
+
+impl Sleeper {
+    fn new(env: &[(String, &str)]) -> Self {
+        use std::io::BufRead;
+        use std::process::{Command, Stdio};
+        let mut command = Command::new("sh");
+        command
+            .args(["-c", "echo ready; read line"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped());
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let mut child = command.spawn().expect("spawn sh");
+        let mut ready = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut ready)
+            .expect("ready line");
+        assert_eq!(ready, "ready\n");
+        Self(child)
+    }
+
+    fn in_claim(uid: &str) -> Self {
+        Self::new(&[(claim_var_name(uid), uid)])
+    }
+
+    fn pid(&self) -> u32 {
+        self.0.id()
+    }
+}
+
+impl Drop for Sleeper {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Node {
+    fn uuid(&self, gpu: usize) -> String {
+        self.engine.inventory().gpus[gpu].info.uuid.clone()
+    }
+
+    /// Registers `process` as a GPU process on GPU `gpu`.
+    fn run(
+        &self,
+        process: &Sleeper,
+        gpu: usize,
+        memory_bytes: u64,
+        sm_percent: u32,
+        mps_client: bool,
+    ) {
+        self.backend
+            .start_process(SimProcess {
+                pid: process.pid(),
+                device: self.uuid(gpu),
+                memory_bytes,
+                sm_percent,
+                mps_client,
+            })
+            .unwrap();
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        // MPS control daemons are children: unprepare stops them.
+        for claim in self.engine.claims() {
+            let _ = self.engine.unprepare(&claim.uid);
+        }
+    }
+}
