@@ -191,7 +191,34 @@ async fn sim_claims_use_shows_in_top_metrics_idle_and_warnings() {
     for message in &messages {
         assert_eq!(warned(&node, message), 1, "{message}: logged once");
     }
+    no_claim_is_unclaimed(&node, &mut procs).await;
     unprepared_claims_leave_the_metrics(&node).await;
+}
+
+/// `sim exec --no-claim` on gpu-0 (A's MPS GPU): a `sleep` with no
+/// claim in its environment, listed as unclaimed with that reason.
+async fn no_claim_is_unclaimed(node: &Daemon, procs: &mut Processes) {
+    let stray = procs.exec_no_claim(node, "gpu-0");
+    let seen = eventually(node, "the --no-claim process unclaimed on gpu-0", || {
+        let now = activity(node);
+        now["unclaimed"]
+            .as_array()?
+            .iter()
+            .find(|u| u["device"] == "gpu-0")
+            .cloned()
+    })
+    .await;
+    assert_eq!(seen["process"]["name"], "sleep", "{seen}");
+    assert_eq!(
+        seen["reason"], "no gpuslice claim in its environment",
+        "{seen}"
+    );
+    procs.end_exec(stray);
+    eventually(node, "the --no-claim process gone", || {
+        let now = activity(node);
+        now["unclaimed"].as_array()?.is_empty().then_some(())
+    })
+    .await;
 }
 
 fn prepare_two_claims(node: &Daemon) {

@@ -23,10 +23,19 @@ pub struct Processes {
 impl Processes {
     /// `gpuslicectl sim exec --claim uid <args> -- sleep 600`.
     pub fn exec(&mut self, daemon: &Daemon, uid: &str, args: &[&str]) -> usize {
+        self.sim_exec(daemon, &[&["--claim", uid], args].concat())
+    }
+
+    /// `gpuslicectl sim exec --no-claim --device <gpu> -- sleep 600`.
+    pub fn exec_no_claim(&mut self, daemon: &Daemon, gpu: &str) -> usize {
+        self.sim_exec(daemon, &["--no-claim", "--device", gpu])
+    }
+
+    fn sim_exec(&mut self, daemon: &Daemon, args: &[&str]) -> usize {
         let child = Command::new(env!("CARGO_BIN_EXE_gpuslicectl"))
             .arg("--socket")
             .arg(&daemon.socket)
-            .args(["sim", "exec", "--claim", uid])
+            .args(["sim", "exec"])
             .args(args)
             .args(["--", "sleep", "600"])
             .stdin(Stdio::null())
