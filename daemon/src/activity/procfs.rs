@@ -70,7 +70,8 @@ impl ProcError {
     pub fn unclaimed_reason(&self) -> String {
         match self {
             Self::PermissionDenied { .. } => {
-                "environment unreadable: permission denied (gpusliced needs CAP_SYS_PTRACE)"
+                "environment unreadable: permission denied (gpusliced needs CAP_SYS_PTRACE and \
+                 CAP_DAC_READ_SEARCH)"
                     .to_owned()
             }
             Self::NotFound { .. } => "environment unreadable: not in /proc (exited, or hidden \

@@ -95,9 +95,24 @@ test -f "$SPEC" || fail "no CDI spec $SPEC (CDI dir not writable in the sandbox?
 step "the sandbox is in force"
 pid=$(show MainPID)
 grep -E '^(CapBnd|NoNewPrivs|Seccomp):' "/proc/$pid/status"
-grep -q '^CapBnd:[[:space:]]*0000000008200029$' "/proc/$pid/status" || fail "capability bounding set differs"
+# CHOWN (bit 0), DAC_READ_SEARCH (2), FOWNER (3), KILL (5), SYS_PTRACE (19),
+# SYS_ADMIN (21), MKNOD (27).
+grep -q '^CapBnd:[[:space:]]*000000000828002d$' "/proc/$pid/status" || fail "capability bounding set differs"
 grep -q '^NoNewPrivs:[[:space:]]*1$' "/proc/$pid/status" || fail "NoNewPrivileges is off"
 grep -q '^Seccomp:[[:space:]]*2$' "/proc/$pid/status" || fail "no seccomp filter"
+
+step "per-claim use: another user's GPU process is seen and given to its claim (CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH under ProtectProc=invisible)"
+# A fake GPU process of claim UID1 running as nobody, as a container's would:
+# setpriv execs sleep in the pid sim exec registered, with the claim's CDI environment.
+gpuslicectl sim exec --claim "$UID1" --memory 1GiB --sm 10 -- \
+	setpriv --reuid=65534 --regid=65534 --clear-groups sleep 600 &
+EXEC=$!
+timeout 60 sh -c 'until gpuslicectl top --once | grep -Eq " gpu-1 +exclusive +1 "; do sleep 1; done' \
+	|| { gpuslicectl top --once; fail "the claim's process (uid nobody) is not attributed to it"; }
+gpuslicectl top --once
+if gpuslicectl top --once | grep -q UNCLAIMED; then fail "a process is unclaimed"; fi
+kill "$EXEC"
+wait "$EXEC" || true
 
 step "systemctl reload (SIGHUP, RELOADING=1 ... READY=1)"
 systemctl reload gpusliced.service

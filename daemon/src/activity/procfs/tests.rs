@@ -126,7 +126,7 @@ fn eacces_says_what_gpusliced_needs() {
     ));
     assert_eq!(
         err.unclaimed_reason(),
-        "environment unreadable: permission denied (gpusliced needs CAP_SYS_PTRACE)"
+        "environment unreadable: permission denied (gpusliced needs CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH)"
     );
     let other = read_error(3, "environ", std::io::Error::from_raw_os_error(libc::EIO));
     assert!(matches!(other, ProcError::Read { .. }));
