@@ -24,7 +24,9 @@
 //! * The check: each pod's claims are allocated against what earlier claims
 //!   hold and the slices published now; each allocated claim goes through the
 //!   plugin's `claim::plan`, `api::prepare_request` and `Engine::prepare` and
-//!   must prepare; then no two claims' CDI devices overlap ([`cdi_check`]);
+//!   must prepare (but for the one allocation MPS cannot serve, which must
+//!   be refused, [`mps_sets`]); then no two claims' CDI devices overlap
+//!   ([`cdi_check`]) and the specs are exactly the claims still allocated;
 //!   some claims are released (unprepared, deallocated) between rounds.
 //!
 //! Cases: `GPUSLICE_CONTRACT_CASES` (default 64). A failure is shrunk and
@@ -37,6 +39,7 @@
 mod cases;
 mod cdi_check;
 mod model;
+mod mps_sets;
 mod node;
 mod shape;
 
@@ -44,6 +47,7 @@ use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
 use cases::{Case, resource_claim, uuid};
 use model::{Allocated, Allocations, allocate};
+use mps_sets::{MpsSets, REFUSAL, sets_of};
 use node::Node;
 use shape::{Attr, Pool, pool_v1, pool_v1beta1, to_v1beta1};
 
@@ -112,6 +116,7 @@ fn run(case: &Case, mps: bool) -> Result<(), String> {
     let mut rng = fastrand::Rng::with_seed(case.seed);
     let mut held = Allocations::default();
     let mut live: Vec<(String, Vec<Allocated>)> = Vec::new();
+    let mut mps = MpsSets::default();
     let (mut claims_made, mut shares) = (0u64, 0u64);
     let mut share = || {
         shares += 1;
@@ -137,20 +142,34 @@ fn run(case: &Case, mps: bool) -> Result<(), String> {
             };
             for (claim, results) in claims.iter().zip(results) {
                 let object = resource_claim(claim, &results, &mut share);
-                if let Err(err) = node.prepare(&object) {
-                    return Err(format!(
-                        "claim {} was allocated {:?} from the published pool [{}] \
-                         (earlier allocations: {:?}) and its prepare failed: {err}",
-                        claim.uid,
-                        results,
-                        summary(&pool),
-                        live
-                    ));
+                let sets = sets_of(claim, &results);
+                let unservable = mps.partly_overlapping(&sets).map(str::to_owned);
+                match (node.prepare(&object), unservable) {
+                    (Err(err), Some(_)) if err.contains(REFUSAL) => continue,
+                    (Ok(()), Some(other)) => {
+                        return Err(format!(
+                            "claim {} was prepared although its MPS devices {sets:?} partly \
+                             overlap those of claim {other}",
+                            claim.uid
+                        ));
+                    }
+                    (Err(err), _) => {
+                        return Err(format!(
+                            "claim {} was allocated {:?} from the published pool [{}] \
+                             (earlier allocations: {:?}) and its prepare failed: {err}",
+                            claim.uid,
+                            results,
+                            summary(&pool),
+                            live
+                        ));
+                    }
+                    (Ok(()), None) => {}
                 }
+                mps.add(&claim.uid, sets);
                 held.add(&results);
                 live.push((claim.uid.clone(), results));
             }
-            cdi_check::assert_no_overlap(&node.cdi_dir());
+            cdi_check::assert_no_overlap(&node.cdi_dir(), &live);
         }
         for r in &round.release {
             if live.is_empty() {
@@ -158,6 +177,7 @@ fn run(case: &Case, mps: bool) -> Result<(), String> {
             }
             let (uid, results) = live.remove(usize::from(*r) % live.len());
             node.unprepare(&uid);
+            mps.remove(&uid);
             held.remove(&results);
         }
     }
