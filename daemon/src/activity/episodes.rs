@@ -2,9 +2,11 @@
 //! (pid, GPU) opens when a sample first sees it and closes at the first
 //! sample that does not. Each opening is returned once (the sampler logs it
 //! at warn level) and counted; each closing is returned once (logged at
-//! info). The open ones are the warnings `gpuslicectl status` shows.
+//! info). The open ones are the warnings `gpuslicectl status` shows. A GPU
+//! the sample could not read ([`Unread`]) neither closes nor reopens its
+//! episodes: they stay as they were until a sample reads it again.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::snapshot::{EpisodeCounts, Warning, WarningKind};
 
@@ -33,6 +35,8 @@ pub struct Condition {
     pub scope: String,
     /// The device shown.
     pub device: String,
+    /// The (parent) GPU it was seen on, "gpu-0".
+    pub gpu: String,
     /// The process (unclaimed) or 0.
     pub pid: u32,
     /// The line logged when it opens; what to do.
@@ -61,16 +65,53 @@ pub struct Changes {
     pub closed: Vec<Warning>,
 }
 
+/// What a sample did not see: the GPUs whose processes it could not read,
+/// and the claims held when it was taken.
+#[derive(Debug, Clone, Default)]
+pub struct Unread {
+    /// GPUs (inventory names) left out of the sample.
+    pub gpus: BTreeSet<String>,
+    /// Claims held (uids).
+    pub held: BTreeSet<String>,
+}
+
+impl Unread {
+    /// Whether an open episode not seen in the sample stays open: its GPU
+    /// was not read, and its claim (over-share) is still held.
+    fn keeps(&self, gpu: &str, claim_uid: &str) -> bool {
+        self.gpus.contains(gpu) && (claim_uid.is_empty() || self.held.contains(claim_uid))
+    }
+}
+
+/// An open episode and the GPU it is on.
+#[derive(Debug, Clone)]
+struct Open {
+    gpu: String,
+    warning: Warning,
+}
+
 /// The open episodes and the openings counted so far.
 #[derive(Debug, Clone, Default)]
 pub struct Episodes {
-    open: BTreeMap<Key, Warning>,
+    open: BTreeMap<Key, Open>,
     counts: EpisodeCounts,
 }
 
 impl Episodes {
-    /// Takes one sample's conditions, seen at `now` (Unix seconds).
+    /// Takes one sample's conditions, seen at `now` (Unix seconds), every
+    /// GPU read.
     pub fn observe(&mut self, now: i64, conditions: Vec<Condition>) -> Changes {
+        self.observe_partial(now, conditions, &Unread::default())
+    }
+
+    /// Takes one sample's conditions, seen at `now` (Unix seconds), which
+    /// did not read `unread`.
+    pub fn observe_partial(
+        &mut self,
+        now: i64,
+        conditions: Vec<Condition>,
+        unread: &Unread,
+    ) -> Changes {
         let mut changes = Changes::default();
         let mut next = BTreeMap::new();
         for condition in conditions {
@@ -78,7 +119,7 @@ impl Episodes {
             if next.contains_key(&key) {
                 continue;
             }
-            let warning = match self.open.remove(&key) {
+            let open = match self.open.remove(&key) {
                 Some(open) => open,
                 None => {
                     self.count(condition.counter);
@@ -91,20 +132,28 @@ impl Episodes {
                         message: condition.message,
                     };
                     changes.opened.push(warning.clone());
-                    warning
+                    Open {
+                        gpu: condition.gpu,
+                        warning,
+                    }
                 }
             };
-            next.insert(key, warning);
+            next.insert(key, open);
         }
-        changes.closed = std::mem::replace(&mut self.open, next)
-            .into_values()
-            .collect();
+        for (key, open) in std::mem::take(&mut self.open) {
+            if unread.keeps(&open.gpu, &open.warning.claim_uid) {
+                next.insert(key, open);
+            } else {
+                changes.closed.push(open.warning);
+            }
+        }
+        self.open = next;
         changes
     }
 
     /// The episodes open now, by kind, claim, scope and pid.
     pub fn open(&self) -> Vec<Warning> {
-        self.open.values().cloned().collect()
+        self.open.values().map(|o| o.warning.clone()).collect()
     }
 
     /// The openings counted so far.

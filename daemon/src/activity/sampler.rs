@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::attribute::{Attribution, GpuSample, Inputs, ProcView, attribute};
-use super::episodes::Episodes;
+use super::episodes::{Episodes, Unread};
 use super::held::{HeldClaim, held_claims};
 use super::persist::{Persister, load};
 use super::procfs::ProcFs;
@@ -87,12 +87,19 @@ impl Sampler {
         let now_us = u64::try_from(now.as_micros()).unwrap_or(u64::MAX);
         let inventory = self.engine.inventory();
         let held = held_claims(&self.engine.claims(), &inventory);
+        let mut unread = Unread {
+            held: held.iter().map(|c| c.uid.clone()).collect(),
+            ..Unread::default()
+        };
         let gpus: Vec<GpuSample> = inventory
             .gpus
             .iter()
             .filter_map(|gpu| {
                 let since = self.since_us(gpu.info.index, now_us);
-                let sample = read_gpu(self.engine.backend(), gpu, &held, since)?;
+                let Some(sample) = read_gpu(self.engine.backend(), gpu, &held, since) else {
+                    unread.gpus.insert(gpu.name.clone());
+                    return None;
+                };
                 self.read_at_us.insert(gpu.info.index, now_us);
                 Some(sample)
             })
@@ -110,7 +117,7 @@ impl Sampler {
             .iter()
             .filter_map(|c| Some((c.uid.clone(), c.last_active?)))
             .collect();
-        self.episodes(now_s, &attribution);
+        self.episodes(now_s, &attribution, &unread);
         self.persist(now_s, false);
         let cpu_after = thread_cpu_us();
         ActivitySnapshot {
@@ -162,8 +169,10 @@ impl Sampler {
         views
     }
 
-    fn episodes(&mut self, now: i64, attribution: &Attribution) {
-        let changes = self.episodes.observe(now, conditions(attribution));
+    fn episodes(&mut self, now: i64, attribution: &Attribution, unread: &Unread) {
+        let changes = self
+            .episodes
+            .observe_partial(now, conditions(attribution), unread);
         for w in &changes.opened {
             match w.kind {
                 WarningKind::OverShare => {

@@ -30,6 +30,7 @@ fn overshare(claim: &ClaimActivity, device: usize) -> Option<Condition> {
         claim_uid: claim.uid.clone(),
         scope: d.device.clone(),
         device: d.device.clone(),
+        gpu: d.gpu.clone(),
         pid: 0,
         message: format!(
             "claim {}/{} ({}) uses {} of GPU memory on {}, over its {} share of {}; the \
@@ -61,6 +62,7 @@ fn unclaimed(u: &UnclaimedProcess) -> Condition {
         claim_uid: String::new(),
         scope: u.gpu.clone(),
         device: u.device.clone(),
+        gpu: u.gpu.clone(),
         pid: u.process.pid,
         message: format!(
             "process {}{name} on {}{memory} belongs to no gpuslice claim ({}); it bypasses \

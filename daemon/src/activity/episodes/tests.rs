@@ -1,6 +1,8 @@
 use proptest::prelude::*;
 
-use super::{Condition, Counter, Episodes};
+use std::collections::BTreeSet;
+
+use super::{Condition, Counter, Episodes, Unread};
 use crate::activity::snapshot::{EpisodeCounts, WarningKind};
 
 fn unclaimed(pid: u32, gpu: &str) -> Condition {
@@ -10,6 +12,7 @@ fn unclaimed(pid: u32, gpu: &str) -> Condition {
         claim_uid: String::new(),
         scope: gpu.to_owned(),
         device: gpu.to_owned(),
+        gpu: gpu.to_owned(),
         pid,
         message: format!("process {pid} on {gpu}"),
     }
@@ -22,6 +25,7 @@ fn overshare(uid: &str, device: &str, counter: Counter) -> Condition {
         claim_uid: uid.to_owned(),
         scope: device.to_owned(),
         device: device.to_owned(),
+        gpu: device.split("-mig-").next().unwrap_or(device).to_owned(),
         pid: 0,
         message: format!("{uid} over on {device}"),
     }
@@ -72,7 +76,82 @@ fn keys_keep_episodes_apart_and_counters_by_kind() {
     assert_eq!(episodes.counts().overshare_mps, 2);
 }
 
+fn unread(gpus: &[&str], held: &[&str]) -> Unread {
+    Unread {
+        gpus: gpus.iter().map(|g| (*g).to_owned()).collect(),
+        held: held
+            .iter()
+            .map(|c| (*c).to_owned())
+            .collect::<BTreeSet<_>>(),
+    }
+}
+
+#[test]
+fn a_gpu_left_out_of_a_sample_keeps_its_episodes_as_they_were() {
+    let mut episodes = Episodes::default();
+    episodes.observe(
+        1,
+        vec![
+            unclaimed(7, "gpu-0"),
+            unclaimed(8, "gpu-1"),
+            overshare("a", "gpu-0-mig-3g40gb-0", Counter::OverShareMps),
+        ],
+    );
+    // gpu-0 could not be read: its two episodes stay; gpu-1's ends.
+    let skipped = episodes.observe_partial(2, vec![], &unread(&["gpu-0"], &["a"]));
+    assert!(skipped.opened.is_empty());
+    assert_eq!(skipped.closed.len(), 1);
+    assert_eq!(skipped.closed[0].pid, 8);
+    assert_eq!(episodes.open().len(), 2);
+    // Read again and still there: no second warning, the start kept.
+    let back = episodes.observe(
+        3,
+        vec![
+            unclaimed(7, "gpu-0"),
+            overshare("a", "gpu-0-mig-3g40gb-0", Counter::OverShareMps),
+        ],
+    );
+    assert!(back.opened.is_empty() && back.closed.is_empty());
+    assert!(episodes.open().iter().all(|w| w.since == 1));
+    assert_eq!(episodes.counts().unclaimed, 2);
+    assert_eq!(episodes.counts().overshare_mps, 1);
+}
+
+#[test]
+fn an_unread_gpu_does_not_keep_the_episode_of_a_claim_gone() {
+    let mut episodes = Episodes::default();
+    episodes.observe(1, vec![overshare("a", "gpu-0", Counter::OverShareMps)]);
+    let gone = episodes.observe_partial(2, vec![], &unread(&["gpu-0"], &[]));
+    assert_eq!(
+        gone.closed.len(),
+        1,
+        "claim a was unprepared: its episode ends"
+    );
+    assert!(episodes.open().is_empty());
+}
+
 proptest! {
+    /// A condition that holds throughout, on a GPU some samples cannot
+    /// read, opens one episode and never closes it.
+    #[test]
+    fn unread_samples_never_reopen_a_lasting_condition(reads in prop::collection::vec(any::<bool>(), 1..60)) {
+        let mut episodes = Episodes::default();
+        let (mut opened, mut closed) = (0, 0);
+        for (i, read) in reads.iter().enumerate() {
+            let now = i64::try_from(i).unwrap();
+            let changes = if *read {
+                episodes.observe(now, vec![unclaimed(3, "gpu-2")])
+            } else {
+                episodes.observe_partial(now, vec![], &unread(&["gpu-2"], &[]))
+            };
+            opened += changes.opened.len();
+            closed += changes.closed.len();
+        }
+        let first_read = reads.iter().any(|r| *r);
+        prop_assert_eq!(opened, usize::from(first_read));
+        prop_assert_eq!(closed, 0);
+    }
+
     /// A condition held for N consecutive samples opens exactly one episode
     /// (one warning logged), and closes it exactly once when it ends.
     #[test]
