@@ -2,12 +2,14 @@
 //! alternate screen, hides the cursor and redraws in place every interval
 //! (keys: q, Esc or Ctrl-C quit; m, s, i, n sort by memory, SM, idle time,
 //! name); the terminal is given back as it was on every way out: quit, a
-//! signal, an error, a panic (the [`Screen`] guard). Piped, or with
+//! signal, an error, a panic (the [`Screen`] guard). When gpusliced does not
+//! answer (a restart), the live view keeps the last sample on screen, says
+//! why under the title and tries again at each interval. Piped, or with
 //! `--once`, it prints the screen once; `--output json` prints the reply.
 //! What is drawn comes from [`crate::top_render::lines`].
 
 use std::io::{IsTerminal, Write};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use crossterm::event::{Event, EventStream, KeyCode, KeyEvent, KeyModifiers};
@@ -19,7 +21,7 @@ use tokio_stream::StreamExt;
 use tonic::transport::Channel;
 
 use crate::activity_render::activity_json;
-use crate::top_render::{Node, SortKey, lines};
+use crate::top_render::{Node, SortKey, lines, with_problem};
 use crate::units::parse_duration;
 
 /// `top`'s options.
@@ -114,10 +116,35 @@ impl Drop for Screen {
     }
 }
 
-fn draw(reply: &pb::GetActivityResponse, node: &Node, sort: SortKey) -> anyhow::Result<()> {
+/// The last sample that came, when, and why the fetch after it failed.
+struct Shown {
+    reply: pb::GetActivityResponse,
+    fetched: Instant,
+    problem: Option<String>,
+    every: Duration,
+}
+
+impl Shown {
+    /// The screen's lines, `width` characters at most (0: uncut). The
+    /// sample's age counts on from gpusliced's clock at the fetch.
+    fn lines(&self, node: &Node, sort: SortKey, width: usize) -> Vec<String> {
+        let waited = i64::try_from(self.fetched.elapsed().as_secs()).unwrap_or(i64::MAX);
+        let now = self.reply.now.saturating_add(waited);
+        let shown = lines(&self.reply, node, sort, now, width);
+        match &self.problem {
+            None => shown,
+            Some(problem) => {
+                let every = i64::try_from(self.every.as_secs()).unwrap_or(i64::MAX);
+                with_problem(shown, problem, every, width)
+            }
+        }
+    }
+}
+
+fn draw(shown: &Shown, node: &Node, sort: SortKey) -> anyhow::Result<()> {
     let (width, height) = terminal::size().unwrap_or((80, 24));
     let mut out = std::io::stdout().lock();
-    let shown = lines(reply, node, sort, reply.now, usize::from(width));
+    let shown = shown.lines(node, sort, usize::from(width));
     queue!(out, cursor::MoveTo(0, 0))?;
     for (row, line) in shown.iter().take(usize::from(height)).enumerate() {
         let row = u16::try_from(row).unwrap_or(u16::MAX);
@@ -164,15 +191,21 @@ async fn live(
     node: &Node,
     mut sort: SortKey,
     every: Duration,
-    mut reply: pb::GetActivityResponse,
+    reply: pb::GetActivityResponse,
 ) -> anyhow::Result<()> {
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sigint = signal(SignalKind::interrupt())?;
     let mut sighup = signal(SignalKind::hangup())?;
     let _screen = Screen::enter()?;
     let mut events = EventStream::new();
+    let mut shown = Shown {
+        reply,
+        fetched: Instant::now(),
+        problem: None,
+        every,
+    };
     loop {
-        draw(&reply, node, sort)?;
+        draw(&shown, node, sort)?;
         let tick = tokio::time::sleep(every);
         tokio::pin!(tick);
         loop {
@@ -181,10 +214,10 @@ async fn live(
                 event = events.next() => match event {
                     Some(Ok(Event::Key(k))) => match key(&k) {
                         Key::Quit => return Ok(()),
-                        Key::Sort(s) => { sort = s; draw(&reply, node, sort)?; }
+                        Key::Sort(s) => { sort = s; draw(&shown, node, sort)?; }
                         Key::Nothing => {}
                     },
-                    Some(Ok(Event::Resize(..))) => draw(&reply, node, sort)?,
+                    Some(Ok(Event::Resize(..))) => draw(&shown, node, sort)?,
                     Some(Ok(_)) => {}
                     Some(Err(err)) => return Err(err).context("cannot read the terminal"),
                     None => return Ok(()),
@@ -194,6 +227,18 @@ async fn live(
                 _ = sighup.recv() => return Ok(()),
             }
         }
-        reply = fetch(client).await?;
+        match fetch(client).await {
+            Ok(reply) => {
+                shown.reply = reply;
+                shown.fetched = Instant::now();
+                shown.problem = None;
+            }
+            Err(err) => {
+                shown.problem = Some(match err.downcast_ref::<tonic::Status>() {
+                    Some(status) => format!("{:?}: {}", status.code(), status.message()),
+                    None => format!("{err:#}"),
+                });
+            }
+        }
     }
 }

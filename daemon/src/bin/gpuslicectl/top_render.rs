@@ -194,6 +194,23 @@ pub fn lines(
     cut(out, width)
 }
 
+/// `shown` (the screen from the last sample that came) with a line under
+/// the title saying gpusliced did not answer the last fetch, why, and when
+/// top tries again; cut to `width` (0: uncut).
+pub fn with_problem(
+    mut shown: Vec<String>,
+    problem: &str,
+    retry_every: i64,
+    width: usize,
+) -> Vec<String> {
+    let line = format!(
+        "! gpusliced did not answer: {problem}; showing its last sample, trying again every {}",
+        span(retry_every)
+    );
+    shown.insert(shown.len().min(1), line);
+    cut(shown, width)
+}
+
 fn unclaimed_cells(u: &pb::UnclaimedProcess) -> Vec<String> {
     let p = u.process.clone().unwrap_or_default();
     vec![

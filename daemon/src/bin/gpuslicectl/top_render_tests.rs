@@ -1,6 +1,6 @@
 //! The top screen, exactly, from the shared fixture.
 
-use super::{Node, SortKey, lines};
+use super::{Node, SortKey, lines, with_problem};
 use crate::fixture::{NOW, reply};
 
 fn node() -> Node {
@@ -84,4 +84,24 @@ fn sampling_off_and_no_claims_say_so() {
         "gpuslice top  node node-1  no sample yet  every 5s\n\
          GPUs 4  claims 0  unclaimed 0  warnings 0\n\nno prepared claims"
     );
+}
+
+#[test]
+fn a_fetch_that_failed_is_said_under_the_title_over_the_last_sample() {
+    let last = lines(&reply(), &node(), SortKey::Memory, NOW + 40, 0);
+    let shown = with_problem(last.clone(), "connection refused", 5, 0);
+    assert_eq!(shown.len(), last.len() + 1);
+    assert_eq!(shown[0], last[0]);
+    assert!(
+        shown[0].contains("sampled 42s ago"),
+        "the age keeps counting: {}",
+        shown[0]
+    );
+    assert_eq!(
+        shown[1],
+        "! gpusliced did not answer: connection refused; showing its last sample, trying again every 5s"
+    );
+    assert_eq!(&shown[2..], &last[1..]);
+    let narrow = with_problem(last, "connection refused", 5, 20);
+    assert_eq!(narrow[1], "! gpusliced did not ");
 }
