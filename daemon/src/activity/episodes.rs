@@ -4,9 +4,13 @@
 //! at warn level) and counted; each closing is returned once (logged at
 //! info). The open ones are the warnings `gpuslicectl status` shows. A GPU
 //! the sample could not read ([`Unread`]) neither closes nor reopens its
-//! episodes: they stay as they were until a sample reads it again.
+//! episodes: they stay as they were until a sample reads it again. The open
+//! episodes are kept across a restart ([`SavedEpisode`], in
+//! `activity.json`), so one that lasts through it is not warned of again.
 
 use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
 
 use super::snapshot::{EpisodeCounts, Warning, WarningKind};
 
@@ -83,6 +87,27 @@ impl Unread {
     }
 }
 
+/// An open episode as `activity.json` keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SavedEpisode {
+    /// The kind.
+    pub kind: WarningKind,
+    /// The claim (over-share) or "".
+    pub claim_uid: String,
+    /// The device (over-share) or GPU (unclaimed) it is keyed on.
+    pub scope: String,
+    /// The device shown.
+    pub device: String,
+    /// The GPU it was seen on.
+    pub gpu: String,
+    /// The process (unclaimed) or 0.
+    pub pid: u32,
+    /// Unix seconds it began.
+    pub since: i64,
+    /// The line logged when it began.
+    pub message: String,
+}
+
 /// An open episode and the GPU it is on.
 #[derive(Debug, Clone)]
 struct Open {
@@ -98,6 +123,53 @@ pub struct Episodes {
 }
 
 impl Episodes {
+    /// The episodes saved open before a restart, open again (not counted:
+    /// the counters are this process's).
+    pub fn restore(saved: Vec<SavedEpisode>) -> Self {
+        let open = saved
+            .into_iter()
+            .map(|e| {
+                let key = (e.kind, e.claim_uid.clone(), e.scope, e.pid);
+                let warning = Warning {
+                    kind: e.kind,
+                    since: e.since,
+                    claim_uid: e.claim_uid,
+                    device: e.device,
+                    pid: e.pid,
+                    message: e.message,
+                };
+                (
+                    key,
+                    Open {
+                        gpu: e.gpu,
+                        warning,
+                    },
+                )
+            })
+            .collect();
+        Self {
+            open,
+            counts: EpisodeCounts::default(),
+        }
+    }
+
+    /// The open episodes, to save.
+    pub fn saved(&self) -> Vec<SavedEpisode> {
+        self.open
+            .iter()
+            .map(|((kind, claim_uid, scope, pid), o)| SavedEpisode {
+                kind: *kind,
+                claim_uid: claim_uid.clone(),
+                scope: scope.clone(),
+                device: o.warning.device.clone(),
+                gpu: o.gpu.clone(),
+                pid: *pid,
+                since: o.warning.since,
+                message: o.warning.message.clone(),
+            })
+            .collect()
+    }
+
     /// Takes one sample's conditions, seen at `now` (Unix seconds), every
     /// GPU read.
     pub fn observe(&mut self, now: i64, conditions: Vec<Condition>) -> Changes {

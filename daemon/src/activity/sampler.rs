@@ -61,8 +61,8 @@ impl Sampler {
         Self {
             engine,
             procfs: ProcFs::new(settings.proc_root.clone()),
-            episodes: Episodes::default(),
-            last_active: on_disk.clone(),
+            episodes: Episodes::restore(on_disk.episodes.clone()),
+            last_active: on_disk.last_active.clone(),
             persister: settings
                 .state_dir
                 .as_deref()
@@ -197,7 +197,7 @@ impl Sampler {
 
     fn persist(&mut self, now: i64, force: bool) {
         if let Some(persister) = &mut self.persister
-            && let Err(err) = persister.save(now, &self.last_active, force)
+            && let Err(err) = persister.save(now, &self.last_active, &self.episodes.saved(), force)
         {
             tracing::warn!(error = %err, "claim activity times not saved; `claims --idle` may count from the prepare after a restart");
         }

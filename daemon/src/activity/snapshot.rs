@@ -129,7 +129,10 @@ pub struct UnclaimedProcess {
 }
 
 /// The kind of an episode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum WarningKind {
     /// A shared claim's memory use passes its share.
     OverShare,

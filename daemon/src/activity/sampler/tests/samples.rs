@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::*;
-use crate::activity::persist::{Persister, load};
+use crate::activity::persist::{Persister, Saved, load};
 use crate::config::ActivityConfig;
 
 #[test]
@@ -82,14 +82,14 @@ fn sim_last_active_times_come_back_after_a_restart_and_gone_claims_are_dropped()
     node.engine.prepare(&request(A, &["gpu-0"])).unwrap();
     let before: BTreeMap<String, i64> =
         BTreeMap::from([(A.to_owned(), 1_234), ("gone".to_owned(), 99)]);
-    Persister::new(&node.state_dir(), BTreeMap::new())
-        .save(0, &before, true)
+    Persister::new(&node.state_dir(), Saved::default())
+        .save(0, &before, &[], true)
         .unwrap();
     let mut sampler = node.sampler();
     let snapshot = sampler.sample_at(T0);
     assert_eq!(snapshot.claims[0].last_active, Some(1_234));
     assert_eq!(
-        load(&node.state_dir()),
+        load(&node.state_dir()).last_active,
         BTreeMap::from([(A.to_owned(), 1_234)]),
         "the claim set changed: written at once, without the gone claim"
     );
