@@ -19,6 +19,7 @@ use crate::mps::{ChildSupervisor, MpsManager, MpsSettings, NoShmMount};
 use crate::sharing::ConfigSource;
 use crate::timeslice::NvidiaSmi;
 
+mod episodes;
 mod processes;
 mod samples;
 
