@@ -6,9 +6,10 @@
 //! that CMD's pid uses the device, with the memory and SM figures given.
 //! With `--no-claim --device gpu-N` instead, CMD runs on a whole GPU with
 //! no claim's environment, as a workload that bypassed the scheduler would
-//! (gpusliced shows it as unclaimed and warns). The file is removed when CMD ends; the exit status is CMD's (128 + the
-//! signal that ended it). SIGTERM and SIGHUP are passed on to CMD; Ctrl-C
-//! reaches it from the terminal.
+//! (gpusliced shows it as unclaimed and warns). The file is removed when
+//! CMD ends; the exit status is CMD's (128 + the signal that ended it).
+//! SIGTERM and SIGHUP are passed on to CMD; Ctrl-C reaches it from the
+//! terminal.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
@@ -218,11 +219,8 @@ async fn device_uuid(
     if let Some(d) = sampled {
         return Ok(d.uuid.clone());
     }
-    let layout = client
-        .get_mig_layout(pb::GetMigLayoutRequest {})
+    mig_layout(client)
         .await?
-        .into_inner();
-    layout
         .gpus
         .iter()
         .find_map(|g| {
@@ -237,31 +235,31 @@ async fn device_uuid(
         .with_context(|| format!("cannot find the UUID of {device}"))
 }
 
-/// The UUID of the whole GPU named `name`, from the inventory.
+/// The UUID of the whole GPU named `name`, from the MIG layout (which lists
+/// every GPU, in MIG mode or not).
 async fn gpu_uuid(client: &mut GpuSliceClient<Channel>, name: &str) -> anyhow::Result<String> {
-    let inventory = client
-        .get_inventory(pb::GetInventoryRequest {})
-        .await?
-        .into_inner();
-    let text = |d: &pb::Device, key: &str| match d.attributes.get(key)?.value.as_ref()? {
-        pb::attribute_value::Value::String(value) => Some(value.clone()),
-        _ => None,
-    };
-    let gpus: Vec<&pb::Device> = inventory
-        .devices
+    let layout = mig_layout(client).await?;
+    layout
+        .gpus
         .iter()
-        .filter(|d| text(d, "type").as_deref() == Some("gpu"))
-        .collect();
-    gpus.iter()
-        .find(|d| d.name == name)
-        .and_then(|d| text(d, "uuid"))
+        .find(|g| g.device == name)
+        .map(|g| g.uuid.clone())
         .with_context(|| {
-            let names: Vec<&str> = gpus.iter().map(|d| d.name.as_str()).collect();
+            let names: Vec<&str> = layout.gpus.iter().map(|g| g.device.as_str()).collect();
             format!(
                 "--no-claim runs on a whole GPU: no GPU {name} in the inventory; the GPUs are {}",
                 names.join(", ")
             )
         })
+}
+
+async fn mig_layout(
+    client: &mut GpuSliceClient<Channel>,
+) -> anyhow::Result<pb::GetMigLayoutResponse> {
+    Ok(client
+        .get_mig_layout(pb::GetMigLayoutRequest {})
+        .await?
+        .into_inner())
 }
 
 fn read_spec(path: &Path) -> anyhow::Result<Spec> {
