@@ -10,7 +10,7 @@
 mod generation;
 mod health;
 mod reload;
-pub(super) mod requests;
+pub(crate) mod requests;
 
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};

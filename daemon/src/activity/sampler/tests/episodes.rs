@@ -4,28 +4,19 @@ use super::*;
 
 #[test]
 fn sim_a_sample_that_cannot_list_a_gpu_keeps_its_warnings_open() {
-    use crate::gpu::GpuError;
-    use crate::gpu::sim::op;
     let node = Node::new(2);
     let stray = Sleeper::new(&[]);
     node.run(&stray, 1, GIB, 0, false);
     let mut sampler = node.sampler();
     let first = sampler.sample_once();
     assert_eq!(first.warnings.len(), 1, "the unclaimed process");
-    let faults = node.backend.faults();
-    faults.fail_gpu(
-        op::PROCESSES,
-        1,
-        GpuError::Injected {
-            call: op::PROCESSES,
-        },
-    );
+    node.fail_listing(1);
     let unread = sampler.sample_once();
     assert_eq!(
         unread.warnings, first.warnings,
         "GPU 1 not read: its episode neither ends nor starts again"
     );
-    faults.heal_gpu(op::PROCESSES, 1);
+    node.heal_listing(1);
     let again = sampler.sample_once();
     assert_eq!(again.warnings, first.warnings);
     assert_eq!(again.episodes.unclaimed, 1, "one episode, one warning");

@@ -9,14 +9,13 @@ use super::{Sampler, SamplerSettings};
 use crate::activity::WarningKind;
 use crate::activity::fixtures::{A, B, GIB};
 use crate::activity::marker::claim_var_name;
-use crate::claims::tests::sim_engine;
-use crate::claims::{ConfigRequest, DeviceRequest, Engine, PrepareRequest, SharingTools};
+use crate::claims::tests::{requests, sim_engine};
+use crate::claims::{Engine, PrepareRequest, SharingTools};
 use crate::config::{MigAdvertise, MigConfig, MigGpuConfig};
 use crate::gpu::GpuBackend;
 use crate::gpu::sim::{SimBackend, SimModel, SimProcess};
 use crate::mps::supervisor::DAEMON_MARKER;
 use crate::mps::{ChildSupervisor, MpsManager, MpsSettings, NoShmMount};
-use crate::sharing::ConfigSource;
 use crate::timeslice::NvidiaSmi;
 
 mod episodes;
@@ -86,30 +85,12 @@ impl Node {
     }
 }
 
-/// A request of claim `ns/claim-<uid>` for `devices` with these configs.
+/// A request of claim `ns/claim-<uid>` for `devices` with these configs
+/// (the engine tests' request, named after the claim so rows tell apart).
 fn request_with(uid: &str, devices: &[&str], configs: &[String]) -> PrepareRequest {
     PrepareRequest {
-        uid: uid.to_owned(),
-        namespace: "ns".to_owned(),
         name: format!("claim-{}", &uid[..1]),
-        devices: devices
-            .iter()
-            .map(|d| DeviceRequest {
-                device: (*d).to_owned(),
-                request_names: vec!["gpu".to_owned()],
-                pool: "node".to_owned(),
-                consumed_memory: None,
-                share_id: String::new(),
-            })
-            .collect(),
-        configs: configs
-            .iter()
-            .map(|json| ConfigRequest {
-                source: ConfigSource::Claim,
-                requests: vec![],
-                parameters_json: json.clone(),
-            })
-            .collect(),
+        ..requests::request_with(uid, devices, configs)
     }
 }
 
@@ -168,6 +149,35 @@ impl Drop for Sleeper {
 }
 
 impl Node {
+    /// Makes the backend fail to list GPU `gpu`'s processes until
+    /// [`Node::heal_listing`].
+    fn fail_listing(&self, gpu: u32) {
+        use crate::gpu::GpuError;
+        use crate::gpu::sim::op;
+        self.backend.faults().fail_gpu(
+            op::PROCESSES,
+            gpu,
+            GpuError::Injected {
+                call: op::PROCESSES,
+            },
+        );
+    }
+
+    /// Claims A and B, prepared time-sliced on gpu-0.
+    fn time_slice_gpu_0_between_a_and_b(&self) {
+        for uid in [A, B] {
+            self.engine
+                .prepare(&request_with(uid, &["gpu-0"], &[timeslicing()]))
+                .unwrap();
+        }
+    }
+
+    fn heal_listing(&self, gpu: u32) {
+        self.backend
+            .faults()
+            .heal_gpu(crate::gpu::sim::op::PROCESSES, gpu);
+    }
+
     fn uuid(&self, gpu: usize) -> String {
         self.engine.inventory().gpus[gpu].info.uuid.clone()
     }

@@ -81,12 +81,7 @@ fn sim_processes_go_to_the_claims_their_environment_names_and_the_rest_are_uncla
 #[test]
 fn sim_a_time_sliced_claim_over_its_share_raises_one_warning_per_episode() {
     let node = Node::new(1);
-    node.engine
-        .prepare(&request_with(A, &["gpu-0"], &[timeslicing()]))
-        .unwrap();
-    node.engine
-        .prepare(&request_with(B, &["gpu-0"], &[timeslicing()]))
-        .unwrap();
+    node.time_slice_gpu_0_between_a_and_b();
     let a = Sleeper::in_claim(A);
     node.run(&a, 0, 50 * GIB, 10, false);
     let mut sampler = node.sampler();
@@ -246,15 +241,8 @@ fn sim_a_gpu_the_backend_cannot_list_is_left_out_and_the_others_sampled() {
     let (a, stray) = (Sleeper::in_claim(A), Sleeper::new(&[]));
     node.run(&a, 0, GIB, 0, false);
     node.run(&stray, 1, GIB, 0, false);
-    let faults = node.backend.faults();
-    faults.fail_gpu(
-        op::PROCESSES,
-        1,
-        GpuError::Injected {
-            call: op::PROCESSES,
-        },
-    );
-    faults.fail_next(
+    node.fail_listing(1);
+    node.backend.faults().fail_next(
         op::PROCESS_UTILIZATION,
         GpuError::Injected {
             call: op::PROCESS_UTILIZATION,
@@ -270,7 +258,7 @@ fn sim_a_gpu_the_backend_cannot_list_is_left_out_and_the_others_sampled() {
     );
     assert_eq!(first.claims[1].process_count(), 0);
     assert!(first.unclaimed.is_empty(), "GPU 1 left out of this sample");
-    faults.heal_gpu(op::PROCESSES, 1);
+    node.heal_listing(1);
     let second = sampler.sample_once();
     assert_eq!(
         second.claims[0].devices[0].sm_percent,

@@ -62,12 +62,7 @@ fn sim_series_past_the_cap_are_counted() {
 #[test]
 fn sim_a_time_sliced_claim_gets_an_even_share() {
     let node = Node::new(1);
-    node.engine
-        .prepare(&request_with(A, &["gpu-0"], &[timeslicing()]))
-        .unwrap();
-    node.engine
-        .prepare(&request_with(B, &["gpu-0"], &[timeslicing()]))
-        .unwrap();
+    node.time_slice_gpu_0_between_a_and_b();
     let snapshot = node.sampler().sample_at(T0);
     let total = node.engine.inventory().gpus[0].info.memory_bytes;
     for claim in &snapshot.claims {
