@@ -117,13 +117,12 @@ impl Persister {
         last_active: &BTreeMap<String, i64>,
         episodes: &[SavedEpisode],
     ) -> bool {
-        if !self.changed(last_active, episodes) {
-            return false;
-        }
         let same_claims = last_active.keys().eq(self.written.last_active.keys());
-        let same_episodes = episodes == self.written.episodes.as_slice();
-        !(same_claims && same_episodes)
-            || self.written_at.is_none_or(|at| now - at >= WRITE_EVERY_S)
+        if !same_claims || episodes != self.written.episodes.as_slice() {
+            return true;
+        }
+        last_active != &self.written.last_active
+            && self.written_at.is_none_or(|at| now - at >= WRITE_EVERY_S)
     }
 
     /// Writes when [`Persister::due`] (or `force` and something changed);
@@ -135,8 +134,9 @@ impl Persister {
         episodes: &[SavedEpisode],
         force: bool,
     ) -> Result<bool, PersistError> {
-        let changed = self.changed(last_active, episodes);
-        if !(self.due(now, last_active, episodes) || force && changed) {
+        let wanted =
+            self.due(now, last_active, episodes) || force && self.changed(last_active, episodes);
+        if !wanted {
             return Ok(false);
         }
         write(&self.dir, last_active, episodes)?;
