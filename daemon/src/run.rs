@@ -323,8 +323,11 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
         });
     let server = tokio::spawn(api::serve(listener, service, policy, metrics, stop_rx));
     tracing::info!(socket = %config.socket.display(), "serving");
+    // Subscribed before the first line is made: a prepare that lands
+    // before the spawned task first runs still moves the line.
+    let changes = engine.watch_generation();
     systemd::ready(&status_line(&engine, metrics_addr));
-    let status = tokio::spawn(follow_status(engine.clone(), metrics_addr));
+    let status = tokio::spawn(follow_status(engine.clone(), changes, metrics_addr));
     let watchdog = systemd::watchdog_interval()
         .map(|every| tokio::spawn(feed_watchdog(engine.clone(), every)));
     loop {
@@ -485,9 +488,14 @@ fn adopt_reloaded(current: &Config, new: Config) -> Config {
 /// prepare, unprepare, health change and rescan makes. Changes that come
 /// while a line is being made are folded into the next one. A line that
 /// finds the notify queue full is never waited for: the newest line is
-/// sent again at the next change or after [`STATUS_RETRY`].
-async fn follow_status(engine: Arc<Engine>, metrics: Option<std::net::SocketAddr>) {
-    let mut changes = engine.watch_generation();
+/// sent again at the next change or after [`STATUS_RETRY`]. `changes` is
+/// subscribed by the caller before it sends the first line, so no change
+/// falls between that line and this task's start.
+async fn follow_status(
+    engine: Arc<Engine>,
+    mut changes: tokio::sync::watch::Receiver<u64>,
+    metrics: Option<std::net::SocketAddr>,
+) {
     let mut pending = false;
     loop {
         if pending {
