@@ -1,8 +1,8 @@
 //! Start-up, the task set and shutdown of gpusliced.
 //!
 //! Order: lock the state dir (one gpusliced per state dir, whatever its
-//! socket; a second one exits here naming the holder's PID), open the backend (never falling back from NVML to the simulator),
-//! read the inventory, find the driver files, set up the sharing tools (MPS
+//! socket; a second one exits here naming the holder's PID), open the
+//! backend (never falling back from NVML to the simulator), read the inventory, find the driver files, set up the sharing tools (MPS
 //! supervisor, shm, nvidia-smi), load records and reconcile (stopping MPS
 //! daemons of claims that are gone), take back the device faults recorded
 //! before a restart, apply MIG, bring back the sharing of prepared claims,
@@ -17,33 +17,37 @@
 //! drains the calls in flight, tells the health watcher to stop (without
 //! waiting for it), removes the socket, stops the exporters (the textfile is
 //! written a last time) and returns.
+//!
+//! The steps up to a reconciled engine are in `start`, what systemd is
+//! told while serving (the STATUS= line, the watchdog) in `notify`, and
+//! SIGHUP in `reload`; this file holds the order and the shutdown.
 
-use std::path::{Path, PathBuf};
+mod notify;
+mod reload;
+mod start;
+
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::signal::unix::{SignalKind, signal};
 
+use self::notify::{feed_watchdog, follow_status, status_line};
+use self::reload::reload;
+pub use self::start::open_backend;
+use self::start::start_engine;
 use crate::activity;
 use crate::advertise::Advertiser;
 use crate::api::{self, PeerPolicy, socket};
-use crate::claims::{ClaimError, Engine, EngineSettings, SharingTools};
-use crate::config::{BackendKind, Config, ShmKind, SupervisorKind};
-use crate::driver::{DriverFiles, Roots};
-use crate::gpu::nvml::NvmlBackend;
-use crate::gpu::sim::SimBackend;
-use crate::gpu::{GpuBackend, GpuError};
+use crate::claims::{ClaimError, Engine};
+use crate::config::{BackendKind, Config};
+use crate::gpu::GpuError;
+use crate::health::Monitor;
 use crate::health::watch::{Stop, Watcher};
-use crate::health::{Classifier, HealthStore, Monitor};
-use crate::inventory::Inventory;
 use crate::metrics::{Exporters, Metrics, MetricsError, UsageSource};
-use crate::mps::{
-    ChildSupervisor, MpsError, MpsManager, MpsSettings, NoShmMount, ShmMounter, Supervisor,
-    SystemdSupervisor, TmpfsMounter,
-};
-use crate::state::{BOOT_ID_PATH, LockError, StateError, StateLock, Store, read_boot_id};
+use crate::mps::MpsError;
+use crate::state::{LockError, StateError, StateLock};
 use crate::systemd;
-use crate::timeslice::NvidiaSmi;
 
 /// How long shutdown waits for calls in flight and for clients to close their
 /// connections before it closes them itself. Engine calls already running
@@ -94,175 +98,6 @@ pub enum RunError {
     /// A blocking start-up task panicked.
     #[error("start-up task")]
     Task(#[from] tokio::task::JoinError),
-}
-
-/// Opens the backend the config names.
-pub fn open_backend(config: &Config) -> Result<Arc<dyn GpuBackend>, RunError> {
-    match config.backend.kind {
-        BackendKind::Sim => SimBackend::open(
-            config.backend.sim.gpus.clone(),
-            &config.backend.sim.seed,
-            &config.sim_hardware_state(),
-        )
-        .map(|b| {
-            let b = (b.with_health_events(&config.sim_health_events()))
-                .with_processes_dir(&config.sim_processes());
-            Arc::new(b) as Arc<dyn GpuBackend>
-        })
-        .map_err(|source| RunError::Backend {
-            backend: "sim",
-            source,
-        }),
-        BackendKind::Nvml => NvmlBackend::open(config.backend.nvml.library.as_deref())
-            .map(|b| Arc::new(b) as Arc<dyn GpuBackend>)
-            .map_err(|source| RunError::Backend {
-                backend: "nvml",
-                source,
-            }),
-    }
-}
-
-fn discover(config: &Config, inventory: &Inventory) -> DriverFiles {
-    let roots = Roots {
-        driver_root: &config.driver_root,
-        dev_root: config.dev_root(),
-    };
-    DriverFiles::discover(roots, &inventory.driver.driver_version)
-}
-
-/// Whether systemd started this process (a service sets INVOCATION_ID):
-/// its sandbox then forbids mounts and new mount namespaces.
-fn started_by_systemd() -> bool {
-    std::env::var_os("INVOCATION_ID").is_some_and(|v| !v.is_empty())
-}
-
-/// The MPS manager and nvidia-smi as `[mps]` and `[timeslice]` say.
-fn sharing_tools(config: &Config) -> Result<SharingTools, RunError> {
-    let root = nix::unistd::geteuid().is_root();
-    let supervisor: Arc<dyn Supervisor> = match config.mps.supervisor {
-        SupervisorKind::Systemd => Arc::new(SystemdSupervisor::connect()?),
-        SupervisorKind::Child => Arc::new(ChildSupervisor::default()),
-        SupervisorKind::Auto => match SystemdSupervisor::for_this_service() {
-            Some(systemd) => Arc::new(systemd),
-            None => Arc::new(ChildSupervisor::default()),
-        },
-    };
-    let tmpfs = match config.mps.shm {
-        ShmKind::Tmpfs => true,
-        ShmKind::Folder => false,
-        ShmKind::Auto => root && !started_by_systemd(),
-    };
-    let mounter: Arc<dyn ShmMounter> = if tmpfs {
-        Arc::new(TmpfsMounter {
-            size: config.mps.shm_size.clone(),
-        })
-    } else {
-        Arc::new(NoShmMount)
-    };
-    // The daemon sees its shm at /dev/shm through the unit's BindPaths=, or,
-    // as a child, in a mount namespace of its own, which needs root outside
-    // systemd's sandbox. Otherwise daemon and clients keep the host's.
-    let bind_shm = match supervisor.name() {
-        "systemd" => true,
-        _ => root && !started_by_systemd(),
-    };
-    let settings = MpsSettings {
-        control_program: config.mps_control_program(),
-        mps_dir: config.mps.run_dir.join("mps"),
-        ready_bound: Duration::from_secs(config.mps.ready_timeout_s),
-        bind_shm,
-    };
-    tracing::info!(
-        supervisor = supervisor.name(),
-        shm = if tmpfs { "tmpfs" } else { "folder" },
-        bind_shm,
-        control_program = %settings.control_program.display(),
-        run_dir = %settings.mps_dir.display(),
-        nvidia_smi = %config.nvidia_smi().display(),
-        "sharing tools"
-    );
-    Ok(SharingTools {
-        mps: Arc::new(MpsManager::new(settings, supervisor, mounter)),
-        nvidia_smi: NvidiaSmi::new(&config.nvidia_smi()),
-    })
-}
-
-/// Builds the engine and reconciles; blocking. `[mig]` goes through
-/// `advertiser` (the form in force decided there).
-fn start_engine(config: &Config, advertiser: &Advertiser) -> Result<Engine, RunError> {
-    let backend = open_backend(config)?;
-    let name = backend.name();
-    let inventory = Inventory::from_backend(backend.as_ref(), &config.mig, &|_, _| {
-        crate::mig::Ownership::Foreign
-    })
-    .map_err(|source| RunError::Backend {
-        backend: name,
-        source,
-    })?;
-    tracing::info!(backend = name, gpus = inventory.gpus.len(), driver = %inventory.driver.driver_version, "GPUs found");
-    for gpu in &inventory.unreadable {
-        tracing::error!(gpu = %gpu.label(), what = gpu.what, error = %gpu.error, "GPU cannot be read; left out of the offer");
-    }
-    let driver = discover(config, &inventory);
-    for problem in &driver.problems {
-        tracing::warn!(%problem, "driver files");
-    }
-    let settings = EngineSettings {
-        cdi_dir: config.cdi_dir.clone(),
-        dev_root: config.dev_root().to_path_buf(),
-        cdi_hook: config.cdi_hook.clone(),
-        boot_id: read_boot_id(Path::new(BOOT_ID_PATH)),
-    };
-    let store = Store::open(&config.state_dir)?;
-    let health_store = HealthStore::new(&config.state_dir, &settings.boot_id);
-    let engine = Engine::new(backend, inventory, driver, store, settings)
-        .with_sharing(sharing_tools(config)?);
-    engine
-        .health()
-        .set_classifier(Classifier::new(&config.health.ignore_xids));
-    match engine.health().restore(health_store) {
-        Ok(0) => {}
-        Ok(gpus) => {
-            tracing::warn!(
-                gpus,
-                "GPUs unhealthy before the restart are still unhealthy; `gpuslicectl health`"
-            );
-        }
-        Err(err) => tracing::error!(error = %err, "device health not restored"),
-    }
-    let report = engine.reconcile().map_err(RunError::Reconcile)?;
-    tracing::info!(?report, "reconciled claim records and CDI specs");
-    advertiser
-        .apply_config(&engine, config.mig.clone())
-        .map_err(RunError::Reconcile)?;
-    engine.restore_sharing();
-    for problem in &report.problems {
-        tracing::error!(%problem, "reconcile");
-    }
-    Ok(engine)
-}
-
-/// The systemd status line, e.g. "serving 8 GPUs (nvml), 3 claims, 1 unhealthy
-/// (gpuslicectl health); metrics on http://127.0.0.1:9464/metrics".
-fn status_line(engine: &Engine, metrics: Option<std::net::SocketAddr>) -> String {
-    let mut line = format!(
-        "serving {} GPUs ({}), {} claims",
-        engine.inventory().gpus.len(),
-        engine.backend_name(),
-        engine.claim_count()
-    );
-    match engine.fault_count() {
-        0 => {}
-        faults => line.push_str(&format!(", {faults} unhealthy (gpuslicectl health)")),
-    }
-    match engine.inventory().unreadable.len() {
-        0 => {}
-        gpus => line.push_str(&format!(", {gpus} unreadable (gpuslicectl status)")),
-    }
-    if let Some(addr) = metrics {
-        line.push_str(&format!("; metrics on http://{addr}/metrics"));
-    }
-    line
 }
 
 /// Runs the daemon until SIGTERM or SIGINT. On SIGHUP the file at
@@ -424,117 +259,4 @@ fn bind_socket(config: &Config) -> Result<(tokio::net::UnixListener, Option<u32>
         .map(socket::group_gid)
         .transpose()?;
     Ok((socket::bind(&config.socket, gid)?, gid))
-}
-
-/// SIGHUP: read the config again (its `[mig]` section takes effect; other
-/// changes need a restart and are logged), rescan GPUs and driver files,
-/// apply MIG layouts, repair CDI specs. Returns the config now in force.
-async fn reload(
-    config: Arc<Config>,
-    path: Option<&Path>,
-    engine: &Arc<Engine>,
-    advertiser: &Arc<Advertiser>,
-) -> Arc<Config> {
-    systemd::reloading();
-    let config = match path.map(Config::load) {
-        Some(Ok(new)) => Arc::new(adopt_reloaded(&config, new)),
-        Some(Err(err)) => {
-            tracing::error!(error = %err, "config not reloaded; keeping the one in force");
-            config
-        }
-        None => config,
-    };
-    let (in_force, engine2, advertiser) = (config.clone(), engine.clone(), advertiser.clone());
-    let result = tokio::task::spawn_blocking(move || {
-        let before = engine2.generation();
-        advertiser
-            .apply_config(&engine2, in_force.mig.clone())
-            .map_err(|e| e.to_string())?;
-        let inventory = engine2.inventory();
-        let driver = discover(&in_force, &inventory);
-        engine2.set_driver_files(driver);
-        let changed = engine2.generation() != before;
-        engine2
-            .refresh()
-            .map(|report| (changed, report))
-            .map_err(|e| e.to_string())
-    })
-    .await;
-    match result {
-        Ok(Ok((changed, report))) => {
-            tracing::info!(inventory_changed = changed, ?report, "reloaded");
-        }
-        Ok(Err(err)) => tracing::error!(error = %err, "reload failed; keeping the previous state"),
-        Err(err) => tracing::error!(error = %err, "reload task failed"),
-    }
-    config
-}
-
-/// The config in force after a reload: the new `[mig]`, everything else as
-/// it was (sockets, folders and the backend are fixed for the process's life).
-fn adopt_reloaded(current: &Config, new: Config) -> Config {
-    let mut next = current.clone();
-    next.mig = new.mig.clone();
-    let mut fixed = new;
-    fixed.mig = current.mig.clone();
-    if fixed != *current {
-        tracing::warn!("config changes outside [mig] take effect at the next restart");
-    }
-    next
-}
-
-/// Keeps systemd's STATUS= line current (claims, unhealthy and unreadable
-/// GPUs): it is sent again after every inventory change, which every
-/// prepare, unprepare, health change and rescan makes. Changes that come
-/// while a line is being made are folded into the next one. A line that
-/// finds the notify queue full is never waited for: the newest line is
-/// sent again at the next change or after [`STATUS_RETRY`]. `changes` is
-/// subscribed by the caller before it sends the first line, so no change
-/// falls between that line and this task's start.
-async fn follow_status(
-    engine: Arc<Engine>,
-    mut changes: tokio::sync::watch::Receiver<u64>,
-    metrics: Option<std::net::SocketAddr>,
-) {
-    let mut pending = false;
-    loop {
-        if pending {
-            tokio::select! {
-                changed = changes.changed() => if changed.is_err() { return },
-                () = tokio::time::sleep(STATUS_RETRY) => {}
-            }
-        } else if changes.changed().await.is_err() {
-            return;
-        }
-        let engine = engine.clone();
-        match tokio::task::spawn_blocking(move || status_line(&engine, metrics)).await {
-            Ok(line) => pending = systemd::status(&line) == systemd::Delivery::Full,
-            Err(err) => tracing::warn!(error = %err, "status line not updated"),
-        }
-    }
-}
-
-/// How soon a STATUS= line that found the notify queue full is sent again.
-const STATUS_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// Pings the watchdog while the engine answers; a wedged engine stops the
-/// pings and systemd restarts the daemon.
-async fn feed_watchdog(engine: Arc<Engine>, every: std::time::Duration) {
-    let mut tick = tokio::time::interval(every);
-    loop {
-        tick.tick().await;
-        let engine = engine.clone();
-        let alive = tokio::time::timeout(
-            every,
-            tokio::task::spawn_blocking(move || engine.responsive()),
-        )
-        .await;
-        if matches!(alive, Ok(Ok(true))) {
-            systemd::watchdog();
-        } else {
-            tracing::error!(
-                "engine did not answer within the watchdog interval; not feeding the watchdog"
-            );
-        }
-    }
 }

@@ -1,0 +1,172 @@
+//! Start-up of gpusliced up to a reconciled engine: the backend the config
+//! names (never falling back from NVML to the simulator), the driver files,
+//! the sharing tools (MPS supervisor, shm, nvidia-smi), the records,
+//! reconcile, the device faults recorded before a restart, MIG, and the
+//! sharing of prepared claims.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::RunError;
+use crate::advertise::Advertiser;
+use crate::claims::{Engine, EngineSettings, SharingTools};
+use crate::config::{BackendKind, Config, ShmKind, SupervisorKind};
+use crate::driver::{DriverFiles, Roots};
+use crate::gpu::GpuBackend;
+use crate::gpu::nvml::NvmlBackend;
+use crate::gpu::sim::SimBackend;
+use crate::health::{Classifier, HealthStore};
+use crate::inventory::Inventory;
+use crate::mps::{
+    ChildSupervisor, MpsManager, MpsSettings, NoShmMount, ShmMounter, Supervisor,
+    SystemdSupervisor, TmpfsMounter,
+};
+use crate::state::{BOOT_ID_PATH, Store, read_boot_id};
+use crate::timeslice::NvidiaSmi;
+
+/// Opens the backend the config names.
+pub fn open_backend(config: &Config) -> Result<Arc<dyn GpuBackend>, RunError> {
+    match config.backend.kind {
+        BackendKind::Sim => SimBackend::open(
+            config.backend.sim.gpus.clone(),
+            &config.backend.sim.seed,
+            &config.sim_hardware_state(),
+        )
+        .map(|b| {
+            let b = (b.with_health_events(&config.sim_health_events()))
+                .with_processes_dir(&config.sim_processes());
+            Arc::new(b) as Arc<dyn GpuBackend>
+        })
+        .map_err(|source| RunError::Backend {
+            backend: "sim",
+            source,
+        }),
+        BackendKind::Nvml => NvmlBackend::open(config.backend.nvml.library.as_deref())
+            .map(|b| Arc::new(b) as Arc<dyn GpuBackend>)
+            .map_err(|source| RunError::Backend {
+                backend: "nvml",
+                source,
+            }),
+    }
+}
+
+pub(super) fn discover(config: &Config, inventory: &Inventory) -> DriverFiles {
+    let roots = Roots {
+        driver_root: &config.driver_root,
+        dev_root: config.dev_root(),
+    };
+    DriverFiles::discover(roots, &inventory.driver.driver_version)
+}
+
+/// Whether systemd started this process (a service sets INVOCATION_ID):
+/// its sandbox then forbids mounts and new mount namespaces.
+fn started_by_systemd() -> bool {
+    std::env::var_os("INVOCATION_ID").is_some_and(|v| !v.is_empty())
+}
+
+/// The MPS manager and nvidia-smi as `[mps]` and `[timeslice]` say.
+fn sharing_tools(config: &Config) -> Result<SharingTools, RunError> {
+    let root = nix::unistd::geteuid().is_root();
+    let supervisor: Arc<dyn Supervisor> = match config.mps.supervisor {
+        SupervisorKind::Systemd => Arc::new(SystemdSupervisor::connect()?),
+        SupervisorKind::Child => Arc::new(ChildSupervisor::default()),
+        SupervisorKind::Auto => match SystemdSupervisor::for_this_service() {
+            Some(systemd) => Arc::new(systemd),
+            None => Arc::new(ChildSupervisor::default()),
+        },
+    };
+    let tmpfs = match config.mps.shm {
+        ShmKind::Tmpfs => true,
+        ShmKind::Folder => false,
+        ShmKind::Auto => root && !started_by_systemd(),
+    };
+    let mounter: Arc<dyn ShmMounter> = if tmpfs {
+        Arc::new(TmpfsMounter {
+            size: config.mps.shm_size.clone(),
+        })
+    } else {
+        Arc::new(NoShmMount)
+    };
+    // The daemon sees its shm at /dev/shm through the unit's BindPaths=, or,
+    // as a child, in a mount namespace of its own, which needs root outside
+    // systemd's sandbox. Otherwise daemon and clients keep the host's.
+    let bind_shm = match supervisor.name() {
+        "systemd" => true,
+        _ => root && !started_by_systemd(),
+    };
+    let settings = MpsSettings {
+        control_program: config.mps_control_program(),
+        mps_dir: config.mps.run_dir.join("mps"),
+        ready_bound: Duration::from_secs(config.mps.ready_timeout_s),
+        bind_shm,
+    };
+    tracing::info!(
+        supervisor = supervisor.name(),
+        shm = if tmpfs { "tmpfs" } else { "folder" },
+        bind_shm,
+        control_program = %settings.control_program.display(),
+        run_dir = %settings.mps_dir.display(),
+        nvidia_smi = %config.nvidia_smi().display(),
+        "sharing tools"
+    );
+    Ok(SharingTools {
+        mps: Arc::new(MpsManager::new(settings, supervisor, mounter)),
+        nvidia_smi: NvidiaSmi::new(&config.nvidia_smi()),
+    })
+}
+
+/// Builds the engine and reconciles; blocking. `[mig]` goes through
+/// `advertiser` (the form in force decided there).
+pub(super) fn start_engine(config: &Config, advertiser: &Advertiser) -> Result<Engine, RunError> {
+    let backend = open_backend(config)?;
+    let name = backend.name();
+    let inventory = Inventory::from_backend(backend.as_ref(), &config.mig, &|_, _| {
+        crate::mig::Ownership::Foreign
+    })
+    .map_err(|source| RunError::Backend {
+        backend: name,
+        source,
+    })?;
+    tracing::info!(backend = name, gpus = inventory.gpus.len(), driver = %inventory.driver.driver_version, "GPUs found");
+    for gpu in &inventory.unreadable {
+        tracing::error!(gpu = %gpu.label(), what = gpu.what, error = %gpu.error, "GPU cannot be read; left out of the offer");
+    }
+    let driver = discover(config, &inventory);
+    for problem in &driver.problems {
+        tracing::warn!(%problem, "driver files");
+    }
+    let settings = EngineSettings {
+        cdi_dir: config.cdi_dir.clone(),
+        dev_root: config.dev_root().to_path_buf(),
+        cdi_hook: config.cdi_hook.clone(),
+        boot_id: read_boot_id(Path::new(BOOT_ID_PATH)),
+    };
+    let store = Store::open(&config.state_dir)?;
+    let health_store = HealthStore::new(&config.state_dir, &settings.boot_id);
+    let engine = Engine::new(backend, inventory, driver, store, settings)
+        .with_sharing(sharing_tools(config)?);
+    engine
+        .health()
+        .set_classifier(Classifier::new(&config.health.ignore_xids));
+    match engine.health().restore(health_store) {
+        Ok(0) => {}
+        Ok(gpus) => {
+            tracing::warn!(
+                gpus,
+                "GPUs unhealthy before the restart are still unhealthy; `gpuslicectl health`"
+            );
+        }
+        Err(err) => tracing::error!(error = %err, "device health not restored"),
+    }
+    let report = engine.reconcile().map_err(RunError::Reconcile)?;
+    tracing::info!(?report, "reconciled claim records and CDI specs");
+    advertiser
+        .apply_config(&engine, config.mig.clone())
+        .map_err(RunError::Reconcile)?;
+    engine.restore_sharing();
+    for problem in &report.problems {
+        tracing::error!(%problem, "reconcile");
+    }
+    Ok(engine)
+}
