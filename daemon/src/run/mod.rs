@@ -2,7 +2,8 @@
 //!
 //! Order: lock the state dir (one gpusliced per state dir, whatever its
 //! socket; a second one exits here naming the holder's PID), open the
-//! backend (never falling back from NVML to the simulator), read the inventory, find the driver files, set up the sharing tools (MPS
+//! backend (never falling back from NVML to the simulator), read the
+//! inventory, find the driver files, set up the sharing tools (MPS
 //! supervisor, shm, nvidia-smi), load records and reconcile (stopping MPS
 //! daemons of claims that are gone), take back the device faults recorded
 //! before a restart, apply MIG, bring back the sharing of prepared claims,
