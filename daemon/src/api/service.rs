@@ -2,9 +2,9 @@
 //! make one engine call on the blocking pool, convert back (WatchInventory:
 //! a stream from `inventory_watch`; GetActivity: the sampler's latest
 //! snapshot, or a fresh one when asked, listing the claim table's claims).
-//! No business logic, no locks, no
-//! hardware here. Prepare and Unprepare responses carry a
-//! [`Outcome`] extension for the latency metrics (`super::observe`).
+//! No business logic, no locks, no hardware here. Prepare and Unprepare
+//! responses carry a [`Outcome`] extension for the latency metrics
+//! (`super::observe`).
 
 use std::sync::Arc;
 
