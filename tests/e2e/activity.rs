@@ -8,6 +8,7 @@
 //! gone when its cause is. Every wait polls for the state it expects, with a
 //! generous bound; nothing depends on how fast a sample comes.
 
+mod at_once;
 mod processes;
 
 use std::process::Command;

@@ -31,6 +31,18 @@ fn ctl(node: &SharedDaemon, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// gpuslicectl's stderr, which must fail.
+fn ctl_refused(node: &SharedDaemon, args: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpuslicectl"))
+        .arg("--socket")
+        .arg(&node.socket)
+        .args(args)
+        .output()
+        .expect("run gpuslicectl");
+    assert!(!out.status.success(), "gpuslicectl {args:?} succeeded");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_mps_claims_share_a_daemon_and_time_slices_agree_per_gpu() {
     let test = "sim_mps_claims_share_a_daemon_and_time_slices_agree_per_gpu";
@@ -83,6 +95,27 @@ async fn sim_mps_claims_share_a_daemon_and_time_slices_agree_per_gpu() {
         .unwrap_err();
     assert_eq!(err.code(), Code::FailedPrecondition, "{err}");
     assert!(err.message().contains(T), "{}", err.message());
+    // T again, asking for MPS now: the refusal names both and what to do.
+    let again = ctl_refused(
+        &node,
+        &[
+            "prepare",
+            "--uid",
+            T,
+            "--device",
+            "gpu-2",
+            "--config",
+            &mps(50),
+        ],
+    );
+    assert!(
+        again.contains(&format!(
+            "claim {T} is already prepared with gpu-2 time-sliced (interval Long), and this \
+             prepare asks for gpu-2 shared by MPS (active threads 50%); a prepared claim cannot \
+             change: unprepare it first, or use a new claim uid"
+        )),
+        "{again}"
+    );
     let err = client
         .prepare(shared_request(
             "e5e5e5e5-5e6f-4a7b-8c9d-0e1f2a3b4c5d",

@@ -146,7 +146,8 @@ pub fn attribute(inputs: &Inputs<'_>) -> Attribution {
     out
 }
 
-fn empty_claim(held: &HeldClaim) -> ClaimActivity {
+/// `held` with nothing read of it yet: no processes, no figures.
+pub(super) fn empty_claim(held: &HeldClaim) -> ClaimActivity {
     ClaimActivity {
         uid: held.uid.clone(),
         namespace: held.namespace.clone(),
@@ -154,6 +155,7 @@ fn empty_claim(held: &HeldClaim) -> ClaimActivity {
         kind: held.kind,
         prepared_at: held.prepared_at,
         last_active: None,
+        sampled: true,
         devices: held
             .devices
             .iter()

@@ -1,23 +1,50 @@
 //! [`ActivityHandle`]: where the sampler publishes each snapshot and where
 //! the metrics, the gRPC API and the status line read the latest one. A
-//! reader never waits for a sample: it takes the last published `Arc`.
+//! reader never waits for a sample: it takes the last published `Arc`. A
+//! caller that wants a sample taken now ([`ActivityHandle::fresh`]) asks the
+//! sampler's thread for one and waits for it; the thread takes it after the
+//! sample in flight, so two samples never run at once, and publishes it as
+//! the latest.
 
+use std::sync::mpsc::Sender;
 use std::sync::{Arc, PoisonError, RwLock};
+
+use tokio::sync::oneshot;
 
 use super::ActivitySnapshot;
 
-/// The latest snapshot, shared. Cheap to clone.
+/// What the sampler's thread is asked for (see `task`).
+#[derive(Debug)]
+pub(super) enum Ask {
+    /// A sample now, answered on the channel once published.
+    Sample(oneshot::Sender<Arc<ActivitySnapshot>>),
+    /// Stop sampling.
+    Stop,
+}
+
+/// The latest snapshot, shared, and the way to ask for a fresh one. Cheap
+/// to clone.
 #[derive(Debug, Clone, Default)]
 pub struct ActivityHandle {
     latest: Arc<RwLock<Arc<ActivitySnapshot>>>,
+    /// The sampler's thread; `None` when nothing samples (sampling off).
+    sampler: Option<Sender<Ask>>,
 }
 
 impl ActivityHandle {
-    /// A handle holding `snapshot` (for sampling off: `enabled` false).
+    /// A handle holding `snapshot` (for sampling off: `enabled` false),
+    /// with no sampler to ask for fresh samples.
     pub fn new(snapshot: ActivitySnapshot) -> Self {
         Self {
             latest: Arc::new(RwLock::new(Arc::new(snapshot))),
+            sampler: None,
         }
+    }
+
+    /// The same handle, asking `sampler` for fresh samples.
+    pub(super) fn with_sampler(mut self, sampler: Sender<Ask>) -> Self {
+        self.sampler = Some(sampler);
+        self
     }
 
     /// The last published snapshot.
@@ -28,8 +55,26 @@ impl ActivityHandle {
             .clone()
     }
 
+    /// A sample taken now, once the sampler's thread has taken and
+    /// published it (callers that ask while one is in flight wait for the
+    /// next, and callers that ask together share it). The latest snapshot
+    /// where nothing samples: sampling off, or the sampler stopped.
+    pub async fn fresh(&self) -> Arc<ActivitySnapshot> {
+        let Some(sampler) = &self.sampler else {
+            return self.latest();
+        };
+        let (reply, answer) = oneshot::channel();
+        if sampler.send(Ask::Sample(reply)).is_err() {
+            return self.latest();
+        }
+        match answer.await {
+            Ok(snapshot) => snapshot,
+            Err(_) => self.latest(),
+        }
+    }
+
     /// Replaces the snapshot readers see.
-    pub fn publish(&self, snapshot: ActivitySnapshot) {
-        *self.latest.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(snapshot);
+    pub fn publish(&self, snapshot: impl Into<Arc<ActivitySnapshot>>) {
+        *self.latest.write().unwrap_or_else(PoisonError::into_inner) = snapshot.into();
     }
 }

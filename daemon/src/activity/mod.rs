@@ -11,9 +11,12 @@
 //! pure); [`episodes`] (warnings once per episode, pure); [`series`] (the
 //! metrics cardinality cap, pure); [`procfs`] (`/proc` reads, cached);
 //! [`persist`] (last active times across restarts); [`sampler`] (one sample
-//! through the backend); [`task`] (the loop, started and stopped by `run`).
+//! through the backend); [`task`] (the loop, started and stopped by `run`,
+//! and the fresh samples asked for through the handle); [`current`] (the
+//! latest sample brought up to the claim table, for the API, pure).
 
 pub mod attribute;
+pub mod current;
 pub mod episodes;
 pub mod handle;
 pub mod held;
@@ -29,6 +32,7 @@ pub mod warnings;
 #[cfg(test)]
 mod fixtures;
 
+pub use current::current;
 pub use handle::ActivityHandle;
 pub use sampler::{Sampler, SamplerSettings};
 pub use series::{kept_series, series_dropped};

@@ -9,6 +9,11 @@
 //! error on one GPU is logged at debug and that GPU left out of the sample
 //! (a sample every 5 s must not flood the journal). The sample's own CPU
 //! time is measured on the calling thread (`CLOCK_THREAD_CPUTIME_ID`).
+//!
+//! Utilization is read for the window since the GPU's last read, and at
+//! least one interval long: a fresh sample taken soon after the last one
+//! (asked for through the handle) reads the last interval's utilization
+//! again rather than an instant the driver may not have sampled in.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
@@ -30,7 +35,7 @@ use crate::inventory::GpuDevice;
 /// How the sampler works.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SamplerSettings {
-    /// Time between two samples (also the first sample's utilization window).
+    /// Time between two samples (also the shortest utilization window).
     pub interval: Duration,
     /// Per-claim series the metrics show at most.
     pub max_claim_series: usize,
@@ -141,12 +146,14 @@ impl Sampler {
         self.persist(now, true);
     }
 
+    /// Where GPU `index`'s utilization window starts: its last read, or
+    /// one interval back if that is earlier (module doc).
     fn since_us(&self, index: u32, now_us: u64) -> u64 {
         let window = u64::try_from(self.settings.interval.as_micros()).unwrap_or(u64::MAX);
+        let one_interval = now_us.saturating_sub(window);
         self.read_at_us
             .get(&index)
-            .copied()
-            .unwrap_or_else(|| now_us.saturating_sub(window))
+            .map_or(one_interval, |&read| read.min(one_interval))
     }
 
     /// Each listed pid's `/proc` view; forgets pids no longer listed.

@@ -38,6 +38,7 @@ mod tests {
             kind: ClaimKind::Exclusive,
             prepared_at: 0,
             last_active: None,
+            sampled: true,
             devices: (0..devices)
                 .map(|i| DeviceActivity {
                     device: format!("gpu-{i}"),

@@ -47,6 +47,10 @@ pub struct ClaimActivity {
     pub last_active: Option<i64>,
     /// Its devices, in record order.
     pub devices: Vec<DeviceActivity>,
+    /// Whether a sample read it: false for a claim prepared after the
+    /// snapshot was taken, listed with its devices and no figures (see
+    /// [`super::current`]).
+    pub sampled: bool,
 }
 
 impl ClaimActivity {

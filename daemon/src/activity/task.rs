@@ -1,9 +1,13 @@
 //! The sampling loop: a thread of its own (its CPU time is the sample's, and
 //! a slow backend call never holds a tokio worker) that takes a sample every
 //! `[activity] interval_s` and publishes it into the [`ActivityHandle`].
-//! With sampling off the handle holds one snapshot with `enabled` false and
-//! no thread runs. Stopping signals the thread, waits a short grace for the
-//! sample in flight, and writes the last active times a last time.
+//! Asked for a fresh sample through the handle, it takes one at once (after
+//! the one in flight: this thread is the only one that samples), answers
+//! every ask that came meanwhile with it, and counts the next interval from
+//! it. With sampling off the handle holds one snapshot with `enabled` false,
+//! no thread runs, and a fresh ask is answered that snapshot. Stopping
+//! signals the thread, waits a short grace for the sample in flight, and
+//! writes the last active times a last time.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -11,7 +15,7 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use super::handle::ActivityHandle;
+use super::handle::{ActivityHandle, Ask};
 use super::sampler::{Sampler, SamplerSettings};
 use super::snapshot::ActivitySnapshot;
 use crate::claims::Engine;
@@ -20,10 +24,13 @@ use crate::config::ActivityConfig;
 /// How long [`ActivityTask::stop`] waits for a sample in flight.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
+/// A fresh sample's way back to its caller.
+type Reply = tokio::sync::oneshot::Sender<Arc<ActivitySnapshot>>;
+
 /// The running sampler, when sampling is on.
 #[derive(Debug)]
 pub struct ActivityTask {
-    stop: mpsc::Sender<()>,
+    stop: mpsc::Sender<Ask>,
     done: mpsc::Receiver<()>,
     thread: JoinHandle<()>,
 }
@@ -52,14 +59,15 @@ pub fn start(
         proc_root: "/".into(),
         state_dir: Some(state_dir.to_path_buf()),
     };
-    let (stop, stopped) = mpsc::channel();
-    let (finished, done) = mpsc::channel();
+    let (stop, asks) = mpsc::channel();
     let publish = handle.clone();
+    let handle = handle.with_sampler(stop.clone());
+    let (finished, done) = mpsc::channel();
     let thread = std::thread::Builder::new()
         .name("activity".to_owned())
         .spawn(move || {
             let mut sampler = Sampler::new(engine, settings);
-            run(&mut sampler, &publish, interval, &stopped);
+            run(&mut sampler, &publish, interval, &asks);
             sampler.flush();
             let _ = finished.send(());
         });
@@ -75,20 +83,45 @@ pub fn start(
     }
 }
 
-/// Samples at once, then every `interval`, until told to stop.
+/// Samples at once, then every `interval` or when asked, until told to stop.
 fn run(
     sampler: &mut Sampler,
     handle: &ActivityHandle,
     interval: Duration,
-    stopped: &mpsc::Receiver<()>,
+    asks: &mpsc::Receiver<Ask>,
 ) {
+    let mut waiting: Vec<Reply> = Vec::new();
     loop {
-        handle.publish(sampler.sample_once());
-        match stopped.recv_timeout(interval) {
-            Err(RecvTimeoutError::Timeout) => {}
-            Ok(()) | Err(RecvTimeoutError::Disconnected) => return,
+        let snapshot = Arc::new(sampler.sample_once());
+        handle.publish(snapshot.clone());
+        for reply in waiting.drain(..) {
+            let _ = reply.send(snapshot.clone());
+        }
+        match next(asks, interval) {
+            Some(replies) => waiting = replies,
+            None => return,
         }
     }
+}
+
+/// Waits up to `interval` for an ask. `None`: stop. Otherwise the callers
+/// waiting for the next sample: none when the interval passed, else the
+/// first ask's and every other that came meanwhile (one sample answers
+/// them all).
+fn next(asks: &mpsc::Receiver<Ask>, interval: Duration) -> Option<Vec<Reply>> {
+    let first = match asks.recv_timeout(interval) {
+        Err(RecvTimeoutError::Timeout) => return Some(Vec::new()),
+        Ok(Ask::Stop) | Err(RecvTimeoutError::Disconnected) => return None,
+        Ok(Ask::Sample(reply)) => reply,
+    };
+    let mut replies = vec![first];
+    for ask in asks.try_iter() {
+        match ask {
+            Ask::Sample(reply) => replies.push(reply),
+            Ask::Stop => return None,
+        }
+    }
+    Some(replies)
 }
 
 /// Stops `task`, if any, on the blocking pool (see [`ActivityTask::stop`]).
@@ -107,7 +140,7 @@ impl ActivityTask {
     /// workers). A thread still in a backend call after the grace is left
     /// to the process's exit.
     pub fn stop(self) {
-        let _ = self.stop.send(());
+        let _ = self.stop.send(Ask::Stop);
         match self.done.recv_timeout(STOP_GRACE) {
             Ok(()) => {
                 if self.thread.join().is_err() {
@@ -121,5 +154,50 @@ impl ActivityTask {
                 tracing::error!("activity sampler thread ended without finishing");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use super::{Ask, next};
+
+    fn ask(
+        asks: &mpsc::Sender<Ask>,
+    ) -> tokio::sync::oneshot::Receiver<super::Arc<super::ActivitySnapshot>> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        asks.send(Ask::Sample(reply)).unwrap();
+        answer
+    }
+
+    #[test]
+    fn asks_waiting_together_share_one_sample() {
+        let (asks, inbox) = mpsc::channel();
+        let _answers: Vec<_> = (0..3).map(|_| ask(&asks)).collect();
+        let replies = next(&inbox, Duration::from_secs(3600)).unwrap();
+        assert_eq!(replies.len(), 3);
+        assert_eq!(
+            next(&inbox, Duration::ZERO).map(|r| r.len()),
+            Some(0),
+            "then the interval"
+        );
+    }
+
+    #[test]
+    fn a_stop_ends_the_loop_even_behind_asks() {
+        let (asks, inbox) = mpsc::channel();
+        let answer = ask(&asks);
+        asks.send(Ask::Stop).unwrap();
+        assert!(next(&inbox, Duration::from_secs(3600)).is_none());
+        drop(inbox);
+        assert!(
+            answer.blocking_recv().is_err(),
+            "the waiting caller is let go (it answers the latest)"
+        );
+        let (asks, inbox) = mpsc::channel::<Ask>();
+        drop(asks);
+        assert!(next(&inbox, Duration::from_secs(3600)).is_none());
     }
 }

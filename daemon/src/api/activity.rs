@@ -1,6 +1,7 @@
-//! GetActivity, and the activity lines of GetStatus: the sampler's latest
-//! [`ActivitySnapshot`] as proto messages. Pure conversions: the snapshot is
-//! read from the [`ActivityHandle`] by the service, never waited for.
+//! GetActivity, and the activity lines of GetStatus: an [`ActivitySnapshot`]
+//! as proto messages. Pure conversions: the service reads the snapshot from
+//! the [`ActivityHandle`] (the latest, or a fresh one when asked) and brings
+//! it up to the claim table (`crate::activity::current`) first.
 
 use std::path::PathBuf;
 
@@ -68,6 +69,7 @@ fn claim(c: &ClaimActivity, now: i64) -> pb::ClaimActivity {
         last_active: c.last_active,
         idle_seconds: c.idle_for(now),
         devices: c.devices.iter().map(device).collect(),
+        not_sampled_yet: !c.sampled,
     }
 }
 

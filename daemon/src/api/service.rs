@@ -1,9 +1,10 @@
 //! The gRPC service: one short method per RPC. Unwrap the request, convert,
 //! make one engine call on the blocking pool, convert back (WatchInventory:
 //! a stream from `inventory_watch`; GetActivity: the sampler's latest
-//! snapshot, never waited for). No business logic, no locks, no
-//! hardware here. Prepare and Unprepare responses carry a
-//! [`Outcome`] extension for the latency metrics (`super::observe`).
+//! snapshot, or a fresh one when asked, listing the claim table's claims).
+//! No business logic, no locks, no hardware here. Prepare and Unprepare
+//! responses carry a [`Outcome`] extension for the latency metrics
+//! (`super::observe`).
 
 use std::sync::Arc;
 
@@ -185,13 +186,20 @@ impl GpuSlice for Service {
 
     async fn get_activity(
         &self,
-        _request: Request<pb::GetActivityRequest>,
+        request: Request<pb::GetActivityRequest>,
     ) -> Result<Response<pb::GetActivityResponse>, Status> {
-        let snapshot = self.activity.handle.latest();
-        Ok(Response::new(activity::activity_response(
-            &snapshot,
-            activity::unix_now(),
-        )))
+        let snapshot = if request.into_inner().fresh {
+            self.activity.handle.fresh().await
+        } else {
+            self.activity.handle.latest()
+        };
+        let reply = self
+            .blocking(move |engine| {
+                let now = crate::activity::current(&snapshot, engine);
+                Ok(activity::activity_response(&now, activity::unix_now()))
+            })
+            .await?;
+        Ok(Response::new(reply))
     }
 
     async fn get_mig_layout(

@@ -145,17 +145,18 @@ pub enum ClaimError {
         /// The device overlapping it.
         second: String,
     },
-    /// The claim is prepared already, with other devices or configs.
+    /// The claim is prepared already, with other devices, sharing or configs.
     #[error(
-        "claim {uid} is already prepared with devices [{prepared}] and cannot be prepared again \
-         with [{asked}]; unprepare it first"
+        "claim {uid} is already prepared with {prepared}, and this prepare asks for {asked}; \
+         a prepared claim cannot change: unprepare it first, or use a new claim uid"
     )]
     PreparedDifferently {
         /// The claim.
         uid: String,
-        /// The devices it holds.
+        /// What differs, as the claim has it: "devices [gpu-3]", "gpu-3
+        /// time-sliced (interval Long)", "the opaque configs [...]".
         prepared: String,
-        /// The devices asked for now.
+        /// The same, as this prepare asks for it.
         asked: String,
     },
     /// A device node the container needs is missing on the host.

@@ -14,7 +14,8 @@
 //! release, restore): `exclusive`, MIG (the room `mig`), MPS and
 //! time-slicing (the room `sharing`). The generic pieces sit here: the
 //! request (`request`), the claim table and per-claim locks (`table`,
-//! `keyed`), the verbs (`prepare`, `unprepare`, `reconcile`), the CDI
+//! `keyed`), the verbs (`prepare`, `again` for a claim prepared already,
+//! `unprepare`, `reconcile`), the CDI
 //! spec of a claim (`spec_file`), health and usage (`health`,
 //! `usage`), errors (`error`); the engine's own tests are in `tests`.
 //!
@@ -26,6 +27,7 @@
 //! the prepares and unprepares in flight and hold new ones back until done
 //! (see `quiet`).
 
+mod again;
 mod error;
 mod exclusive;
 mod health;

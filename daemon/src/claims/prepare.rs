@@ -43,7 +43,7 @@ impl Engine {
     ) -> Result<Prepared, ClaimError> {
         let existing = lock(&self.table).get(&req.uid).cloned();
         if let Some(record) = existing {
-            return self.prepare_again(req, record);
+            return self.prepare_again(req, record, &sharing);
         }
         let devices: Vec<DeviceRef<'_>> = req
             .devices
@@ -257,34 +257,6 @@ impl Engine {
             return Err(err.into());
         }
         Ok(())
-    }
-
-    fn prepare_again(
-        &self,
-        req: &PrepareRequest,
-        record: ClaimRecord,
-    ) -> Result<Prepared, ClaimError> {
-        let mut asked: Vec<&str> = req.devices.iter().map(|d| d.device.as_str()).collect();
-        let mut held = device_names(&record);
-        asked.sort_unstable();
-        held.sort_unstable();
-        let configs: Vec<&str> = req
-            .configs
-            .iter()
-            .map(|c| c.parameters_json.as_str())
-            .collect();
-        if asked != held || configs != record.configs {
-            return Err(ClaimError::PreparedDifferently {
-                uid: record.uid.clone(),
-                prepared: held.join(", "),
-                asked: asked.join(", "),
-            });
-        }
-        self.with_gpu_locks(&record, || self.ensure_mps(&record))?;
-        if self.ensure_spec(&record)? {
-            tracing::warn!(claim_uid = %record.uid, "CDI spec of a prepared claim was missing or changed; rewrote it");
-        }
-        Ok(Prepared::AlreadyPrepared(record))
     }
 
     fn new_record(

@@ -30,6 +30,7 @@ fn claim(devices: Vec<DeviceActivity>) -> ClaimActivity {
         kind: ClaimKind::Mps,
         prepared_at: 0,
         last_active: None,
+        sampled: true,
         devices,
     }
 }

@@ -42,6 +42,7 @@ fn snapshot() -> ActivitySnapshot {
         kind: ClaimKind::Mps,
         prepared_at: 1_000,
         last_active: Some(1_900),
+        sampled: true,
         devices: vec![device],
     };
     let idle = ClaimActivity {
@@ -51,6 +52,7 @@ fn snapshot() -> ActivitySnapshot {
         kind: ClaimKind::Exclusive,
         prepared_at: 500,
         last_active: None,
+        sampled: true,
         devices: Vec::new(),
     };
     ActivitySnapshot {
@@ -114,6 +116,7 @@ fn every_field_of_the_snapshot_reaches_the_reply() {
     assert_eq!(claim.prepared_at, 1_000);
     assert_eq!(claim.last_active, Some(1_900));
     assert_eq!(claim.idle_seconds, 100);
+    assert!(!claim.not_sampled_yet);
     let d = &claim.devices[0];
     assert_eq!((d.device.as_str(), d.gpu.as_str()), ("gpu-1", "gpu-1"));
     assert_eq!((d.uuid.as_str(), d.sharing.as_str()), ("GPU-1111", "mps"));
@@ -153,6 +156,16 @@ fn a_claim_never_active_is_idle_since_its_prepare() {
     assert_eq!(idle.last_active, None);
     assert_eq!(idle.idle_seconds, 1_500);
     assert_eq!(idle.kind, "exclusive");
+}
+
+#[test]
+fn a_claim_not_sampled_yet_says_so() {
+    let mut snapshot = snapshot();
+    snapshot.claims[1].sampled = false;
+    let reply = activity_response(&snapshot, 2_000);
+    assert!(reply.claims[1].not_sampled_yet);
+    assert_eq!(reply.claims[1].idle_seconds, 1_500, "since its prepare");
+    assert!(!reply.claims[0].not_sampled_yet);
 }
 
 #[test]

@@ -6,11 +6,12 @@ use gpuslice_proto::gpuslice::v1 as pb;
 use serde_json::{Value, json};
 
 use crate::render::{doc, table};
+use crate::top_render::NOT_SAMPLED;
 use crate::units::{ago, span};
 
 /// The claims idle for at least `min_idle` seconds, as a table or JSON. Idle
 /// time is the daemon's (`idle_seconds`: since the last active sample, or
-/// since the prepare when never active).
+/// since the prepare when never active, or not sampled yet).
 pub fn idle_claims(reply: &pb::GetActivityResponse, min_idle: u64, json: bool) -> String {
     let min = i64::try_from(min_idle).unwrap_or(i64::MAX);
     let idle: Vec<&pb::ClaimActivity> = reply
@@ -43,7 +44,11 @@ pub fn idle_claims(reply: &pb::GetActivityResponse, min_idle: u64, json: bool) -
                 c.kind.clone(),
                 devices.join(","),
                 span(c.idle_seconds),
-                ago(c.last_active, reply.now),
+                if c.not_sampled_yet {
+                    NOT_SAMPLED.to_owned()
+                } else {
+                    ago(c.last_active, reply.now)
+                },
             ]
         })
         .collect();
@@ -73,7 +78,8 @@ fn claim_json(c: &pb::ClaimActivity) -> Value {
     let devices: Vec<Value> = c.devices.iter().map(device_json).collect();
     json!({ "uid": r.uid, "namespace": r.namespace, "name": r.name, "kind": c.kind,
             "prepared_at": c.prepared_at, "last_active": c.last_active,
-            "idle_seconds": c.idle_seconds, "devices": devices })
+            "idle_seconds": c.idle_seconds, "not_sampled_yet": c.not_sampled_yet,
+            "devices": devices })
 }
 
 /// The whole reply as one JSON document.
@@ -134,6 +140,24 @@ mod tests {
             idle_claims(&reply(), 86_400, false),
             "no claim has been idle for 1d or more (2 prepared)\n"
         );
+    }
+
+    #[test]
+    fn a_claim_not_sampled_yet_says_so_in_the_table_and_the_json() {
+        let mut fresh = reply();
+        fresh.claims[1].not_sampled_yet = true;
+        let table = idle_claims(&fresh, 3_600, false);
+        assert!(
+            table
+                .lines()
+                .nth(1)
+                .unwrap()
+                .ends_with("2h        not sampled yet"),
+            "{table}"
+        );
+        let doc: serde_json::Value = serde_json::from_str(&activity_json(&fresh)).unwrap();
+        assert_eq!(doc["claims"][0]["not_sampled_yet"], false);
+        assert_eq!(doc["claims"][1]["not_sampled_yet"], true);
     }
 
     #[test]

@@ -34,6 +34,7 @@ pub fn reply() -> pb::GetActivityResponse {
         prepared_at: NOW - 3_600,
         last_active: Some(NOW - 12),
         idle_seconds: 12,
+        not_sampled_yet: false,
         devices: vec![pb::DeviceActivity {
             device: "gpu-1".into(),
             gpu: "gpu-1".into(),
@@ -53,6 +54,7 @@ pub fn reply() -> pb::GetActivityResponse {
         prepared_at: NOW - 7_200,
         last_active: None,
         idle_seconds: 7_200,
+        not_sampled_yet: false,
         devices: vec![pb::DeviceActivity {
             device: "gpu-2".into(),
             gpu: "gpu-2".into(),

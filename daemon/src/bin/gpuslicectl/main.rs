@@ -284,7 +284,7 @@ async fn run(args: Args) -> anyhow::Result<String> {
         }
         Command::Claims { idle: Some(idle) } => {
             let reply = client
-                .get_activity(pb::GetActivityRequest {})
+                .get_activity(pb::GetActivityRequest { fresh: true })
                 .await?
                 .into_inner();
             if !reply.enabled {

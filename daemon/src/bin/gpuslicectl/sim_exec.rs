@@ -6,8 +6,11 @@
 //! that CMD's pid uses the device, with the memory and SM figures given.
 //! With `--no-claim --device gpu-N` instead, CMD runs on a whole GPU with
 //! no claim's environment, as a workload that bypassed the scheduler would
-//! (gpusliced shows it as unclaimed and warns). The file is removed when
-//! CMD ends; the exit status is CMD's (128 + the signal that ended it).
+//! (gpusliced shows it as unclaimed and warns). Once the file is written,
+//! so the next sample sees the process, one line on stderr says so
+//! ([`announcement`]): a script started `sim exec … &` waits for it. The
+//! file is removed when CMD ends; the exit status is CMD's (128 + the
+//! signal that ended it).
 //! SIGTERM and SIGHUP are passed on to CMD; Ctrl-C reaches it from the
 //! terminal.
 
@@ -24,7 +27,7 @@ use gpuslice_proto::gpuslice::v1::gpu_slice_client::GpuSliceClient;
 use tokio::signal::unix::{SignalKind, signal};
 use tonic::transport::Channel;
 
-use crate::units::parse_bytes;
+use crate::units::{parse_bytes, size};
 
 /// `sim exec`'s options.
 #[derive(Debug, clap::Args)]
@@ -64,6 +67,10 @@ struct Target {
     uuid: String,
     mps: bool,
     env: Vec<(String, String)>,
+    /// The device's inventory name.
+    device: String,
+    /// The claim, "namespace/name (uid)"; `None` for `--no-claim`.
+    claim: Option<String>,
 }
 
 /// Runs CMD to its end; returns its exit status as ours.
@@ -91,7 +98,10 @@ pub async fn run(mut client: GpuSliceClient<Channel>, args: SimExecArgs) -> anyh
     let written = write_process_file(&target.dir, &file)
         .with_context(|| format!("cannot register process {pid} with the simulator"));
     let status = match written {
-        Ok(()) => wait(child).await,
+        Ok(()) => {
+            eprintln!("{}", announcement(&file, &target));
+            wait(child).await
+        }
         Err(err) => {
             let _ = nix::sys::signal::kill(as_pid(pid), nix::sys::signal::Signal::SIGTERM);
             let _ = child.wait();
@@ -102,6 +112,23 @@ pub async fn run(mut client: GpuSliceClient<Channel>, args: SimExecArgs) -> anyh
         eprintln!("gpuslicectl sim exec: {err}");
     }
     Ok(exit_code(status?))
+}
+
+/// The line printed once `file` is written: "sim exec: pid 1234 on gpu-2
+/// as claim ml/infer-a (7a1e0c2d-…), 12.0 GiB, SM 40%, MPS client".
+fn announcement(file: &SimProcessFile, target: &Target) -> String {
+    let owner = match &target.claim {
+        Some(claim) => format!("as claim {claim}"),
+        None => "outside any claim".to_owned(),
+    };
+    let mps = if file.mps_client { ", MPS client" } else { "" };
+    format!(
+        "sim exec: pid {} on {} {owner}, {}, SM {}%{mps}",
+        file.pid,
+        target.device,
+        size(file.memory_bytes),
+        file.sm_percent
+    )
 }
 
 fn as_pid(pid: u32) -> nix::unistd::Pid {
@@ -165,6 +192,8 @@ async fn target(
             uuid: gpu_uuid(client, name).await?,
             mps: args.mps,
             env: Vec::new(),
+            device: name.to_owned(),
+            claim: None,
         });
     };
     let claims = client
@@ -191,11 +220,14 @@ async fn target(
     .clone();
     let uuid = device_uuid(client, uid, &device.device).await?;
     let spec = read_spec(Path::new(&claim.cdi_spec_path))?;
+    let named = claim.claim.unwrap_or_default();
     Ok(Target {
         dir,
         uuid,
         mps: args.mps || device.sharing.starts_with("mps"),
         env: cdi_env(&spec, &device.cdi_device_ids),
+        claim: Some(format!("{}/{} ({uid})", named.namespace, named.name)),
+        device: device.device,
     })
 }
 
@@ -207,7 +239,7 @@ async fn device_uuid(
     device: &str,
 ) -> anyhow::Result<String> {
     let activity = client
-        .get_activity(pb::GetActivityRequest {})
+        .get_activity(pb::GetActivityRequest::default())
         .await?
         .into_inner();
     let sampled = activity

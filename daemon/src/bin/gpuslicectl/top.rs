@@ -4,9 +4,12 @@
 //! name); the terminal is given back as it was on every way out: quit, a
 //! signal, an error, a panic (the [`Screen`] guard). When gpusliced does not
 //! answer (a restart), the live view keeps the last sample on screen, says
-//! why under the title and tries again at each interval. Piped, or with
-//! `--once`, it prints the screen once; `--output json` prints the reply.
-//! What is drawn comes from [`crate::top_render::lines`].
+//! why under the title and tries again at each interval; a key line under
+//! the header lists the keys. The live view shows gpusliced's periodic
+//! samples. Piped, or with `--once`, it prints the screen once, without the
+//! key line; `--output json` prints the reply; both ask gpusliced for a
+//! sample taken now (GetActivity `fresh`), so what was just prepared or
+//! started is in it. What is drawn comes from [`crate::top_render::lines`].
 
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
@@ -21,7 +24,7 @@ use tokio_stream::StreamExt;
 use tonic::transport::Channel;
 
 use crate::activity_render::activity_json;
-use crate::top_render::{Node, SortKey, lines, with_problem};
+use crate::top_render::{Node, SortKey, lines, with_keys, with_problem};
 use crate::units::parse_duration;
 
 /// `top`'s options.
@@ -33,7 +36,8 @@ pub struct TopArgs {
     /// How often to redraw, e.g. 2s (default: gpusliced's sampling interval).
     #[arg(long, value_parser = parse_duration)]
     interval: Option<u64>,
-    /// Print once and exit, even on a terminal.
+    /// Print once and exit, even on a terminal (from a sample gpusliced
+    /// takes now, as when piped).
     #[arg(long)]
     once: bool,
 }
@@ -41,9 +45,13 @@ pub struct TopArgs {
 /// Redraw interval when sampling is off (the screen only says so).
 const OFF_INTERVAL: Duration = Duration::from_secs(5);
 
-async fn fetch(client: &mut GpuSliceClient<Channel>) -> anyhow::Result<pb::GetActivityResponse> {
+/// GetActivity: a sample taken now (`fresh`), or gpusliced's latest.
+async fn fetch(
+    client: &mut GpuSliceClient<Channel>,
+    fresh: bool,
+) -> anyhow::Result<pb::GetActivityResponse> {
     Ok(client
-        .get_activity(pb::GetActivityRequest {})
+        .get_activity(pb::GetActivityRequest { fresh })
         .await?
         .into_inner())
 }
@@ -61,7 +69,8 @@ pub async fn run(
     args: TopArgs,
     json: bool,
 ) -> anyhow::Result<String> {
-    let reply = fetch(client).await?;
+    let once = args.once || json || !std::io::stdout().is_terminal();
+    let reply = fetch(client, once).await?;
     if json {
         return Ok(activity_json(&reply));
     }
@@ -73,7 +82,7 @@ pub async fn run(
         name: host_name(),
         gpus: status.gpu_count,
     };
-    if args.once || !std::io::stdout().is_terminal() {
+    if once {
         let mut text = lines(&reply, &node, args.sort, reply.now, 0).join("\n");
         text.push('\n');
         return Ok(text);
@@ -130,7 +139,7 @@ impl Shown {
     fn lines(&self, node: &Node, sort: SortKey, width: usize) -> Vec<String> {
         let waited = i64::try_from(self.fetched.elapsed().as_secs()).unwrap_or(i64::MAX);
         let now = self.reply.now.saturating_add(waited);
-        let shown = lines(&self.reply, node, sort, now, width);
+        let shown = with_keys(lines(&self.reply, node, sort, now, 0), sort, width);
         match &self.problem {
             None => shown,
             Some(problem) => {
@@ -227,7 +236,7 @@ async fn live(
                 _ = sighup.recv() => return Ok(()),
             }
         }
-        match fetch(client).await {
+        match fetch(client, false).await {
             Ok(reply) => {
                 shown.reply = reply;
                 shown.fetched = Instant::now();

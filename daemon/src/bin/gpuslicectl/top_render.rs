@@ -1,7 +1,8 @@
 //! What `gpuslicectl top` shows, as lines: a pure function of one
 //! GetActivity reply, the node's name and GPU count, the time and the
 //! terminal's width, so the live view and the once-through print are the
-//! same text and a test reads it exactly.
+//! same text and a test reads it exactly. The live view adds its key line
+//! ([`key_line`]) under the header; the once-through print has none.
 
 use clap::ValueEnum;
 use gpuslice_proto::gpuslice::v1 as pb;
@@ -52,6 +53,9 @@ impl Row<'_> {
     }
 
     fn cells(&self, now: i64) -> Vec<String> {
+        if self.claim.not_sampled_yet {
+            return self.not_sampled_cells();
+        }
         let (device, sharing, procs, memory, sm) = match self.device {
             Some(d) => (
                 d.device.clone(),
@@ -72,6 +76,38 @@ impl Row<'_> {
         let last = ago(self.claim.last_active, now);
         vec![self.label(), device, sharing, procs, memory, sm, last]
     }
+
+    /// A claim prepared after the sample: its device, `-` for every figure.
+    fn not_sampled_cells(&self) -> Vec<String> {
+        let (device, sharing) = self.device.map_or_else(
+            || ("-".to_owned(), self.claim.kind.clone()),
+            |d| (d.device.clone(), d.sharing.clone()),
+        );
+        let none = || "-".to_owned();
+        let last = NOT_SAMPLED.to_owned();
+        vec![self.label(), device, sharing, none(), none(), none(), last]
+    }
+}
+
+/// The LAST ACTIVE cell of a claim prepared after the sample shown.
+pub const NOT_SAMPLED: &str = "not sampled yet";
+
+/// `shown` with the live view's key line under the header, cut to `width`
+/// (0: uncut).
+pub fn with_keys(mut shown: Vec<String>, sort: SortKey, width: usize) -> Vec<String> {
+    shown.insert(shown.len().min(2), key_line(sort));
+    cut(shown, width)
+}
+
+/// The keys of the live view, with the order in force.
+pub fn key_line(sort: SortKey) -> String {
+    let by = match sort {
+        SortKey::Memory => "memory",
+        SortKey::Sm => "SM",
+        SortKey::Idle => "idle",
+        SortKey::Name => "name",
+    };
+    format!("keys: q quit  m memory  s SM  i idle  n name  (sorted by {by})")
 }
 
 /// "6.0 GiB / 4.0 GiB !" (used / share, over it), or used / total.

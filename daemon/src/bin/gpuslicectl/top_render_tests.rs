@@ -1,6 +1,6 @@
 //! The top screen, exactly, from the shared fixture.
 
-use super::{Node, SortKey, lines, with_problem};
+use super::{Node, SortKey, key_line, lines, with_keys, with_problem};
 use crate::fixture::{NOW, reply};
 
 fn node() -> Node {
@@ -104,4 +104,45 @@ fn a_fetch_that_failed_is_said_under_the_title_over_the_last_sample() {
     assert_eq!(&shown[2..], &last[1..]);
     let narrow = with_problem(last, "connection refused", 5, 20);
     assert_eq!(narrow[1], "! gpusliced did not ");
+}
+
+#[test]
+fn a_claim_prepared_after_the_sample_shows_as_not_sampled_yet() {
+    let mut fresh = reply();
+    let new = &mut fresh.claims[1];
+    new.not_sampled_yet = true;
+    new.prepared_at = NOW - 3;
+    new.idle_seconds = 3;
+    let top = lines(&fresh, &node(), SortKey::Name, NOW, 0);
+    assert_eq!(top[1], "GPUs 4  claims 2  unclaimed 1  warnings 2");
+    assert_eq!(
+        top[5],
+        "team-b/notebook  gpu-2   exclusive  -      -                    -    not sampled yet"
+    );
+}
+
+#[test]
+fn the_live_view_lists_its_keys_under_the_header_and_the_print_does_not() {
+    let printed = lines(&reply(), &node(), SortKey::Memory, NOW, 0);
+    assert!(!printed.iter().any(|l| l.contains("q quit")), "{printed:?}");
+    let live = with_keys(printed.clone(), SortKey::Idle, 0);
+    assert_eq!(&live[..2], &printed[..2]);
+    assert_eq!(
+        live[2],
+        "keys: q quit  m memory  s SM  i idle  n name  (sorted by idle)"
+    );
+    assert_eq!(&live[3..], &printed[2..]);
+    assert_eq!(
+        key_line(SortKey::Sm),
+        "keys: q quit  m memory  s SM  i idle  n name  (sorted by SM)"
+    );
+    let narrow = with_keys(printed, SortKey::Memory, 10);
+    assert_eq!(narrow[2], "keys: q qu");
+    let off = with_keys(
+        lines(&Default::default(), &node(), SortKey::Name, NOW, 0),
+        SortKey::Name,
+        0,
+    );
+    assert_eq!(off.len(), 3);
+    assert!(off[2].starts_with("keys: q quit"), "{off:?}");
 }

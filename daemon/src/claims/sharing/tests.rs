@@ -345,3 +345,26 @@ fn sim_preparing_again_starts_a_daemon_that_is_missing() {
     assert_eq!(e.sharing_view()[0].daemons[0].claims, [A]);
     assert_eq!(node.mode(0), ComputeMode::ExclusiveProcess);
 }
+
+#[test]
+fn sim_preparing_again_with_other_sharing_names_both_and_what_to_do() {
+    let Some(node) = Node::plain(1) else { return };
+    let e = node.engine();
+    e.prepare(&req(A, &["gpu-0"], &[timeslicing("Long")]))
+        .unwrap();
+    let err = e.prepare(&req(A, &["gpu-0"], &[mps(50)])).unwrap_err();
+    assert!(
+        matches!(err, ClaimError::PreparedDifferently { .. }),
+        "{err}"
+    );
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "claim {A} is already prepared with gpu-0 time-sliced (interval Long), and this \
+             prepare asks for gpu-0 shared by MPS (active threads 50%); a prepared claim \
+             cannot change: unprepare it first, or use a new claim uid"
+        )
+    );
+    assert_eq!(node.starts(), 0, "no MPS daemon was started");
+    assert_eq!(e.sharing_view()[0].mode, "timeslicing");
+}

@@ -221,6 +221,14 @@ fn sim_same_claim_with_other_devices_is_refused() {
         matches!(err, ClaimError::PreparedDifferently { .. }),
         "{err}"
     );
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "claim {A} is already prepared with devices [gpu-0], and this prepare asks for \
+             devices [gpu-1]; a prepared claim cannot change: unprepare it first, or use a new \
+             claim uid"
+        )
+    );
 }
 
 #[test]

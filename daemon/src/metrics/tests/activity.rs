@@ -46,6 +46,7 @@ fn claim(n: u8, kind: ClaimKind, devices: Vec<DeviceActivity>) -> ClaimActivity 
         kind,
         prepared_at: 1_000,
         last_active: Some(1_700_000_000),
+        sampled: true,
         devices,
     }
 }

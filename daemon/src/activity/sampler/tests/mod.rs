@@ -18,6 +18,7 @@ use crate::mps::supervisor::DAEMON_MARKER;
 use crate::mps::{ChildSupervisor, MpsManager, MpsSettings, NoShmMount};
 use crate::timeslice::NvidiaSmi;
 
+mod at_once;
 mod episodes;
 mod processes;
 mod samples;
