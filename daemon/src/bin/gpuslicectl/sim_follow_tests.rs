@@ -82,8 +82,10 @@ struct Exec {
 #[test]
 fn pid_or_command_exactly_one() {
     let parse = |args: &[&str]| Exec::try_parse_from([&["exec"], args].concat());
-    assert!(parse(&["--claim", "u", "--pid", "42"]).is_ok());
-    assert!(parse(&["--claim", "u", "--", "sleep", "1"]).is_ok());
+    let pid = parse(&["--claim", "u", "--pid", "42"]).expect("--pid alone");
+    assert!(format!("{pid:?}").contains("pid: Some(42)"), "{pid:?}");
+    let command = parse(&["--claim", "u", "--", "sleep", "1"]).expect("a command alone");
+    assert!(format!("{command:?}").contains("pid: None"), "{command:?}");
     let both = parse(&["--claim", "u", "--pid", "42", "--", "sleep", "1"])
         .expect_err("--pid with a command");
     assert!(both.to_string().contains("cannot be used with"), "{both}");
