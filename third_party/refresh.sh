@@ -3,7 +3,7 @@
 #
 #   third_party/refresh.sh FOLDER REF
 #
-# FOLDER is a folder of third_party/ (cdi, kubelet); REF an upstream tag,
+# FOLDER is a folder of third_party/ (cdi, cri-api, kubelet); REF an upstream tag,
 # branch or commit. Resolves REF to one commit (git ls-remote), downloads every
 # file FOLDER/SOURCE lists at that commit with curl, replaces them, and
 # rewrites FOLDER/SOURCE with the commit, today's date and each file's sha256.

@@ -12,6 +12,7 @@ mod mig_map;
 mod render;
 mod sharing;
 mod sim_exec;
+mod sim_follow;
 mod top;
 mod top_render;
 mod units;

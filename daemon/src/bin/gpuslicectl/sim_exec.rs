@@ -12,7 +12,8 @@
 //! file is removed when CMD ends; the exit status is CMD's (128 + the
 //! signal that ended it).
 //! SIGTERM and SIGHUP are passed on to CMD; Ctrl-C reaches it from the
-//! terminal.
+//! terminal. `--pid PID` registers a process already running instead
+//! (`sim_follow`).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
@@ -56,8 +57,12 @@ pub struct SimExecArgs {
     /// shares through MPS).
     #[arg(long)]
     mps: bool,
+    /// Register the process PID, already running, instead of starting CMD
+    /// (a container's, by its host pid); its file goes when it ends.
+    #[arg(long, conflicts_with = "command")]
+    pid: Option<u32>,
     /// The command and its arguments, after `--`.
-    #[arg(last = true, required = true, value_name = "CMD")]
+    #[arg(last = true, required_unless_present = "pid", value_name = "CMD")]
     command: Vec<String>,
 }
 
@@ -77,6 +82,17 @@ struct Target {
 pub async fn run(mut client: GpuSliceClient<Channel>, args: SimExecArgs) -> anyhow::Result<u8> {
     let target = target(&mut client, &args).await?;
     drop(client);
+    if let Some(pid) = args.pid {
+        let file = SimProcessFile {
+            pid,
+            start_time: proc_start_time(pid),
+            device: target.uuid,
+            memory_bytes: args.memory,
+            sm_percent: args.sm,
+            mps_client: target.mps,
+        };
+        return crate::sim_follow::follow(&target.dir, file).await;
+    }
     let (program, rest) = args
         .command
         .split_first()
