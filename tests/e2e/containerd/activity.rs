@@ -3,11 +3,13 @@
 //! through `gpuslicectl sim exec --claim UID --pid PID` (on the claim's
 //! first device), and gpusliced's sampler must give each to its claim. It
 //! finds the claim by the marker in `/proc/<pid>/environ`, which only the
-//! CDI spec containerd injected can have put there.
+//! CDI spec containerd injected can have put there. Each `sim exec` says on
+//! stderr once its process is registered; a sample taken after that
+//! (GetActivity with `fresh`) must see it: no polling.
 
 use std::collections::BTreeMap;
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, ChildStderr, Command, ExitStatus, Stdio};
 
 use gpuslice_proto::gpuslice::v1 as pb;
 use nix::sys::signal::{Signal, kill};
@@ -17,15 +19,15 @@ use super::node::Kind;
 use super::pod::Pod;
 use crate::harness::Daemon;
 
-/// Upper bound for the sampler (every second here) to see a change.
-const BOUND: Duration = Duration::from_secs(60);
-
 /// The `sim exec --pid` processes, by container name, with the container
 /// id and pid they follow; ended when the test ends however it ends.
 #[derive(Default)]
 pub struct Followed {
     pub containers: BTreeMap<&'static str, (String, u32)>,
     execs: BTreeMap<&'static str, Child>,
+    /// Their stderr, read up to the registration line and kept open (a
+    /// closed pipe would fail a later message of theirs).
+    stderr: Vec<BufReader<ChildStderr>>,
 }
 
 impl Followed {
@@ -55,8 +57,9 @@ impl Drop for Followed {
     }
 }
 
-/// Registers every claim's container process and waits until the sampler
-/// has given each one to its claim.
+/// Registers every claim's container process, waits for each `sim exec`
+/// to say it is registered, and checks that a fresh sample gives each one
+/// to its claim.
 pub async fn follow_every_container(daemon: &Daemon, pod: &mut Pod) -> Followed {
     let mut followed = Followed::default();
     for kind in Kind::ALL {
@@ -64,43 +67,44 @@ pub async fn follow_every_container(daemon: &Daemon, pod: &mut Pod) -> Followed 
         let (state, pid) = pod.cri.status(&id);
         assert_eq!(state, "CONTAINER_RUNNING", "{kind:?}");
         assert!(pid > 0, "{kind:?}: containerd reports no pid");
-        let exec = Command::new(env!("CARGO_BIN_EXE_gpuslicectl"))
+        let mut exec = Command::new(env!("CARGO_BIN_EXE_gpuslicectl"))
             .arg("--socket")
             .arg(&daemon.socket)
             .args(["sim", "exec", "--claim", kind.uid(), "--memory", "1GiB"])
             .args(["--sm", "10", "--pid", &pid.to_string()])
             .stdin(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("run gpuslicectl sim exec --pid");
+        let mut stderr = BufReader::new(exec.stderr.take().expect("piped stderr"));
+        let mut line = String::new();
+        stderr.read_line(&mut line).expect("read sim exec's stderr");
+        assert!(
+            line.starts_with(&format!("sim exec: pid {pid} on ")),
+            "{kind:?}: sim exec --pid said {line:?}"
+        );
         followed.containers.insert(kind.name(), (id, pid));
         followed.execs.insert(kind.name(), exec);
+        followed.stderr.push(stderr);
     }
-    let began = Instant::now();
-    loop {
-        let activity = activity(daemon).await;
-        let missing: Vec<&str> = Kind::ALL
-            .iter()
-            .filter(|k| pids_of(&activity, k.uid()) != [followed.containers[k.name()].1])
-            .map(|k| k.name())
-            .collect();
-        if missing.is_empty() {
-            return followed;
-        }
-        assert!(
-            began.elapsed() < BOUND,
-            "not attributed within {BOUND:?}: {missing:?}\n{activity:#?}\nlog:\n{}",
+    let activity = activity(daemon).await;
+    for kind in Kind::ALL {
+        assert_eq!(
+            pids_of(&activity, kind.uid()),
+            [followed.containers[kind.name()].1],
+            "{kind:?} not attributed to its claim\n{activity:#?}\nlog:\n{}",
             daemon.log()
         );
-        tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    followed
 }
 
-/// GetActivity.
+/// GetActivity, on a sample taken now.
 pub async fn activity(daemon: &Daemon) -> pb::GetActivityResponse {
     daemon
         .client()
         .await
-        .get_activity(pb::GetActivityRequest {})
+        .get_activity(pb::GetActivityRequest { fresh: true })
         .await
         .expect("GetActivity")
         .into_inner()

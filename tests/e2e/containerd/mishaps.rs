@@ -11,8 +11,6 @@
 //!   leaves the running container alone, refuses new containers of the
 //!   claim, and a reload of gpusliced writes it again.
 
-use std::time::{Duration, Instant};
-
 use gpuslice_proto::gpuslice::v1 as pb;
 use serde_json::json;
 
@@ -21,9 +19,6 @@ use super::activity::{Followed, activity, pids_of};
 use super::node::Kind;
 use super::pod::Pod;
 use crate::harness::{Daemon, unprepare_request};
-
-/// Upper bound for the sampler to see a change.
-const BOUND: Duration = Duration::from_secs(60);
 
 fn spec_path(daemon: &Daemon, kind: Kind) -> std::path::PathBuf {
     daemon
@@ -59,19 +54,15 @@ pub async fn unprepare_while_running(
     assert!(!spec_path(daemon, kind).exists(), "the spec stays");
     assert_eq!(pod.cri.status(&id).0, "CONTAINER_RUNNING");
     let reason = format!("its environment names claim {uid}, which does not hold gpu-0");
-    let began = Instant::now();
-    loop {
-        let now = activity(daemon).await;
-        let unclaimed = now
-            .unclaimed
-            .iter()
-            .find(|u| u.process.as_ref().is_some_and(|p| p.pid == pid));
-        if unclaimed.is_some_and(|u| u.reason == reason) {
-            break;
-        }
-        assert!(began.elapsed() < BOUND, "{pid} not unclaimed: {now:#?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let now = activity(daemon).await;
+    let unclaimed = now
+        .unclaimed
+        .iter()
+        .find(|u| u.process.as_ref().is_some_and(|p| p.pid == pid));
+    assert!(
+        unclaimed.is_some_and(|u| u.reason == reason),
+        "{pid} not unclaimed with {reason:?}: {now:#?}"
+    );
     let refused = pod
         .run("whole-again", &ids[kind.name()])
         .expect_err("a container of an unprepared claim");

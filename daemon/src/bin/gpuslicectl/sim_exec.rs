@@ -86,12 +86,13 @@ pub async fn run(mut client: GpuSliceClient<Channel>, args: SimExecArgs) -> anyh
         let file = SimProcessFile {
             pid,
             start_time: proc_start_time(pid),
-            device: target.uuid,
+            device: target.uuid.clone(),
             memory_bytes: args.memory,
             sm_percent: args.sm,
             mps_client: target.mps,
         };
-        return crate::sim_follow::follow(&target.dir, file).await;
+        let line = announcement(&file, &target);
+        return crate::sim_follow::follow(&target.dir, file, &line).await;
     }
     let (program, rest) = args
         .command

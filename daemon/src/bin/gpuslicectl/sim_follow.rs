@@ -44,15 +44,17 @@ impl Ended {
     }
 }
 
-/// Registers `file.pid` (whose start time the caller read) in `dir`, waits
+/// Registers `file.pid` (whose start time the caller read) in `dir`, says
+/// so on stderr with `announcement` (as `sim exec` does), waits
 /// until it ends, removes the file; returns the exit status.
-pub async fn follow(dir: &Path, file: SimProcessFile) -> anyhow::Result<u8> {
+pub async fn follow(dir: &Path, file: SimProcessFile, announcement: &str) -> anyhow::Result<u8> {
     let pid = file.pid;
     let Some(start) = file.start_time else {
         bail!("no process {pid} runs now (--pid registers a running process by its host pid)");
     };
     write_process_file(dir, &file)
         .with_context(|| format!("cannot register process {pid} with the simulator"))?;
+    eprintln!("{announcement}");
     let ended = wait_for_end(pid, start).await;
     let removed = remove_process_file(dir, pid);
     let ended = ended?;

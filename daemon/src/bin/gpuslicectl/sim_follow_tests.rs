@@ -35,7 +35,7 @@ async fn the_file_lives_as_long_as_the_process() {
     let following = tokio::spawn({
         let dir = dir.path().to_owned();
         let file = file.clone();
-        async move { follow(&dir, file).await }
+        async move { follow(&dir, file, "sim exec: registered").await }
     });
     // Registered before the wait starts; the simulator sees it as live.
     let path = dir.path().join(format!("{pid}.json"));
@@ -56,7 +56,7 @@ async fn a_pid_that_runs_nothing_is_refused_and_nothing_written() {
     let mut child = Command::new("true").spawn().expect("start true");
     let pid = child.id();
     child.wait().expect("true ends");
-    let err = follow(dir.path(), file_of(pid))
+    let err = follow(dir.path(), file_of(pid), "sim exec: registered")
         .await
         .expect_err("a pid with no process");
     assert_eq!(
