@@ -89,7 +89,7 @@ if [ -w "$sid" ]; then
 fi
 field() { awk -v key="$1" '$1 == key { print $2; exit }' "$vendored/SOURCE"; }
 ldflags="-X main.upstreamRef=$(field ref) -X main.upstreamCommit=$(field commit)"
-echo "build.sh: building the allocator tool with $("$goroot/bin/go" version) (cold: a few minutes)" >&2
+echo "build.sh: building the allocator tool with $("$goroot/bin/go" version) (minutes while Go's build cache is cold, seconds after)" >&2
 started=$SECONDS
 mkdir -p "$out/$hash"
 log=$out/$hash/build.log

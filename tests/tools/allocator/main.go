@@ -132,10 +132,15 @@ func (in *input) check() error {
 			return fmt.Errorf("slices[%d] is null", i)
 		}
 	}
+	seen := make(map[string]bool, len(in.Classes))
 	for i, class := range in.Classes {
 		if class == nil || class.Name == "" {
 			return fmt.Errorf("classes[%d] is null or has no metadata.name", i)
 		}
+		if seen[class.Name] {
+			return fmt.Errorf("classes[%d]: a second class named %q", i, class.Name)
+		}
+		seen[class.Name] = true
 	}
 	return nil
 }
