@@ -9,11 +9,13 @@
 //!   parse; skip or fail when the tool cannot be had).
 //! * [`objects`]: builders of the cases' slices, classes and claims.
 //! * [`upstream`]: the cases.
+//! * [`refusals`]: input the tool refuses, and what it says to fix.
 //!
 //! Without the sid packages (`tests/tools/allocator/fetch.sh`) every test
 //! prints why it skips; `GPUSLICE_REQUIRE_TOOLS=1` makes that a failure.
 
 mod objects;
+mod refusals;
 mod tool;
 mod upstream;
 

@@ -39,7 +39,12 @@ pub enum ToolError {
     #[error("the input does not serialize: {0}")]
     Input(serde_json::Error),
     #[error("the allocator tool exited with {status}: {stderr}")]
-    Exit { status: String, stderr: String },
+    Exit {
+        /// The exit code (2: the input is not what it reads), if any.
+        code: Option<i32>,
+        status: String,
+        stderr: String,
+    },
     #[error("the allocator tool's answer is not what tool/wire.rs reads ({source}): {stdout}")]
     Answer {
         source: serde_json::Error,
@@ -71,7 +76,12 @@ impl RealAllocator {
     /// The upstream allocator's answer to `input`.
     pub fn allocate(&self, input: &Input) -> Result<Outcome, ToolError> {
         let json = serde_json::to_vec(input).map_err(ToolError::Input)?;
-        let stdout = self.run(&[], &json)?;
+        self.allocate_json(&json)
+    }
+
+    /// The answer to `json` as it is (for input no [`Input`] can express).
+    pub fn allocate_json(&self, json: &[u8]) -> Result<Outcome, ToolError> {
+        let stdout = self.run(&[], json)?;
         serde_json::from_slice(&stdout).map_err(|source| answer_error(source, &stdout))
     }
 
@@ -100,6 +110,7 @@ impl RealAllocator {
         }
         if !output.status.success() {
             return Err(ToolError::Exit {
+                code: output.status.code(),
                 status: output.status.to_string(),
                 stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
             });
