@@ -255,7 +255,8 @@ fn patch_entry(line: usize, values: &[&str]) -> Result<Patch, ManifestError> {
 /// Whether `name` is a path inside a folder: relative, every part non-empty
 /// and not starting with a dot (which also refuses `.` and `..`).
 fn is_folder_path(name: &str) -> bool {
-    name.split('/').all(|part| !part.is_empty() && !part.starts_with('.'))
+    name.split('/')
+        .all(|part| !part.is_empty() && !part.starts_with('.'))
 }
 
 /// The sha256 of `bytes`, lowercase hex.
