@@ -13,8 +13,16 @@ use crate::tool::{Features, Input, Outcome, Stage, available};
 /// One 80 GiB GPU published partitionable: the whole GPU and three 40 GiB
 /// partitions, all drawing on one counter set.
 fn partitionable(features: Features) -> Input {
-    let consumes = |gib: u32| json!([{ "counterSet": "gpu-0", "counters": { "memory": { "value": format!("{gib}Gi") } } }]);
-    let device = |name: &str, kind: &str, gib| json!({ "name": name, "attributes": { "type": { "string": kind } }, "consumesCounters": consumes(gib) });
+    let device = |name: &str, kind: &str, gib: u32| {
+        json!({
+            "name": name,
+            "attributes": { "type": { "string": kind } },
+            "consumesCounters": [{
+                "counterSet": "gpu-0",
+                "counters": { "memory": { "value": format!("{gib}Gi") } }
+            }]
+        })
+    };
     input(
         features,
         vec![
