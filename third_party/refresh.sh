@@ -5,10 +5,13 @@
 #
 # FOLDER is a folder of third_party/ (cdi, cri-api, kubelet); REF an upstream tag,
 # branch or commit. Resolves REF to one commit (git ls-remote), downloads every
-# file FOLDER/SOURCE lists at that commit with curl, replaces them, and
-# rewrites FOLDER/SOURCE with the commit, today's date and each file's sha256.
-# To vendor one more file, first add a line `file - NAME UPSTREAM/PATH` to
-# FOLDER/SOURCE; to drop one, delete its line and the file.
+# file FOLDER/SOURCE lists at that commit with curl, checks that each patch
+# FOLDER/SOURCE lists (`patch NAME.patch`, gpuslice's own change that a build
+# applies to its copy) still applies to them, replaces them, and rewrites
+# FOLDER/SOURCE with the commit, today's date and each file's sha256. A NAME
+# may lie in a subfolder (`structured/allocator.go`). To vendor one more
+# file, first add a line `file - NAME UPSTREAM/PATH` to FOLDER/SOURCE; to drop
+# one, delete its line and the file.
 set -euo pipefail
 
 die() {
@@ -37,17 +40,38 @@ esac
 [ -n "$license" ] || die "SOURCE: no license line (the SPDX id of upstream's license)"
 slug=${repository#https://github.com/}
 
-# The files to fetch: local name and upstream path, from the `file` lines.
+# The files to fetch: local name and upstream path, from the `file` lines;
+# the patches to check, from the `patch` lines.
 names=()
 paths=()
-while read -r kind _sum name path extra; do
-  [ "$kind" = file ] || continue
+patches=()
+while read -r kind second name path extra; do
+  case $kind in
+    patch)
+      if [ -z "$second" ] || [ -n "$name" ]; then
+        die "SOURCE: a patch line is: patch NAME.patch (at '$second')"
+      fi
+      [[ $second =~ ^[^/.][^/]*\.patch$ ]] || die "SOURCE: patch '$second' must be a top-level file name ending in .patch"
+      [ -f "$dir/$second" ] || die "SOURCE lists patch $second, but $dir/$second is missing"
+      patches+=("$second")
+      continue
+      ;;
+    file) ;;
+    *) continue ;;
+  esac
   if [ -z "$path" ] || [ -n "$extra" ]; then
     die "SOURCE: a file line is: file SHA256 NAME UPSTREAM/PATH (at '$name')"
   fi
-  case $name in
-    */* | .* | SOURCE) die "SOURCE: '$name' must be a plain file name other than SOURCE" ;;
-  esac
+  # A relative path in the folder: no empty part, none starting with a dot
+  # (so no . or ..), not the manifest itself.
+  [ "$name" != SOURCE ] || die "SOURCE: a file may not be named SOURCE"
+  IFS=/ read -r -a parts <<<"$name"
+  [[ $name != /* && $name != */ && $name != *//* ]] || die "SOURCE: '$name' must be a relative path in the folder"
+  for part in "${parts[@]}"; do
+    case $part in
+      "" | .*) die "SOURCE: '$name' must be a relative path in the folder, no part starting with a dot" ;;
+    esac
+  done
   names+=("$name")
   paths+=("$path")
 done <"$source_file"
@@ -73,8 +97,20 @@ trap 'rm -rf "$tmp"' EXIT
 for i in "${!names[@]}"; do
   url=https://raw.githubusercontent.com/$slug/$commit/${paths[$i]}
   echo "fetching $url" >&2
-  curl -fsSL --retry 3 -o "$tmp/${names[$i]}" "$url" || die "download failed: $url"
+  mkdir -p "$tmp/files/$(dirname "${names[$i]}")"
+  curl -fsSL --retry 3 -o "$tmp/files/${names[$i]}" "$url" || die "download failed: $url"
 done
+
+# Each patch must still apply to what was fetched (on a scratch copy: the
+# vendored files themselves stay as upstream has them).
+for patch_name in "${patches[@]}"; do
+  rm -rf "$tmp/scratch"
+  cp -R "$tmp/files" "$tmp/scratch"
+  patch -p1 --quiet --forward -d "$tmp/scratch" <"$dir/$patch_name" >&2 ||
+    die "$patch_name no longer applies at $commit ($ref): update it to the new files (its header says what it changes), then run this again"
+  echo "$patch_name applies at $commit" >&2
+done
+rm -rf "$tmp/scratch"
 
 {
   echo "# third_party/$folder: files vendored unchanged from upstream (third_party/README.md)."
@@ -87,13 +123,20 @@ done
   echo "license $license"
   echo "# file sha256 name upstream-path"
   for i in "${!names[@]}"; do
-    sum=$(sha256sum "$tmp/${names[$i]}")
+    sum=$(sha256sum "$tmp/files/${names[$i]}")
     echo "file ${sum%% *} ${names[$i]} ${paths[$i]}"
   done
+  if [ "${#patches[@]}" -gt 0 ]; then
+    echo "# gpuslice's own changes, applied by a build to its copy (third_party/README.md)"
+    for patch_name in "${patches[@]}"; do
+      echo "patch $patch_name"
+    done
+  fi
 } >"$tmp/SOURCE"
 
 for name in "${names[@]}"; do
-  mv -f "$tmp/$name" "$dir/$name"
+  mkdir -p "$dir/$(dirname "$name")"
+  mv -f "$tmp/files/$name" "$dir/$name"
 done
 mv -f "$tmp/SOURCE" "$source_file"
 echo "third_party/$folder now at $commit ($ref); review: git diff -- third_party/$folder" >&2

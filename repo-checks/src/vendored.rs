@@ -11,11 +11,19 @@
 //! fetched YYYY-MM-DD
 //! license SPDX-ID
 //! file SHA256 NAME UPSTREAM/PATH      (one per vendored file, LICENSE among them)
+//! patch NAME.patch                    (gpuslice's own change, applied by a build)
 //! ```
 //!
+//! A NAME is a path inside the folder (`structured/allocator.go`): relative,
+//! no empty, `.` or `..` part, no part starting with a dot. A `patch` is a
+//! file of the folder's top level that gpuslice wrote, not upstream: a build
+//! applies it to its own copy, so the vendored files stay byte-identical to
+//! upstream; it is listed (so it is not a stray) but has no sha256.
+//!
 //! Must not read files: callers hand in the folder's contents. Invariant: a
-//! folder passes only when every file but `SOURCE` is listed and has the
-//! recorded sha256, so an edit by hand, a lost file or a stray one fails.
+//! folder passes only when every file but `SOURCE` is listed and every `file`
+//! has the recorded sha256, so an edit by hand, a lost file or a stray one
+//! fails.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -39,6 +47,15 @@ pub struct Entry {
     pub upstream: String,
 }
 
+/// A gpuslice patch kept beside the vendored files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Patch {
+    /// Line of the manifest that lists it.
+    pub line: usize,
+    /// Its name in the folder (top level, ends in `.patch`).
+    pub name: String,
+}
+
 /// A parsed `SOURCE` file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Manifest {
@@ -48,13 +65,14 @@ pub struct Manifest {
     pub fetched: String,
     pub license: String,
     pub files: Vec<Entry>,
+    pub patches: Vec<Patch>,
 }
 
 /// What is wrong with a `SOURCE` file.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ManifestError {
     #[error(
-        "line {line}: unknown key `{key}` (expected repository, ref, commit, fetched, license or file)"
+        "line {line}: unknown key `{key}` (expected repository, ref, commit, fetched, license, file or patch)"
     )]
     UnknownKey { line: usize, key: String },
     #[error("line {line}: `{key}` given twice")]
@@ -73,6 +91,7 @@ const KEYS: [&str; 5] = ["repository", "ref", "commit", "fetched", "license"];
 pub fn parse(text: &str) -> Result<Manifest, ManifestError> {
     let mut fields: BTreeMap<&str, String> = BTreeMap::new();
     let mut files: Vec<Entry> = Vec::new();
+    let mut patches: Vec<Patch> = Vec::new();
     for (index, raw) in text.lines().enumerate() {
         let line = index + 1;
         let words: Vec<&str> = raw.split_whitespace().collect();
@@ -82,15 +101,26 @@ pub fn parse(text: &str) -> Result<Manifest, ManifestError> {
         if key.starts_with('#') {
             continue;
         }
-        if key == "file" {
-            let entry = file_entry(line, values)?;
-            if files.iter().any(|f| f.name == entry.name) {
+        if key == "file" || key == "patch" {
+            let name = if key == "file" {
+                let entry = file_entry(line, values)?;
+                let name = entry.name.clone();
+                files.push(entry);
+                name
+            } else {
+                let patch = patch_entry(line, values)?;
+                let name = patch.name.clone();
+                patches.push(patch);
+                name
+            };
+            let listed = files.iter().filter(|f| f.name == name).count()
+                + patches.iter().filter(|p| p.name == name).count();
+            if listed > 1 {
                 return Err(ManifestError::Duplicate {
                     line,
-                    key: format!("file {}", entry.name),
+                    key: format!("{key} {name}"),
                 });
             }
-            files.push(entry);
             continue;
         }
         let Some(&key) = KEYS.iter().find(|&&k| k == key) else {
@@ -121,6 +151,7 @@ pub fn parse(text: &str) -> Result<Manifest, ManifestError> {
         fetched: take("fetched")?,
         license: take("license")?,
         files,
+        patches,
     })
 }
 
@@ -179,10 +210,13 @@ fn file_entry(line: usize, values: &[&str]) -> Result<Entry, ManifestError> {
             ),
         ));
     }
-    if name.contains('/') || name.starts_with('.') || *name == MANIFEST {
+    if !is_folder_path(name) || *name == MANIFEST {
         return Err(malformed(
             line,
-            format!("`{name}` must be a plain file name other than {MANIFEST}"),
+            format!(
+                "`{name}` must be a relative path in the folder (no empty, `.` or `..` part, \
+                 none starting with a dot), other than {MANIFEST}"
+            ),
         ));
     }
     if upstream.starts_with('/') || upstream.split('/').any(|p| p.is_empty() || p == "..") {
@@ -197,6 +231,32 @@ fn file_entry(line: usize, values: &[&str]) -> Result<Entry, ManifestError> {
         name: (*name).to_owned(),
         upstream: (*upstream).to_owned(),
     })
+}
+
+fn patch_entry(line: usize, values: &[&str]) -> Result<Patch, ManifestError> {
+    let [name] = values else {
+        return Err(malformed(
+            line,
+            "a patch line is `patch NAME.patch`".to_owned(),
+        ));
+    };
+    if name.contains('/') || name.starts_with('.') || !name.ends_with(".patch") {
+        return Err(malformed(
+            line,
+            format!("`{name}` must be a file name of the folder's top level ending in .patch"),
+        ));
+    }
+    Ok(Patch {
+        line,
+        name: (*name).to_owned(),
+    })
+}
+
+/// Whether `name` is a path inside a folder: relative, every part non-empty
+/// and not starting with a dot (which also refuses `.` and `..`).
+fn is_folder_path(name: &str) -> bool {
+    name.split('/')
+        .all(|part| !part.is_empty() && !part.starts_with('.'))
 }
 
 /// The sha256 of `bytes`, lowercase hex.
@@ -216,6 +276,8 @@ pub enum Mismatch {
     Changed { entry: Entry, actual: String },
     /// A listed file is not in the folder.
     Absent { entry: Entry },
+    /// A listed patch is not in the folder.
+    PatchAbsent { patch: Patch },
     /// A file of the folder is not listed.
     Unlisted { name: String },
 }
@@ -233,6 +295,12 @@ impl fmt::Display for Mismatch {
                 f,
                 "{} is listed on {MANIFEST} line {} but missing; run third_party/refresh.sh",
                 entry.name, entry.line
+            ),
+            Self::PatchAbsent { patch } => write!(
+                f,
+                "{} is listed on {MANIFEST} line {} as a patch but missing; restore it from git, \
+                 or drop the line if the build no longer needs it",
+                patch.name, patch.line
             ),
             Self::Unlisted { name } => write!(
                 f,
@@ -264,9 +332,21 @@ pub fn compare(manifest: &Manifest, files: &BTreeMap<String, Vec<u8>>) -> Vec<Mi
         })
         .collect();
     mismatches.extend(
+        manifest
+            .patches
+            .iter()
+            .filter(|patch| !files.contains_key(&patch.name))
+            .map(|patch| Mismatch::PatchAbsent {
+                patch: patch.clone(),
+            }),
+    );
+    mismatches.extend(
         files
             .keys()
-            .filter(|name| !manifest.files.iter().any(|e| &e.name == *name))
+            .filter(|name| {
+                !manifest.files.iter().any(|e| &e.name == *name)
+                    && !manifest.patches.iter().any(|p| &p.name == *name)
+            })
             .map(|name| Mismatch::Unlisted { name: name.clone() }),
     );
     mismatches

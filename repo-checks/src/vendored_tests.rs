@@ -1,6 +1,6 @@
 use std::collections::BTreeMap;
 
-use super::{Entry, Manifest, ManifestError, Mismatch, compare, parse, sha256_hex};
+use super::{Entry, Manifest, ManifestError, Mismatch, Patch, compare, parse, sha256_hex};
 
 const EMPTY_SHA: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 const ABC_SHA: &str = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
@@ -50,7 +50,28 @@ fn parse_reads_every_field() {
                 entry(8, EMPTY_SHA, "LICENSE", "LICENSE"),
                 entry(9, ABC_SHA, "a.json", "schema/a.json"),
             ],
+            patches: vec![],
         }
+    );
+}
+
+#[test]
+fn parse_reads_paths_in_subfolders_and_patches() {
+    let manifest = parse(&manifest_text(&format!(
+        "file {ABC_SHA} cel/compile.go cel/compile.go\n\
+         patch fix-imports.patch\n"
+    )))
+    .expect("valid");
+    assert_eq!(
+        manifest.files[2],
+        entry(10, ABC_SHA, "cel/compile.go", "cel/compile.go")
+    );
+    assert_eq!(
+        manifest.patches,
+        [Patch {
+            line: 11,
+            name: "fix-imports.patch".to_owned()
+        }]
     );
 }
 
@@ -80,6 +101,21 @@ fn parse_refuses_what_the_refresh_script_would_not_write() {
             },
         ),
         (
+            format!("{full}patch a.json.patch\npatch a.json.patch\n"),
+            ManifestError::Duplicate {
+                line: 11,
+                key: "patch a.json.patch".to_owned(),
+            },
+        ),
+        (
+            format!("{full}patch a.json\n"),
+            ManifestError::Malformed {
+                line: 10,
+                what: "`a.json` must be a file name of the folder's top level ending in .patch"
+                    .to_owned(),
+            },
+        ),
+        (
             full.replace("ref v1.0\n", ""),
             ManifestError::Missing("ref"),
         ),
@@ -99,8 +135,14 @@ fn parse_refuses_what_the_refresh_script_would_not_write() {
         full.replace("2026-11-25", "25.11.2026"),
         full.replace(ABC_SHA, "-"),
         full.replace(ABC_SHA, &ABC_SHA.to_uppercase()),
-        full.replace("a.json schema", "dir/a.json schema"),
+        full.replace("a.json schema", "dir//a.json schema"),
+        full.replace("a.json schema", "../a.json schema"),
+        full.replace("a.json schema", "dir/./a.json schema"),
+        full.replace("a.json schema", ".git/a.json schema"),
+        full.replace("a.json schema", "/a.json schema"),
         full.replace("a.json schema", "SOURCE schema"),
+        format!("{full}patch dir/x.patch\n"),
+        format!("{full}patch x.patch extra\n"),
         full.replace("schema/a.json", "../a.json"),
         full.replace("schema/a.json", "/schema/a.json"),
         full.replace("schema/a.json", "schema/a.json extra"),
@@ -146,6 +188,33 @@ fn compare_finds_edits_losses_and_strays() {
             .starts_with("a.json has sha256 a52d159f"),
         "{}",
         mismatches[0]
+    );
+
+    let with_patch = parse(&manifest_text("patch x.patch\n")).expect("valid");
+    let patched = folder(&[("LICENSE", b""), ("a.json", b"abc"), ("x.patch", b"any")]);
+    assert_eq!(compare(&with_patch, &patched), Vec::<Mismatch>::new());
+    let unpatched = folder(&[("LICENSE", b""), ("a.json", b"abc")]);
+    let mismatches = compare(&with_patch, &unpatched);
+    assert_eq!(
+        mismatches,
+        [Mismatch::PatchAbsent {
+            patch: Patch {
+                line: 10,
+                name: "x.patch".to_owned()
+            }
+        }]
+    );
+    assert!(
+        mismatches[0].to_string().starts_with("x.patch is listed"),
+        "{}",
+        mismatches[0]
+    );
+    // A patch the manifest does not list is a stray like any other file.
+    assert_eq!(
+        compare(&manifest, &patched),
+        [Mismatch::Unlisted {
+            name: "x.patch".to_owned()
+        }]
     );
 
     let lost = folder(&[("a.json", b"abc")]);

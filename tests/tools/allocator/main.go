@@ -1,0 +1,163 @@
+// Command allocator answers one scheduling question with Kubernetes' own
+// structured allocator (k8s.io/dynamic-resource-allocation/structured,
+// vendored in third_party/dynamic-resource-allocation): may these claims of
+// one pod be allocated on this node, given these ResourceSlices,
+// DeviceClasses and the claims already allocated, and if so, with which
+// devices? It calls structured.NewAllocator and Allocate as kube-scheduler's
+// dynamicresources plugin does in PreFilter and Filter (state.go).
+//
+// Input on stdin, one JSON object (unknown fields are refused, so a field
+// the allocator would not read is an error, not a silent drop):
+//
+//	{"node": Node, "features": {"PartitionableDevices": true, ...},
+//	 "slices": [ResourceSlice], "classes": [DeviceClass],
+//	 "claims": [ResourceClaim to allocate], "allocated": [ResourceClaim]}
+//
+// The objects are resource.k8s.io/v1 and core/v1 as the API serves them;
+// "features" takes the fields of structured.Features by name (-about lists
+// them). Output on stdout, one JSON object:
+//
+//	{"outcome": "allocated", "allocator": "incubating",
+//	 "allocations": [{"claim": "ns/name", "allocation": AllocationResult}]}
+//	{"outcome": "unschedulable", "stage": "prefilter" | "filter", "reason": "..."}
+//	{"outcome": "error", "reason": "..."}
+//
+// "unschedulable" is what the scheduler reports as the node not fitting the
+// pod; "error" what it reports as a scheduling error (a bad CEL selector, an
+// allocator that cannot be built). Input that is not such an object exits 2
+// with the reason on stderr. -about prints the upstream version, the Go
+// version and the Features fields.
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"runtime"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/dynamic-resource-allocation/structured"
+)
+
+// Set at build time (tests/tools/allocator/build.sh) from the vendored
+// folder's SOURCE.
+var (
+	upstreamRef    = "unknown"
+	upstreamCommit = "unknown"
+)
+
+type input struct {
+	Node      v1.Node                      `json:"node"`
+	Features  structured.Features          `json:"features"`
+	Slices    []*resourceapi.ResourceSlice `json:"slices"`
+	Classes   []*resourceapi.DeviceClass   `json:"classes"`
+	Claims    []*resourceapi.ResourceClaim `json:"claims"`
+	Allocated []*resourceapi.ResourceClaim `json:"allocated"`
+}
+
+type answer struct {
+	Outcome     string            `json:"outcome"`
+	Allocator   string            `json:"allocator,omitempty"`
+	Allocations []claimAllocation `json:"allocations,omitempty"`
+	Stage       string            `json:"stage,omitempty"`
+	Reason      string            `json:"reason,omitempty"`
+}
+
+type claimAllocation struct {
+	Claim      string                       `json:"claim"`
+	Allocation resourceapi.AllocationResult `json:"allocation"`
+}
+
+type about struct {
+	Upstream string   `json:"upstream"`
+	Commit   string   `json:"commit"`
+	Go       string   `json:"go"`
+	Features []string `json:"features"`
+}
+
+func main() {
+	showAbout := flag.Bool("about", false, "print the upstream version, Go version and Features fields, then exit")
+	flag.Parse()
+	if *showAbout {
+		write(about{upstreamRef, upstreamCommit, runtime.Version(), featureNames()})
+		return
+	}
+	in, err := read(os.Stdin)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "allocator: %v\n", err)
+		os.Exit(2)
+	}
+	write(schedule(in))
+}
+
+func read(r io.Reader) (*input, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("reading stdin: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var in input
+	if err := dec.Decode(&in); err != nil {
+		return nil, fmt.Errorf("stdin is not the input object (node, features, slices, classes, claims, allocated): %w", err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("stdin holds more than one JSON value")
+	}
+	return &in, in.check()
+}
+
+// check refuses what the scheduler would never hand the allocator.
+func (in *input) check() error {
+	if in.Node.Name == "" {
+		return fmt.Errorf("node.metadata.name is empty")
+	}
+	for i, claim := range in.Claims {
+		if claim == nil || claim.Status.Allocation != nil {
+			return fmt.Errorf("claims[%d] is null or already allocated: put allocated claims into \"allocated\"", i)
+		}
+	}
+	for i, claim := range in.Allocated {
+		if claim == nil || claim.Status.Allocation == nil {
+			return fmt.Errorf("allocated[%d] is null or has no status.allocation", i)
+		}
+	}
+	for i, slice := range in.Slices {
+		if slice == nil {
+			return fmt.Errorf("slices[%d] is null", i)
+		}
+	}
+	seen := make(map[string]bool, len(in.Classes))
+	for i, class := range in.Classes {
+		if class == nil || class.Name == "" {
+			return fmt.Errorf("classes[%d] is null or has no metadata.name", i)
+		}
+		if seen[class.Name] {
+			return fmt.Errorf("classes[%d]: a second class named %q", i, class.Name)
+		}
+		seen[class.Name] = true
+	}
+	return nil
+}
+
+func featureNames() []string {
+	t := reflect.TypeOf(structured.Features{})
+	names := make([]string, 0, t.NumField())
+	for i := 0; i < t.NumField(); i++ {
+		names = append(names, t.Field(i).Name)
+	}
+	return names
+}
+
+func write(v any) {
+	enc := json.NewEncoder(os.Stdout)
+	if err := enc.Encode(v); err != nil {
+		fmt.Fprintf(os.Stderr, "allocator: writing the answer: %v\n", err)
+		os.Exit(1)
+	}
+}
