@@ -29,3 +29,4 @@ mod sharing_restart;
 mod stand_ins;
 mod tools;
 mod unreadable;
+mod walkthrough;
