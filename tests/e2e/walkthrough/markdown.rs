@@ -110,25 +110,42 @@ impl Block {
     }
 }
 
+/// An HTML block: its text and where it ends.
+struct Comment {
+    text: String,
+    end: usize,
+}
+
+/// A code block being read: where it starts, its info word, its text so
+/// far, and the comment right before it.
+struct Open {
+    start: usize,
+    info: String,
+    body: String,
+    before: Option<Comment>,
+}
+
 /// The page's blocks, or the problems with its markers.
 pub fn blocks(text: &str) -> Result<Vec<Block>, Vec<String>> {
     let sections = walkthrough_sections(text);
     let mut blocks = Vec::new();
     let mut problems = Vec::new();
-    // The last HTML block's comment and where it ended, while nothing else
-    // came after it.
-    let mut comment: Option<(String, usize, usize)> = None;
-    let mut open: Option<(usize, String, String, Option<(String, usize, usize)>)> = None;
+    // The last HTML block, while nothing else came after it.
+    let mut comment: Option<Comment> = None;
+    let mut open: Option<Open> = None;
     let mut in_html = false;
     for (event, range) in Parser::new(text).into_offset_iter() {
         match event {
             Event::Start(Tag::HtmlBlock) => {
                 in_html = true;
-                comment = Some((String::new(), range.start, range.end));
+                comment = Some(Comment {
+                    text: String::new(),
+                    end: range.end,
+                });
             }
             Event::Html(html) if in_html => {
-                if let Some((text, _, _)) = comment.as_mut() {
-                    text.push_str(&html);
+                if let Some(comment) = comment.as_mut() {
+                    comment.text.push_str(&html);
                 }
             }
             Event::End(TagEnd::HtmlBlock) => in_html = false,
@@ -141,18 +158,23 @@ pub fn blocks(text: &str) -> Result<Vec<Block>, Vec<String>> {
                 };
                 let before = comment
                     .take()
-                    .filter(|(_, _, end)| text[*end..range.start].trim().is_empty());
-                open = Some((range.start, info, String::new(), before));
+                    .filter(|c| text[c.end..range.start].trim().is_empty());
+                open = Some(Open {
+                    start: range.start,
+                    info,
+                    body: String::new(),
+                    before,
+                });
             }
             Event::Text(t) if open.is_some() => {
-                if let Some((_, _, body, _)) = open.as_mut() {
-                    body.push_str(&t);
+                if let Some(open) = open.as_mut() {
+                    open.body.push_str(&t);
                 }
             }
             Event::End(TagEnd::CodeBlock) => {
-                if let Some((start, info, body, before)) = open.take() {
-                    let line = line_of(text, start);
-                    let marker = match before.map(|(c, _, _)| marker(&c)) {
+                if let Some(open) = open.take() {
+                    let line = line_of(text, open.start);
+                    let marker = match open.before.map(|c| marker(&c.text)) {
                         Some(Ok(m)) => m,
                         Some(Err(why)) => {
                             problems.push(format!("line {line}: {why}"));
@@ -162,12 +184,12 @@ pub fn blocks(text: &str) -> Result<Vec<Block>, Vec<String>> {
                     };
                     let walkthrough = sections
                         .iter()
-                        .find(|s| s.range.contains(&start))
+                        .find(|s| s.range.contains(&open.start))
                         .map(|s| s.title.clone());
                     blocks.push(Block {
                         line,
-                        info,
-                        text: body,
+                        info: open.info,
+                        text: open.body,
                         marker,
                         walkthrough,
                     });

@@ -271,13 +271,13 @@ fn run_page(root: &Path, page: &str, runs: &[Run]) -> Vec<String> {
 /// Checks the walk-through left nothing behind, and stops gpusliced.
 fn clean_up(page: &str, session: &mut Session, daemon: Option<Daemon>) -> Vec<String> {
     let mut problems = Vec::new();
-    match session.run("jobs") {
+    match session.run("jobs -r") {
         Ok(jobs) if jobs.text.is_empty() => {}
         Ok(jobs) => problems.push(format!(
             "{page}: the walk-through ends with jobs still running (end them: kill %N; wait):\n{}",
             jobs.text
         )),
-        Err(why) => problems.push(format!("{page}: `jobs`: {why}")),
+        Err(why) => problems.push(format!("{page}: `jobs -r`: {why}")),
     }
     if let Some(daemon) = daemon {
         let records = daemon.record_files();

@@ -182,7 +182,7 @@ impl Session {
                 if let Some(end) = rest.find('\n') {
                     let status = rest[..end].trim().parse().unwrap_or(-1);
                     let printed = text[..at].to_owned();
-                    self.pending = rest[end + 1..].as_bytes().to_vec();
+                    self.pending = rest.as_bytes()[end + 1..].to_vec();
                     return Ok(Printed {
                         text: printed,
                         status,
@@ -203,13 +203,18 @@ impl Session {
 }
 
 impl Drop for Session {
-    /// Ends the session's jobs (each its own process group), then bash;
-    /// kills bash if a hung command keeps it from reading.
+    /// Ends the session's jobs (each its own process group), then bash:
+    /// waits (bounded) for its output to close, and kills it if a hung
+    /// command keeps it from reading.
     fn drop(&mut self) {
         let _ = self.send("for p in $(jobs -p); do kill -9 -- -$p; done 2>/dev/null\nexit 0\n");
         let began = std::time::Instant::now();
-        while matches!(self.child.try_wait(), Ok(None)) && began.elapsed() < BOUND / 6 {
-            std::thread::sleep(Duration::from_millis(20));
+        while let Some(left) = (BOUND / 6).checked_sub(began.elapsed()) {
+            if let Err(mpsc::RecvTimeoutError::Disconnected | mpsc::RecvTimeoutError::Timeout) =
+                self.output.recv_timeout(left)
+            {
+                break;
+            }
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
