@@ -34,8 +34,9 @@
 //!   command ending in `&` is followed until its first stderr line
 //!   (`session`). Nothing else waits, and nothing sleeps.
 //! - The example config binds the metrics listener to 127.0.0.1:9464, so
-//!   the walk-throughs run one after another in this one test, and no other
-//!   test binds that port.
+//!   the walk-throughs run one after another in this one test, no other test
+//!   binds that port, and the test fails at once, naming it, when something
+//!   else holds it (a gpusliced of the user's own running the demo).
 //!
 //! A page's claim uids (`--uid`, `--claim`) must be its own: a uid in two
 //! pages' shell blocks fails, since following two docs in one sitting would
@@ -95,17 +96,54 @@ fn sim_docs_walkthroughs_run_as_written() {
         return;
     }
     let root = tools::repo_root();
-    let mut problems = Vec::new();
-    let mut pending = Vec::new();
+    if let Err(why) = metrics_port_free(&root) {
+        panic!("{why}");
+    }
+    let Plan {
+        pages,
+        mut problems,
+        pending,
+    } = plan(&root);
+    for (page, runs) in &pages {
+        eprintln!("walkthrough: {page} ({} blocks)", runs.len());
+        problems.extend(run_page(&root, page, runs));
+    }
+    if !pending.is_empty() {
+        eprintln!("walkthrough: not run yet (pending): {}", pending.join("; "));
+    }
+    assert!(
+        problems.is_empty(),
+        "the docs and the program disagree ({} problem(s)):\n\n{}",
+        problems.len(),
+        problems.join("\n\n")
+    );
+}
+
+/// What the pages ask for: each page's blocks to run, the problems found by
+/// reading them (unmarked blocks, bad markers, shared uids), and the pending
+/// blocks.
+struct Plan {
+    pages: Vec<(String, Vec<Run>)>,
+    problems: Vec<String>,
+    pending: Vec<String>,
+}
+
+/// Reads README.md and docs/*.md.
+fn plan(root: &Path) -> Plan {
+    let mut plan = Plan {
+        pages: Vec::new(),
+        problems: Vec::new(),
+        pending: Vec::new(),
+    };
     let mut uids: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    let mut pages = Vec::new();
-    for page in page_names(&root) {
+    for page in page_names(root) {
         let text = std::fs::read_to_string(root.join(&page))
             .unwrap_or_else(|e| panic!("cannot read {page}: {e}"));
         let blocks = match markdown::blocks(&text) {
             Ok(blocks) => blocks,
             Err(found) => {
-                problems.extend(found.into_iter().map(|p| format!("{page}:{p}")));
+                plan.problems
+                    .extend(found.into_iter().map(|p| format!("{page}:{p}")));
                 continue;
             }
         };
@@ -118,51 +156,62 @@ fn sim_docs_walkthroughs_run_as_written() {
             }
             let at = format!("{page}:{}", block.line);
             match block.role() {
-                Err(why) => problems.push(format!("{at}: the block {why}")),
+                Err(why) => plan.problems.push(format!("{at}: the block {why}")),
                 Ok(Role::Silent) => {
                     let steps = script::silent_steps(block.line, &block.text);
                     runs.push(Run { block, steps });
                 }
                 Ok(Role::Shown) => match script::shown_steps(block.line, &block.text) {
                     Ok(steps) => runs.push(Run { block, steps }),
-                    Err(why) => problems.push(format!("{page}:{why}")),
+                    Err(why) => plan.problems.push(format!("{page}:{why}")),
                 },
                 Ok(Role::Marked(Marker::RunBy(path))) if !root.join(&path).exists() => {
-                    problems.push(format!(
+                    plan.problems.push(format!(
                         "{at}: marked as run by {path}, which does not exist"
                     ));
                 }
-                Ok(Role::Marked(Marker::Pending(_))) => pending.push(at),
+                Ok(Role::Marked(Marker::Pending(_))) => plan.pending.push(at),
                 Ok(_) => {}
             }
         }
         if !runs.is_empty() {
-            pages.push((page, runs));
+            plan.pages.push((page, runs));
         }
     }
     for (uid, in_pages) in &uids {
         if in_pages.len() > 1 {
-            problems.push(format!(
+            plan.problems.push(format!(
                 "the claim uid {uid} is used in {}: give each page its own uids",
                 in_pages.iter().cloned().collect::<Vec<_>>().join(" and ")
             ));
         }
     }
-    if problems.is_empty() {
-        for (page, runs) in &pages {
-            eprintln!("walkthrough: {page} ({} blocks)", runs.len());
-            problems.extend(run_page(&root, page, runs));
-        }
-    }
-    if !pending.is_empty() {
-        eprintln!("walkthrough: not run yet (pending): {}", pending.join("; "));
-    }
-    assert!(
-        problems.is_empty(),
-        "the docs and the program disagree ({} problem(s)):\n\n{}",
-        problems.len(),
-        problems.join("\n\n")
-    );
+    plan
+}
+
+/// Ok when the example config's metrics address can be bound, else why the
+/// walk-throughs cannot run (said at once, not as a daemon that never
+/// becomes ready).
+fn metrics_port_free(root: &Path) -> Result<(), String> {
+    let path = root.join("examples/gpuslice-sim.toml");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let config: toml::Table = text
+        .parse()
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let Some(listen) = config
+        .get("metrics")
+        .and_then(|m| m.get("listen"))
+        .and_then(toml::Value::as_str)
+    else {
+        return Ok(());
+    };
+    std::net::TcpListener::bind(listen).map(drop).map_err(|e| {
+        format!(
+            "the walk-throughs start gpusliced on examples/gpuslice-sim.toml, whose metrics \
+             listener is {listen}, and that cannot be bound here ({e}): is a gpusliced of \
+             yours running the demo? (`ss -ltnp | grep {listen}`)"
+        )
+    })
 }
 
 /// README.md and every page under docs/, sorted.
@@ -200,7 +249,7 @@ fn run_page(root: &Path, page: &str, runs: &[Run]) -> Vec<String> {
     std::fs::create_dir_all(&scratch).expect("scratch folder");
     let ctl = PathBuf::from(env!("CARGO_BIN_EXE_gpuslicectl"));
     let gpusliced = gpusliced_binary();
-    let mut session = match Session::start(
+    let session = Session::start(
         &repo,
         &scratch,
         &[
@@ -208,64 +257,77 @@ fn run_page(root: &Path, page: &str, runs: &[Run]) -> Vec<String> {
             ("WALKTHROUGH_GPUSLICECTL", &ctl),
         ],
     )
-    .and_then(|mut s| s.define(CARGO_STAND_IN).map(|()| s))
-    {
-        Ok(session) => session,
+    .and_then(|mut s| s.define(CARGO_STAND_IN).map(|()| s));
+    let mut walk = match session {
+        Ok(session) => Walk {
+            repo,
+            session,
+            folder: Some(dir),
+            daemon: None,
+        },
         Err(why) => return vec![format!("{page}: {why}")],
     };
     let mut problems = Vec::new();
-    let mut folder = Some(dir);
-    let mut daemon: Option<Daemon> = None;
     'blocks: for run in runs {
         for step in &run.steps {
             let at = format!(
                 "{page}:{} (the block at line {}), `{}`",
                 step.line, run.block.line, step.command
             );
-            if step.shown.is_none()
-                && let Some(args) = daemon_args(&step.command)
-            {
-                let Some(dir) = folder.take() else {
-                    problems.push(format!("{at}: gpusliced is started twice"));
-                    break 'blocks;
-                };
-                daemon = Some(Daemon::start_as_user(dir, &repo, &args, &repo.join("run")));
-                continue;
-            }
-            let printed = match session.run(&step.command) {
-                Ok(printed) => printed,
+            match walk.step(step) {
+                Ok(None) => {}
+                Ok(Some(why)) => problems.push(format!("{at}: {why}")),
                 Err(why) => {
                     problems.push(format!("{at}: {why}"));
                     break 'blocks;
                 }
-            };
-            match &step.shown {
-                None if !printed.text.is_empty() || printed.status != 0 => {
-                    problems.push(format!(
-                        "{at}: a ```sh block's command must succeed and print nothing (show \
-                         its output in a ```console block); it exited {} and printed:\n{}",
-                        printed.status, printed.text
-                    ));
-                }
-                None => {}
-                Some(shown) => {
-                    if let Err(diff) = script::compare(shown, &printed.text) {
-                        problems.push(format!(
-                            "{at}: the doc shows other output\n{}",
-                            diff.trim_end()
-                        ));
-                    }
-                }
-            }
-            if step.command.contains("run/sim-health-events")
-                && let Some(daemon) = &daemon
-            {
-                daemon.wait_for_status(|s| s.contains(" unhealthy"));
             }
         }
     }
-    problems.extend(clean_up(page, &mut session, daemon));
+    problems.extend(clean_up(page, &mut walk.session, walk.daemon));
     problems
+}
+
+/// A page's walk-through under way.
+struct Walk {
+    /// The folder laid out like the repository.
+    repo: PathBuf,
+    session: Session,
+    /// The temp folder, until gpusliced takes it.
+    folder: Option<tempfile::TempDir>,
+    daemon: Option<Daemon>,
+}
+
+impl Walk {
+    /// Runs one step: `Ok(None)` when it printed what the doc shows,
+    /// `Ok(Some(why))` when not, `Err` when the walk-through cannot go on.
+    fn step(&mut self, step: &Step) -> Result<Option<String>, String> {
+        if step.shown.is_none()
+            && let Some(args) = daemon_args(&step.command)
+        {
+            let dir = self.folder.take().ok_or("gpusliced is started twice")?;
+            let run = self.repo.join("run");
+            self.daemon = Some(Daemon::start_as_user(dir, &self.repo, &args, &run));
+            return Ok(None);
+        }
+        let printed = self.session.run(&step.command)?;
+        if step.command.contains("run/sim-health-events")
+            && let Some(daemon) = &self.daemon
+        {
+            daemon.wait_for_status(|s| s.contains(" unhealthy"));
+        }
+        Ok(match &step.shown {
+            None if !printed.text.is_empty() || printed.status != 0 => Some(format!(
+                "a ```sh block's command must succeed and print nothing (show its output in a \
+                 ```console block); it exited {} and printed:\n{}",
+                printed.status, printed.text
+            )),
+            None => None,
+            Some(shown) => script::compare(shown, &printed.text)
+                .err()
+                .map(|diff| format!("the doc shows other output\n{}", diff.trim_end())),
+        })
+    }
 }
 
 /// Checks the walk-through left nothing behind, and stops gpusliced.
