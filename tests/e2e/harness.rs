@@ -141,14 +141,17 @@ impl Daemon {
 
     /// Starts gpusliced with `args` in `cwd` (inside `dir`) as a user does
     /// from a checkout, its runtime files in `run` (socket `gpusliced.sock`,
-    /// `state`, `cdi`), logging at the config's level. Its log and notify
-    /// socket go in `dir`, outside `cwd`.
+    /// `state`, `cdi`), with none of the test run's `GPUSLICE_*` settings
+    /// (so logging at the config's level). Its log and notify socket go in
+    /// `dir`, outside `cwd`.
     pub fn start_as_user(dir: tempfile::TempDir, cwd: &Path, args: &[String], run: &Path) -> Self {
         let mut command = Command::new(gpusliced_binary());
-        command
-            .args(args)
-            .current_dir(cwd)
-            .env_remove("GPUSLICE_LOG");
+        command.args(args).current_dir(cwd);
+        for (name, _) in std::env::vars_os() {
+            if name.to_string_lossy().starts_with("GPUSLICE_") {
+                command.env_remove(name);
+            }
+        }
         Self::spawn(dir, command, run)
     }
 

@@ -1,8 +1,8 @@
 //! One bash session per walk-through, as a user's second terminal: the
 //! functions, variables and `&` jobs a block makes are there for the next
-//! block. Commands go in one at a time; what each prints
-//! (stdout and stderr in one pipe, in the order a terminal would show it) is
-//! read up to a marker line the session prints after it, with its status.
+//! block. Commands go in one at a time; what each prints (stdout and stderr
+//! in one pipe, in the order a terminal would show it) is read up to a
+//! marker line the session prints after it, with its status.
 //!
 //! - Job control is on (`set -m`), as in a terminal: a `&` job has its own
 //!   process group, so `kill %1` ends the job's programs, not only the
@@ -13,8 +13,10 @@
 //! - A command ending in `&` is followed until its **first line on
 //!   stderr** (`gpuslicectl sim exec` prints one once its fake GPU process
 //!   is registered): that line is part of the command's output, and the next
-//!   command starts only after it. The job runs as typed (its stderr goes
-//!   through a reader only until that line), so `jobs` shows its text.
+//!   command starts only after it. The job runs as typed, so `jobs` and
+//!   bash's notices show its text; its stderr goes through a reader that
+//!   hands the first line to the runner and passes everything on. A job that
+//!   ends without a line is not waited for.
 //! - A command bash cannot parse is refused before it is sent (`bash -n`),
 //!   so a quoting mistake in a doc fails with bash's message, not a hang.
 //!
