@@ -129,6 +129,35 @@ impl Daemon {
     }
 
     fn start_logged_with_env(dir: tempfile::TempDir, level: &str, env: &[(&str, &str)]) -> Self {
+        let mut command = Command::new(gpusliced_binary());
+        command
+            .arg("--config")
+            .arg(dir.path().join("gpuslice.toml"))
+            .env("GPUSLICE_LOG", level)
+            .envs(env.iter().copied());
+        let run = dir.path().to_path_buf();
+        Self::spawn(dir, command, &run)
+    }
+
+    /// Starts gpusliced with `args` in `cwd` (inside `dir`) as a user does
+    /// from a checkout, its runtime files in `run` (socket `gpusliced.sock`,
+    /// `state`, `cdi`), with none of the test run's `GPUSLICE_*` settings
+    /// (so logging at the config's level). Its log and notify socket go in
+    /// `dir`, outside `cwd`.
+    pub fn start_as_user(dir: tempfile::TempDir, cwd: &Path, args: &[String], run: &Path) -> Self {
+        let mut command = Command::new(gpusliced_binary());
+        command.args(args).current_dir(cwd);
+        for (name, _) in std::env::vars_os() {
+            if name.to_string_lossy().starts_with("GPUSLICE_") {
+                command.env_remove(name);
+            }
+        }
+        Self::spawn(dir, command, run)
+    }
+
+    /// Spawns `command` with the notify socket, logging into `dir`, and
+    /// waits for READY=1; its runtime files are in `run`.
+    fn spawn(dir: tempfile::TempDir, mut command: Command, run: &Path) -> Self {
         let notify_path = dir.path().join("notify.sock");
         let _ = std::fs::remove_file(&notify_path);
         let notify = Notifications::bind(&notify_path);
@@ -137,20 +166,16 @@ impl Daemon {
             .append(true)
             .open(dir.path().join("daemon.log"))
             .expect("daemon log");
-        let child = Command::new(gpusliced_binary())
-            .arg("--config")
-            .arg(dir.path().join("gpuslice.toml"))
+        let child = command
             .env("NOTIFY_SOCKET", &notify_path)
-            .env("GPUSLICE_LOG", level)
-            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
             .expect("spawn gpusliced");
         let mut daemon = Self {
-            socket: dir.path().join("gpusliced.sock"),
-            cdi_dir: dir.path().join("cdi"),
-            state_dir: dir.path().join("state"),
+            socket: run.join("gpusliced.sock"),
+            cdi_dir: run.join("cdi"),
+            state_dir: run.join("state"),
             ready_status: String::new(),
             dir,
             notify,
