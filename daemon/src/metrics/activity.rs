@@ -4,7 +4,8 @@
 //!
 //! The per-claim and per-GPU families are cleared and rebuilt at every
 //! render, so an unprepared claim's series, and a GPU's once its unclaimed
-//! processes are gone, disappear. Cardinality is bounded: one series per
+//! processes are gone, disappear. A claim no sample has read yet has no
+//! series until one does (its figures are not known, not zero). Cardinality is bounded: one series per
 //! (claim, device) per family, at most `max_claim_series` of them (claims in
 //! uid order, devices in record order; the rest are counted in
 //! `gpuslice_activity_series_dropped`; where the sampler already counted
@@ -35,12 +36,11 @@ pub fn apply(families: &ActivityFamilies, snapshot: &ActivitySnapshot, max_serie
         family.clear();
     }
     families.sm_ratio.clear();
-    let pairs: usize = snapshot.claims.iter().map(|c| c.devices.len()).sum();
+    let sampled = || snapshot.claims.iter().filter(|c| c.sampled);
+    let pairs: usize = sampled().map(|c| c.devices.len()).sum();
     let by_sampler = usize::try_from(snapshot.series_dropped).unwrap_or(usize::MAX);
     let dropped = pairs.saturating_sub(max_series).max(by_sampler.min(pairs));
-    let kept = snapshot
-        .claims
-        .iter()
+    let kept = sampled()
         .flat_map(|c| c.devices.iter().map(move |d| (c, d)))
         .take(pairs - dropped);
     for (claim, device) in kept {

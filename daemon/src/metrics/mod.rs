@@ -39,18 +39,29 @@ pub use exporters::Exporters;
 pub use exposition::Format;
 use families::{BuildLabels, ErrorLabels, Families, OutcomeLabels};
 
-use crate::activity::ActivityHandle;
+use crate::activity::{ActivityHandle, ActivitySnapshot};
 use crate::claims::{Engine, NodeUsage};
 
 /// Where the gauges come from: the engine, or a fixed snapshot in tests.
 pub trait UsageSource: Send + Sync + std::fmt::Debug + 'static {
     /// A snapshot taken now; may block (hardware calls, file reads).
     fn usage(&self) -> NodeUsage;
+
+    /// The sampler's `latest` snapshot brought up to the claims held now
+    /// (a claim unprepared since the sample is left out); as it is by
+    /// default.
+    fn activity_now(&self, latest: &ActivitySnapshot) -> ActivitySnapshot {
+        latest.clone()
+    }
 }
 
 impl UsageSource for Engine {
     fn usage(&self) -> NodeUsage {
         Engine::usage(self)
+    }
+
+    fn activity_now(&self, latest: &ActivitySnapshot) -> ActivitySnapshot {
+        crate::activity::current(latest, self)
     }
 }
 
@@ -205,14 +216,18 @@ impl Metrics {
             .inc();
     }
 
-    /// Sets the gauges from `usage` and the latest activity snapshot, and
-    /// encodes everything in `format`.
-    pub fn render(&self, usage: &NodeUsage, format: Format) -> Result<String, MetricsError> {
+    /// Sets the gauges from `source`'s usage and the latest activity
+    /// snapshot as of the claims `source` holds now (so an unprepared
+    /// claim's series go at the next scrape), and encodes everything in
+    /// `format`; may block.
+    pub fn render(&self, source: &dyn UsageSource, format: Format) -> Result<String, MetricsError> {
+        let usage = source.usage();
+        let activity_now = source.activity_now(&self.activity.latest());
         let _one_at_a_time = self.render.lock().unwrap_or_else(PoisonError::into_inner);
-        gauges::apply(&self.families, usage);
+        gauges::apply(&self.families, &usage);
         activity::apply(
             &self.families.activity,
-            &self.activity.latest(),
+            &activity_now,
             self.max_claim_series,
         );
         let mut text = String::new();
@@ -231,7 +246,7 @@ pub async fn scrape(
     format: Format,
 ) -> Result<String, MetricsError> {
     let (source, metrics) = (source.clone(), metrics.clone());
-    tokio::task::spawn_blocking(move || metrics.render(&source.usage(), format)).await?
+    tokio::task::spawn_blocking(move || metrics.render(source.as_ref(), format)).await?
 }
 
 /// The canonical name of a gRPC status code, as the gRPC spec writes it.

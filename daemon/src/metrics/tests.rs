@@ -23,6 +23,13 @@ impl UsageSource for Fixed {
     }
 }
 
+/// A snapshot is its own source, for the tests that render one.
+impl UsageSource for NodeUsage {
+    fn usage(&self) -> NodeUsage {
+        self.clone()
+    }
+}
+
 fn slice(gpu: &str, profile: &str, state: SliceState) -> SliceUse {
     SliceUse {
         gpu: gpu.into(),

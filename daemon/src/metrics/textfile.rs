@@ -27,7 +27,7 @@ pub fn write_now(
     source: &dyn UsageSource,
     metrics: &Metrics,
 ) -> Result<(), MetricsError> {
-    let text = metrics.render(&source.usage(), Format::Prometheus)?;
+    let text = metrics.render(source, Format::Prometheus)?;
     let failed = |source| MetricsError::Textfile {
         path: path.to_path_buf(),
         source,

@@ -9,7 +9,7 @@ use crate::activity::{
     ProcessActivity, UnclaimedProcess,
 };
 use crate::claims::{ClaimKind, NodeUsage};
-use crate::metrics::{Format, Metrics};
+use crate::metrics::{Format, Metrics, UsageSource};
 
 const GIB: u64 = 1 << 30;
 
@@ -102,10 +102,31 @@ fn metrics(max: usize) -> (Metrics, ActivityHandle) {
     )
 }
 
+/// An empty node whose claim table holds exactly the claims `held` names
+/// (by uid), as the engine's `activity_now` brings a sample up to it.
+#[derive(Debug)]
+struct Holding(Option<Vec<String>>);
+
+impl UsageSource for Holding {
+    fn usage(&self) -> NodeUsage {
+        NodeUsage::default()
+    }
+
+    fn activity_now(&self, latest: &ActivitySnapshot) -> ActivitySnapshot {
+        let mut now = latest.clone();
+        if let Some(held) = &self.0 {
+            now.claims.retain(|c| held.contains(&c.uid));
+        }
+        now
+    }
+}
+
 fn render(metrics: &Metrics) -> (String, Vec<Sample>) {
-    let text = metrics
-        .render(&NodeUsage::default(), Format::Prometheus)
-        .unwrap();
+    render_holding(metrics, Holding(None))
+}
+
+fn render_holding(metrics: &Metrics, source: Holding) -> (String, Vec<Sample>) {
+    let text = metrics.render(&source, Format::Prometheus).unwrap();
     check_prometheus(&text);
     let all = samples(&text);
     (text, all)
@@ -209,6 +230,32 @@ fn an_unprepared_claim_and_a_gone_unclaimed_process_leave_no_series() {
     assert!(series(&all, "gpuslice_unclaimed_processes").is_empty());
     assert!(series(&all, "gpuslice_unclaimed_memory_used_bytes").is_empty());
     assert_eq!(series(&all, "gpuslice_claim_memory_used_bytes").len(), 1);
+}
+
+#[test]
+fn a_claim_unprepared_since_the_sample_has_no_series_at_the_next_scrape() {
+    let (metrics, handle) = metrics(1024);
+    handle.publish(node());
+    let still_held = vec![claim(2, ClaimKind::Exclusive, Vec::new()).uid];
+    let (text, all) = render_holding(&metrics, Holding(Some(still_held)));
+    assert!(!text.contains("claim-1"), "{text}");
+    assert_eq!(series(&all, "gpuslice_claim_memory_used_bytes").len(), 1);
+    assert_eq!(series(&all, "gpuslice_activity_series_dropped").len(), 1);
+}
+
+#[test]
+fn a_claim_no_sample_has_read_yet_has_no_series() {
+    let (metrics, handle) = metrics(1024);
+    let mut snapshot = node();
+    snapshot.claims[0].sampled = false;
+    handle.publish(snapshot);
+    let (text, all) = render(&metrics);
+    assert!(!text.contains("claim-1"), "{text}");
+    assert_eq!(series(&all, "gpuslice_claim_processes").len(), 1);
+    assert_eq!(
+        value(&all, "gpuslice_activity_series_dropped", &[]),
+        Some(0.0)
+    );
 }
 
 #[test]
