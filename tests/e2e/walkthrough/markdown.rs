@@ -10,8 +10,10 @@
 //! - `<!-- not run: WHY -->`: not runnable here (a cluster, a GPU, systemd
 //!   as PID 1, root);
 //! - `<!-- run by PATH -->`: another test runs it (PATH is a file of the
-//!   repository, checked to exist);
-//! - `<!-- pending: WHY -->`: a walk-through block not run yet, and why.
+//!   repository, checked to exist).
+//!
+//! There is no "not run yet": a block a reader can paste is run here, run
+//! elsewhere, or cannot run on a machine like this one.
 //!
 //! Pure: text in, blocks and problems out.
 
@@ -51,7 +53,6 @@ pub struct Block {
 pub enum Marker {
     NotRun(String),
     RunBy(String),
-    Pending(String),
 }
 
 /// What the test does with a block.
@@ -61,7 +62,7 @@ pub enum Role {
     Silent,
     /// `console` in a walk-through: `$ ` commands and the output they print.
     Shown,
-    /// Marked: run elsewhere, not runnable here, or pending.
+    /// Marked: run elsewhere, or not runnable here.
     Marked(Marker),
     /// A file's content (```yaml, ```toml, …) or, outside a walk-through, text
     /// without commands: nothing to run.
@@ -227,14 +228,15 @@ fn marker(comment: &str) -> Result<Option<Marker>, String> {
     };
     if let Some(rest) = inner.strip_prefix("not run:") {
         reason(rest, "a reason").map(|r| Some(Marker::NotRun(r)))
-    } else if let Some(rest) = inner.strip_prefix("pending:") {
-        reason(rest, "a reason").map(|r| Some(Marker::Pending(r)))
     } else if let Some(rest) = inner.strip_prefix("run by ") {
         reason(rest, "the path of the test").map(|r| Some(Marker::RunBy(r)))
-    } else if inner.starts_with("not run") || inner.starts_with("run by") {
+    } else if inner.starts_with("not run")
+        || inner.starts_with("run by")
+        || inner.starts_with("pending")
+    {
         Err(format!(
-            "`{inner}` is no marker: write <!-- not run: WHY -->, <!-- run by PATH --> or \
-             <!-- pending: WHY -->"
+            "`{inner}` is no marker: write <!-- not run: WHY --> or <!-- run by PATH --> \
+             (a walk-through block is run, not left pending)"
         ))
     } else {
         Ok(None)
@@ -314,7 +316,7 @@ mod tests {
         ## Try it\n\nThis walk-through is run by `tests/e2e/walkthrough`.\n\n\
         ```sh\nctl() { :; }\n```\n\n```console\n$ ctl status\nok\n```\n\n\
         ### Details\n\n```\n$ ctl claims\n```\n\n```yaml\na: 1\n```\n\n```\nout\n```\n\n\
-        <!-- pending: waits for a fresh sample -->\n\n```sh\nctl top\n```\n\n\
+        <!-- not run: needs a terminal -->\n\n```sh\nctl top\n```\n\n\
         ## Elsewhere\n\n<!-- run by tests/e2e/metrics.rs -->\n```console\n$ curl x\n```\n\
         \n<!-- a comment -->\nText.\n\n```sh\nls\n```\n";
 
@@ -358,9 +360,7 @@ mod tests {
         );
         assert_eq!(
             roles[7].1,
-            Ok(Role::Marked(Marker::Pending(
-                "waits for a fresh sample".to_owned()
-            )))
+            Ok(Role::Marked(Marker::NotRun("needs a terminal".to_owned())))
         );
         assert_eq!(
             roles[8].1,
@@ -386,7 +386,7 @@ mod tests {
     fn a_marker_without_its_reason_or_misspelt_is_a_problem() {
         for (comment, wanted) in [
             ("<!-- not run: -->", "needs a reason"),
-            ("<!-- pending:   -->", "needs a reason"),
+            ("<!-- pending: a fresh sample -->", "is no marker"),
             ("<!-- not run because -->", "is no marker"),
             ("<!-- run by -->", "is no marker"),
         ] {

@@ -102,14 +102,10 @@ fn sim_docs_walkthroughs_run_as_written() {
     let Plan {
         pages,
         mut problems,
-        pending,
     } = plan(&root);
     for (page, runs) in &pages {
         eprintln!("walkthrough: {page} ({} blocks)", runs.len());
         problems.extend(run_page(&root, page, runs));
-    }
-    if !pending.is_empty() {
-        eprintln!("walkthrough: not run yet (pending): {}", pending.join("; "));
     }
     assert!(
         problems.is_empty(),
@@ -119,13 +115,11 @@ fn sim_docs_walkthroughs_run_as_written() {
     );
 }
 
-/// What the pages ask for: each page's blocks to run, the problems found by
-/// reading them (unmarked blocks, bad markers, shared uids), and the pending
-/// blocks.
+/// What the pages ask for: each page's blocks to run, and the problems found
+/// by reading them (unmarked blocks, bad markers, shared uids).
 struct Plan {
     pages: Vec<(String, Vec<Run>)>,
     problems: Vec<String>,
-    pending: Vec<String>,
 }
 
 /// Reads README.md and docs/*.md.
@@ -133,7 +127,6 @@ fn plan(root: &Path) -> Plan {
     let mut plan = Plan {
         pages: Vec::new(),
         problems: Vec::new(),
-        pending: Vec::new(),
     };
     let mut uids: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for page in page_names(root) {
@@ -170,7 +163,6 @@ fn plan(root: &Path) -> Plan {
                         "{at}: marked as run by {path}, which does not exist"
                     ));
                 }
-                Ok(Role::Marked(Marker::Pending(_))) => plan.pending.push(at),
                 Ok(_) => {}
             }
         }
