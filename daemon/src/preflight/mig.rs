@@ -53,10 +53,7 @@ pub(super) fn check_sim(config: &Config) -> Vec<Problem> {
         let (_, missing) = plan_offer(&profiles, &[], &|_| Ownership::Foreign, &entry.layout);
         problems.extend(missing.into_iter().map(|text| Problem {
             key: "mig.gpu.layout",
-            text: format!(
-                "{} ({model}): {text}; choose profiles that fit together on one {model}",
-                gpu_device_name(info.index)
-            ),
+            text: format!("{} ({model}): {text}", gpu_device_name(info.index)),
         }));
     }
     problems

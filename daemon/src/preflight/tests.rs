@@ -35,7 +35,7 @@ fn a_layout_that_does_not_fit_its_model_is_a_problem_naming_gpu_and_model() {
         text.starts_with("config key mig.gpu.layout: gpu-1 (H100-80GB): layout cannot be offered:"),
         "{text}"
     );
-    assert!(text.contains("choose profiles that fit together"), "{text}");
+    assert!(text.contains("ask for fewer or smaller profiles"), "{text}");
     assert!(report.unchecked.is_empty());
 }
 
