@@ -19,6 +19,7 @@ mod health;
 mod match_render;
 mod matching;
 mod mig_map;
+mod prepare;
 mod render;
 mod sharing;
 mod sim_exec;
@@ -29,7 +30,6 @@ mod watch;
 
 use std::process::ExitCode;
 
-use anyhow::Context;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use gpuslice_cli::{Generate, VERSION};
 use gpuslice_proto::gpuslice::v1 as pb;
@@ -145,7 +145,7 @@ enum Command {
     /// Prepare a claim by hand (what the DRA plugin does for the kubelet).
     Prepare {
         #[command(flatten)]
-        claim: PrepareArgs,
+        claim: prepare::PrepareArgs,
         #[command(flatten)]
         conn: Conn,
         #[command(flatten)]
@@ -180,34 +180,6 @@ enum Command {
         #[command(subcommand)]
         action: SimAction,
     },
-}
-
-/// What `prepare` sends.
-#[derive(Debug, clap::Args)]
-struct PrepareArgs {
-    /// Claim uid (a UUID).
-    #[arg(long)]
-    uid: String,
-    /// Claim namespace.
-    #[arg(long, default_value = "default")]
-    namespace: String,
-    /// Claim name.
-    #[arg(long, default_value = "manual")]
-    name: String,
-    /// Device to allocate, by inventory name; repeat for several.
-    #[arg(long = "device", required = true)]
-    devices: Vec<String>,
-    /// Request name the devices satisfy.
-    #[arg(long, default_value = "gpu")]
-    request: String,
-    /// Opaque config from the claim (JSON object, or @FILE), applying to
-    /// every request; repeat for several, later ones win.
-    #[arg(long = "config", alias = "config-json", value_name = "JSON_OR_@FILE")]
-    configs: Vec<String>,
-    /// Opaque config from the DeviceClass (JSON object, or @FILE); claim
-    /// configs win over these.
-    #[arg(long = "class-config", value_name = "JSON_OR_@FILE")]
-    class_configs: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -469,7 +441,7 @@ async fn run(
             activity_render::idle_claims(&reply, idle, json)
         }
         Command::Top { top, .. } => top::run(&mut client, top, json).await?,
-        Command::Prepare { claim, .. } => prepare(&mut client, claim, json).await?,
+        Command::Prepare { claim, .. } => prepare::run(&mut client, claim, json).await?,
         Command::Unprepare { uid, .. } => {
             let req = pb::UnprepareRequest {
                 claim: Some(pb::ClaimRef {
@@ -484,68 +456,4 @@ async fn run(
         Command::Sim { .. } => anyhow::bail!("sim exec is run by main"),
     };
     Ok((text, 0))
-}
-
-/// `prepare`: the claim as the DRA plugin would send it.
-async fn prepare(
-    client: &mut GpuSliceClient<Channel>,
-    claim: PrepareArgs,
-    json: bool,
-) -> anyhow::Result<String> {
-    let PrepareArgs {
-        uid,
-        namespace,
-        name,
-        devices,
-        request,
-        configs,
-        class_configs,
-    } = claim;
-    let configs = opaque_configs(&class_configs, &configs)?;
-    let req = pb::PrepareRequest {
-        claim: Some(pb::ClaimRef {
-            uid: uid.clone(),
-            namespace,
-            name,
-        }),
-        devices: devices
-            .into_iter()
-            .map(|device| pb::AllocatedDevice {
-                device,
-                request_names: vec![request.clone()],
-                pool: String::new(),
-                consumed_memory_bytes: None,
-                share_id: String::new(),
-            })
-            .collect(),
-        configs,
-    };
-    let reply = client.prepare(req).await?.into_inner();
-    Ok(render::prepared(&uid, &reply, json))
-}
-
-/// Class configs first, then claim configs, as the DRA plugin sends them.
-fn opaque_configs(class: &[String], claim: &[String]) -> anyhow::Result<Vec<pb::OpaqueConfig>> {
-    let entry = |text: &String, source: pb::ConfigSource| {
-        Ok(pb::OpaqueConfig {
-            source: source.into(),
-            requests: vec![],
-            parameters_json: json_or_file(text)?,
-        })
-    };
-    class
-        .iter()
-        .map(|t| entry(t, pb::ConfigSource::Class))
-        .chain(claim.iter().map(|t| entry(t, pb::ConfigSource::Claim)))
-        .collect()
-}
-
-/// The text itself, or the contents of the file after an `@`.
-fn json_or_file(text: &str) -> anyhow::Result<String> {
-    match text.strip_prefix('@') {
-        Some(path) => {
-            std::fs::read_to_string(path).with_context(|| format!("cannot read config file {path}"))
-        }
-        None => Ok(text.to_owned()),
-    }
 }
