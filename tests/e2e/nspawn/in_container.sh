@@ -83,7 +83,7 @@ out=$(systemd-analyze verify --man=no /usr/lib/systemd/system/gpusliced.service 
 step "systemctl status, the journal, gpuslicectl"
 systemctl status gpusliced.service --no-pager
 journalctl -b -u gpusliced.service --no-pager | grep -q "gpusliced starting" || fail "no start-up log in the journal"
-journalctl -b -u gpusliced.service --no-pager | grep -q "serving" || fail "no 'serving' in the journal"
+journalctl -b -u gpusliced.service --no-pager | grep -qF "serving on /run/gpuslice/gpusliced.sock: ready" || fail "no ready line in the journal"
 [ "$(show StatusText)" != "" ] || fail "no STATUS= from sd_notify"
 # Exit 3: it answers and lists a problem (this driver root has no libraries).
 gpuslicectl status || [ $? -eq 3 ] || fail "gpuslicectl status"
