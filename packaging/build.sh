@@ -17,11 +17,14 @@
 # GPUSLICE_ARM64_RUSTC, default Debian's rustc-web (/usr/bin/rustc) with
 # libstd-rust-web-dev:arm64. Needs: cargo-zigbuild, zig (on PATH, or the
 # `ziglang` Python package: CARGO_ZIGBUILD_PYTHON_PATH names its python),
-# cargo-deb, cargo-generate-rpm, help2man; .ci/run installs them all.
+# cargo-deb, cargo-generate-rpm; .ci/run installs them all.
 #
 # One package, gpuslice, holds gpusliced, gpuslicectl and gpuslice-dra-plugin
-# (the shim/ crate), their man pages, configs and units; the metadata is in
-# daemon/Cargo.toml. Each stage prints its wall time.
+# (the shim/ crate), their man pages and shell completions, configs and
+# units; the metadata is in daemon/Cargo.toml. Each stage prints its wall
+# time. The binaries' --version carries the git commit (gpuslice-cli's build
+# script); from a tarball without .git, set GPUSLICE_GIT_COMMIT (and
+# GPUSLICE_GIT_DATE, YYYY-MM-DD, for the man pages' date).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target="${CARGO_TARGET_DIR:-$PWD/target}"
@@ -30,7 +33,7 @@ arm64_rustc="${GPUSLICE_ARM64_RUSTC:-/usr/bin/rustc}"
 binaries=(gpusliced gpuslicectl gpuslice-dra-plugin)
 
 fail() { echo "build.sh: $*" >&2; exit 1; }
-for tool in cargo-zigbuild cargo-deb cargo-generate-rpm help2man; do
+for tool in cargo-zigbuild cargo-deb cargo-generate-rpm; do
   command -v "$tool" >/dev/null || fail "$tool is missing (.ci/run installs it)"
 done
 command -v "${CARGO_ZIGBUILD_ZIG_PATH:-zig}" >/dev/null ||
@@ -55,18 +58,27 @@ compile() {
 }
 compile_arm64() { RUSTC="$arm64_rustc" compile aarch64-unknown-linux-gnu; }
 
-# Section 8 man pages from the host's (amd64) binaries: each --help and
-# --version, plus the NAME, DESCRIPTION, FILES, SIGNALS... sections in
-# packaging/man/<binary>.h2m. The same pages go into both architectures.
-man_pages() {
+# Section 8 man pages and bash, zsh and fish completions, which each binary
+# writes from its own clap definition (its hidden --generate; the pages add
+# the sections of packaging/man/<binary>.roff). Run on the host's (amd64)
+# binaries: the arm64 ones are cross-built and do not run here, and their
+# definitions, hence the files, are the same. Laid out under
+# <release>/man/ and <release>/completions/{bash,zsh,fish}/ as the package
+# metadata in daemon/Cargo.toml expects.
+generated_files() {
   local amd64="$target/x86_64-unknown-linux-gnu/release" arm64="$target/aarch64-unknown-linux-gnu/release"
-  mkdir -p "$amd64/man" "$arm64/man"
+  local out="$amd64"
+  rm -rf "$amd64/man" "$amd64/completions"
+  mkdir -p "$out/man" "$out/completions/bash" "$out/completions/zsh" "$out/completions/fish"
   for bin in "${binaries[@]}"; do
-    help2man --no-info --section 8 --include "packaging/man/$bin.h2m" \
-      --output "$amd64/man/$bin.8" "$amd64/$bin"
-    gzip -9n --force "$amd64/man/$bin.8"
-    cp "$amd64/man/$bin.8.gz" "$arm64/man/"
+    "$amd64/$bin" --generate man >"$out/man/$bin.8"
+    gzip -9n --force "$out/man/$bin.8"
+    "$amd64/$bin" --generate complete-bash >"$out/completions/bash/$bin"
+    "$amd64/$bin" --generate complete-zsh >"$out/completions/zsh/_$bin"
+    "$amd64/$bin" --generate complete-fish >"$out/completions/fish/$bin.fish"
   done
+  rm -rf "$arm64/man" "$arm64/completions"
+  cp -r "$amd64/man" "$amd64/completions" "$arm64/"
 }
 
 # Both packages of one triple. The asset paths under target/release/ in
@@ -81,7 +93,7 @@ package() {
 
 stage "amd64: cargo zigbuild (x86_64, glibc $glibc)" compile x86_64-unknown-linux-gnu
 stage "arm64: cargo zigbuild (aarch64, glibc $glibc, $("$arm64_rustc" --version))" compile_arm64
-stage "man pages" man_pages
+stage "man pages and shell completions (amd64 binaries' --generate)" generated_files
 stage "amd64: .deb and .rpm" package x86_64-unknown-linux-gnu
 stage "arm64: .deb and .rpm" package aarch64-unknown-linux-gnu
 ls -l "$target"/debian/gpuslice_*.deb "$target"/generate-rpm/gpuslice-*.rpm

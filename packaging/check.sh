@@ -6,6 +6,8 @@
 #  2. lintian on both .debs (fails on any error), rpmlint on both .rpms (fails
 #     on any error not filtered in packaging/rpmlint.toml);
 #  3. each .rpm's files, config files and scripts (rpm -qpl, -qpc, --scripts);
+#     each package's man pages and bash, zsh and fish completions, the same
+#     as the packaged binaries write (--generate);
 #  4. per architecture: the .deb and the .rpm carry the same binaries, built
 #     for that architecture; no packaged ELF file needs a glibc above 2.28
 #     (packaging/glibc-floor.sh), nor does the packages' own libc dependency;
@@ -76,7 +78,9 @@ for arch in amd64 arm64; do
   scripts=$(rpm -qp --scripts "${rpm[$arch]}")
   echo "$scripts"
   for f in /usr/bin/gpusliced /usr/bin/gpuslicectl /usr/lib/systemd/system/gpusliced.service \
-    /usr/lib/sysusers.d/gpuslice.conf /usr/lib/tmpfiles.d/gpusliced.conf /usr/share/man/man8/gpusliced.8.gz; do
+    /usr/lib/sysusers.d/gpuslice.conf /usr/lib/tmpfiles.d/gpusliced.conf /usr/share/man/man8/gpusliced.8.gz \
+    /usr/share/bash-completion/completions/gpuslicectl /usr/share/zsh/site-functions/_gpuslicectl \
+    /usr/share/fish/vendor_completions.d/gpuslicectl.fish; do
     grep -qx "$f" <<<"$files" || fail "$f missing from the $arch rpm"
   done
   for scriptlet in postinstall preuninstall postuninstall; do
@@ -93,6 +97,39 @@ for arch in amd64 arm64; do
   rpm2cpio "${rpm[$arch]}" >"$vroot/$arch.cpio" || true
   (cd "$vroot/$arch.rpm" && cpio -idm --quiet <"$vroot/$arch.cpio") || fail "cannot unpack ${rpm[$arch]}"
 done
+
+echo "== man pages and shell completions, made by the packaged binaries"
+# Where each family's shells look; zsh differs (Debian: vendor-completions).
+declare -A zsh_dir=([deb]=usr/share/zsh/vendor-completions [rpm]=usr/share/zsh/site-functions)
+for arch in amd64 arm64; do
+  for kind in deb rpm; do
+    root="$vroot/$arch.$kind"
+    for bin in "${binaries[@]}"; do
+      for f in "usr/share/man/man8/$bin.8.gz" "usr/share/bash-completion/completions/$bin" \
+        "${zsh_dir[$kind]}/_$bin" "usr/share/fish/vendor_completions.d/$bin.fish"; do
+        [ -s "$root/$f" ] || fail "$arch .$kind: no /$f"
+      done
+      # The same text the amd64 binary writes from its clap definition.
+      gen="$vroot/amd64.deb/usr/bin/$bin"
+      cmp -s <(zcat "$root/usr/share/man/man8/$bin.8.gz") <("$gen" --generate man) ||
+        fail "$arch .$kind: $bin.8.gz is not what $bin --generate man writes"
+      cmp -s "$root/usr/share/bash-completion/completions/$bin" <("$gen" --generate complete-bash) ||
+        fail "$arch .$kind: $bin's bash completion is not what $bin --generate complete-bash writes"
+      cmp -s "$root/${zsh_dir[$kind]}/_$bin" <("$gen" --generate complete-zsh) ||
+        fail "$arch .$kind: $bin's zsh completion is not what $bin --generate complete-zsh writes"
+      cmp -s "$root/usr/share/fish/vendor_completions.d/$bin.fish" <("$gen" --generate complete-fish) ||
+        fail "$arch .$kind: $bin's fish completion is not what $bin --generate complete-fish writes"
+    done
+  done
+done
+# Every gpuslicectl command is completed.
+commands=$("$vroot/amd64.deb/usr/bin/gpuslicectl" --help | sed -n '/^Commands:/,/^$/p' | awk 'NR > 1 && NF {print $1}')
+[ "$(wc -w <<<"$commands")" -ge 10 ] || fail "cannot read gpuslicectl's commands from its --help"
+for command in $commands; do
+  grep -qw -- "$command" "$vroot/amd64.deb/usr/share/bash-completion/completions/gpuslicectl" ||
+    fail "the bash completion of gpuslicectl lacks $command"
+done
+echo "man pages and bash/zsh/fish completions of ${binaries[*]} in all four packages, as the binaries write them"
 
 echo "== architecture, glibc $glibc floor"
 for arch in amd64 arm64; do
@@ -149,7 +186,9 @@ echo "== dpkg -i / -r / -P on this host (amd64)"
 dpkg -i "${deb[amd64]}"
 for f in /usr/bin/gpusliced /usr/bin/gpuslicectl /usr/lib/systemd/system/gpusliced.service \
   /usr/lib/sysusers.d/gpuslice.conf /usr/lib/tmpfiles.d/gpusliced.conf \
-  /usr/share/man/man8/gpusliced.8.gz /usr/share/man/man8/gpuslicectl.8.gz /etc/gpuslice/gpuslice.toml; do
+  /usr/share/man/man8/gpusliced.8.gz /usr/share/man/man8/gpuslicectl.8.gz /etc/gpuslice/gpuslice.toml \
+  /usr/share/man/man8/gpuslice-dra-plugin.8.gz /usr/share/bash-completion/completions/gpuslicectl \
+  /usr/share/zsh/vendor-completions/_gpuslicectl /usr/share/fish/vendor_completions.d/gpuslicectl.fish; do
   [ -e "$f" ] || fail "$f not installed"
 done
 grep -qx /etc/gpuslice/gpuslice.toml /var/lib/dpkg/info/gpuslice.conffiles || fail "gpuslice.toml is not a conffile"

@@ -37,15 +37,14 @@ pub enum AtomicError {
         name: String,
     },
     /// An I/O step failed.
-    #[error("{step} {path}: {source}")]
+    #[error("{step} {path}: {error}")]
     Io {
         /// What was being done ("create temp file", "fsync", "rename", ...).
         step: &'static str,
         /// The file or directory.
         path: PathBuf,
         /// The OS error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The name holds something other than a regular file.
     #[error("{path} is {what}, not a regular file; remove it")]
@@ -84,7 +83,7 @@ static COUNTER: AtomicU64 = AtomicU64::new(0);
 
 fn io_err(step: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> AtomicError + use<> {
     let path = path.to_path_buf();
-    move |source| AtomicError::Io { step, path, source }
+    move |error| AtomicError::Io { step, path, error }
 }
 
 fn check_name(name: &str) -> Result<(), AtomicError> {

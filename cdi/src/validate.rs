@@ -43,9 +43,9 @@ pub fn validate(spec: &Spec) -> Result<(), SpecError> {
     if declared < required {
         return Err(SpecError::VersionTooLow { declared, required });
     }
-    if let Err(source) = spec.kind.parse::<Kind>() {
+    if let Err(error) = spec.kind.parse::<Kind>() {
         let kind = spec.kind.clone();
-        return Err(SpecError::Kind { kind, source });
+        return Err(SpecError::Kind { kind, error });
     }
     if spec.devices.is_empty() {
         return Err(SpecError::NoDevices);
@@ -54,9 +54,9 @@ pub fn validate(spec: &Spec) -> Result<(), SpecError> {
     let mut seen = HashSet::new();
     for device in &spec.devices {
         let name = &device.name;
-        validate_device_name(name).map_err(|source| SpecError::DeviceName {
+        validate_device_name(name).map_err(|error| SpecError::DeviceName {
             name: name.clone(),
-            source,
+            error,
         })?;
         if !seen.insert(name.as_str()) {
             return Err(SpecError::DuplicateDevice { name: name.clone() });
@@ -79,7 +79,7 @@ pub fn to_json(spec: &Spec) -> Result<Vec<u8>, SpecError> {
         return Err(SpecError::NotMinimal { declared, minimum });
     }
     let mut bytes =
-        serde_json::to_vec_pretty(spec).map_err(|source| SpecError::Serialize { source })?;
+        serde_json::to_vec_pretty(spec).map_err(|error| SpecError::Serialize { error })?;
     bytes.push(b'\n');
     Ok(bytes)
 }

@@ -93,13 +93,12 @@ pub enum CrashError {
         value: String,
     },
     /// The trace file cannot be opened.
-    #[error("{TRACE_ENV}={path}: {source}")]
+    #[error("{TRACE_ENV}={path}: {error}")]
     Trace {
         /// The file.
         path: PathBuf,
         /// The OS error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 
@@ -192,12 +191,12 @@ fn arm(armed: Option<Armed>, trace: Option<PathBuf>) -> Result<Option<String>, C
                 .append(true)
                 .create(true)
                 .open(&path)
-                .map_err(|source| CrashError::Trace {
+                .map_err(|error| CrashError::Trace {
                     path: path.clone(),
-                    source,
+                    error,
                 })?;
             file.write_all(format!("start {}\n", std::process::id()).as_bytes())
-                .map_err(|source| CrashError::Trace { path, source })?;
+                .map_err(|error| CrashError::Trace { path, error })?;
             Some(Arc::new(Mutex::new(file)))
         }
         None => None,

@@ -19,7 +19,8 @@
 //!     claims, over-shares, unclaimed processes), sampled through the backend.
 //! 12. [`metrics`]: Prometheus metrics, on a loopback listener or a textfile.
 //! 13. [`systemd`] and [`logging`]: sd_notify and journald.
-//! 14. [`run`]: start-up, the task set, shutdown.
+//! 14. [`run`]: start-up, the task set, shutdown; [`preflight`]: what
+//!     `gpusliced --check-config` judges beyond parsing.
 //! 15. [`crash`]: named crash points after every durable step (test builds only).
 
 pub mod activity;
@@ -37,6 +38,7 @@ pub mod logging;
 pub mod metrics;
 pub mod mig;
 pub mod mps;
+pub mod preflight;
 pub mod run;
 pub mod sharing;
 pub mod state;

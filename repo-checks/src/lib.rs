@@ -1,8 +1,11 @@
 //! Checks of the repository as a new contributor gets it from `git clone`:
 //! every relative Markdown link lands on a file of the repository, nothing
 //! points outside it, and the vendored upstream files in `third_party/` are
-//! the ones their `SOURCE` manifests record.
+//! the ones their `SOURCE` manifests record; and no error type of the
+//! workspace says its cause twice.
 //!
+//! * [`error_messages`]: `thiserror` variants that show their source in
+//!   their message and also give it as the source.
 //! * [`markdown`]: the links of a Markdown file, and which of them are dead.
 //! * [`vendored`]: the `SOURCE` manifest of a `third_party/` folder, and the
 //!   comparison of a folder's files with it.
@@ -12,6 +15,7 @@
 //! contents in. Problems carry the file, line and target they are about, so a
 //! failing test says what to fix.
 
+pub mod error_messages;
 pub mod markdown;
 pub mod tree;
 pub mod vendored;

@@ -13,7 +13,7 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum TreeError {
     #[error("cannot run git ({0}); the repository checks list files with `git ls-files`")]
-    Spawn(#[source] std::io::Error),
+    Spawn(std::io::Error),
     #[error("`git ls-files` in {root} failed ({status}): {stderr}")]
     Failed {
         root: String,

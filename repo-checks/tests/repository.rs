@@ -1,7 +1,8 @@
 //! The repository stands alone: what a contributor gets from `git clone`,
 //! with nothing beside it, has every file its Markdown links to, mentions no
 //! folder beside the repository, and carries the upstream files the tests
-//! compare against (`third_party/`), unchanged since they were fetched.
+//! compare against (`third_party/`), unchanged since they were fetched; and
+//! no error type of the workspace prints its cause twice.
 //!
 //! The file list comes from git; outside a git checkout (or without git) the
 //! tests skip, saying why, unless `GPUSLICE_REQUIRE_TOOLS=1`.
@@ -9,6 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use gpuslice_repo_checks::error_messages::doubled_causes;
 use gpuslice_repo_checks::lines_mentioning;
 use gpuslice_repo_checks::markdown::dead_links;
 use gpuslice_repo_checks::tree::{files, repo_root};
@@ -135,5 +137,27 @@ fn the_refresh_script_is_executable() {
         std::os::unix::fs::PermissionsExt::mode(&mode) & 0o111 != 0,
         "{} must be executable (git update-index --chmod=+x)",
         Path::new("third_party/refresh.sh").display()
+    );
+}
+
+#[test]
+fn no_error_type_says_its_cause_twice() {
+    let Some(files) = repository_files("the doubled-cause check") else {
+        return;
+    };
+    let mut problems = Vec::new();
+    for file in files.iter().filter(|f| f.ends_with(".rs")) {
+        let bytes = read(file);
+        let text = String::from_utf8_lossy(&bytes);
+        match doubled_causes(file, &text) {
+            Ok(found) => problems.extend(found.iter().map(ToString::to_string)),
+            Err(err) => problems.push(format!("{file}: does not parse: {err}")),
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "{} error message(s) print their cause twice under `{{:#}}`:\n{}",
+        problems.len(),
+        problems.join("\n")
     );
 }

@@ -66,24 +66,24 @@ pub struct DeviceView {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DeviceError {
     /// A version attribute that is not semver.
-    #[error("device {device}: attribute {name}: {source}")]
+    #[error("device {device}: attribute {name}: {error}")]
     Version {
         /// The device.
         device: String,
         /// The attribute.
         name: String,
         /// Why.
-        source: crate::version::VersionError,
+        error: crate::version::VersionError,
     },
     /// A capacity that is not a quantity.
-    #[error("device {device}: capacity {name}: {source}")]
+    #[error("device {device}: capacity {name}: {error}")]
     Capacity {
         /// The device.
         device: String,
         /// The capacity.
         name: String,
         /// Why.
-        source: crate::quantity::QuantityError,
+        error: crate::quantity::QuantityError,
     },
 }
 
@@ -105,10 +105,10 @@ impl DeviceView {
                 Attr::String(s.clone())
             } else if let Some(v) = &value.version {
                 Attr::Version(
-                    Version::parse(v, false).map_err(|source| DeviceError::Version {
+                    Version::parse(v, false).map_err(|error| DeviceError::Version {
                         device: device.name.clone(),
                         name: name.clone(),
-                        source,
+                        error,
                     })?,
                 )
             } else {
@@ -122,10 +122,10 @@ impl DeviceView {
         }
         let mut capacity: BTreeMap<String, BTreeMap<String, Quantity>> = BTreeMap::new();
         for (name, value) in device.capacity.iter().flatten() {
-            let q = Quantity::parse(&value.value.0).map_err(|source| DeviceError::Capacity {
+            let q = Quantity::parse(&value.value.0).map_err(|error| DeviceError::Capacity {
                 device: device.name.clone(),
                 name: name.clone(),
-                source,
+                error,
             })?;
             let (domain, id) = split_name(name, driver);
             capacity

@@ -51,7 +51,7 @@ pub enum RunError {
     Socket(#[from] SocketError),
     /// Signal handlers could not be installed.
     #[error("cannot install signal handlers: {0}")]
-    Signals(#[source] std::io::Error),
+    Signals(std::io::Error),
     /// The kubelet refused the plugin.
     #[error("the kubelet refused to register the plugin: {0}")]
     Refused(String),

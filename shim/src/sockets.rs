@@ -12,13 +12,12 @@ use tokio::net::UnixListener;
 #[derive(Debug, thiserror::Error)]
 pub enum SocketError {
     /// The parent folder could not be created.
-    #[error("cannot create folder {path} for a socket: {source}")]
+    #[error("cannot create folder {path} for a socket: {error}")]
     Folder {
         /// The folder.
         path: PathBuf,
         /// The OS error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// Something that is not a socket sits where the socket goes.
     #[error("{path} exists and is not a socket; move it away")]
@@ -27,13 +26,12 @@ pub enum SocketError {
         path: PathBuf,
     },
     /// Removing a stale socket or binding failed.
-    #[error("cannot listen on {path}: {source}")]
+    #[error("cannot listen on {path}: {error}")]
     Bind {
         /// The path.
         path: PathBuf,
         /// The OS error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 
@@ -58,15 +56,15 @@ impl Drop for SocketFile {
 /// Must run inside a tokio runtime.
 pub fn bind(path: &Path) -> Result<(UnixListener, SocketFile), SocketError> {
     if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|source| SocketError::Folder {
+        std::fs::create_dir_all(parent).map_err(|error| SocketError::Folder {
             path: parent.to_path_buf(),
-            source,
+            error,
         })?;
     }
     remove_stale(path)?;
-    let listener = UnixListener::bind(path).map_err(|source| SocketError::Bind {
+    let listener = UnixListener::bind(path).map_err(|error| SocketError::Bind {
         path: path.to_path_buf(),
-        source,
+        error,
     })?;
     Ok((listener, SocketFile(path.to_path_buf())))
 }
@@ -74,9 +72,9 @@ pub fn bind(path: &Path) -> Result<(UnixListener, SocketFile), SocketError> {
 fn remove_stale(path: &Path) -> Result<(), SocketError> {
     match std::fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_socket() => {
-            std::fs::remove_file(path).map_err(|source| SocketError::Bind {
+            std::fs::remove_file(path).map_err(|error| SocketError::Bind {
                 path: path.to_path_buf(),
-                source,
+                error,
             })
         }
         Ok(_) => Err(SocketError::NotASocket {

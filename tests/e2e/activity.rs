@@ -28,7 +28,7 @@ const B: &str = "b2b2b2b2-1616-4000-8000-00000000000b";
 /// Upper bound for the daemon to see a change; only a bug reaches it.
 const BOUND: Duration = Duration::from_secs(60);
 
-/// Runs gpuslicectl against `daemon`; returns (success, stdout, stderr).
+/// Runs gpuslicectl against `daemon`; returns (answered, stdout, stderr).
 fn ctl(daemon: &Daemon, args: &[&str]) -> (bool, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_gpuslicectl"))
         .arg("--socket")
@@ -37,13 +37,13 @@ fn ctl(daemon: &Daemon, args: &[&str]) -> (bool, String, String) {
         .output()
         .expect("run gpuslicectl");
     (
-        out.status.success(),
+        crate::harness::answered(&out.status),
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
 
-/// gpuslicectl's stdout, which must succeed.
+/// gpuslicectl's stdout, which must answer.
 fn ctl_ok(daemon: &Daemon, args: &[&str]) -> String {
     let (ok, stdout, stderr) = ctl(daemon, args);
     assert!(ok, "gpuslicectl {args:?} failed: {stderr}{stdout}");

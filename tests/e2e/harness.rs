@@ -27,6 +27,16 @@ const READY_TIMEOUT: Duration = Duration::from_secs(60);
 /// A client of gpusliced's API.
 pub type Client = GpuSliceClient<Channel>;
 
+/// gpuslicectl's exit status from `status` and `health` while something
+/// needs an operator; the harness's nodes have no driver libraries, so
+/// `status` lists that problem and exits with it.
+pub const ATTENTION: i32 = 3;
+
+/// Whether gpuslicectl answered: 0, or [`ATTENTION`] with the same output.
+pub fn answered(status: &ExitStatus) -> bool {
+    matches!(status.code(), Some(0 | ATTENTION))
+}
+
 /// A running gpusliced and its folder.
 pub struct Daemon {
     pub dir: tempfile::TempDir,

@@ -3,14 +3,15 @@
 //! status show the unhealthy devices and the claims on them, a new prepare
 //! on one is refused UNAVAILABLE, faults survive a restart, and recovery (an
 //! injected `recovered`, an operator's `gpuslicectl health clear`) lets
-//! claims in again. Every wait is on the daemon's own STATUS= line.
+//! claims in again; `gpuslicectl health` and `status` exit 3 while a device
+//! is unhealthy. Every wait is on the daemon's own STATUS= line.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use gpuslice_proto::gpuslice::v1 as pb;
 
-use crate::harness::{Daemon, prepare_request};
+use crate::harness::{ATTENTION, Daemon, prepare_request};
 
 const A: &str = "aaaaaaaa-0000-4000-8000-0000000000e1";
 const B: &str = "bbbbbbbb-0000-4000-8000-0000000000e2";
@@ -48,7 +49,8 @@ fn inject(daemon: &Daemon, line: &str) {
         .expect("append an event");
 }
 
-fn ctl(daemon: &Daemon, args: &[&str]) -> (bool, String, String) {
+/// gpuslicectl against `daemon`: its exit status, stdout and stderr.
+fn ctl(daemon: &Daemon, args: &[&str]) -> (Option<i32>, String, String) {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpuslicectl"))
         .arg("--socket")
         .arg(&daemon.socket)
@@ -56,7 +58,7 @@ fn ctl(daemon: &Daemon, args: &[&str]) -> (bool, String, String) {
         .output()
         .expect("run gpuslicectl");
     (
-        out.status.success(),
+        out.status.code(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
@@ -149,11 +151,19 @@ async fn sim_injected_xids_make_devices_unhealthy_until_recovered_or_cleared() {
         .prepare(prepare_request(B, &[&big]))
         .await
         .expect("prepare B");
-    let (ok, out, _) = ctl(&daemon, &["health"]);
-    assert!(ok && out.contains("every device is healthy"), "{out}");
+    let (code, out, _) = ctl(&daemon, &["health"]);
+    assert!(
+        code == Some(0) && out.contains("every device is healthy"),
+        "{out}"
+    );
     assert!(
         out.contains("XIDs ignored: 13, 31, 43, 45, 68, 92, 109"),
         "{out}"
+    );
+    let (code, out, _) = ctl(&daemon, &["status"]);
+    assert!(
+        code == Some(0) && out.contains("health         ok"),
+        "{code:?} {out}"
     );
 
     // An ignored XID changes nothing; XID 79 on GPU 0 makes it unhealthy.
@@ -175,6 +185,16 @@ async fn sim_injected_xids_make_devices_unhealthy_until_recovered_or_cleared() {
         gpu0.health_reason
     );
     assert!(named(&inventory, "gpu-1").healthy);
+    // For scripts and probes: 3 while a device is unhealthy, same output.
+    let (code, out, _) = ctl(&daemon, &["health"]);
+    assert!(
+        code == Some(ATTENTION) && out.contains("gpu-0"),
+        "{code:?} {out}"
+    );
+    let (code, out, _) = ctl(&daemon, &["status", "--output", "json"]);
+    assert_eq!(code, Some(ATTENTION), "{out}");
+    let doc: serde_json::Value = serde_json::from_str(&out).expect("status json");
+    assert_eq!(doc["backend"], "sim", "{doc}");
 
     let specs = daemon.cdi_files();
     let refused = client
@@ -253,15 +273,16 @@ async fn sim_injected_xids_make_devices_unhealthy_until_recovered_or_cleared() {
     );
 
     // The operator clears gpu-1 once the GPU is fixed.
-    let (ok, out, err) = ctl(&daemon, &["health", "clear", "gpu-1"]);
-    assert!(ok, "{err}");
+    let (code, out, err) = ctl(&daemon, &["health", "clear", "gpu-1"]);
+    assert_eq!(code, Some(0), "{err}");
     assert_eq!(out, "gpu-1: cleared 1 fault(s)\n");
     let status = daemon.wait_for_status(|s| s.starts_with("serving"));
     assert!(!status.contains("unhealthy"), "{status}");
     let (_, inventory) = devices(&daemon).await;
     assert!(inventory.iter().all(|d| d.healthy), "{inventory:?}");
-    let (ok, _, err) = ctl(&daemon, &["health", "clear", "gpu-7"]);
-    assert!(!ok && err.contains("InvalidArgument"), "{err}");
+    assert_eq!(ctl(&daemon, &["health"]).0, Some(0), "healthy again");
+    let (code, _, err) = ctl(&daemon, &["health", "clear", "gpu-7"]);
+    assert!(code == Some(1) && err.contains("InvalidArgument"), "{err}");
     let (status, _) = daemon.stop();
     assert!(status.success(), "{status}");
 }

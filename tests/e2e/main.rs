@@ -6,6 +6,7 @@ mod activity;
 mod activity_sampler;
 mod cdi_schema;
 mod claims;
+mod cli;
 mod containerd;
 mod crash_node;
 mod crash_points;

@@ -300,6 +300,11 @@ fn sim_metrics_listen_refuses_a_taken_port_and_a_remote_address() {
         stderr.contains("metrics.listen") && stderr.contains(&addr),
         "{stderr}"
     );
+    // Said once, with its cause once: not as a log line and again as a
+    // last line, nor the OS error twice in one line.
+    assert_eq!(stderr.matches("metrics.listen").count(), 1, "{stderr}");
+    let in_use = std::io::Error::from_raw_os_error(libc::EADDRINUSE).to_string();
+    assert_eq!(stderr.matches(&in_use).count(), 1, "{in_use}: {stderr}");
     assert!(
         !dir.path().join("gpusliced.sock").exists(),
         "no socket left behind"

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use gpuslice_proto::gpuslice::v1 as pb;
 
-use crate::harness::{Daemon, gpusliced_binary, prepare_request, write_config};
+use crate::harness::{Daemon, answered, gpusliced_binary, prepare_request, write_config};
 
 /// How long a refused daemon may take to exit (a bound, not a sleep): one
 /// that is not refused would serve forever, and the test fails instead of
@@ -83,7 +83,7 @@ fn in_use(state_dir: &Path, pid: u32) -> String {
     )
 }
 
-/// `gpuslicectl --socket <socket> status`, which must succeed.
+/// `gpuslicectl --socket <socket> status`, which must answer.
 fn ctl_status(socket: &Path) -> String {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpuslicectl"))
         .arg("--socket")
@@ -93,7 +93,7 @@ fn ctl_status(socket: &Path) -> String {
         .expect("run gpuslicectl");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
-        out.status.success(),
+        answered(&out.status),
         "{stdout}{}",
         String::from_utf8_lossy(&out.stderr)
     );
@@ -127,6 +127,12 @@ async fn sim_a_second_daemon_on_another_socket_and_the_same_state_dir_is_refused
     assert_eq!(status.code(), Some(1), "{stderr}");
     assert!(
         stderr.contains(&in_use(&daemon.state_dir, daemon.pid())),
+        "{stderr}"
+    );
+    // Said once: not as an ERROR log line and again as a last line.
+    assert_eq!(
+        stderr.matches("is in use by another gpusliced").count(),
+        1,
         "{stderr}"
     );
     let second = daemon.dir.path().join("second");

@@ -50,25 +50,23 @@ pub enum SpecError {
         minimum: CdiVersion,
     },
     /// `kind` is not a valid "vendor/class".
-    #[error("invalid kind {kind:?}: {source}")]
+    #[error("invalid kind {kind:?}: {error}")]
     Kind {
         /// The declared kind.
         kind: String,
         /// What is wrong with it.
-        #[source]
-        source: NameError,
+        error: NameError,
     },
     /// `devices` is empty.
     #[error("spec has no devices")]
     NoDevices,
     /// A device name breaks the name rules.
-    #[error("invalid device name {name:?}: {source}")]
+    #[error("invalid device name {name:?}: {error}")]
     DeviceName {
         /// The device name.
         name: String,
         /// What is wrong with it.
-        #[source]
-        source: NameError,
+        error: NameError,
     },
     /// Two devices share a name.
     #[error("device {name:?} appears more than once")]
@@ -159,10 +157,9 @@ pub enum SpecError {
         timeout: i64,
     },
     /// serde_json failed to serialise the spec.
-    #[error("serialise spec: {source}")]
+    #[error("serialise spec: {error}")]
     Serialize {
         /// The serde_json error.
-        #[source]
-        source: serde_json::Error,
+        error: serde_json::Error,
     },
 }

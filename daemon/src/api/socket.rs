@@ -34,21 +34,20 @@ pub enum SocketError {
         group: String,
     },
     /// An OS call failed.
-    #[error("{step} {path}: {source}")]
+    #[error("{step} {path}: {error}")]
     Io {
         /// What was being done.
         step: &'static str,
         /// The path.
         path: PathBuf,
         /// The OS error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 
 fn io(step: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> SocketError + use<> {
     let path = path.to_path_buf();
-    move |source| SocketError::Io { step, path, source }
+    move |error| SocketError::Io { step, path, error }
 }
 
 /// Looks up the gid of `group`.

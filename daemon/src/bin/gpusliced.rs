@@ -1,33 +1,59 @@
 //! gpusliced: the node-level GPU sharing daemon.
 //!
 //! Parses arguments, loads the config, starts logging and runs the daemon.
-//! Exit status: 0 after SIGTERM/SIGINT, 1 on a runtime failure, 2 on a bad
+//! Exit status: 0 after SIGTERM/SIGINT (or a `--check-config` that finds
+//! nothing), 1 on a runtime failure (or a config that loads but has a
+//! problem `--check-config` finds: see `gpuslice::preflight`), 2 on a bad
 //! config or command line (or, in test builds, a bad crash point setting;
 //! see `gpuslice::crash`).
+//!
+//! A failure is said once: on stderr before logging is up, as the last
+//! ERROR log line after (the journal under systemd), never both.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use gpuslice::config::{Config, DEFAULT_PATH};
+use gpuslice_cli::{Generate, VERSION};
 
 /// Node-level GPU sharing daemon for Kubernetes DRA: whole GPUs, MIG slices,
 /// MPS and time-sliced shares per claim, CDI specs for containerd, a gRPC API
 /// on a unix socket.
+///
+/// gpusliced owns the node's NVIDIA GPUs and, for each ResourceClaim the
+/// kubelet prepares through gpuslice-dra-plugin, writes a per-claim CDI spec
+/// (vendor/class k8s.gpuslice.dev/claim) that containerd, CRI-O or podman
+/// inject into the container. It runs as the systemd service
+/// gpusliced.service, Type=notify: READY=1 is sent once claim records and CDI
+/// specs are reconciled and the socket is open; the watchdog is fed while
+/// the engine answers.
 #[derive(Debug, Parser)]
-#[command(version)]
+#[command(name = "gpusliced", version = VERSION)]
 struct Args {
-    /// Config file (TOML). Every key is optional; see packaging/gpuslice.toml.
-    #[arg(long, short, default_value = DEFAULT_PATH)]
+    /// Config file (TOML). Every key is optional; the packaged
+    /// /etc/gpuslice/gpuslice.toml shows each default.
+    #[arg(long, short, default_value = DEFAULT_PATH, value_name = "FILE")]
     config: PathBuf,
-    /// Validate the config file and exit.
+    /// Check the config file and exit: 0 when fine; 1 naming each problem
+    /// start-up would only warn about or meet later (a MIG layout that
+    /// cannot be placed, a tool that does not exist); 2 when it does not load.
     #[arg(long)]
     check_config: bool,
+    /// Write the man page or a shell completion to stdout (packaging).
+    #[arg(long, hide = true, value_enum, value_name = "KIND")]
+    generate: Option<Generate>,
 }
+
+/// The man page's own sections (gpuslice_cli::man_page).
+const MAN: &str = include_str!("../../../packaging/man/gpusliced.roff");
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if let Some(kind) = args.generate {
+        return generate(kind);
+    }
     let config = match Config::load(&args.config) {
         Ok(config) => config,
         Err(err) => {
@@ -36,8 +62,7 @@ fn main() -> ExitCode {
         }
     };
     if args.check_config {
-        println!("{}: ok", args.config.display());
-        return ExitCode::SUCCESS;
+        return check_config(&config, &args.config);
     }
     let crash_points = match gpuslice::crash::arm_from_env() {
         Ok(said) => said,
@@ -46,23 +71,64 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match run(config, args.config, crash_points) {
+    let sink = match gpuslice::logging::init(&config.log.level) {
+        Ok(sink) => sink,
+        Err(err) => {
+            eprintln!("gpusliced: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match run(config, args.config, crash_points, sink) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            tracing::error!("{err:#}");
-            eprintln!("gpusliced: {err:#}");
+            if tracing::enabled!(tracing::Level::ERROR) {
+                tracing::error!("{err:#}");
+            } else {
+                eprintln!("gpusliced: {err:#}");
+            }
             ExitCode::FAILURE
         }
     }
 }
 
-fn run(config: Config, path: PathBuf, crash_points: Option<String>) -> anyhow::Result<()> {
-    let sink = gpuslice::logging::init(&config.log.level)?;
-    tracing::info!(
-        version = env!("CARGO_PKG_VERSION"),
-        logs = sink,
-        "gpusliced starting"
-    );
+/// `--check-config`: what a loaded config would still run into.
+fn check_config(config: &Config, path: &Path) -> ExitCode {
+    let report = gpuslice::preflight::check(config);
+    for problem in &report.problems {
+        eprintln!("gpusliced: {problem}");
+    }
+    if !report.problems.is_empty() {
+        eprintln!(
+            "gpusliced: {}: {} problem(s); fix them and check again",
+            path.display(),
+            report.problems.len()
+        );
+        return ExitCode::FAILURE;
+    }
+    println!("{}: ok", path.display());
+    for what in &report.unchecked {
+        println!("not checked: {what}");
+    }
+    ExitCode::SUCCESS
+}
+
+fn generate(kind: Generate) -> ExitCode {
+    match gpuslice_cli::generate(kind, Args::command(), MAN, &mut std::io::stdout()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("gpusliced: cannot write {kind:?}: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(
+    config: Config,
+    path: PathBuf,
+    crash_points: Option<String>,
+    sink: &str,
+) -> anyhow::Result<()> {
+    tracing::info!(version = VERSION, logs = sink, "gpusliced starting");
     if let Some(said) = crash_points {
         tracing::warn!("crash points: {said}");
     }
@@ -72,4 +138,24 @@ fn run(config: Config, path: PathBuf, crash_points: Option<String>) -> anyhow::R
         .context("cannot start the async runtime")?;
     runtime.block_on(gpuslice::run::run(config, Some(path)))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::Args;
+
+    #[test]
+    fn the_completions_and_the_man_page_hold_every_flag() {
+        let missing = gpuslice_cli::left_out(&Args::command()).unwrap();
+        assert!(missing.is_empty(), "{missing:#?}");
+    }
+
+    #[test]
+    fn the_help_names_no_repository_path() {
+        let help = Args::command().render_long_help().to_string();
+        assert!(!help.contains("packaging/"), "{help}");
+        assert!(help.contains("/etc/gpuslice/gpuslice.toml"), "{help}");
+    }
 }

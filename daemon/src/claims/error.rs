@@ -181,23 +181,21 @@ pub enum ClaimError {
         uuid: String,
     },
     /// The CDI spec could not be written or removed.
-    #[error("CDI spec of claim {uid}: {source}")]
+    #[error("CDI spec of claim {uid}: {error}")]
     CdiFile {
         /// The claim.
         uid: String,
         /// What failed.
-        #[source]
-        source: AtomicError,
+        error: AtomicError,
     },
     /// The spec built for the claim breaks a CDI rule (a bug, or a driver
     /// root with names CDI cannot carry); nothing was written.
-    #[error("CDI spec built for claim {uid} is invalid: {source}")]
+    #[error("CDI spec built for claim {uid} is invalid: {error}")]
     InvalidSpec {
         /// The claim.
         uid: String,
         /// The rule broken.
-        #[source]
-        source: gpuslice_cdi::validate::SpecError,
+        error: gpuslice_cdi::validate::SpecError,
     },
     /// A slice's placement is taken by a GPU instance nobody asked for.
     #[error(

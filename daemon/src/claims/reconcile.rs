@@ -159,9 +159,9 @@ impl Engine {
             };
             if stray {
                 remove_durable_observed(dir, &name, &super::spec_file::spec_steps).map_err(
-                    |source| ClaimError::CdiFile {
+                    |error| ClaimError::CdiFile {
                         uid: name.to_string(),
-                        source,
+                        error,
                     },
                 )?;
                 report.specs_removed += 1;
@@ -184,13 +184,13 @@ impl Engine {
         }
     }
 
-    fn dir_error(&self, source: std::io::Error) -> ClaimError {
+    fn dir_error(&self, error: std::io::Error) -> ClaimError {
         ClaimError::CdiFile {
             uid: "(all claims)".to_owned(),
-            source: gpuslice_cdi::atomic::AtomicError::Io {
+            error: gpuslice_cdi::atomic::AtomicError::Io {
                 step: "read CDI dir",
                 path: self.settings.cdi_dir.clone(),
-                source,
+                error,
             },
         }
     }

@@ -54,9 +54,9 @@ impl Engine {
             &driver,
             self.settings.cdi_hook.as_deref(),
         );
-        gpuslice_cdi::to_json(&spec).map_err(|source| ClaimError::InvalidSpec {
+        gpuslice_cdi::to_json(&spec).map_err(|error| ClaimError::InvalidSpec {
             uid: record.uid.clone(),
-            source,
+            error,
         })
     }
 
@@ -93,9 +93,9 @@ impl Engine {
             SPEC_MODE,
             &spec_steps,
         )
-        .map_err(|source| ClaimError::CdiFile {
+        .map_err(|error| ClaimError::CdiFile {
             uid: record.uid.clone(),
-            source,
+            error,
         })
     }
 
@@ -122,9 +122,9 @@ impl Engine {
             SPEC_MODE,
             &spec_steps,
         )
-        .map_err(|source| ClaimError::CdiFile {
+        .map_err(|error| ClaimError::CdiFile {
             uid: record.uid.clone(),
-            source,
+            error,
         })?;
         Ok(true)
     }
@@ -133,9 +133,9 @@ impl Engine {
     pub(super) fn remove_spec(&self, record: &ClaimRecord) -> Result<(), ClaimError> {
         remove_durable_observed(&self.settings.cdi_dir, &record.cdi_spec_file, &spec_steps)
             .map(drop)
-            .map_err(|source| ClaimError::CdiFile {
+            .map_err(|error| ClaimError::CdiFile {
                 uid: record.uid.clone(),
-                source,
+                error,
             })
     }
 }

@@ -276,9 +276,9 @@ impl Default for LogConfig {
 impl Config {
     /// Reads and validates the file at `path`.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Read {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
         let base = parent.unwrap_or(Path::new("."));

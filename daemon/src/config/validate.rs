@@ -11,13 +11,12 @@ const MAX_SOCKET_PATH: usize = 107;
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The file could not be read.
-    #[error("cannot read config file {path}: {source}")]
+    #[error("cannot read config file {path}: {error}")]
     Read {
         /// The file.
         path: PathBuf,
         /// The OS error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// Not valid TOML, an unknown key, or a value of the wrong type. The
     /// message carries the line and column.

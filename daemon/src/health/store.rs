@@ -52,17 +52,16 @@ pub enum HealthStoreError {
         reason: String,
     },
     /// Writing failed.
-    #[error("cannot write device health state {path}: {source}")]
+    #[error("cannot write device health state {path}: {error}")]
     Write {
         /// The file.
         path: PathBuf,
         /// Why.
-        #[source]
-        source: gpuslice_cdi::atomic::AtomicError,
+        error: gpuslice_cdi::atomic::AtomicError,
     },
     /// Encoding failed.
     #[error("cannot encode device health state: {0}")]
-    Encode(#[from] serde_json::Error),
+    Encode(serde_json::Error),
 }
 
 /// Where the file lives, and the boot it is written in.
@@ -128,12 +127,12 @@ impl HealthStore {
             boot_id: self.boot_id.clone(),
             gpus: table.clone(),
         };
-        let mut json = serde_json::to_vec_pretty(&file)?;
+        let mut json = serde_json::to_vec_pretty(&file).map_err(HealthStoreError::Encode)?;
         json.push(b'\n');
-        gpuslice_cdi::atomic::write_atomic(&self.dir, FILE_NAME, &json, 0o644).map_err(|source| {
+        gpuslice_cdi::atomic::write_atomic(&self.dir, FILE_NAME, &json, 0o644).map_err(|error| {
             HealthStoreError::Write {
                 path: self.path(),
-                source,
+                error,
             }
         })
     }

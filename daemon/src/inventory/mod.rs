@@ -17,6 +17,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::gpu::{DriverInfo, GpuInfo};
 
+pub use layout::plan_offer;
 pub use mig::{
     GpuMig, MigDevice, counter_set_name, free_counters, gpu_counters, mig_attributes, mig_capacity,
     mig_device_name, slice_consumption,

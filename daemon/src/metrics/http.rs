@@ -49,7 +49,7 @@ impl Listener {
         source: Arc<dyn UsageSource>,
         metrics: Arc<Metrics>,
     ) -> Result<Self, MetricsError> {
-        let bind = |source| MetricsError::Bind { addr, source };
+        let bind = |error| MetricsError::Bind { addr, error };
         let listener = TcpListener::bind(addr).await.map_err(bind)?;
         let bound = listener.local_addr().map_err(bind)?;
         let (stop, stopped) = oneshot::channel();

@@ -70,7 +70,7 @@ impl UsageSource for Engine {
 pub enum MetricsError {
     /// The listener's address could not be bound.
     #[error(
-        "metrics.listen: cannot listen on {addr}: {source}; choose a free port, and under \
+        "metrics.listen: cannot listen on {addr}: {error}; choose a free port, and under \
          systemd allow IP sockets with the drop-in \
          /usr/share/doc/gpuslice/examples/metrics-listen.conf"
     )]
@@ -78,12 +78,11 @@ pub enum MetricsError {
         /// The configured address.
         addr: SocketAddr,
         /// The OS error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The textfile could not be written.
     #[error(
-        "metrics.textfile: cannot write {path}: {source}; the folder must exist and, under \
+        "metrics.textfile: cannot write {path}: {error}; the folder must exist and, under \
          systemd, be writable: add it to ReadWritePaths= in a drop-in like \
          /usr/share/doc/gpuslice/examples/metrics-textfile.conf"
     )]
@@ -91,15 +90,14 @@ pub enum MetricsError {
         /// The configured file.
         path: PathBuf,
         /// What failed.
-        #[source]
-        source: gpuslice_cdi::atomic::AtomicError,
+        error: gpuslice_cdi::atomic::AtomicError,
     },
     /// The encoder failed.
     #[error("cannot encode the metrics: {0}")]
-    Encode(#[from] std::fmt::Error),
+    Encode(std::fmt::Error),
     /// The snapshot task panicked.
     #[error("metrics snapshot task: {0}")]
-    Task(#[from] tokio::task::JoinError),
+    Task(tokio::task::JoinError),
 }
 
 /// What a successful Prepare or Unprepare did; the API marks its responses
@@ -231,7 +229,8 @@ impl Metrics {
             self.max_claim_series,
         );
         let mut text = String::new();
-        prometheus_client::encoding::text::encode(&mut text, &self.families.registry)?;
+        prometheus_client::encoding::text::encode(&mut text, &self.families.registry)
+            .map_err(MetricsError::Encode)?;
         Ok(match format {
             Format::OpenMetrics => text,
             Format::Prometheus => exposition::to_prometheus(&text),
@@ -246,7 +245,9 @@ pub async fn scrape(
     format: Format,
 ) -> Result<String, MetricsError> {
     let (source, metrics) = (source.clone(), metrics.clone());
-    tokio::task::spawn_blocking(move || metrics.render(source.as_ref(), format)).await?
+    tokio::task::spawn_blocking(move || metrics.render(source.as_ref(), format))
+        .await
+        .map_err(MetricsError::Task)?
 }
 
 /// The canonical name of a gRPC status code, as the gRPC spec writes it.

@@ -28,9 +28,9 @@ pub fn write_now(
     metrics: &Metrics,
 ) -> Result<(), MetricsError> {
     let text = metrics.render(source, Format::Prometheus)?;
-    let failed = |source| MetricsError::Textfile {
+    let failed = |error| MetricsError::Textfile {
         path: path.to_path_buf(),
-        source,
+        error,
     };
     let name = path.file_name().and_then(|n| n.to_str()).ok_or_else(|| {
         failed(AtomicError::BadName {
@@ -85,7 +85,9 @@ async fn write_blocking(
     metrics: &Arc<Metrics>,
 ) -> Result<(), MetricsError> {
     let (path, source, metrics) = (path.to_path_buf(), source.clone(), metrics.clone());
-    tokio::task::spawn_blocking(move || write_now(&path, source.as_ref(), &metrics)).await?
+    tokio::task::spawn_blocking(move || write_now(&path, source.as_ref(), &metrics))
+        .await
+        .map_err(MetricsError::Task)?
 }
 
 /// Writes every `every`; logs the first failure of a streak and the recovery,

@@ -147,7 +147,7 @@ pub fn wait_on_dir(
     let io = |e: nix::Error| MpsError::Io {
         action: "watch",
         path: dir.to_path_buf(),
-        source: std::io::Error::from(e),
+        error: std::io::Error::from(e),
     };
     let inotify = Inotify::init(InitFlags::IN_CLOEXEC | InitFlags::IN_NONBLOCK).map_err(io)?;
     let flags = AddWatchFlags::IN_CREATE

@@ -41,15 +41,14 @@ pub use systemd::SystemdSupervisor;
 #[derive(Debug, thiserror::Error)]
 pub enum MpsError {
     /// A file or process operation failed.
-    #[error("cannot {action} {path}: {source}")]
+    #[error("cannot {action} {path}: {error}")]
     Io {
         /// What was tried.
         action: &'static str,
         /// On what.
         path: PathBuf,
         /// The OS error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The control program refused or failed a command.
     #[error("MPS control command {command:?} (pipe dir {pipe_dir}) failed: {problem}")]

@@ -37,7 +37,7 @@ impl ShmMounter for TmpfsMounter {
         .map_err(|e| MpsError::Io {
             action: "mount the shm tmpfs at",
             path: dir.to_path_buf(),
-            source: std::io::Error::from(e),
+            error: std::io::Error::from(e),
         })
     }
 
@@ -47,7 +47,7 @@ impl ShmMounter for TmpfsMounter {
             Err(e) => Err(MpsError::Io {
                 action: "unmount the shm tmpfs at",
                 path: dir.to_path_buf(),
-                source: std::io::Error::from(e),
+                error: std::io::Error::from(e),
             }),
         }
     }

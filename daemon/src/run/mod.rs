@@ -158,11 +158,19 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
                 .then(|| config.sim_processes()),
         });
     let server = tokio::spawn(api::serve(listener, service, policy, metrics, stop_rx));
-    tracing::info!(socket = %config.socket.display(), "serving");
     // Subscribed before the first line is made: a prepare that lands
     // before the spawned task first runs still moves the line.
     let changes = engine.watch_generation();
     systemd::ready(&status_line(&engine, metrics_addr));
+    tracing::info!(
+        socket = %config.socket.display(),
+        backend = engine.backend_name(),
+        gpus = engine.inventory().gpus.len(),
+        claims = engine.claim_count(),
+        metrics = metrics_addr.map(|a| a.to_string()),
+        "serving on {}: ready",
+        config.socket.display()
+    );
     let status = tokio::spawn(follow_status(engine.clone(), changes, metrics_addr));
     let watchdog = systemd::watchdog_interval()
         .map(|every| tokio::spawn(feed_watchdog(engine.clone(), every)));

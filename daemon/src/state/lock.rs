@@ -41,32 +41,29 @@ pub enum LockError {
         pid: Option<u32>,
     },
     /// The state dir could not be created.
-    #[error("state dir {}: cannot create it: {source}", path.display())]
+    #[error("state dir {}: cannot create it: {error}", path.display())]
     Folder {
         /// The state dir.
         path: PathBuf,
         /// The OS error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The lock file could not be opened or created.
-    #[error("state dir lock {}: cannot open it: {source}", path.display())]
+    #[error("state dir lock {}: cannot open it: {error}", path.display())]
     Open {
         /// The lock file.
         path: PathBuf,
         /// The OS error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// `flock` failed for another reason than a holder (e.g. a file system
     /// without locks).
-    #[error("state dir lock {}: flock failed: {source}", path.display())]
+    #[error("state dir lock {}: flock failed: {error}", path.display())]
     Lock {
         /// The lock file.
         path: PathBuf,
         /// The OS error.
-        #[source]
-        source: Errno,
+        error: Errno,
     },
 }
 
@@ -104,9 +101,9 @@ impl StateLock {
             .recursive(true)
             .mode(0o700)
             .create(state_dir)
-            .map_err(|source| LockError::Folder {
+            .map_err(|error| LockError::Folder {
                 path: state_dir.to_path_buf(),
-                source,
+                error,
             })?;
         let path = state_dir.join(LOCK_FILE);
         let file = OpenOptions::new()
@@ -117,9 +114,9 @@ impl StateLock {
             .mode(0o644)
             .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
             .open(&path)
-            .map_err(|source| LockError::Open {
+            .map_err(|error| LockError::Open {
                 path: path.clone(),
-                source,
+                error,
             })?;
         let file = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
             Ok(locked) => locked,
@@ -129,7 +126,7 @@ impl StateLock {
                     pid: read_pid(&mut file),
                 });
             }
-            Err((_, source)) => return Err(LockError::Lock { path, source }),
+            Err((_, error)) => return Err(LockError::Lock { path, error }),
         };
         if let Err(err) = write_pid(&file, pid) {
             tracing::warn!(path = %path.display(), error = %err, "state dir lock held; PID not written into it");

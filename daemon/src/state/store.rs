@@ -21,22 +21,20 @@ const MAX_RECORD_BYTES: u64 = 1 << 20;
 #[derive(Debug, thiserror::Error)]
 pub enum StateError {
     /// The records folder could not be created or listed.
-    #[error("claim records folder {path}: {source}")]
+    #[error("claim records folder {path}: {error}")]
     Folder {
         /// The folder.
         path: PathBuf,
         /// The OS error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// A durable write or removal failed.
-    #[error("claim record of {uid}: {source}")]
+    #[error("claim record of {uid}: {error}")]
     Write {
         /// The claim.
         uid: String,
         /// What failed.
-        #[source]
-        source: AtomicError,
+        error: AtomicError,
     },
     /// A record could not be encoded (never expected: records are plain data).
     #[error("claim record of {uid} cannot be encoded: {reason}")]
@@ -81,9 +79,9 @@ impl Store {
         std::fs::DirBuilder::new()
             .recursive(true)
             .create(&dir)
-            .map_err(|source| StateError::Folder {
+            .map_err(|error| StateError::Folder {
                 path: dir.clone(),
-                source,
+                error,
             })?;
         Ok(Self { dir })
     }
@@ -111,27 +109,27 @@ impl Store {
             RECORD_MODE,
             &record_steps,
         )
-        .map_err(|source| StateError::Write {
+        .map_err(|error| StateError::Write {
             uid: record.uid.clone(),
-            source,
+            error,
         })
     }
 
     /// Removes the record of `uid` durably; false when there was none.
     pub fn remove(&self, uid: &str) -> Result<bool, StateError> {
-        remove_durable_observed(&self.dir, &Self::file_name(uid), &record_steps).map_err(|source| {
+        remove_durable_observed(&self.dir, &Self::file_name(uid), &record_steps).map_err(|error| {
             StateError::Write {
                 uid: uid.to_owned(),
-                source,
+                error,
             }
         })
     }
 
     /// Loads every record; removes temp files a crash left behind.
     pub fn load_all(&self) -> Result<LoadedRecords, StateError> {
-        let folder_err = |source| StateError::Folder {
+        let folder_err = |error| StateError::Folder {
             path: self.dir.clone(),
-            source,
+            error,
         };
         let mut loaded = LoadedRecords::default();
         for entry in std::fs::read_dir(&self.dir).map_err(folder_err)? {

@@ -22,10 +22,10 @@ use super::{Decision, Findings, Probe, consumes, decide, has_shared};
 pub enum ProbeError {
     /// Discovery of resource.k8s.io/v1 failed.
     #[error("cannot read API discovery of resource.k8s.io/v1: {0}")]
-    Discovery(#[source] kube::Error),
+    Discovery(kube::Error),
     /// A dry-run create failed without a verdict.
     #[error("dry-run create of a probe ResourceSlice failed: {0}")]
-    DryRun(#[source] kube::Error),
+    DryRun(kube::Error),
 }
 
 /// The pool the probe slices name; never stored (dry run).

@@ -20,13 +20,12 @@ use crate::proto::dra_v1 as api;
 #[derive(Debug, thiserror::Error)]
 pub enum ClaimCallError {
     /// The API server did not give us the claim.
-    #[error("cannot read ResourceClaim {claim} from the API server: {source}")]
+    #[error("cannot read ResourceClaim {claim} from the API server: {error}")]
     ReadClaim {
         /// `namespace/name`.
         claim: String,
         /// kube's error.
-        #[source]
-        source: kube::Error,
+        error: kube::Error,
     },
     /// The claim is not one we can prepare.
     #[error(transparent)]
@@ -132,9 +131,9 @@ impl DraCore {
         let object = Api::<ResourceClaim>::namespaced(self.kube.clone(), &claim.namespace)
             .get(&claim.name)
             .await
-            .map_err(|source| ClaimCallError::ReadClaim {
+            .map_err(|error| ClaimCallError::ReadClaim {
                 claim: id.clone(),
-                source,
+                error,
             })?;
         let plan = claim::plan(&object, &claim.uid, &self.driver)?;
         let request = pb::PrepareRequest {

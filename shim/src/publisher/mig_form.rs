@@ -27,8 +27,9 @@ impl Publisher {
             Some(decision) => decision.clone(),
             None => {
                 let owner = self.owner().await?;
-                let decision =
-                    advertise::probe(&self.kube, &self.node_name, &self.driver, &owner).await?;
+                let decision = advertise::probe(&self.kube, &self.node_name, &self.driver, &owner)
+                    .await
+                    .map_err(PublishError::Probe)?;
                 debug!(form = ?decision.form, reason = %decision.reason, "probed the API server");
                 self.probed_at_relists = relists;
                 self.mig_form = Some(decision.clone());

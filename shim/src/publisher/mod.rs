@@ -54,26 +54,24 @@ pub enum PublishError {
     #[error("cannot read gpusliced's inventory ({code:?}): {message}", code = .0.code(), message = .0.message())]
     Inventory(tonic::Status),
     /// The Node could not be read (its uid is the slices' owner).
-    #[error("cannot read Node {node}: {source}")]
+    #[error("cannot read Node {node}: {error}")]
     Node {
         /// The node.
         node: String,
         /// kube's error.
-        #[source]
-        source: kube::Error,
+        error: kube::Error,
     },
     /// Listing our slices failed.
-    #[error("cannot list ResourceSlices of node {node}: {source}")]
+    #[error("cannot list ResourceSlices of node {node}: {error}")]
     List {
         /// The node.
         node: String,
         /// kube's error.
-        #[source]
-        source: kube::Error,
+        error: kube::Error,
     },
     /// The API server could not be probed for partitionable devices.
     #[error("cannot probe the API server for partitionable devices: {0}")]
-    Probe(#[from] crate::advertise::ProbeError),
+    Probe(crate::advertise::ProbeError),
     /// gpusliced did not take the MIG advertise form.
     #[error("cannot tell gpusliced the MIG advertise form ({code:?}): {message}", code = .0.code(), message = .0.message())]
     Advertise(tonic::Status),
@@ -89,15 +87,14 @@ pub enum PublishError {
         field: &'static str,
     },
     /// One write failed (the next sync lists again and redoes what is left).
-    #[error("cannot {action} ResourceSlice {slice}: {source}")]
+    #[error("cannot {action} ResourceSlice {slice}: {error}")]
     Write {
         /// "create", "update" or "delete".
         action: &'static str,
         /// The slice name (the generateName prefix for a create).
         slice: String,
         /// kube's error.
-        #[source]
-        source: kube::Error,
+        error: kube::Error,
     },
 }
 

@@ -55,9 +55,9 @@ impl Publisher {
         let listed = api
             .list(&ListParams::default().fields(&selector(&self.node_name, &self.driver)))
             .await
-            .map_err(|source| PublishError::List {
+            .map_err(|error| PublishError::List {
                 node: self.node_name.clone(),
-                source,
+                error,
             })?;
         let existing: Vec<Existing> = listed
             .items
@@ -200,9 +200,9 @@ impl Publisher {
                 let node = Api::<Node>::all(self.kube.clone())
                     .get(&self.node_name)
                     .await
-                    .map_err(|source| PublishError::Node {
+                    .map_err(|error| PublishError::Node {
                         node: self.node_name.clone(),
-                        source,
+                        error,
                     })?;
                 let uid = node.metadata.uid.unwrap_or_default();
                 self.node_uid = Some(uid.clone());
@@ -220,10 +220,10 @@ impl Publisher {
     }
 }
 
-fn write_error(action: &'static str, slice: String, source: kube::Error) -> PublishError {
+fn write_error(action: &'static str, slice: String, error: kube::Error) -> PublishError {
     PublishError::Write {
         action,
         slice,
-        source,
+        error,
     }
 }

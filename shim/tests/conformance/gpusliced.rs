@@ -192,7 +192,7 @@ impl Daemon {
             .args(["--output", "json", "status"])
             .output()
             .expect("run gpuslicectl");
-        assert!(out.status.success(), "gpuslicectl status: {out:?}");
+        assert!(answered(&out.status), "gpuslicectl status: {out:?}");
         serde_json::from_slice(&out.stdout).expect("gpuslicectl status prints JSON")
     }
 
@@ -204,7 +204,7 @@ impl Daemon {
             .arg("status")
             .output()
             .expect("run gpuslicectl");
-        assert!(out.status.success(), "gpuslicectl status: {out:?}");
+        assert!(answered(&out.status), "gpuslicectl status: {out:?}");
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
@@ -224,4 +224,11 @@ impl Daemon {
         std::io::Write::write_all(&mut file, format!("{line}\n").as_bytes())
             .expect("append a health event");
     }
+}
+
+/// Whether `gpuslicectl status` answered: 0, or 3 while it lists a problem
+/// (this gpusliced's driver root holds no driver libraries) with the same
+/// output.
+fn answered(status: &std::process::ExitStatus) -> bool {
+    matches!(status.code(), Some(0 | 3))
 }

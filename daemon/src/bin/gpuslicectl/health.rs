@@ -6,6 +6,11 @@ use serde_json::json;
 
 use crate::render::{doc, table};
 
+/// Whether `health` lists an unhealthy device.
+pub fn needs_attention(reply: &pb::GetHealthResponse) -> bool {
+    !reply.unhealthy.is_empty()
+}
+
 /// `health`.
 pub fn render(reply: &pb::GetHealthResponse, json: bool) -> String {
     if json {
@@ -83,7 +88,7 @@ pub fn cleared(device: &str, reply: &pb::ClearHealthResponse, json: bool) -> Str
 mod tests {
     use gpuslice_proto::gpuslice::v1 as pb;
 
-    use super::{cleared, render};
+    use super::{cleared, needs_attention, render};
 
     fn reply() -> pb::GetHealthResponse {
         pb::GetHealthResponse {
@@ -112,6 +117,17 @@ mod tests {
         let healthy = render(&pb::GetHealthResponse::default(), false);
         assert!(healthy.contains("NOT watching"), "{healthy}");
         assert!(healthy.contains("every device is healthy"), "{healthy}");
+    }
+
+    #[test]
+    fn an_unhealthy_device_needs_attention_and_a_healthy_node_does_not() {
+        assert!(needs_attention(&reply()));
+        let quiet = pb::GetHealthResponse {
+            watching: false,
+            not_watching_reason: "no events".into(),
+            ..Default::default()
+        };
+        assert!(!needs_attention(&quiet));
     }
 
     #[test]

@@ -1,14 +1,25 @@
 //! gpuslicectl: the operator's CLI for gpusliced, over the same API socket.
 //!
 //! Human output is aligned tables; `--output json` prints one JSON document.
+//! The socket is `--socket`, else `GPUSLICE_SOCKET`, else the packaged path
+//! (`flags`); a failed dial says why and what to do (`connect`).
+//!
+//! Exit status: 0 on success; 1 when gpusliced cannot be reached or refuses
+//! the call; 2 on a usage error; 3 ([`ATTENTION`]) from `status` while it
+//! lists a problem or a warning, and from `health` while a device is
+//! unhealthy (their output is the same as with 0). `match` and `sim exec`
+//! have their own (see each).
 
 mod activity_render;
+mod connect;
 #[cfg(test)]
 mod fixture;
+mod flags;
 mod health;
 mod match_render;
 mod matching;
 mod mig_map;
+mod prepare;
 mod render;
 mod sharing;
 mod sim_exec;
@@ -18,45 +29,73 @@ mod top_render;
 mod units;
 mod watch;
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use gpuslice_cli::{Generate, VERSION};
 use gpuslice_proto::gpuslice::v1 as pb;
 use gpuslice_proto::gpuslice::v1::gpu_slice_client::GpuSliceClient;
-use hyper_util::rt::TokioIo;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
+
+use self::flags::{Conn, Out, Output};
+
+/// The exit status of `status` and `health` while something needs an
+/// operator: a problem or warning open, a device unhealthy.
+pub const ATTENTION: u8 = 3;
 
 /// Operator CLI for gpusliced.
+///
+/// gpuslicectl talks to gpusliced over its API socket: daemon health, the
+/// GPU inventory, prepared claims with their sharing and health, per-claim
+/// GPU use (top, claims --idle), the MIG layout, how each GPU is shared,
+/// device health, preparing or unpreparing a claim by hand (what the DRA
+/// plugin does for the kubelet), checking a DRA CEL selector against this
+/// node's devices, and, on the simulated backend, fake GPU processes. Root
+/// and members of the socket's group (gpuslice, packaged) may call it.
 #[derive(Debug, Parser)]
-#[command(version)]
+#[command(
+    name = "gpuslicectl",
+    version = VERSION,
+    override_usage = "gpuslicectl [OPTIONS] <COMMAND>",
+    after_help = "--socket and --output may also be given before the command. \
+                  Exit status: 0 ok; 1 gpusliced cannot be reached or refuses; 2 usage; \
+                  3 status or health finds something to act on."
+)]
 struct Args {
-    /// gpusliced's API socket.
-    #[arg(long, default_value = "/run/gpuslice/gpusliced.sock", global = true)]
-    socket: PathBuf,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Output::Table, global = true)]
-    output: Output,
+    #[command(flatten)]
+    conn: Conn,
+    #[command(flatten)]
+    out: Out,
+    /// Write the man page or a shell completion to stdout (packaging).
+    #[arg(long, hide = true, value_enum, value_name = "KIND", exclusive = true)]
+    generate: Option<Generate>,
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Output {
-    Table,
-    Json,
-}
-
+/// The commands, in the order an operator looks: the daemon, its devices,
+/// its claims and their use, how GPUs are cut and shared, their health;
+/// then the actions (prepare, unprepare), the selector check, and the
+/// simulator's tool.
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Daemon health, versions and counts.
-    Status,
+    /// Daemon health, versions and counts; exit status 3 while it lists a
+    /// problem or a warning.
+    Status {
+        #[command(flatten)]
+        conn: Conn,
+        #[command(flatten)]
+        out: Out,
+    },
     /// Every device with its attributes and holders.
     Inventory {
         /// Print it again at each change, until gpusliced stops.
         #[arg(long)]
         watch: bool,
+        #[command(flatten)]
+        conn: Conn,
+        #[command(flatten)]
+        out: Out,
     },
     /// Every prepared claim; with --idle, the claims without GPU activity
     /// for at least that long (exit status 0 whether any is found or not).
@@ -64,50 +103,64 @@ enum Command {
         /// Only claims idle this long or longer, e.g. 30m, 2h, 1d, 1h30m.
         #[arg(long, value_parser = units::parse_duration, value_name = "DURATION")]
         idle: Option<u64>,
+        #[command(flatten)]
+        conn: Conn,
+        #[command(flatten)]
+        out: Out,
     },
     /// Per-claim GPU use, live: memory, SM utilization, processes, last
     /// activity, unclaimed processes and warnings. Redraws in place on a
     /// terminal (q quits); prints once when piped or with --once.
-    Top(top::TopArgs),
-    /// The simulated backend's fake GPU processes (demos and tests).
-    Sim {
-        #[command(subcommand)]
-        action: SimAction,
+    Top {
+        #[command(flatten)]
+        top: top::TopArgs,
+        #[command(flatten)]
+        conn: Conn,
+        #[command(flatten)]
+        out: Out,
     },
     /// Per GPU, the map of MIG slices: which profile and claim hold which slices.
-    Mig,
-    /// Unhealthy devices (XIDs, ECC errors, lost GPUs) with the claims on them.
+    Mig {
+        #[command(flatten)]
+        conn: Conn,
+        #[command(flatten)]
+        out: Out,
+    },
+    /// Per GPU, how it is shared: mode, time-slice, MPS daemons, claims, memory.
+    Sharing {
+        #[command(flatten)]
+        conn: Conn,
+        #[command(flatten)]
+        out: Out,
+    },
+    /// Unhealthy devices (XIDs, ECC errors, lost GPUs) with the claims on
+    /// them; exit status 3 while a device is unhealthy.
     Health {
         #[command(subcommand)]
         action: Option<HealthAction>,
+        #[command(flatten)]
+        conn: Conn,
+        #[command(flatten)]
+        out: Out,
     },
-    /// Per GPU, how it is shared: mode, time-slice, MPS daemons, claims, memory.
-    Sharing,
     /// Prepare a claim by hand (what the DRA plugin does for the kubelet).
     Prepare {
-        /// Claim uid (a UUID).
+        #[command(flatten)]
+        claim: prepare::PrepareArgs,
+        #[command(flatten)]
+        conn: Conn,
+        #[command(flatten)]
+        out: Out,
+    },
+    /// Unprepare a claim.
+    Unprepare {
+        /// Claim uid.
         #[arg(long)]
         uid: String,
-        /// Claim namespace.
-        #[arg(long, default_value = "default")]
-        namespace: String,
-        /// Claim name.
-        #[arg(long, default_value = "manual")]
-        name: String,
-        /// Device to allocate, by inventory name; repeat for several.
-        #[arg(long = "device", required = true)]
-        devices: Vec<String>,
-        /// Request name the devices satisfy.
-        #[arg(long, default_value = "gpu")]
-        request: String,
-        /// Opaque config from the claim (JSON object, or @FILE), applying to
-        /// every request; repeat for several, later ones win.
-        #[arg(long = "config", alias = "config-json", value_name = "JSON_OR_@FILE")]
-        configs: Vec<String>,
-        /// Opaque config from the DeviceClass (JSON object, or @FILE); claim
-        /// configs win over these.
-        #[arg(long = "class-config", value_name = "JSON_OR_@FILE")]
-        class_configs: Vec<String>,
+        #[command(flatten)]
+        conn: Conn,
+        #[command(flatten)]
+        out: Out,
     },
     /// Check a DRA CEL selector (an expression, --class NAME, or -f FILE with
     /// DeviceClasses/ResourceClaims) against this node's devices as the DRA
@@ -115,12 +168,18 @@ enum Command {
     /// the clause that failed on the others, and the common mistakes.
     /// Exit status: 0 every target matches a device, 1 one matches none or a
     /// device raised an evaluation error, 2 invalid selector or input.
-    Match(matching::MatchArgs),
-    /// Unprepare a claim.
-    Unprepare {
-        /// Claim uid.
-        #[arg(long)]
-        uid: String,
+    Match {
+        #[command(flatten)]
+        selector: matching::MatchArgs,
+        #[command(flatten)]
+        conn: Conn,
+        #[command(flatten)]
+        out: Out,
+    },
+    /// The simulated backend's fake GPU processes (demos and tests).
+    Sim {
+        #[command(subcommand)]
+        action: SimAction,
     },
 }
 
@@ -129,7 +188,12 @@ enum SimAction {
     /// Run CMD with a claim's CDI environment as a fake GPU process on one
     /// of the claim's devices, using --memory and --sm; exits with CMD's
     /// status. Needs `[backend] kind = "sim"`.
-    Exec(sim_exec::SimExecArgs),
+    Exec {
+        #[command(flatten)]
+        exec: sim_exec::SimExecArgs,
+        #[command(flatten)]
+        conn: Conn,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -139,11 +203,77 @@ enum HealthAction {
     Clear {
         /// The device, by inventory name (e.g. gpu-0).
         device: String,
+        #[command(flatten)]
+        conn: Conn,
+        #[command(flatten)]
+        out: Out,
     },
 }
 
+impl Command {
+    /// The command's own `--socket` and `--output` (values given there, or
+    /// from `GPUSLICE_SOCKET` and the defaults).
+    fn flags(&self) -> (&Conn, Option<&Out>) {
+        match self {
+            Command::Status { conn, out }
+            | Command::Inventory { conn, out, .. }
+            | Command::Claims { conn, out, .. }
+            | Command::Top { conn, out, .. }
+            | Command::Mig { conn, out }
+            | Command::Sharing { conn, out }
+            | Command::Health {
+                action: None,
+                conn,
+                out,
+            }
+            | Command::Health {
+                action: Some(HealthAction::Clear { conn, out, .. }),
+                ..
+            }
+            | Command::Prepare { conn, out, .. }
+            | Command::Unprepare { conn, out, .. }
+            | Command::Match { conn, out, .. } => (conn, Some(out)),
+            Command::Sim {
+                action: SimAction::Exec { conn, .. },
+            } => (conn, None),
+        }
+    }
+}
+
+/// The man page's own sections (gpuslice_cli::man_page).
+const MAN: &str = include_str!("../../../../packaging/man/gpuslicectl.roff");
+
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let matches = Args::command().get_matches();
+    let args = match Args::from_arg_matches(&matches) {
+        Ok(args) => args,
+        Err(err) => {
+            let _ = err.print();
+            return ExitCode::from(2);
+        }
+    };
+    if let Some(kind) = args.generate {
+        return generate(kind);
+    }
+    let given = match flags::given(&matches) {
+        Ok(given) => given,
+        Err(err) => {
+            eprintln!("gpuslicectl: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    let Some(command) = args.command else {
+        // Optional in the definition only so that --generate stands alone.
+        let err = Args::command().error(
+            clap::error::ErrorKind::MissingSubcommand,
+            "a command is required (gpuslicectl status, gpuslicectl --help)",
+        );
+        let _ = err.print();
+        return ExitCode::from(2);
+    };
+    let (conn, out) = command.flags();
+    let socket = given.socket.unwrap_or_else(|| conn.socket.clone());
+    let json = given.output.or(out.map(|o| o.output)) == Some(Output::Json);
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -154,9 +284,8 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    if let Command::Match(match_args) = args.command {
-        let json = args.output == Output::Json;
-        return match runtime.block_on(matching::run(args.socket, match_args, json)) {
+    if let Command::Match { selector, .. } = command {
+        return match runtime.block_on(matching::run(socket, selector, json)) {
             Ok((text, code)) => {
                 print!("{text}");
                 ExitCode::from(code)
@@ -168,11 +297,11 @@ fn main() -> ExitCode {
         };
     }
     if let Command::Sim {
-        action: SimAction::Exec(exec),
-    } = args.command
+        action: SimAction::Exec { exec, .. },
+    } = command
     {
         let ran = runtime.block_on(async {
-            let client = connect(args.socket).await?;
+            let client = connect(socket).await?;
             sim_exec::run(client, exec).await
         });
         return match ran {
@@ -183,13 +312,23 @@ fn main() -> ExitCode {
             }
         };
     }
-    match runtime.block_on(run(args)) {
-        Ok(text) => {
+    match runtime.block_on(run(command, socket, json)) {
+        Ok((text, code)) => {
             print!("{text}");
-            ExitCode::SUCCESS
+            ExitCode::from(code)
         }
         Err(err) => {
             report(&err, "");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn generate(kind: Generate) -> ExitCode {
+    match gpuslice_cli::generate(kind, Args::command(), MAN, &mut std::io::stdout()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("gpuslicectl: cannot write {kind:?}: {err}");
             ExitCode::FAILURE
         }
     }
@@ -207,61 +346,65 @@ fn report(err: &anyhow::Error, command: &str) {
     }
 }
 
-pub(crate) async fn connect(socket: PathBuf) -> anyhow::Result<GpuSliceClient<Channel>> {
-    let path = socket.clone();
-    // The URI is a placeholder: the connector dials the unix socket.
-    let channel = Endpoint::from_static("http://localhost")
-        .connect_with_connector(tower::service_fn(move |_| {
-            let path = path.clone();
-            async move {
-                tokio::net::UnixStream::connect(path)
-                    .await
-                    .map(TokioIo::new)
-            }
-        }))
-        .await
-        .with_context(|| format!("cannot connect to gpusliced at {}", socket.display()))?;
-    Ok(GpuSliceClient::new(channel))
+/// A client of gpusliced at `socket`; the error says what to do.
+pub(crate) async fn connect(socket: std::path::PathBuf) -> anyhow::Result<GpuSliceClient<Channel>> {
+    Ok(connect::connect(&socket).await?)
 }
 
-async fn run(args: Args) -> anyhow::Result<String> {
-    let json = args.output == Output::Json;
-    let mut client = connect(args.socket).await?;
-    let text = match args.command {
-        Command::Status => {
+/// Runs `command` against gpusliced at `socket`; returns what to print and
+/// the exit status.
+async fn run(
+    command: Command,
+    socket: std::path::PathBuf,
+    json: bool,
+) -> anyhow::Result<(String, u8)> {
+    let mut client = connect(socket).await?;
+    let text = match command {
+        Command::Status { .. } => {
             let reply = client
                 .get_status(pb::GetStatusRequest {})
                 .await?
                 .into_inner();
-            render::status(&reply, json)
+            let code = if render::needs_attention(&reply) {
+                ATTENTION
+            } else {
+                0
+            };
+            return Ok((render::status(&reply, json), code));
         }
-        Command::Inventory { watch: true } => {
+        Command::Inventory { watch: true, .. } => {
             watch::inventory(&mut client, json).await?;
             String::new()
         }
-        Command::Inventory { watch: false } => {
+        Command::Inventory { watch: false, .. } => {
             let reply = client
                 .get_inventory(pb::GetInventoryRequest {})
                 .await?
                 .into_inner();
             render::inventory(&reply, json)
         }
-        Command::Mig => {
+        Command::Mig { .. } => {
             let reply = client
                 .get_mig_layout(pb::GetMigLayoutRequest {})
                 .await?
                 .into_inner();
             mig_map::render(&reply, json)
         }
-        Command::Health { action: None } => {
+        Command::Health { action: None, .. } => {
             let reply = client
                 .get_health(pb::GetHealthRequest {})
                 .await?
                 .into_inner();
-            health::render(&reply, json)
+            let code = if health::needs_attention(&reply) {
+                ATTENTION
+            } else {
+                0
+            };
+            return Ok((health::render(&reply, json), code));
         }
         Command::Health {
-            action: Some(HealthAction::Clear { device }),
+            action: Some(HealthAction::Clear { device, .. }),
+            ..
         } => {
             let req = pb::ClearHealthRequest {
                 device: device.clone(),
@@ -269,21 +412,23 @@ async fn run(args: Args) -> anyhow::Result<String> {
             let reply = client.clear_health(req).await?.into_inner();
             health::cleared(&device, &reply, json)
         }
-        Command::Sharing => {
+        Command::Sharing { .. } => {
             let reply = client
                 .get_sharing(pb::GetSharingRequest {})
                 .await?
                 .into_inner();
             sharing::render(&reply, json)
         }
-        Command::Claims { idle: None } => {
+        Command::Claims { idle: None, .. } => {
             let reply = client
                 .list_claims(pb::ListClaimsRequest {})
                 .await?
                 .into_inner();
             render::claims(&reply, json)
         }
-        Command::Claims { idle: Some(idle) } => {
+        Command::Claims {
+            idle: Some(idle), ..
+        } => {
             let reply = client
                 .get_activity(pb::GetActivityRequest { fresh: true })
                 .await?
@@ -296,41 +441,9 @@ async fn run(args: Args) -> anyhow::Result<String> {
             }
             activity_render::idle_claims(&reply, idle, json)
         }
-        Command::Top(top) => top::run(&mut client, top, json).await?,
-        Command::Sim { .. } => anyhow::bail!("sim exec is run by main"),
-        Command::Prepare {
-            uid,
-            namespace,
-            name,
-            devices,
-            request,
-            configs,
-            class_configs,
-        } => {
-            let configs = opaque_configs(&class_configs, &configs)?;
-            let req = pb::PrepareRequest {
-                claim: Some(pb::ClaimRef {
-                    uid: uid.clone(),
-                    namespace,
-                    name,
-                }),
-                devices: devices
-                    .into_iter()
-                    .map(|device| pb::AllocatedDevice {
-                        device,
-                        request_names: vec![request.clone()],
-                        pool: String::new(),
-                        consumed_memory_bytes: None,
-                        share_id: String::new(),
-                    })
-                    .collect(),
-                configs,
-            };
-            let reply = client.prepare(req).await?.into_inner();
-            render::prepared(&uid, &reply, json)
-        }
-        Command::Match(_) => anyhow::bail!("match is run by main"),
-        Command::Unprepare { uid } => {
+        Command::Top { top, .. } => top::run(&mut client, top, json).await?,
+        Command::Prepare { claim, .. } => prepare::run(&mut client, claim, json).await?,
+        Command::Unprepare { uid, .. } => {
             let req = pb::UnprepareRequest {
                 claim: Some(pb::ClaimRef {
                     uid: uid.clone(),
@@ -340,32 +453,8 @@ async fn run(args: Args) -> anyhow::Result<String> {
             let reply = client.unprepare(req).await?.into_inner();
             render::unprepared(&uid, &reply, json)
         }
+        Command::Match { .. } => anyhow::bail!("match is run by main"),
+        Command::Sim { .. } => anyhow::bail!("sim exec is run by main"),
     };
-    Ok(text)
-}
-
-/// Class configs first, then claim configs, as the DRA plugin sends them.
-fn opaque_configs(class: &[String], claim: &[String]) -> anyhow::Result<Vec<pb::OpaqueConfig>> {
-    let entry = |text: &String, source: pb::ConfigSource| {
-        Ok(pb::OpaqueConfig {
-            source: source.into(),
-            requests: vec![],
-            parameters_json: json_or_file(text)?,
-        })
-    };
-    class
-        .iter()
-        .map(|t| entry(t, pb::ConfigSource::Class))
-        .chain(claim.iter().map(|t| entry(t, pb::ConfigSource::Claim)))
-        .collect()
-}
-
-/// The text itself, or the contents of the file after an `@`.
-fn json_or_file(text: &str) -> anyhow::Result<String> {
-    match text.strip_prefix('@') {
-        Some(path) => {
-            std::fs::read_to_string(path).with_context(|| format!("cannot read config file {path}"))
-        }
-        None => Ok(text.to_owned()),
-    }
+    Ok((text, 0))
 }

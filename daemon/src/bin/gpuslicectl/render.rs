@@ -58,6 +58,13 @@ pub fn gib(bytes: i64) -> String {
     format!("{:.1} GiB", bytes as f64 / f64::from(1u32 << 30))
 }
 
+/// Whether `status` lists something to act on: a problem (unhealthy or
+/// unreadable devices, missing driver files, MIG and sharing problems) or
+/// an open warning (over-shares, unclaimed processes).
+pub fn needs_attention(s: &pb::GetStatusResponse) -> bool {
+    !s.problems.is_empty() || !s.warnings.is_empty()
+}
+
 /// `status`.
 pub fn status(s: &pb::GetStatusResponse, json: bool) -> String {
     if json {
@@ -289,8 +296,24 @@ pub fn inventory_json(inv: &pb::GetInventoryResponse) -> Value {
 
 #[cfg(test)]
 mod tests {
-    use super::{status, table};
+    use super::{needs_attention, status, table};
     use gpuslice_proto::gpuslice::v1 as pb;
+
+    #[test]
+    fn a_problem_or_a_warning_needs_attention() {
+        assert!(!needs_attention(&pb::GetStatusResponse::default()));
+        for (problems, warnings) in [
+            (vec!["gpu-0 unhealthy".to_owned()], vec![]),
+            (vec![], vec!["process 7".to_owned()]),
+        ] {
+            let reply = pb::GetStatusResponse {
+                problems,
+                warnings,
+                ..Default::default()
+            };
+            assert!(needs_attention(&reply), "{reply:?}");
+        }
+    }
 
     #[test]
     fn status_has_a_line_per_open_warning_or_says_none() {

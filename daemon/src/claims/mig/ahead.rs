@@ -70,7 +70,7 @@ impl Engine {
             reason: e.to_string(),
         })?;
         write_atomic_observed(self.state_dir(), LEDGER, &bytes, 0o600, &ledger_steps)
-            .map_err(|source| ClaimError::State(StateError::Write { uid, source }))
+            .map_err(|error| ClaimError::State(StateError::Write { uid, error }))
     }
 
     /// Brings every MIG GPU to its layout (ahead mode), or removes idle

@@ -78,10 +78,10 @@ impl ChildSupervisor {
     }
 
     fn spawn(&self, spec: &DaemonSpec) -> Result<Child, MpsError> {
-        self.command(spec).spawn().map_err(|source| MpsError::Io {
+        self.command(spec).spawn().map_err(|error| MpsError::Io {
             action: "start the control daemon",
             path: spec.program.clone(),
-            source,
+            error,
         })
     }
 }
@@ -116,10 +116,10 @@ impl Supervisor for ChildSupervisor {
         std::thread::Builder::new()
             .name(format!("mps-{}", spec.key.hash()))
             .spawn(move || watcher.run(child))
-            .map_err(|source| MpsError::Io {
+            .map_err(|error| MpsError::Io {
                 action: "start the watcher thread of",
                 path: spec.program.clone(),
-                source,
+                error,
             })?;
         Ok(Arc::new(ChildDaemon { shared }))
     }

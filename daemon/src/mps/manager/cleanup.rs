@@ -34,11 +34,11 @@ impl MpsManager {
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(source) => {
+            Err(error) => {
                 return Err(MpsError::Io {
                     action: "list",
                     path: self.settings.mps_dir.clone(),
-                    source,
+                    error,
                 });
             }
         }

@@ -70,10 +70,10 @@ impl MpsManager {
                 let _ = control.send("quit");
             })?;
         }
-        layout.create(key).map_err(|source| MpsError::Io {
+        layout.create(key).map_err(|error| MpsError::Io {
             action: "create",
             path: layout.root().to_path_buf(),
-            source,
+            error,
         })?;
         crash_point("mps.after_dirs_created");
         let result = self.mounter.mount(&layout.shm_dir()).and_then(|()| {
@@ -125,10 +125,10 @@ impl MpsManager {
 
     pub(super) fn remove(&self, layout: &DaemonLayout) -> Result<(), MpsError> {
         self.mounter.unmount(&layout.shm_dir())?;
-        layout.remove().map_err(|source| MpsError::Io {
+        layout.remove().map_err(|error| MpsError::Io {
             action: "remove",
             path: layout.root().to_path_buf(),
-            source,
+            error,
         })?;
         crash_point("mps.after_dirs_removed");
         Ok(())

@@ -94,10 +94,10 @@ impl UnitDaemon {
                 daemon.unit.trim_start_matches(super::UNIT_PREFIX)
             ))
             .spawn(move || watched.run_watcher(&on_restart))
-            .map_err(|source| MpsError::Io {
+            .map_err(|error| MpsError::Io {
                 action: "start the watcher thread of",
                 path: PathBuf::from(&daemon.unit),
-                source,
+                error,
             })?;
         Ok(daemon)
     }

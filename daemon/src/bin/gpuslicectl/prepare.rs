@@ -1,0 +1,102 @@
+//! `gpuslicectl prepare`: a claim prepared by hand, sent as the DRA plugin
+//! sends the kubelet's: class configs first, then claim configs, each JSON
+//! given inline or as `@FILE`.
+
+use anyhow::Context;
+use gpuslice_proto::gpuslice::v1 as pb;
+use gpuslice_proto::gpuslice::v1::gpu_slice_client::GpuSliceClient;
+use tonic::transport::Channel;
+
+use crate::render;
+
+/// What `prepare` sends.
+#[derive(Debug, clap::Args)]
+pub struct PrepareArgs {
+    /// Claim uid (a UUID).
+    #[arg(long)]
+    pub uid: String,
+    /// Claim namespace.
+    #[arg(long, default_value = "default")]
+    pub namespace: String,
+    /// Claim name.
+    #[arg(long, default_value = "manual")]
+    pub name: String,
+    /// Device to allocate, by inventory name; repeat for several.
+    #[arg(long = "device", required = true)]
+    pub devices: Vec<String>,
+    /// Request name the devices satisfy.
+    #[arg(long, default_value = "gpu")]
+    pub request: String,
+    /// Opaque config from the claim (JSON object, or @FILE), applying to
+    /// every request; repeat for several, later ones win.
+    #[arg(long = "config", alias = "config-json", value_name = "JSON_OR_@FILE")]
+    pub configs: Vec<String>,
+    /// Opaque config from the DeviceClass (JSON object, or @FILE); claim
+    /// configs win over these.
+    #[arg(long = "class-config", value_name = "JSON_OR_@FILE")]
+    pub class_configs: Vec<String>,
+}
+
+/// `prepare`: the claim as the DRA plugin would send it.
+pub async fn run(
+    client: &mut GpuSliceClient<Channel>,
+    claim: PrepareArgs,
+    json: bool,
+) -> anyhow::Result<String> {
+    let PrepareArgs {
+        uid,
+        namespace,
+        name,
+        devices,
+        request,
+        configs,
+        class_configs,
+    } = claim;
+    let configs = opaque_configs(&class_configs, &configs)?;
+    let req = pb::PrepareRequest {
+        claim: Some(pb::ClaimRef {
+            uid: uid.clone(),
+            namespace,
+            name,
+        }),
+        devices: devices
+            .into_iter()
+            .map(|device| pb::AllocatedDevice {
+                device,
+                request_names: vec![request.clone()],
+                pool: String::new(),
+                consumed_memory_bytes: None,
+                share_id: String::new(),
+            })
+            .collect(),
+        configs,
+    };
+    let reply = client.prepare(req).await?.into_inner();
+    Ok(render::prepared(&uid, &reply, json))
+}
+
+/// Class configs first, then claim configs, as the DRA plugin sends them.
+fn opaque_configs(class: &[String], claim: &[String]) -> anyhow::Result<Vec<pb::OpaqueConfig>> {
+    let entry = |text: &String, source: pb::ConfigSource| {
+        Ok(pb::OpaqueConfig {
+            source: source.into(),
+            requests: vec![],
+            parameters_json: json_or_file(text)?,
+        })
+    };
+    class
+        .iter()
+        .map(|t| entry(t, pb::ConfigSource::Class))
+        .chain(claim.iter().map(|t| entry(t, pb::ConfigSource::Claim)))
+        .collect()
+}
+
+/// The text itself, or the contents of the file after an `@`.
+fn json_or_file(text: &str) -> anyhow::Result<String> {
+    match text.strip_prefix('@') {
+        Some(path) => {
+            std::fs::read_to_string(path).with_context(|| format!("cannot read config file {path}"))
+        }
+        None => Ok(text.to_owned()),
+    }
+}
