@@ -30,3 +30,4 @@ mod sharing_restart;
 mod stand_ins;
 mod tools;
 mod unreadable;
+mod upgrade_fixtures;
