@@ -31,4 +31,5 @@ mod sharing_restart;
 mod stand_ins;
 mod tools;
 mod unreadable;
+mod upgrade_fixtures;
 mod walkthrough;

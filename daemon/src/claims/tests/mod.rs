@@ -11,6 +11,7 @@ mod generation;
 mod health;
 mod reload;
 pub(crate) mod requests;
+mod upgrade_fixture;
 
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
