@@ -31,10 +31,10 @@ pub struct RealAllocator {
 /// Why a call of the tool gave no answer.
 #[derive(Debug, thiserror::Error)]
 pub enum ToolError {
-    #[error("cannot run {binary}: {source}")]
+    #[error("cannot run {binary}: {error}")]
     Spawn {
         binary: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("the input does not serialize: {0}")]
     Input(serde_json::Error),
@@ -45,9 +45,9 @@ pub enum ToolError {
         status: String,
         stderr: String,
     },
-    #[error("the allocator tool's answer is not what tool/wire.rs reads ({source}): {stdout}")]
+    #[error("the allocator tool's answer is not what tool/wire.rs reads ({error}): {stdout}")]
     Answer {
-        source: serde_json::Error,
+        error: serde_json::Error,
         stdout: String,
     },
 }
@@ -86,9 +86,9 @@ impl RealAllocator {
     }
 
     fn run(&self, args: &[&str], stdin: &[u8]) -> Result<Vec<u8>, ToolError> {
-        let spawn_error = |source| ToolError::Spawn {
+        let spawn_error = |error| ToolError::Spawn {
             binary: self.binary.clone(),
-            source,
+            error,
         };
         let mut child = Command::new(&self.binary)
             .args(args)
@@ -119,9 +119,9 @@ impl RealAllocator {
     }
 }
 
-fn answer_error(source: serde_json::Error, stdout: &[u8]) -> ToolError {
+fn answer_error(error: serde_json::Error, stdout: &[u8]) -> ToolError {
     ToolError::Answer {
-        source,
+        error,
         stdout: String::from_utf8_lossy(stdout).into_owned(),
     }
 }
