@@ -151,6 +151,19 @@ pub enum AllocateError {
         /// What is wrong.
         problem: String,
     },
+    /// What a request asks of a device's capacity cannot be accounted for
+    /// (upstream aborts rather than skip the device).
+    #[error("claim {claim}, request {request}: its capacity request on device {device}: {problem}")]
+    Consumption {
+        /// The claim.
+        claim: String,
+        /// The request.
+        request: String,
+        /// The device.
+        device: String,
+        /// What is wrong.
+        problem: String,
+    },
     /// The search tried more devices than it is allowed to.
     #[error(
         "no answer after trying {0} devices (the claims allow very many combinations); the scheduler gives up after its filter timeout too"

@@ -17,8 +17,9 @@
 //! * [`search`]: claims, requests and devices in order with backtracking,
 //!   combinations within a request (`allocateOne`); devices held by earlier
 //!   claims or taken in this search are in use unless they allow multiple
-//!   allocations (`deviceInUse`, `allocateDevice`); counters of
-//!   partitionable devices (`checkAvailableCounters`).
+//!   allocations (`deviceInUse`, `allocateDevice`).
+//! * [`counters`]: shared counters of partitionable devices
+//!   (`checkAvailableCounters`).
 //! * [`capacity`]: consumable capacity with request policies
 //!   (`consumable_capacity.go`).
 //! * [`taints`]: NoSchedule/NoExecute taints need a toleration in the
@@ -36,6 +37,7 @@
 
 mod capacity;
 mod constraints;
+mod counters;
 mod error;
 mod input;
 mod judge;

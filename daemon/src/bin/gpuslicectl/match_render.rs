@@ -36,6 +36,12 @@ pub fn render(report: &Report, json: bool) -> String {
             out.push_str(&render_verdict(verdict));
         }
     }
+    // A claim without requests has no table to follow.
+    for (c, verdict) in report.claims.iter().enumerate() {
+        if !report.targets.iter().any(|t| t.claim == Some(c)) {
+            out.push_str(&render_verdict(verdict));
+        }
+    }
     out
 }
 

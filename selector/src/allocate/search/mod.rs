@@ -14,26 +14,25 @@
 //!
 //! A device is in use when an earlier claim holds it without a share or
 //! this search takes it for a claim; one with `allowMultipleAllocations` is
-//! never in use, only its capacity is (see `capacity`). Counters: a device
-//! that consumes them fits when, for every counter of every set, the set's
-//! value less what held devices consume (exclusively or shared) is at least
-//! what the devices taken in this search consume; a shared device whose
-//! capacity is already in use is not counted again (`skipCounterCheck`).
+//! never in use, only its capacity is (see `capacity`). A device that
+//! consumes counters must fit them (see `counters`), but a shared device
+//! whose capacity is already in use is not counted again
+//! (`skipCounterCheck`).
 //! Two places where upstream forgets to give back what it took on a failed
 //! attempt (counters when a taint refuses the device, constraints when the
 //! capacity check fails late) give it back here.
 
 use std::collections::BTreeMap;
 
-use super::capacity::{self, Amounts};
+use super::capacity::Amounts;
 use super::constraints::Constraint;
+use super::counters::Book;
 use super::error::{AllocateError, PoolError};
 use super::input::Held;
-use super::pool::Counters;
 use super::requests::{Mode, Prepared};
-use super::shortfall::Blocker;
-use super::taints;
 use crate::quantity::Quantity;
+
+mod device;
 
 /// `AllocationResultsMaxSize`: most devices in one claim's allocation.
 pub const MAX_RESULTS: usize = 32;
@@ -108,8 +107,7 @@ pub struct Search<'p, 'a> {
     scope: &'p Scope,
     held_devices: Vec<bool>,
     held_shared: Vec<Option<Amounts>>,
-    available: Counters,
-    consumed: Counters,
+    counters: Book,
     taking: Vec<Vec<usize>>,
     taking_capacity: Vec<Option<Amounts>>,
     constraints: Vec<Vec<Constraint>>,
@@ -159,29 +157,17 @@ impl<'p, 'a> Search<'p, 'a> {
             .iter()
             .map(|d| held_amounts(held, &d.raw.name))
             .collect::<Result<Vec<_>, _>>()?;
-        let mut available = p.pool.counter_sets.clone();
-        for (d, device) in devices.iter().enumerate() {
-            if !held_devices[d] && held_shared[d].is_none() {
-                continue;
-            }
-            for (set, counters) in &device.consumes {
-                let Some(have) = available.get_mut(set) else {
-                    continue;
-                };
-                for (k, v) in counters {
-                    if let Some(h) = have.get_mut(k) {
-                        *h = h.checked_sub(*v).unwrap_or(*h);
-                    }
-                }
-            }
-        }
+        let held_at = |d: &usize| held_devices[*d] || held_shared[*d].is_some();
+        let counters = Book::new(
+            &p.pool.counter_sets,
+            (0..devices.len()).filter(held_at).map(|d| &devices[d]),
+        );
         let mut search = Self {
             p,
             scope,
             held_devices,
             held_shared,
-            available,
-            consumed: Counters::new(),
+            counters,
             taking: vec![Vec::new(); devices.len()],
             taking_capacity: vec![None; devices.len()],
             constraints: p
@@ -368,196 +354,6 @@ impl<'p, 'a> Search<'p, 'a> {
             Err(Stop::MaxSize)
         } else {
             Ok(false)
-        }
-    }
-
-    /// `deviceInUse`.
-    pub fn in_use(&self, d: usize) -> bool {
-        self.held_devices[d] || !self.taking[d].is_empty()
-    }
-
-    fn capacity_in_use(&self, d: usize) -> bool {
-        self.held_shared[d].is_some() || self.taking_capacity[d].is_some()
-    }
-
-    /// Whether taking `d` now draws on counters: it consumes some, and is
-    /// not a shared device already in use (`skipCounterCheck`).
-    fn draws_counters(&self, d: usize) -> bool {
-        let device = &self.p.pool.devices[d];
-        let shared_in_use = device.multi && self.capacity_in_use(d);
-        !device.consumes.is_empty() && !shared_in_use
-    }
-
-    fn capacity_fit(&self, id: usize, d: usize) -> Result<Option<Amounts>, AllocateError> {
-        let r = &self.p.requests[id];
-        capacity::fit(
-            r.capacity.as_ref(),
-            &self.p.pool.driver,
-            &self.p.pool.devices[d],
-            self.held_shared[d].as_ref(),
-            self.taking_capacity[d].as_ref(),
-        )
-        .map_err(|e| AllocateError::Capacity {
-            claim: self.p.claims[r.claim].label.clone(),
-            request: r.name(),
-            capacity: self.p.pool.devices[d].raw.name.clone(),
-            problem: e.to_string(),
-        })
-    }
-
-    /// Why request data `id` cannot take device `d` on its own in this
-    /// search's state (before anything is taken), if it cannot.
-    pub fn blocker(&mut self, id: usize, d: usize) -> Result<Option<Blocker>, AllocateError> {
-        let (p, r) = (self.p, &self.p.requests[id]);
-        let device = &p.pool.devices[d];
-        if !r.admin && self.in_use(d) {
-            return Ok(Some(Blocker::Held));
-        }
-        if let Some(taint) = taints::preventing(device.raw, r.tolerations) {
-            return Ok(Some(Blocker::Tainted {
-                taint: taints::show(taint),
-            }));
-        }
-        if self.draws_counters(d) {
-            if !self.take_counters(d) {
-                return Ok(Some(Blocker::Counters));
-            }
-            self.give_counters(d);
-        }
-        Ok(self
-            .capacity_fit(id, d)?
-            .is_none()
-            .then_some(Blocker::Capacity))
-    }
-
-    /// `checkAvailableCounters`: takes the device's counters if they fit.
-    pub fn take_counters(&mut self, d: usize) -> bool {
-        let device = &self.p.pool.devices[d];
-        for (set, counters) in &device.consumes {
-            let sum = self.consumed.entry(set.clone()).or_default();
-            capacity::add(sum, counters);
-        }
-        let fits = self.available.iter().all(|(set, counters)| {
-            counters.iter().all(|(k, have)| {
-                let used = self.consumed.get(set).and_then(|c| c.get(k));
-                used.is_none_or(|u| have >= u)
-            })
-        });
-        if !fits {
-            self.give_counters(d);
-        }
-        fits
-    }
-
-    fn give_counters(&mut self, d: usize) {
-        for (set, counters) in &self.p.pool.devices[d].consumes {
-            if let Some(sum) = self.consumed.get_mut(set) {
-                capacity::sub(sum, counters);
-            }
-        }
-    }
-
-    fn active(&self, i: usize) -> bool {
-        self.scope
-            .constraints
-            .as_ref()
-            .is_none_or(|on| on.get(i).copied().unwrap_or(true))
-    }
-
-    /// `allocateDevice`: takes `d` for request data `id` if it may.
-    fn take(&mut self, c: Cursor, id: usize, d: usize, must: bool) -> Result<Option<Undo>, Stop> {
-        let (p, r) = (self.p, &self.p.requests[id]);
-        let device = &p.pool.devices[d];
-        let multi = device.multi;
-        if (!multi && r.admin && self.taking[d].contains(&c.claim)) || (!r.admin && self.in_use(d))
-        {
-            return Ok(None);
-        }
-        let counted = self.draws_counters(d);
-        if counted && !self.take_counters(d) {
-            return Ok(None);
-        }
-        let give_back = |s: &mut Self| {
-            if counted {
-                s.give_counters(d);
-            }
-        };
-        if taints::preventing(device.raw, r.tolerations).is_some() {
-            give_back(self);
-            return Ok(None);
-        }
-        let n = self.constraints[c.claim].len();
-        for i in 0..n {
-            if !self.active(i) {
-                continue;
-            }
-            let driver = &p.pool.driver;
-            if self.constraints[c.claim][i].add(r.base, r.sub, device.raw, driver) {
-                continue;
-            }
-            if must {
-                return Err(Stop::Fatal(AllocateError::AllConstrained {
-                    claim: p.claims[c.claim].label.clone(),
-                    request: r.name(),
-                    device: device.raw.name.clone(),
-                }));
-            }
-            for e in 0..i {
-                if self.active(e) {
-                    self.constraints[c.claim][e].remove(r.base, r.sub);
-                }
-            }
-            give_back(self);
-            return Ok(None);
-        }
-        let Some(amounts) = self.capacity_fit(id, d)? else {
-            self.remove_constraints(c.claim, id);
-            give_back(self);
-            return Ok(None);
-        };
-        if multi {
-            capacity::add(self.taking_capacity[d].get_or_insert_default(), &amounts);
-        } else {
-            self.taking[d].push(c.claim);
-        }
-        self.results[c.claim].push(Picked {
-            request: id,
-            device: d,
-            consumed: multi.then_some(amounts),
-        });
-        Ok(Some(Undo {
-            device: d,
-            counted,
-            multi,
-        }))
-    }
-
-    fn remove_constraints(&mut self, claim: usize, id: usize) {
-        let r = &self.p.requests[id];
-        for i in 0..self.constraints[claim].len() {
-            if self.active(i) {
-                self.constraints[claim][i].remove(r.base, r.sub);
-            }
-        }
-    }
-
-    fn undo(&mut self, claim: usize, id: usize, undo: Undo) {
-        let picked = self.results[claim].pop();
-        self.remove_constraints(claim, id);
-        let d = undo.device;
-        if undo.multi {
-            if let (Some(sum), Some(amounts)) = (
-                self.taking_capacity[d].as_mut(),
-                picked.as_ref().and_then(|p| p.consumed.as_ref()),
-            ) && capacity::sub(sum, amounts)
-            {
-                self.taking_capacity[d] = None;
-            }
-        } else if let Some(at) = self.taking[d].iter().position(|c| *c == claim) {
-            self.taking[d].remove(at);
-        }
-        if undo.counted {
-            self.give_counters(d);
         }
     }
 }
