@@ -41,12 +41,12 @@ pub fn from_v1beta1(slices: &[v1beta1::ResourceSliceSpec]) -> Vec<v1::ResourceSl
             if let Some(devices) = json.get_mut("devices").and_then(|d| d.as_array_mut()) {
                 for device in devices {
                     let name = device.get("name").cloned().unwrap_or_default();
-                    let mut fields = device.get_mut("basic").map(serde_json::Value::take);
+                    let basic = device.get_mut("basic").map(serde_json::Value::take);
                     let mut flat = serde_json::json!({ "name": name });
-                    if let (Some(serde_json::Value::Object(basic)), Some(out)) =
-                        (fields.take(), flat.as_object_mut())
+                    if let (Some(serde_json::Value::Object(fields)), Some(out)) =
+                        (basic, flat.as_object_mut())
                     {
-                        out.extend(basic);
+                        out.extend(fields);
                     }
                     *device = flat;
                 }
