@@ -11,6 +11,7 @@
 
 use super::capacity;
 use super::pool::{Counters, PoolDevice};
+use crate::quantity::Quantity;
 
 /// Counters available and taken.
 #[derive(Debug, Clone, Default)]
@@ -49,10 +50,11 @@ impl Book {
         for (set, counters) in &device.consumes {
             capacity::add(self.taken.entry(set.clone()).or_default(), counters);
         }
+        let zero = Quantity::from_units(0);
         let fits = self.available.iter().all(|(set, counters)| {
             counters.iter().all(|(k, have)| {
                 let used = self.taken.get(set).and_then(|c| c.get(k));
-                used.is_none_or(|u| have >= u)
+                *have >= *used.unwrap_or(&zero)
             })
         });
         if !fits {
