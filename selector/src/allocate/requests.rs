@@ -393,13 +393,17 @@ impl<'a> Prepared<'a> {
         let device = &self.pool.devices[d];
         let mut verdict = true;
         for (origin, at) in &self.requests[r].selectors {
-            match self.compiled[*at].evaluate(&device.view) {
-                Outcome::Match => {}
-                Outcome::NoMatch { .. } => {
+            match self.compiled[*at].holds(&device.view) {
+                Ok(true) => {}
+                Ok(false) => {
                     verdict = false;
                     break;
                 }
-                Outcome::Error { message, .. } => {
+                Err(outcome) => {
+                    let message = match outcome {
+                        Outcome::Error { message, .. } => message,
+                        other => format!("{other:?}"),
+                    };
                     return Err(AllocateError::Evaluation {
                         origin: origin.clone(),
                         device: device.raw.name.clone(),
