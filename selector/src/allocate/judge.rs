@@ -21,7 +21,7 @@ use super::input::Held;
 use super::pool::Pool;
 use super::requests::{Mode, Prepared};
 use super::search::{Scope, Search};
-use super::shortfall::{Blocked, Shortfall, When};
+use super::shortfall::{Blocked, Blocker, Shortfall, When};
 
 /// One device the allocation gives a request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -235,7 +235,9 @@ impl Judge<'_, '_> {
             let mut search = Search::new(self.p, held, &scope)?;
             let mut out = BTreeMap::new();
             for d in 0..self.p.pool.devices.len() {
-                if self.p.selects(id, d)? {
+                // A device its selectors fail on is not counted: had the
+                // search considered it, the claim would have been refused.
+                if self.p.selects(id, d).unwrap_or(false) {
                     out.insert(d, search.blocker(id, d)?);
                 }
             }
@@ -259,7 +261,7 @@ impl Judge<'_, '_> {
             Mode::Exact(n) => n,
             Mode::All => judged
                 .values()
-                .filter(|b| !matches!(b, Some(super::shortfall::Blocker::Capacity)))
+                .filter(|b| !matches!(b, Some(Blocker::Capacity)))
                 .count(),
         };
         if fits {
@@ -277,7 +279,7 @@ impl Judge<'_, '_> {
             .iter()
             .filter_map(|(d, b)| {
                 let blocker = b.clone()?;
-                let capacity_only = all && blocker == super::shortfall::Blocker::Capacity;
+                let capacity_only = all && blocker == Blocker::Capacity;
                 (!capacity_only).then(|| Blocked {
                     device: self.p.pool.devices[*d].raw.name.clone(),
                     blocker,
