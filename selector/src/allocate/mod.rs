@@ -15,7 +15,8 @@
 //!   default 1) or All (`validateDeviceRequest`); `firstAvailable`
 //!   subrequests tried in order; at most 32 devices per claim.
 //! * [`search`]: claims, requests and devices in order with backtracking,
-//!   combinations within a request (`allocateOne`); devices held by earlier
+//!   combinations within a request (`allocateOne`), a branch given up as
+//!   soon as too few devices are left for it; devices held by earlier
 //!   claims or taken in this search are in use unless they allow multiple
 //!   allocations (`deviceInUse`, `allocateDevice`).
 //! * [`counters`]: shared counters of partitionable devices

@@ -309,6 +309,9 @@ impl<'p, 'a> Search<'p, 'a> {
             }
             return done;
         }
+        if self.too_few_left(id, start, need - c.device) {
+            return Ok(false);
+        }
         for d in start..p.pool.devices.len() {
             self.step()?;
             let r = &p.requests[id];
@@ -329,6 +332,33 @@ impl<'p, 'a> Search<'p, 'a> {
             }
         }
         Ok(false)
+    }
+
+    /// Whether fewer than `wanted` devices from `start` on could still be
+    /// taken for request data `id` (not in use, selected). Upstream has no
+    /// such bound and tries every combination before it gives up; the bound
+    /// cuts only branches without a solution, so the answer and the first
+    /// solution found are upstream's. A device whose selectors fail ends the
+    /// count: upstream's walk would reach it and raise the error, so this
+    /// walk does too.
+    fn too_few_left(&self, id: usize, start: usize, wanted: usize) -> bool {
+        let admin = self.p.requests[id].admin;
+        let mut left = 0;
+        for d in start..self.p.pool.devices.len() {
+            if !admin && self.in_use(d) {
+                continue;
+            }
+            match self.p.selects(id, d) {
+                Ok(true) => left += 1,
+                Ok(false) => {}
+                // Upstream's walk reaches it and raises the error: walk.
+                Err(_) => return false,
+            }
+            if left >= wanted {
+                return false;
+            }
+        }
+        true
     }
 
     /// The subrequests of a `firstAvailable` request, in order.

@@ -430,3 +430,24 @@ fn claims_the_scheduler_refuses_are_errors() {
         }
     }
 }
+
+#[test]
+fn a_count_one_more_than_the_devices_fails_without_trying_every_subset() {
+    // 29 slices and a request for 30: every subset would be 2^29 tries,
+    // past the step limit.
+    let devices = (0..29)
+        .map(|i| slice_dev(&format!("s-{i}"), "GPU-0", "1g.10gb"))
+        .collect();
+    let slices = pool(devices);
+    let thirty = claim(
+        "c",
+        "requests: [{name: s, exactly: {deviceClassName: mig.example, count: 30}}]",
+    );
+    assert_eq!(run(&slices, &[thirty], &Held::default()), None);
+    let held = holding(&["s-0"]);
+    let all = claim(
+        "c",
+        "requests: [{name: s, exactly: {deviceClassName: mig.example, count: 29}}]",
+    );
+    assert_eq!(run(&slices, &[all], &held), None, "one of them held");
+}
