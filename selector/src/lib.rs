@@ -1,5 +1,6 @@
 //! gpuslice-selector: DRA CEL device selectors checked against gpuslice's
-//! devices with Kubernetes' semantics, for `gpuslicectl match`. Pure: no I/O.
+//! devices with Kubernetes' semantics, and the scheduler's allocator over
+//! them, for `gpuslicectl match`. Pure: no I/O.
 //!
 //! Reading order:
 //! 1. [`quantity`] and [`version`]: the values behind `quantity()` and
@@ -11,7 +12,12 @@
 //!    with `typing`), evaluate it per device, name the failing clause
 //!    (`clauses`) and explain errors (`errors`).
 //! 5. [`inputs`]: DeviceClasses and ResourceClaims from YAML as targets.
+//! 6. [`allocate`]: the scheduler's structured allocator over a node's
+//!    pool: whole claims (counts, All, firstAvailable, constraints,
+//!    counters, capacity, taints, what is held), and [`allocate::judge`]
+//!    for one claim now and on an empty node.
 
+pub mod allocate;
 mod bind;
 mod clauses;
 pub mod cost;

@@ -114,7 +114,7 @@ impl Selector {
         if source.len() > MAX_LENGTH {
             return Err(CompileError::TooLong(source.len()));
         }
-        let env = Arc::new(environment().map_err(|e| CompileError::Environment(e.to_string()))?);
+        let env = shared_environment()?;
         let program = env
             .compile(source)
             .map_err(|e| CompileError::Parse(e.to_string().trim().to_owned()))?;
@@ -142,6 +142,16 @@ impl Selector {
             warnings,
             cost,
         })
+    }
+
+    /// Whether the selector holds on `device`, without looking for the
+    /// clause that failed (what the allocator asks, many times); an
+    /// evaluation error as [`Selector::evaluate`] reports it.
+    pub fn holds(&self, device: &DeviceView) -> Result<bool, Outcome> {
+        let mut context = Context::with_env(Arc::clone(&self.env));
+        context.add_variable_as_val("device", device.to_cel());
+        boolean(&self.program, &context)
+            .map_err(|error| self.error_clause(&context, &error, device))
     }
 
     /// Evaluates the selector on `device`.
@@ -197,6 +207,16 @@ impl Selector {
             .collect::<Vec<_>>()
             .join(" && ")
     }
+}
+
+thread_local! {
+    /// The environment is the same for every selector: built once a thread.
+    static ENVIRONMENT: Result<Arc<Env>, String> =
+        environment().map(Arc::new).map_err(|e| e.to_string());
+}
+
+fn shared_environment() -> Result<Arc<Env>, CompileError> {
+    ENVIRONMENT.with(|env| env.clone().map_err(CompileError::Environment))
 }
 
 /// Runs `program` and wants a bool.

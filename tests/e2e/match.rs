@@ -3,7 +3,8 @@
 //! its slices, never the GPU whole): which devices a
 //! selector matches, the failing clause on the others, the mistakes it
 //! refuses with their fix, claims with the packaged classes, the driver and
-//! plugin-config options, and the documented exit statuses.
+//! plugin-config options, claims judged whole (now, only on an empty node,
+//! not at all, and what falls short), and the documented exit statuses.
 
 use std::path::Path;
 use std::process::Command;
@@ -247,5 +248,119 @@ fn sim_match_claims_with_packaged_classes_and_other_drivers() {
     assert!(
         stderr.contains("no DeviceClass \"nope.example.com\""),
         "{stderr}"
+    );
+}
+
+/// A claim for `count` 3g.40gb slices (the node has one).
+fn slices_claim(count: u32) -> String {
+    format!(
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {{name: big-slices}}\n\
+         spec:\n  devices:\n    requests:\n    - name: slices\n      exactly:\n\
+         \x20       deviceClassName: mig.nvidia.com\n        count: {count}\n\
+         \x20       selectors:\n        - cel: {{expression: \"device.attributes['gpu.nvidia.com'].profile == '3g.40gb'\"}}\n"
+    )
+}
+
+/// Prepares a claim holding `device`, as the DRA plugin would.
+fn hold(daemon: &Daemon, uid: &str, device: &str) {
+    let out = Command::new(env!("CARGO_BIN_EXE_gpuslicectl"))
+        .arg("--socket")
+        .arg(&daemon.socket)
+        .args(["prepare", "--uid", uid, "--device", device])
+        .output()
+        .expect("run gpuslicectl prepare");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn sim_match_judges_claims_whole_now_and_on_an_empty_node() {
+    let daemon = daemon();
+    let file = daemon.dir.path().join("slices.yaml");
+    let path = file.to_str().expect("utf-8 path");
+
+    // More slices than the node has: the selectors match, the claim cannot
+    // be allocated, and the request and its shortfall are named.
+    write(&file, &slices_claim(3));
+    let (code, text, _) = run(&daemon, &["match", "-f", path]);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("1 of 3 devices match."), "{text}");
+    assert!(
+        text.contains(
+            "claim big-slices: cannot be allocated on this node, not even when it is empty:\n  \
+             request slices: needs 3 devices matching class mig.nvidia.com and its selectors; \
+             1 exists on this node, 1 is free now\n"
+        ),
+        "{text}"
+    );
+    let (code, doc) = json(&daemon, &["-f", path]);
+    assert_eq!(code, 1);
+    let verdict = &doc["claims"][0];
+    assert_eq!(
+        (
+            &verdict["claim"],
+            &verdict["now"],
+            &verdict["empty_node"],
+            &verdict["verdict"]
+        ),
+        (
+            &Value::from("big-slices"),
+            &Value::from(false),
+            &Value::from(false),
+            &Value::from("never")
+        ),
+        "{doc}"
+    );
+    let shortfall = &verdict["shortfalls"][0];
+    assert_eq!(
+        (&shortfall["kind"], &shortfall["request"]),
+        (&Value::from("devices"), &Value::from("slices"))
+    );
+    assert_eq!(
+        (&shortfall["needs"], &shortfall["exist"]),
+        (&Value::from(3), &Value::from(1))
+    );
+
+    // One fits, and says where.
+    write(&file, &slices_claim(1));
+    let (code, text, _) = run(&daemon, &["match", "-f", path]);
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains("claim big-slices: can be allocated now: slices gpu-1-mig-3g40gb-4\n"),
+        "{text}"
+    );
+
+    // Its device held by a prepared claim, a claim fits only on an empty
+    // node. (gpu-0 is the one GPU offered whole: gpu-1 is MIG-managed.)
+    write(
+        &file,
+        "kind: ResourceClaim\nmetadata: {name: whole}\nspec:\n  devices:\n    requests:\n\
+         \x20   - {name: gpu, exactly: {deviceClassName: gpu.nvidia.com}}\n",
+    );
+    let (code, text, _) = run(&daemon, &["match", "-f", path]);
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains("claim whole: can be allocated now: gpu gpu-0\n"),
+        "{text}"
+    );
+    hold(&daemon, "11111111-2222-4333-8444-555555555555", "gpu-0");
+    let (code, text, _) = run(&daemon, &["match", "-f", path]);
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.contains(
+            "claim whole: cannot be allocated now, only on an empty node (other claims hold what it needs):\n  \
+             request gpu: needs 1 device matching class gpu.nvidia.com; \
+             1 exists on this node, 0 are free now\n"
+        ),
+        "{text}"
+    );
+    let (_, doc) = json(&daemon, &["-f", path]);
+    assert_eq!(doc["claims"][0]["verdict"], "empty_node_only", "{doc}");
+    assert_eq!(
+        doc["claims"][0]["shortfalls"][0]["blocked"][0],
+        serde_json::json!({"device": "gpu-0", "why": "held"})
     );
 }

@@ -1,7 +1,7 @@
 //! Generated cases: a node (GPU models, which are MIG-managed with what
 //! layout, advertise mode, slices made ahead or at prepare, consumable
 //! capacity, the API version the scheduler reads) and rounds of pods whose
-//! claims the scheduler model allocates, some released after each round.
+//! claims the scheduler allocates, some released after each round.
 //! Also the ResourceClaim an allocation becomes.
 
 use std::collections::BTreeMap;
@@ -10,21 +10,22 @@ use std::sync::OnceLock;
 use gpuslice::config::{MigAdvertise, MigCreate};
 use gpuslice::gpu::GpuBackend;
 use gpuslice::gpu::sim::{SimBackend, SimModel};
-use gpuslice_dra_plugin::claim::SOURCE_CLASS;
 use gpuslice_dra_plugin::slices::quantity::quantity;
 use k8s_openapi::api::resource::v1::{
-    AllocationResult, DeviceAllocationConfiguration, DeviceAllocationResult,
-    DeviceRequestAllocationResult, OpaqueDeviceConfiguration, ResourceClaim, ResourceClaimStatus,
+    AllocationResult, CELDeviceSelector, CapacityRequirements, DeviceClaim, DeviceConstraint,
+    DeviceRequest, DeviceSelector, ExactDeviceRequest, ResourceClaim, ResourceClaimSpec,
+    ResourceClaimStatus,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
 use proptest::prelude::*;
 
-use crate::model::{Allocated, Claim, Class, Request};
-use crate::node::{DRIVER, GpuPlan, NODE, NodePlan};
+use crate::node::{DRIVER, GpuPlan, NodePlan};
+use crate::scheduler::SHARED_CLASS;
 
-/// The MPS config the shared DeviceClass carries.
-pub const MPS: &str = r#"{"apiVersion":"resource.nvidia.com/v1beta1","kind":"GpuConfig","sharing":{"strategy":"MPS","mpsConfig":{"defaultActiveThreadPercentage":50}}}"#;
+/// The packaged class of whole GPUs.
+pub const GPU_CLASS: &str = "gpu.nvidia.com";
+/// The packaged class of MIG slices.
+pub const MIG_CLASS: &str = "mig.nvidia.com";
 
 const GIB: i64 = 1 << 30;
 
@@ -204,97 +205,99 @@ pub fn uuid(kind: u16, n: u64) -> String {
 impl GenClaim {
     /// The claim, its profiles picked from `names` (the node's profiles);
     /// shared requests only when MPS can run.
-    pub fn resolve(&self, uid: String, names: &[String], mps: bool) -> Claim {
+    pub fn resolve(&self, uid: String, names: &[String], mps: bool) -> ResourceClaim {
         let requests = (0u8..)
             .zip(&self.requests)
             .map(|(i, r)| {
                 let class = match r.class {
-                    1 => Class::Mig,
-                    2 if mps => Class::Shared,
-                    _ => Class::Gpu,
+                    1 => MIG_CLASS,
+                    2 if mps => SHARED_CLASS,
+                    _ => GPU_CLASS,
                 };
-                Request {
+                let profile = (class == MIG_CLASS)
+                    .then(|| {
+                        r.profile
+                            .filter(|_| !names.is_empty())
+                            .map(|p| names[usize::from(p) % names.len()].clone())
+                    })
+                    .flatten();
+                let memory = (class == SHARED_CLASS)
+                    .then(|| r.memory_gib.map(|g| i64::from(g) * GIB))
+                    .flatten();
+                DeviceRequest {
                     name: format!("r{i}"),
-                    class,
-                    profile: (class == Class::Mig)
-                        .then(|| {
-                            r.profile
-                                .filter(|_| !names.is_empty())
-                                .map(|p| names[usize::from(p) % names.len()].clone())
-                        })
-                        .flatten(),
-                    count: (r.count > 0).then_some(usize::from(r.count)),
-                    memory: (class == Class::Shared)
-                        .then(|| r.memory_gib.map(|g| i64::from(g) * GIB))
-                        .flatten(),
+                    exactly: Some(ExactDeviceRequest {
+                        device_class_name: class.to_owned(),
+                        allocation_mode: Some(
+                            if r.count > 0 { "ExactCount" } else { "All" }.to_owned(),
+                        ),
+                        count: (r.count > 0).then_some(i64::from(r.count)),
+                        selectors: profile.map(|p| {
+                            vec![DeviceSelector {
+                                cel: Some(CELDeviceSelector {
+                                    expression: format!(
+                                        "device.attributes['{DRIVER}'].profile == '{p}'"
+                                    ),
+                                }),
+                            }]
+                        }),
+                        capacity: memory.map(|m| CapacityRequirements {
+                            requests: Some(BTreeMap::from([("memory".to_owned(), quantity(m))])),
+                        }),
+                        ..ExactDeviceRequest::default()
+                    }),
+                    first_available: None,
                 }
             })
             .collect();
-        let constraints = match self.constraint {
-            Some(0) => vec![(Vec::new(), format!("{DRIVER}/productName"))],
-            Some(_) => vec![(Vec::new(), format!("{DRIVER}/parentUUID"))],
-            None => Vec::new(),
-        };
-        Claim {
-            uid,
-            requests,
-            constraints,
+        let constraints = self.constraint.map(|c| {
+            let attribute = if c == 0 { "productName" } else { "parentUUID" };
+            vec![DeviceConstraint {
+                match_attribute: Some(format!("{DRIVER}/{attribute}")),
+                ..DeviceConstraint::default()
+            }]
+        });
+        ResourceClaim {
+            metadata: ObjectMeta {
+                name: Some(format!("claim-{}", &uid[24..])),
+                namespace: Some("contract".to_owned()),
+                uid: Some(uid),
+                ..ObjectMeta::default()
+            },
+            spec: ResourceClaimSpec {
+                devices: Some(DeviceClaim {
+                    requests: Some(requests),
+                    constraints,
+                    config: None,
+                }),
+            },
+            status: None,
         }
     }
 }
 
-/// The allocated ResourceClaim the scheduler would write.
+/// The allocated ResourceClaim the scheduler would write: the allocation,
+/// each shared result with a fresh share id.
 pub fn resource_claim(
-    claim: &Claim,
-    results: &[Allocated],
+    claim: &ResourceClaim,
+    allocation: &AllocationResult,
     share: &mut impl FnMut() -> String,
 ) -> ResourceClaim {
-    let results = results
-        .iter()
-        .map(|r| DeviceRequestAllocationResult {
-            request: r.request.clone(),
-            driver: DRIVER.to_owned(),
-            pool: NODE.to_owned(),
-            device: r.device.clone(),
-            consumed_capacity: r.consumed.as_ref().map(|c| {
-                c.iter()
-                    .map(|(k, v)| (k.clone(), quantity(*v)))
-                    .collect::<BTreeMap<_, _>>()
-            }),
-            share_id: r.consumed.as_ref().map(|_| share()),
-            ..DeviceRequestAllocationResult::default()
-        })
-        .collect();
-    let config = claim
-        .requests
-        .iter()
-        .filter(|r| r.class == Class::Shared)
-        .map(|r| DeviceAllocationConfiguration {
-            source: SOURCE_CLASS.to_owned(),
-            requests: Some(vec![r.name.clone()]),
-            opaque: Some(OpaqueDeviceConfiguration {
-                driver: DRIVER.to_owned(),
-                parameters: RawExtension(serde_json::from_str(MPS).expect("MPS config")),
-            }),
-        })
-        .collect();
+    let mut allocation = allocation.clone();
+    for result in allocation
+        .devices
+        .iter_mut()
+        .flat_map(|d| d.results.iter_mut().flatten())
+    {
+        if result.consumed_capacity.is_some() {
+            result.share_id = Some(share());
+        }
+    }
     ResourceClaim {
-        metadata: ObjectMeta {
-            name: Some(format!("claim-{}", &claim.uid[24..])),
-            namespace: Some("contract".to_owned()),
-            uid: Some(claim.uid.clone()),
-            ..ObjectMeta::default()
-        },
         status: Some(ResourceClaimStatus {
-            allocation: Some(AllocationResult {
-                devices: Some(DeviceAllocationResult {
-                    results: Some(results),
-                    config: Some(config),
-                }),
-                ..AllocationResult::default()
-            }),
+            allocation: Some(allocation),
             ..ResourceClaimStatus::default()
         }),
-        ..ResourceClaim::default()
+        ..claim.clone()
     }
 }

@@ -16,7 +16,7 @@ use std::path::Path;
 
 use gpuslice::cdi_build::claim_uid_of_spec_file;
 
-use crate::model::Allocated;
+use k8s_openapi::api::resource::v1::DeviceRequestAllocationResult as Allocated;
 
 /// One CDI device of a claim's spec, reduced to what may not overlap.
 #[derive(Debug)]

@@ -9,23 +9,25 @@
 //!   at prepare or ahead) or partitionable; the DRA plugin's
 //!   `consumable_capacity` on or off.
 //! * The publication: GetInventory's answer built into ResourceSlices by the
-//!   plugin's own `slices::build_pool`, read as resource.k8s.io/v1 or, turned
-//!   into the v1beta1 shape with k8s-openapi's v1beta1 types, as v1beta1
-//!   ([`shape`]); the two must read the same.
-//! * The scheduler: [`model`], following the upstream allocator's rules
-//!   (kubernetes/kubernetes staging/src/k8s.io/dynamic-resource-allocation/
-//!   structured/internal/experimental/allocator_experimental.go at 8a84988,
-//!   consumable_capacity.go at 74f8fbd, allocatedstate.go at 355c223,
-//!   incubating/constraint.go at 45e50b1; the module doc lists each rule),
-//!   walking devices first-fit or in a seeded random order. Claims ask for
-//!   whole GPUs, MIG slices (any, or one profile) or, through a class with an
-//!   MPS config, a memory share of a GPU; ExactCount 1-2 or All; some with a
-//!   matchAttribute constraint (productName or parentUUID).
+//!   plugin's own `slices::build_pool`, as resource.k8s.io/v1, and the same
+//!   slices through k8s-openapi's v1beta1 types and back ([`beta`]), which
+//!   must lose nothing; a case picks which the scheduler reads.
+//! * The scheduler: gpuslice-selector's allocator, the product one behind
+//!   `gpuslicectl match` ([`scheduler`]; `selector/src/allocate/` names the
+//!   upstream rule each part follows: kubernetes/kubernetes
+//!   staging/src/k8s.io/dynamic-resource-allocation/structured/internal/
+//!   incubating), walking devices first-fit or in a seeded random order.
+//!   Claims ask, through the packaged DeviceClasses and CEL selectors, for
+//!   whole GPUs, MIG slices (any, or one profile) or, through a class with
+//!   an MPS config, a memory share of a GPU; ExactCount 1-2 or All; some
+//!   with a matchAttribute constraint (productName or parentUUID).
 //! * The check: each pod's claims are allocated against what earlier claims
 //!   hold and the slices published now; each allocated claim goes through the
 //!   plugin's `claim::plan`, `api::prepare_request` and `Engine::prepare` and
 //!   must prepare (but for the one allocation MPS cannot serve, which must
-//!   be refused, [`mps_sets`]); then no two claims' CDI devices overlap
+//!   be refused, [`mps_sets`], and one device twice in a claim, which
+//!   upstream allows a device shared by capacity and gpusliced refuses as
+//!   "listed twice"); then no two claims' CDI devices overlap
 //!   ([`cdi_check`]) and the specs are exactly the claims still allocated;
 //!   some claims are released (unprepared, deallocated) between rounds.
 //!
@@ -36,20 +38,27 @@
 //! requests become plain ones, said once, and `GPUSLICE_REQUIRE_TOOLS=1`
 //! makes that a failure.
 
+mod beta;
 mod cases;
 mod cdi_check;
-mod model;
 mod mps_sets;
 mod node;
-mod shape;
+mod scheduler;
 
+use std::collections::BTreeSet;
+
+use gpuslice_selector::allocate::Held;
+use k8s_openapi::api::resource::v1::{
+    AllocationResult, DeviceRequestAllocationResult as Allocated, ResourceSliceSpec,
+};
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
 use cases::{Case, resource_claim, uuid};
-use model::{Allocated, Allocations, allocate};
 use mps_sets::{MpsSets, REFUSAL, sets_of};
 use node::Node;
-use shape::{Attr, Pool, pool_v1, pool_v1beta1, to_v1beta1};
+
+/// What gpusliced answers for one device twice in a claim.
+const TWICE: &str = "is listed twice in the claim";
 
 fn cases() -> u32 {
     std::env::var("GPUSLICE_CONTRACT_CASES")
@@ -70,52 +79,81 @@ fn mps_available() -> bool {
     false
 }
 
-/// The pool the scheduler reads now.
-fn published(node: &Node, v1beta1: bool) -> Pool {
+/// The slices the scheduler reads now.
+fn published(node: &Node, v1beta1: bool) -> Vec<ResourceSliceSpec> {
     let slices = node.publish();
-    let v1 = pool_v1(&slices);
-    let beta = pool_v1beta1(&to_v1beta1(&slices));
-    assert_eq!(v1, beta, "the v1beta1 shape reads differently");
-    if v1beta1 { beta } else { v1 }
+    let through_beta = beta::through_v1beta1(&slices);
+    if v1beta1 { through_beta } else { slices }
+}
+
+fn devices(
+    slices: &[ResourceSliceSpec],
+) -> impl Iterator<Item = &k8s_openapi::api::resource::v1::Device> {
+    slices.iter().flat_map(|s| s.devices.iter().flatten())
 }
 
 /// Profile names the pool offers, sorted.
-fn offered_profiles(pool: &Pool) -> Vec<String> {
-    let mut names: Vec<String> = pool
-        .devices
-        .iter()
-        .filter_map(|d| match d.attrs.get("profile") {
-            Some(Attr::Str(p)) => Some(p.clone()),
-            _ => None,
-        })
+fn offered_profiles(slices: &[ResourceSliceSpec]) -> Vec<String> {
+    let names: BTreeSet<String> = devices(slices)
+        .filter_map(|d| d.attributes.as_ref()?.get("profile")?.string.clone())
         .collect();
-    names.sort();
-    names.dedup();
-    names
+    names.into_iter().collect()
 }
 
-fn summary(pool: &Pool) -> String {
-    pool.devices
-        .iter()
+fn summary(slices: &[ResourceSliceSpec]) -> String {
+    devices(slices)
         .map(|d| {
-            let counters = if d.consumes.is_empty() {
-                ""
-            } else {
+            let counters = if d.consumes_counters.is_some() {
                 "+counters"
+            } else {
+                ""
             };
-            let multi = if d.multi { "+shared" } else { "" };
+            let multi = if d.allow_multiple_allocations == Some(true) {
+                "+shared"
+            } else {
+                ""
+            };
             format!("{}{counters}{multi}", d.name)
         })
         .collect::<Vec<_>>()
         .join(" ")
 }
 
+fn results(allocation: &AllocationResult) -> Vec<Allocated> {
+    allocation
+        .devices
+        .iter()
+        .flat_map(|d| d.results.iter().flatten().cloned())
+        .collect()
+}
+
+fn brief(results: &[Allocated]) -> String {
+    let each = results.iter().map(|r| match &r.consumed_capacity {
+        Some(c) => format!("{}: {} {c:?}", r.request, r.device),
+        None => format!("{}: {}", r.request, r.device),
+    });
+    each.collect::<Vec<_>>().join(", ")
+}
+
+fn twice(results: &[Allocated]) -> bool {
+    let mut seen = BTreeSet::new();
+    !results.iter().all(|r| seen.insert(r.device.as_str()))
+}
+
+/// A claim prepared and still allocated.
+struct Live {
+    uid: String,
+    allocation: AllocationResult,
+    results: Vec<Allocated>,
+}
+
 /// Runs one case; the broken promise, naming the claim, as the error.
 fn run(case: &Case, mps: bool) -> Result<(), String> {
     let node = Node::start(&case.node(), mps);
+    let classes = scheduler::classes();
     let mut rng = fastrand::Rng::with_seed(case.seed);
-    let mut held = Allocations::default();
-    let mut live: Vec<(String, Vec<Allocated>)> = Vec::new();
+    let mut held = Held::default();
+    let mut live: Vec<Live> = Vec::new();
     let mut mps = MpsSets::default();
     let (mut claims_made, mut shares) = (0u64, 0u64);
     let mut share = || {
@@ -124,65 +162,80 @@ fn run(case: &Case, mps: bool) -> Result<(), String> {
     };
     for round in &case.rounds {
         for pod in &round.pods {
-            let pool = published(&node, case.v1beta1);
-            let names = offered_profiles(&pool);
-            let claims: Vec<model::Claim> = pod
+            let slices = published(&node, case.v1beta1);
+            let names = offered_profiles(&slices);
+            let claims: Vec<_> = pod
                 .iter()
                 .map(|c| {
                     claims_made += 1;
                     c.resolve(uuid(1, claims_made), &names, node.mps)
                 })
                 .collect();
-            let mut order: Vec<usize> = (0..pool.devices.len()).collect();
-            if case.random_order {
-                rng.shuffle(&mut order);
-            }
-            let Some(results) = allocate(&pool, &claims, &held, order) else {
+            let walk = case.random_order.then_some(&mut rng);
+            let Some(allocations) = scheduler::schedule(&slices, &classes, &claims, &held, walk)
+            else {
                 continue;
             };
-            for (claim, results) in claims.iter().zip(results) {
-                let object = resource_claim(claim, &results, &mut share);
+            for (claim, allocation) in claims.iter().zip(allocations) {
+                let object = resource_claim(claim, &allocation, &mut share);
+                let allocation = object
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.allocation.clone())
+                    .unwrap_or_default();
+                let results = results(&allocation);
+                let uid = object.metadata.uid.clone().unwrap_or_default();
                 let sets = sets_of(claim, &results);
                 let unservable = mps.partly_overlapping(&sets).map(str::to_owned);
                 match (node.prepare(&object), unservable) {
                     (Err(err), Some(_)) if err.contains(REFUSAL) => continue,
+                    (Err(err), _) if twice(&results) && err.contains(TWICE) => continue,
                     (Ok(()), Some(other)) => {
                         return Err(format!(
-                            "claim {} was prepared although its MPS devices {sets:?} partly \
-                             overlap those of claim {other}",
-                            claim.uid
+                            "claim {uid} was prepared although its MPS devices {sets:?} partly \
+                             overlap those of claim {other}"
                         ));
                     }
                     (Err(err), _) => {
+                        let earlier: Vec<String> = live
+                            .iter()
+                            .map(|l| format!("{} [{}]", l.uid, brief(&l.results)))
+                            .collect();
                         return Err(format!(
-                            "claim {} was allocated {:?} from the published pool [{}] \
-                             (earlier allocations: {:?}) and its prepare failed: {err}",
-                            claim.uid,
-                            results,
-                            summary(&pool),
-                            live
+                            "claim {uid} was allocated [{}] from the published pool [{}] \
+                             (earlier allocations: {earlier:?}) and its prepare failed: {err}",
+                            brief(&results),
+                            summary(&slices),
                         ));
                     }
                     (Ok(()), None) => {}
                 }
-                mps.add(&claim.uid, sets);
-                held.add(&results);
-                live.push((claim.uid.clone(), results));
+                mps.add(&uid, sets);
+                held.add(&allocation).map_err(|e| e.to_string())?;
+                live.push(Live {
+                    uid,
+                    allocation,
+                    results,
+                });
             }
-            cdi_check::assert_no_overlap(&node.cdi_dir(), &live);
+            let allocated: Vec<(String, Vec<Allocated>)> = live
+                .iter()
+                .map(|l| (l.uid.clone(), l.results.clone()))
+                .collect();
+            cdi_check::assert_no_overlap(&node.cdi_dir(), &allocated);
         }
         for r in &round.release {
             if live.is_empty() {
                 break;
             }
-            let (uid, results) = live.remove(usize::from(*r) % live.len());
-            node.unprepare(&uid);
-            mps.remove(&uid);
-            held.remove(&results);
+            let gone = live.remove(usize::from(*r) % live.len());
+            node.unprepare(&gone.uid);
+            mps.remove(&gone.uid);
+            held.remove(&gone.allocation).map_err(|e| e.to_string())?;
         }
     }
-    for (uid, _) in live.drain(..) {
-        node.unprepare(&uid);
+    for gone in live.drain(..) {
+        node.unprepare(&gone.uid);
     }
     assert_eq!(node.claim_count(), 0, "claims left after every unprepare");
     Ok(())

@@ -12,7 +12,9 @@
 
 use std::collections::BTreeSet;
 
-use crate::model::{Allocated, Claim, Class};
+use k8s_openapi::api::resource::v1::{DeviceRequestAllocationResult, ResourceClaim};
+
+use crate::scheduler::SHARED_CLASS;
 
 /// What the daemon answers when a set partly overlaps another's.
 pub const REFUSAL: &str = "one device can be in only one MPS daemon";
@@ -24,11 +26,21 @@ pub struct MpsSets {
 }
 
 /// The device set of each MPS (shared-class) request of `claim`.
-pub fn sets_of(claim: &Claim, results: &[Allocated]) -> Vec<BTreeSet<String>> {
-    claim
-        .requests
+pub fn sets_of(
+    claim: &ResourceClaim,
+    results: &[DeviceRequestAllocationResult],
+) -> Vec<BTreeSet<String>> {
+    let requests = claim
+        .spec
+        .devices
         .iter()
-        .filter(|r| r.class == Class::Shared)
+        .flat_map(|d| d.requests.iter().flatten());
+    requests
+        .filter(|r| {
+            r.exactly
+                .as_ref()
+                .is_some_and(|e| e.device_class_name == SHARED_CLASS)
+        })
         .map(|r| {
             results
                 .iter()

@@ -17,6 +17,7 @@ mod fixture;
 mod flags;
 mod health;
 mod match_render;
+mod match_verdict;
 mod matching;
 mod mig_map;
 mod prepare;
@@ -165,9 +166,11 @@ enum Command {
     /// Check a DRA CEL selector (an expression, --class NAME, or -f FILE with
     /// DeviceClasses/ResourceClaims) against this node's devices as the DRA
     /// plugin publishes them, with Kubernetes' CEL rules: which devices match,
-    /// the clause that failed on the others, and the common mistakes.
-    /// Exit status: 0 every target matches a device, 1 one matches none or a
-    /// device raised an evaluation error, 2 invalid selector or input.
+    /// the clause that failed on the others, and the common mistakes; with
+    /// -f, whether each claim can be allocated now and on an empty node.
+    /// Exit status: 0 every target matches a device and every claim can be
+    /// allocated now, 1 one matches none, a device raised an evaluation error
+    /// or a claim cannot be allocated now, 2 invalid selector or input.
     Match {
         #[command(flatten)]
         selector: matching::MatchArgs,

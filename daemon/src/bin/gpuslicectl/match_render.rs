@@ -1,8 +1,13 @@
-//! `gpuslicectl match`'s report as text for people or one JSON document.
+//! `gpuslicectl match`'s report as text for people or one JSON document:
+//! each target's selector table, and after a claim's last table its
+//! verdict.
 
 use std::fmt::Write as _;
 
+use gpuslice_selector::allocate::Assigned;
 use gpuslice_selector::{Hint, Outcome, Severity};
+
+use crate::match_verdict::ClaimVerdict;
 
 use crate::matching::{Checked, DeviceResult, Report, TargetReport};
 use crate::render::table;
@@ -19,11 +24,61 @@ pub fn render(report: &Report, json: bool) -> String {
     for skipped in &report.skipped {
         let _ = writeln!(out, "left out of the pool: {skipped}");
     }
-    for target in &report.targets {
+    for (i, target) in report.targets.iter().enumerate() {
         out.push('\n');
         out.push_str(&render_target(target));
+        let next = report.targets.get(i + 1).and_then(|t| t.claim);
+        if let Some(verdict) = target
+            .claim
+            .filter(|c| next != Some(*c))
+            .and_then(|c| report.claims.get(c))
+        {
+            out.push_str(&render_verdict(verdict));
+        }
+    }
+    // A claim without requests has no table to follow.
+    for (c, verdict) in report.claims.iter().enumerate() {
+        if !report.targets.iter().any(|t| t.claim == Some(c)) {
+            out.push_str(&render_verdict(verdict));
+        }
     }
     out
+}
+
+fn render_verdict(verdict: &ClaimVerdict) -> String {
+    let words = match verdict.verdict {
+        "now" => format!("can be allocated now: {}", devices(&verdict.devices)),
+        "empty_node_only" => {
+            "cannot be allocated now, only on an empty node (other claims hold what it needs):"
+                .to_owned()
+        }
+        "never" => "cannot be allocated on this node, not even when it is empty:".to_owned(),
+        _ => "not judged".to_owned(),
+    };
+    let mut out = format!("\n{}: {words}\n", verdict.label);
+    for shortfall in &verdict.shortfalls {
+        let _ = writeln!(out, "  {}", shortfall.message);
+    }
+    for note in &verdict.notes {
+        let _ = writeln!(out, "  note: {note}");
+    }
+    out
+}
+
+/// `request: device, device; request: device`.
+fn devices(assigned: &[Assigned]) -> String {
+    let mut by_request: Vec<(&str, Vec<&str>)> = Vec::new();
+    for a in assigned {
+        match by_request.last_mut() {
+            Some((request, devices)) if *request == a.request => devices.push(&a.device),
+            _ => by_request.push((&a.request, vec![&a.device])),
+        }
+    }
+    by_request
+        .iter()
+        .map(|(request, devices)| format!("{request} {}", devices.join(", ")))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 fn render_target(target: &TargetReport) -> String {

@@ -1,12 +1,16 @@
 //! `gpuslicectl match`: checks DRA CEL selectors against this node's devices
 //! as gpuslice-dra-plugin publishes them (its own slice builder over
-//! gpusliced's inventory), with Kubernetes' CEL rules (gpuslice-selector).
+//! gpusliced's inventory), with Kubernetes' CEL rules (gpuslice-selector);
+//! with `-f`, also judges each claim whole with the scheduler's allocator
+//! ([`crate::match_verdict`]): counts, All, constraints, what is held.
 //!
 //! Exit status: 0 when every target (the expression, each class, each claim
-//! request) has a device it matches and no device raised an evaluation
-//! error; 1 when a target matches nothing or a device raised an error (the
-//! scheduler aborts the claim's allocation on one); 2 when a selector or the
-//! input is invalid, or gpusliced cannot be asked.
+//! request) has a device it matches, no device raised an evaluation error,
+//! and every claim of the file can be allocated now; 1 when a target matches
+//! nothing, a device raised an error (the scheduler aborts the claim's
+//! allocation on one), or a claim cannot be allocated now (only on an empty
+//! node, or not at all); 2 when a selector or the input is invalid, or
+//! gpusliced cannot be asked.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -15,10 +19,12 @@ use anyhow::Context;
 use gpuslice_dra_plugin::config::Config as PluginConfig;
 use gpuslice_dra_plugin::slices::{PoolTarget, build_pool};
 use gpuslice_proto::gpuslice::v1 as pb;
-use gpuslice_selector::inputs::{self, Labeled, Target};
+use gpuslice_selector::inputs::{self, ClaimDoc, Labeled, Target};
 use gpuslice_selector::{Catalog, DeviceView, Hint, Outcome, Selector};
+use k8s_openapi::api::resource::v1::ResourceSliceSpec;
 
 use crate::match_render;
+use crate::match_verdict::{self, ClaimVerdict};
 
 /// The plugin's config file, read for the driver name and publishing options.
 pub const PLUGIN_CONFIG: &str = "/etc/gpuslice/gpuslice-dra-plugin.toml";
@@ -98,6 +104,9 @@ pub struct TargetReport {
     pub selectors: Vec<Checked>,
     /// Per device (empty when a selector is invalid).
     pub devices: Vec<DeviceResult>,
+    /// The claim of the file it belongs to (an index into the verdicts).
+    #[serde(skip)]
+    pub claim: Option<usize>,
 }
 
 /// The whole report.
@@ -109,6 +118,9 @@ pub struct Report {
     pub skipped: Vec<String>,
     /// Per target.
     pub targets: Vec<TargetReport>,
+    /// Per claim of the file, judged whole.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub claims: Vec<ClaimVerdict>,
     /// 0, 1 or 2 (see the module header).
     pub exit_code: u8,
 }
@@ -121,24 +133,36 @@ struct Publishing {
 
 /// Runs the command; the text to print and the exit status.
 pub async fn run(socket: PathBuf, args: MatchArgs, json: bool) -> anyhow::Result<(String, u8)> {
-    let targets = targets(&args)?;
+    let (targets, claims, known) = targets(&args)?;
     let publishing = publishing(&args)?;
     let mut client = crate::connect(socket).await?;
     let inventory = client
         .get_inventory(pb::GetInventoryRequest {})
         .await?
         .into_inner();
-    let (devices, taints, skipped) = published(&inventory, &publishing);
-    let catalog = Catalog::new(&publishing.driver, &devices);
+    let pool = published(&inventory, &publishing);
+    let catalog = Catalog::new(&publishing.driver, &pool.views);
     let reports: Vec<TargetReport> = targets
         .into_iter()
-        .map(|t| check(t, &devices, &taints, &catalog))
+        .map(|t| check(t, &pool.views, &pool.taints, &catalog))
         .collect();
+    let invalid = reports
+        .iter()
+        .any(|r| r.selectors.iter().any(|s| s.invalid.is_some()));
+    let verdicts = if invalid {
+        Vec::new()
+    } else {
+        let held = match_verdict::held(&inventory, &pool.slices);
+        (claims.iter())
+            .map(|c| match_verdict::verdict(c, &known, &pool.slices, &held))
+            .collect()
+    };
     let report = Report {
-        exit_code: exit_code(&reports),
+        exit_code: exit_code(&reports, &verdicts),
         driver: publishing.driver,
-        skipped,
+        skipped: pool.skipped,
         targets: reports,
+        claims: verdicts,
     };
     Ok((match_render::render(&report, json), report.exit_code))
 }
@@ -155,7 +179,11 @@ fn packaged() -> anyhow::Result<BTreeMap<String, Vec<String>>> {
     Ok(classes)
 }
 
-fn targets(args: &MatchArgs) -> anyhow::Result<Vec<Target>> {
+/// The targets, the file's claims, and every class known (the file's
+/// over the packaged ones).
+type Targets = (Vec<Target>, Vec<ClaimDoc>, BTreeMap<String, Vec<String>>);
+
+fn targets(args: &MatchArgs) -> anyhow::Result<Targets> {
     let known = packaged()?;
     let file = match &args.file {
         Some(path) => {
@@ -179,7 +207,10 @@ fn targets(args: &MatchArgs) -> anyhow::Result<Vec<Target>> {
             })?;
         Ok(inputs::class_target(name, selectors))
     };
-    match (&args.expression, &args.class, &file) {
+    let mut all = known.clone();
+    let claims = file.as_ref().map(|f| f.claims.clone()).unwrap_or_default();
+    all.extend(file.iter().flat_map(|f| f.classes.clone()));
+    let targets = match (&args.expression, &args.class, &file) {
         (Some(expression), class_name, _) => {
             let mut target = match class_name {
                 Some(name) => class(name)?,
@@ -187,6 +218,7 @@ fn targets(args: &MatchArgs) -> anyhow::Result<Vec<Target>> {
                     label: "expression".to_owned(),
                     selectors: Vec::new(),
                     notes: Vec::new(),
+                    claim: None,
                 },
             };
             target.label = "expression".to_owned();
@@ -194,12 +226,19 @@ fn targets(args: &MatchArgs) -> anyhow::Result<Vec<Target>> {
                 origin: "expression".to_owned(),
                 expression: expression.clone(),
             });
-            Ok(vec![target])
+            vec![target]
         }
-        (None, Some(name), _) => Ok(vec![class(name)?]),
-        (None, None, Some(file)) => Ok(file.targets(&known)?),
+        (None, Some(name), _) => vec![class(name)?],
+        (None, None, Some(file)) => file.targets(&known)?,
         (None, None, None) => anyhow::bail!("give a CEL expression, -f FILE or --class NAME"),
-    }
+    };
+    // Claims are judged whole only when the file's claims are the targets.
+    let claims = if targets.iter().any(|t| t.claim.is_some()) {
+        claims
+    } else {
+        Vec::new()
+    };
+    Ok((targets, claims, all))
 }
 
 fn publishing(args: &MatchArgs) -> anyhow::Result<Publishing> {
@@ -215,11 +254,16 @@ fn publishing(args: &MatchArgs) -> anyhow::Result<Publishing> {
     })
 }
 
-/// The devices of the plugin's pool, their taints, and what it leaves out.
-fn published(
-    inventory: &pb::GetInventoryResponse,
-    publishing: &Publishing,
-) -> (Vec<DeviceView>, BTreeMap<String, Vec<String>>, Vec<String>) {
+/// The plugin's pool: its slices, their devices as selectors see them, each
+/// device's taints, and what it leaves out.
+struct Published {
+    slices: Vec<ResourceSliceSpec>,
+    views: Vec<DeviceView>,
+    taints: BTreeMap<String, Vec<String>>,
+    skipped: Vec<String>,
+}
+
+fn published(inventory: &pb::GetInventoryResponse, publishing: &Publishing) -> Published {
     let target = PoolTarget {
         driver: &publishing.driver,
         node_name: "this-node",
@@ -243,7 +287,12 @@ fn published(
             .collect();
         taints.insert(device.name.clone(), keys);
     }
-    (views, taints, skipped)
+    Published {
+        slices: pool.slices,
+        views,
+        taints,
+        skipped,
+    }
 }
 
 fn check(
@@ -291,6 +340,7 @@ fn check(
         notes: target.notes,
         selectors,
         devices: results,
+        claim: target.claim,
     }
 }
 
@@ -315,7 +365,7 @@ fn verdict(
     }
 }
 
-fn exit_code(reports: &[TargetReport]) -> u8 {
+fn exit_code(reports: &[TargetReport], claims: &[ClaimVerdict]) -> u8 {
     if reports
         .iter()
         .any(|r| r.selectors.iter().any(|s| s.invalid.is_some()))
@@ -329,5 +379,5 @@ fn exit_code(reports: &[TargetReport]) -> u8 {
                 .iter()
                 .any(|d| matches!(d.outcome, Outcome::Error { .. }))
     });
-    u8::from(!good)
+    u8::from(!good || claims.iter().any(|c| !c.now))
 }

@@ -8,10 +8,17 @@
 //! them. A class the caller does not know leaves a note and only the
 //! request's own selectors are checked. Other kinds (Pods, Namespaces) are
 //! skipped, so a whole manifest can be given.
+//!
+//! Each claim (each template's claim spec) is also kept whole, as a
+//! resource.k8s.io/v1 ResourceClaim ([`claim`]), for the allocator to judge.
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
+
+pub use claim::ClaimDoc;
+
+mod claim;
 
 /// Why a file cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -29,6 +36,14 @@ pub enum InputError {
     NoExpression {
         /// Where.
         origin: String,
+    },
+    /// A claim that is not a valid ResourceClaim spec.
+    #[error("{label}: {message}")]
+    Claim {
+        /// "claim train", "template mig-pair".
+        label: String,
+        /// What does not parse.
+        message: String,
     },
     /// Nothing to match.
     #[error("the file has no DeviceClass, ResourceClaim or ResourceClaimTemplate{}", if .0.is_empty() { String::new() } else { format!(" (only {})", .0.join(", ")) })]
@@ -53,15 +68,21 @@ pub struct Target {
     pub selectors: Vec<Labeled>,
     /// What was not checked, and why.
     pub notes: Vec<String>,
+    /// The claim it belongs to (an index into [`Documents::claims`]).
+    #[serde(skip)]
+    pub claim: Option<usize>,
 }
 
 /// The DeviceClasses and targets of a file.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Documents {
     /// Class name -> its selectors' expressions.
     pub classes: BTreeMap<String, Vec<String>>,
-    /// Claims' requests, waiting for their classes: (label, class, own).
-    requests: Vec<(String, Option<String>, Vec<String>)>,
+    /// The claims and templates, whole, in file order.
+    pub claims: Vec<ClaimDoc>,
+    /// Claims' requests, waiting for their classes: (label, class, own,
+    /// claim).
+    requests: Vec<(String, Option<String>, Vec<String>, usize)>,
     class_order: Vec<String>,
     /// Kinds of the other documents (Pods, Namespaces...), skipped.
     pub skipped: Vec<String>,
@@ -92,8 +113,16 @@ pub fn parse(text: &str) -> Result<Documents, InputError> {
                 docs.class_order.push(name.clone());
                 docs.classes.insert(name, selectors);
             }
-            "ResourceClaim" => docs.add_claim(&name, &value["spec"]["devices"])?,
-            "ResourceClaimTemplate" => docs.add_claim(&name, &value["spec"]["spec"]["devices"])?,
+            "ResourceClaim" => {
+                docs.claims
+                    .push(ClaimDoc::new(false, &value, &value["spec"])?);
+                docs.add_claim(&name, &value["spec"]["devices"])?;
+            }
+            "ResourceClaimTemplate" => {
+                docs.claims
+                    .push(ClaimDoc::new(true, &value, &value["spec"]["spec"])?);
+                docs.add_claim(&name, &value["spec"]["spec"]["devices"])?;
+            }
             other => docs
                 .skipped
                 .push(format!("{other} {name}").trim().to_owned()),
@@ -126,7 +155,8 @@ impl Documents {
     fn add_request(&mut self, label: String, request: &Value) -> Result<(), InputError> {
         let own = expressions(&request["selectors"], &label)?;
         let class = request["deviceClassName"].as_str().map(str::to_owned);
-        self.requests.push((label, class, own));
+        let claim = self.claims.len().saturating_sub(1);
+        self.requests.push((label, class, own, claim));
         Ok(())
     }
 
@@ -149,11 +179,12 @@ impl Documents {
         Ok(self
             .requests
             .iter()
-            .map(|(label, class, own)| {
+            .map(|(label, class, own, claim)| {
                 let mut target = Target {
                     label: label.clone(),
                     selectors: Vec::new(),
                     notes: Vec::new(),
+                    claim: Some(*claim),
                 };
                 if let Some(class) = class {
                     match self.classes.get(class).or_else(|| known.get(class)) {
@@ -176,6 +207,7 @@ pub fn class_target(name: &str, selectors: &[String]) -> Target {
         label: format!("class {name}"),
         selectors: labeled(&format!("class {name}"), selectors),
         notes: Vec::new(),
+        claim: None,
     }
 }
 
@@ -207,96 +239,4 @@ fn expressions(selectors: &Value, origin: &str) -> Result<Vec<String>, InputErro
 }
 
 #[cfg(test)]
-mod tests {
-    use std::collections::BTreeMap;
-
-    use super::{InputError, parse};
-
-    const CLAIM: &str = r#"
-apiVersion: resource.k8s.io/v1
-kind: DeviceClass
-metadata: {name: big.example.com}
-spec:
-  selectors:
-  - cel: {expression: "device.driver == 'gpu.nvidia.com'"}
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaim
-metadata: {name: train}
-spec:
-  devices:
-    requests:
-    - name: gpu
-      exactly:
-        deviceClassName: big.example.com
-        selectors:
-        - cel: {expression: "device.attributes['gpu.nvidia.com'].type == 'gpu'"}
-    - name: slice
-      firstAvailable:
-      - name: small
-        deviceClassName: mig.nvidia.com
-      - name: other
-        deviceClassName: unknown.example.com
-"#;
-
-    #[test]
-    fn claims_take_their_class_selectors_first() {
-        let known = BTreeMap::from([("mig.nvidia.com".to_owned(), vec!["m".to_owned()])]);
-        let targets = parse(CLAIM)
-            .and_then(|d| d.targets(&known))
-            .unwrap_or_else(|e| panic!("{e}"));
-        let summary: Vec<(String, Vec<String>, usize)> = targets
-            .iter()
-            .map(|t| {
-                (
-                    t.label.clone(),
-                    t.selectors.iter().map(|s| s.origin.clone()).collect(),
-                    t.notes.len(),
-                )
-            })
-            .collect();
-        assert_eq!(
-            summary,
-            [
-                (
-                    "claim train, request gpu".to_owned(),
-                    vec![
-                        "class big.example.com, selector 1".to_owned(),
-                        "claim train, request gpu, selector 1".to_owned()
-                    ],
-                    0
-                ),
-                (
-                    "claim train, request slice/small".to_owned(),
-                    vec!["class mig.nvidia.com, selector 1".to_owned()],
-                    0
-                ),
-                ("claim train, request slice/other".to_owned(), vec![], 1),
-            ]
-        );
-    }
-
-    #[test]
-    fn classes_alone_and_bad_files() {
-        let text =
-            "kind: DeviceClass\nmetadata: {name: a}\nspec: {selectors: [{cel: {expression: x}}]}\n";
-        let targets = parse(text)
-            .and_then(|d| d.targets(&BTreeMap::new()))
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(targets[0].label, "class a");
-        assert_eq!(targets[0].selectors[0].expression, "x");
-        let pod =
-            parse("kind: Pod\nmetadata: {name: p}\n").and_then(|d| d.targets(&BTreeMap::new()));
-        assert_eq!(pod, Err(InputError::Empty(vec!["Pod p".to_owned()])));
-        assert!(matches!(parse("a: [\n"), Err(InputError::Yaml { .. })));
-        assert_eq!(
-            parse("").and_then(|d| d.targets(&BTreeMap::new())),
-            Err(InputError::Empty(vec![]))
-        );
-        let no_cel = "kind: DeviceClass\nmetadata: {name: a}\nspec: {selectors: [{}]}\n";
-        assert!(matches!(
-            parse(no_cel),
-            Err(InputError::NoExpression { .. })
-        ));
-    }
-}
+mod tests;
