@@ -23,10 +23,7 @@ fn manifest_text(extra: &str) -> String {
 /// The manifest of files taken from a release wheel: `wheel` lines instead
 /// of the commit.
 fn wheel_text(wheel: &str) -> String {
-    manifest_text("").replace(
-        "commit 0123456789abcdef0123456789abcdef01234567\n",
-        wheel,
-    )
+    manifest_text("").replace("commit 0123456789abcdef0123456789abcdef01234567\n", wheel)
 }
 
 fn entry(line: usize, sha256: &str, name: &str, upstream: &str) -> Entry {
@@ -65,8 +62,10 @@ fn parse_reads_every_field() {
 
 #[test]
 fn parse_reads_a_wheel_origin() {
-    let manifest =
-        parse(&wheel_text(&format!("wheel n-1.0-py3-none-any.whl {ABC_SHA}\n"))).expect("valid");
+    let manifest = parse(&wheel_text(&format!(
+        "wheel n-1.0-py3-none-any.whl {ABC_SHA}\n"
+    )))
+    .expect("valid");
     assert_eq!(
         manifest.origin,
         Origin::Wheel {
@@ -113,7 +112,10 @@ fn parse_refuses_what_the_refresh_script_would_not_write() {
             full.replace("commit 0123456789abcdef0123456789abcdef01234567\n", ""),
             ManifestError::Origin,
         ),
-        (format!("{full}wheel n-1.0-py3-none-any.whl {ABC_SHA}\n"), ManifestError::Origin),
+        (
+            format!("{full}wheel n-1.0-py3-none-any.whl {ABC_SHA}\n"),
+            ManifestError::Origin,
+        ),
         (
             wheel_text(&format!(
                 "wheel n-1.0-py3-none-any.whl {ABC_SHA}\nwheel n-1.0-py3-none-any.whl {ABC_SHA}\n"
