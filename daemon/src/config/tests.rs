@@ -64,7 +64,11 @@ fn topology_keys_parse_and_resolve() {
 #[test]
 fn more_numa_nodes_than_linux_allows_are_refused() {
     assert_eq!(
-        parse("[backend.sim]\nnuma_nodes = 1024\n").unwrap().backend.sim.numa_nodes,
+        parse("[backend.sim]\nnuma_nodes = 1024\n")
+            .unwrap()
+            .backend
+            .sim
+            .numa_nodes,
         1024
     );
     let err = parse("[backend.sim]\nnuma_nodes = 1025\n").unwrap_err();
