@@ -101,10 +101,12 @@ impl NvmlBackend {
     /// is not published) with a warning; a GPU the kernel gives no NUMA
     /// node (-1, common in VMs) only at debug level.
     fn place(&self, index: u32, bus_id: &str) -> Place {
-        let mut places = self.places.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(place) = places.get(bus_id) {
+        let places = || self.places.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(place) = places().get(bus_id) {
             return place.clone();
         }
+        // Read without the lock: two first calls at once both read (and
+        // warn), which is harmless; the lock is never held across I/O.
         let pcie_root = (self.sysfs.pcie_root(bus_id))
             .map_err(|error| {
                 tracing::warn!(gpu = index, %error, "no PCIe root: resource.kubernetes.io/pcieRoot is not published for this GPU");
@@ -128,7 +130,7 @@ impl NvmlBackend {
             pcie_root,
             numa_node,
         };
-        places.insert(bus_id.to_owned(), place.clone());
+        places().insert(bus_id.to_owned(), place.clone());
         place
     }
 
