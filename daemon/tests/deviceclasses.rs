@@ -2,8 +2,8 @@
 //! extended-resources/ folder included) as Kubernetes would take them:
 //!
 //! - every document is valid for the strict resource.k8s.io/v1 DeviceClass
-//!   schema of Kubernetes 1.34, 1.35 and 1.36 (third_party/kubernetes, see
-//!   its SOURCE), so `kubectl apply` accepts it on each;
+//!   schema of Kubernetes 1.34, 1.35, 1.36 and 1.37 (third_party/kubernetes,
+//!   see its SOURCE), so `kubectl apply` accepts it on each;
 //! - every `spec.extendedResourceName` passes the API server's own check
 //!   (`IsExtendedResourceName` of k8s.io/kubernetes pkg/apis/core/v1/helper,
 //!   which `validateDeviceClassSpec` applies): a qualified name outside the
@@ -24,7 +24,7 @@ use jsonschema::{Registry, Resource};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-const VERSIONS: [&str; 3] = ["v1.34", "v1.35", "v1.36"];
+const VERSIONS: [&str; 4] = ["v1.34", "v1.35", "v1.36", "v1.37"];
 const DEFINITIONS_URI: &str = "https://kubernetes.io/api/_definitions.json";
 
 fn repo() -> PathBuf {
@@ -136,7 +136,7 @@ fn extended_name(class: &Value) -> Option<&str> {
 }
 
 #[test]
-fn every_packaged_class_is_valid_for_kubernetes_1_34_to_1_36() {
+fn every_packaged_class_is_valid_for_kubernetes_1_34_to_1_37() {
     let classes = packaged();
     assert!(classes.len() > 30, "only {} classes found", classes.len());
     for version in VERSIONS {

@@ -7,12 +7,19 @@
 //! ```text
 //! repository https://github.com/OWNER/NAME
 //! ref TAG-BRANCH-OR-COMMIT
-//! commit FULL-COMMIT-ID
+//! commit FULL-COMMIT-ID               (files fetched from the repository at that commit)
+//! wheel FILE.whl SHA256               (or: files taken from the release wheel the
+//!                                      project publishes on PyPI for that tag)
 //! fetched YYYY-MM-DD
 //! license SPDX-ID
-//! file SHA256 NAME UPSTREAM/PATH      (one per vendored file, LICENSE among them)
+//! file SHA256 NAME UPSTREAM/PATH      (one per vendored file, LICENSE among them;
+//!                                      the path in the repository, or in the wheel)
 //! patch NAME.patch                    (gpuslice's own change, applied by a build)
 //! ```
+//!
+//! A folder has exactly one origin, `commit` or `wheel`: the wheel is for a
+//! release whose commit cannot be reached from here (kubernetes-validate
+//! 1.37.0), recorded by the wheel's own sha256 so it is as checkable.
 //!
 //! A NAME is a path inside the folder (`structured/allocator.go`): relative,
 //! no empty, `.` or `..` part, no part starting with a dot. A `patch` is a
@@ -61,18 +68,28 @@ pub struct Patch {
 pub struct Manifest {
     pub repository: String,
     pub reference: String,
-    pub commit: String,
+    pub origin: Origin,
     pub fetched: String,
     pub license: String,
     pub files: Vec<Entry>,
     pub patches: Vec<Patch>,
 }
 
+/// Where a folder's files were taken from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// The repository at this full commit id.
+    Commit(String),
+    /// The release wheel the project publishes on PyPI: its file name and
+    /// sha256 (lowercase hex).
+    Wheel { file: String, sha256: String },
+}
+
 /// What is wrong with a `SOURCE` file.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ManifestError {
     #[error(
-        "line {line}: unknown key `{key}` (expected repository, ref, commit, fetched, license, file or patch)"
+        "line {line}: unknown key `{key}` (expected repository, ref, commit, wheel, fetched, license, file or patch)"
     )]
     UnknownKey { line: usize, key: String },
     #[error("line {line}: `{key}` given twice")]
@@ -83,6 +100,11 @@ pub enum ManifestError {
     Missing(&'static str),
     #[error("no file line for LICENSE: vendored files travel with their license")]
     NoLicense,
+    #[error(
+        "give one origin: a `commit` line (files from the repository at that commit) or a \
+         `wheel` line (files from that release wheel), not both"
+    )]
+    Origin,
 }
 
 const KEYS: [&str; 5] = ["repository", "ref", "commit", "fetched", "license"];
@@ -92,6 +114,7 @@ pub fn parse(text: &str) -> Result<Manifest, ManifestError> {
     let mut fields: BTreeMap<&str, String> = BTreeMap::new();
     let mut files: Vec<Entry> = Vec::new();
     let mut patches: Vec<Patch> = Vec::new();
+    let mut wheel: Option<Origin> = None;
     for (index, raw) in text.lines().enumerate() {
         let line = index + 1;
         let words: Vec<&str> = raw.split_whitespace().collect();
@@ -123,6 +146,16 @@ pub fn parse(text: &str) -> Result<Manifest, ManifestError> {
             }
             continue;
         }
+        if key == "wheel" {
+            if wheel.is_some() {
+                return Err(ManifestError::Duplicate {
+                    line,
+                    key: key.to_owned(),
+                });
+            }
+            wheel = Some(wheel_origin(line, values)?);
+            continue;
+        }
         let Some(&key) = KEYS.iter().find(|&&k| k == key) else {
             return Err(ManifestError::UnknownKey {
                 line,
@@ -143,15 +176,47 @@ pub fn parse(text: &str) -> Result<Manifest, ManifestError> {
     if !files.iter().any(|f| f.name == "LICENSE") {
         return Err(ManifestError::NoLicense);
     }
+    let origin = match (fields.remove("commit"), wheel) {
+        (Some(commit), None) => Origin::Commit(commit),
+        (None, Some(origin)) => origin,
+        _ => return Err(ManifestError::Origin),
+    };
     let mut take = |key: &'static str| fields.remove(key).ok_or(ManifestError::Missing(key));
     Ok(Manifest {
         repository: take("repository")?,
         reference: take("ref")?,
-        commit: take("commit")?,
+        origin,
         fetched: take("fetched")?,
         license: take("license")?,
         files,
         patches,
+    })
+}
+
+/// `wheel FILE.whl SHA256`.
+fn wheel_origin(line: usize, values: &[&str]) -> Result<Origin, ManifestError> {
+    let [file, sha256] = values else {
+        return Err(malformed(
+            line,
+            "a wheel line is `wheel FILE.whl SHA256`".to_owned(),
+        ));
+    };
+    let plain = !file.contains('/') && !file.starts_with('.');
+    if !plain || !file.ends_with(".whl") {
+        return Err(malformed(
+            line,
+            format!("`{file}` must be a wheel's file name (NAME-VERSION-...whl)"),
+        ));
+    }
+    if !is_hex(sha256, 64) {
+        return Err(malformed(
+            line,
+            format!("`{sha256}` is not a sha256 (64 lowercase hex digits)"),
+        ));
+    }
+    Ok(Origin::Wheel {
+        file: (*file).to_owned(),
+        sha256: (*sha256).to_owned(),
     })
 }
 

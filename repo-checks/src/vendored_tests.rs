@@ -1,6 +1,8 @@
 use std::collections::BTreeMap;
 
-use super::{Entry, Manifest, ManifestError, Mismatch, Patch, compare, parse, sha256_hex};
+use super::{
+    Entry, Manifest, ManifestError, Mismatch, Origin, Patch, compare, parse, sha256_hex,
+};
 
 const EMPTY_SHA: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 const ABC_SHA: &str = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
@@ -18,6 +20,12 @@ fn manifest_text(extra: &str) -> String {
          file {ABC_SHA} a.json schema/a.json\n{extra}",
         "0123456789abcdef0123456789abcdef01234567"
     )
+}
+
+/// The manifest of files taken from a release wheel: `wheel` lines instead
+/// of the commit.
+fn wheel_text(wheel: &str) -> String {
+    manifest_text("").replace("commit 0123456789abcdef0123456789abcdef01234567\n", wheel)
 }
 
 fn entry(line: usize, sha256: &str, name: &str, upstream: &str) -> Entry {
@@ -43,7 +51,7 @@ fn parse_reads_every_field() {
         Manifest {
             repository: "https://github.com/o/n".to_owned(),
             reference: "v1.0".to_owned(),
-            commit: "0123456789abcdef0123456789abcdef01234567".to_owned(),
+            origin: Origin::Commit("0123456789abcdef0123456789abcdef01234567".to_owned()),
             fetched: "2026-11-25".to_owned(),
             license: "Apache-2.0".to_owned(),
             files: vec![
@@ -72,6 +80,21 @@ fn parse_reads_paths_in_subfolders_and_patches() {
             line: 11,
             name: "fix-imports.patch".to_owned()
         }]
+    );
+}
+
+#[test]
+fn parse_reads_a_wheel_origin() {
+    let manifest = parse(&wheel_text(&format!(
+        "wheel n-1.0-py3-none-any.whl {ABC_SHA}\n"
+    )))
+    .expect("valid");
+    assert_eq!(
+        manifest.origin,
+        Origin::Wheel {
+            file: "n-1.0-py3-none-any.whl".to_owned(),
+            sha256: ABC_SHA.to_owned(),
+        }
     );
 }
 
@@ -123,6 +146,23 @@ fn parse_refuses_what_the_refresh_script_would_not_write() {
             full.replace(&format!("file {EMPTY_SHA} LICENSE LICENSE\n"), ""),
             ManifestError::NoLicense,
         ),
+        (
+            full.replace("commit 0123456789abcdef0123456789abcdef01234567\n", ""),
+            ManifestError::Origin,
+        ),
+        (
+            format!("{full}wheel n-1.0-py3-none-any.whl {ABC_SHA}\n"),
+            ManifestError::Origin,
+        ),
+        (
+            wheel_text(&format!(
+                "wheel n-1.0-py3-none-any.whl {ABC_SHA}\nwheel n-1.0-py3-none-any.whl {ABC_SHA}\n"
+            )),
+            ManifestError::Duplicate {
+                line: 5,
+                key: "wheel".to_owned(),
+            },
+        ),
     ];
     for (text, expected) in cases {
         assert_eq!(parse(&text), Err(expected), "{text}");
@@ -146,6 +186,10 @@ fn parse_refuses_what_the_refresh_script_would_not_write() {
         full.replace("schema/a.json", "../a.json"),
         full.replace("schema/a.json", "/schema/a.json"),
         full.replace("schema/a.json", "schema/a.json extra"),
+        wheel_text(&format!("wheel n-1.0.tar.gz {ABC_SHA}\n")),
+        wheel_text(&format!("wheel dist/n-1.0-py3-none-any.whl {ABC_SHA}\n")),
+        wheel_text("wheel n-1.0-py3-none-any.whl 0123\n"),
+        wheel_text("wheel n-1.0-py3-none-any.whl\n"),
     ];
     for text in malformed {
         let err = parse(&text).expect_err(&text);

@@ -237,6 +237,8 @@ async fn sim_inventory_uses_nvidia_attribute_names() {
         "cudaDriverVersion",
         "pcieBusID",
         "resource.kubernetes.io/pciBusID",
+        "resource.kubernetes.io/pcieRoot",
+        "resource.kubernetes.io/numaNode",
         "index",
         "minor",
     ] {

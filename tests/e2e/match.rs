@@ -364,3 +364,51 @@ fn sim_match_judges_claims_whole_now_and_on_an_empty_node() {
         serde_json::json!({"device": "gpu-0", "why": "held"})
     );
 }
+
+/// The standard topology attributes gpusliced publishes in the
+/// `resource.kubernetes.io` domain (gpu::sim::topology places both GPUs
+/// under `pci0000:00` on NUMA node 0; a slice sits where its GPU does), and
+/// a node whose kernel gives no NUMA affinity (`numa_nodes = 0`), where
+/// `numaNode` is not published at all.
+#[test]
+fn sim_match_sees_the_standard_topology_attributes() {
+    let daemon = daemon();
+    let aligned = "device.attributes['resource.kubernetes.io'].pcieRoot == 'pci0000:00' && \
+                   device.attributes['resource.kubernetes.io'].numaNode == 0";
+    let (code, doc) = json(&daemon, &[aligned]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(
+        names_with(&doc, 0, "match"),
+        ["gpu-0", "gpu-1-mig-3g40gb-4", "gpu-1-mig-1g10gb-0"]
+    );
+    // In the driver's domain it is a name no device has: the warning names
+    // the real one.
+    let (code, doc) = json(
+        &daemon,
+        &["device.attributes['gpu.nvidia.com'].pcieRoot == 'x'"],
+    );
+    assert_eq!(code, 1, "{doc}");
+    let hint = &doc["targets"][0]["selectors"][0]["hints"][0];
+    assert_eq!(
+        hint["suggestion"], "device.attributes[\"resource.kubernetes.io\"].pcieRoot",
+        "{doc}"
+    );
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = write_config(dir.path(), 2, MIG);
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&config)
+        .expect("the config");
+    std::io::Write::write_all(&mut file, b"numa_nodes = 0\n").expect("append to [backend.sim]");
+    let no_numa = Daemon::start_in(dir);
+    let (code, doc) = json(
+        &no_numa,
+        &[
+            "!has(device.attributes['resource.kubernetes.io'].numaNode) && \
+           has(device.attributes['resource.kubernetes.io'].pcieRoot)",
+        ],
+    );
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(names_with(&doc, 0, "match").len(), 3, "{doc}");
+}

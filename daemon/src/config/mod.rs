@@ -183,6 +183,9 @@ pub enum BackendKind {
 pub struct NvmlConfig {
     /// Path of libnvidia-ml.so.1. Default: the dynamic loader's search.
     pub library: Option<PathBuf>,
+    /// Where the host's sysfs is mounted, read for each GPU's PCIe root and
+    /// NUMA node. Default /sys.
+    pub sysfs_root: Option<PathBuf>,
 }
 
 /// `[backend.sim]`.
@@ -210,6 +213,10 @@ pub struct SimConfig {
     /// `sim-processes` next to `hardware_state`. See
     /// [`Config::sim_processes`].
     pub processes: Option<PathBuf>,
+    /// NUMA nodes of the simulated node; GPUs sit four to a PCIe root, roots
+    /// dealt out to the nodes in turn (`gpu::sim::topology`). 0: the kernel
+    /// gives the GPUs no NUMA affinity, as in many VMs. Default 2.
+    pub numa_nodes: u32,
 }
 
 /// `[log]`.
@@ -261,6 +268,7 @@ impl Default for SimConfig {
             hardware_state: None,
             health_events: None,
             processes: None,
+            numa_nodes: crate::gpu::sim::topology::DEFAULT_NUMA_NODES,
         }
     }
 }
@@ -366,6 +374,7 @@ impl Config {
             &mut self.dev_root,
             &mut self.cdi_hook,
             &mut self.backend.nvml.library,
+            &mut self.backend.nvml.sysfs_root,
             &mut self.mps.control_program,
             &mut self.timeslice.nvidia_smi,
             &mut self.backend.sim.hardware_state,

@@ -48,6 +48,39 @@ gpus = ["H100-80GB", "A100-40GB"]
 }
 
 #[test]
+fn topology_keys_parse_and_resolve() {
+    let config =
+        parse("[backend.nvml]\nsysfs_root = \"host/sys\"\n[backend.sim]\nnuma_nodes = 0\n")
+            .unwrap();
+    assert_eq!(
+        config.backend.nvml.sysfs_root,
+        Some(PathBuf::from("/etc/gpuslice/host/sys"))
+    );
+    assert_eq!(config.backend.sim.numa_nodes, 0);
+    assert_eq!(parse("").unwrap().backend.sim.numa_nodes, 2);
+    assert_eq!(parse("").unwrap().backend.nvml.sysfs_root, None);
+}
+
+#[test]
+fn more_numa_nodes_than_linux_allows_are_refused() {
+    assert_eq!(
+        parse("[backend.sim]\nnuma_nodes = 1024\n")
+            .unwrap()
+            .backend
+            .sim
+            .numa_nodes,
+        1024
+    );
+    let err = parse("[backend.sim]\nnuma_nodes = 1025\n").unwrap_err();
+    assert!(
+        err.to_string().contains("backend.sim.numa_nodes") && err.to_string().contains("1024"),
+        "{err}"
+    );
+    let err = parse("[backend.sim]\nnuma_nodes = -1\n").unwrap_err();
+    assert!(matches!(err, ConfigError::Parse { .. }), "{err}");
+}
+
+#[test]
 fn relative_paths_resolve_against_the_config_folder() {
     let config = parse("state_dir = \"../run/./state\"\ndev_root = \"fake\"").unwrap();
     assert_eq!(config.state_dir, PathBuf::from("/etc/run/state"));

@@ -7,7 +7,7 @@
 //! whatever runs on the node (none, or the simulator's fake processes), and
 //! assume the node's processes do not change while they run.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use super::{GpuBackend, GpuError, GpuInfo, GpuInstance, MigMode, MigSupport};
 
@@ -38,9 +38,13 @@ fn is_canonical_bus_id(s: &str) -> bool {
             .all(|c| c == ':' || c == '.' || c.is_ascii_digit() || c.is_ascii_lowercase())
 }
 
-/// Identity: index matches, GPU- UUIDs, canonical bus ids, all unique.
+/// Identity: index matches, GPU- UUIDs, canonical bus ids, all unique; a
+/// PCIe root `pci<domain>:<bus>` in the GPU's own domain at a bus below the
+/// GPU's; GPUs under one root on one NUMA node (a root complex belongs to
+/// one socket).
 pub(crate) fn identity(backend: &dyn GpuBackend) {
     let gpus = all_gpus(backend);
+    let mut numa_of_root: HashMap<String, Option<u32>> = HashMap::new();
     let mut uuids = HashSet::new();
     let mut buses = HashSet::new();
     let mut minors = HashSet::new();
@@ -64,7 +68,14 @@ pub(crate) fn identity(backend: &dyn GpuBackend) {
         );
         assert!(minors.insert(gpu.minor), "duplicate minor {}", gpu.minor);
         if let Some(root) = &gpu.pcie_root {
-            assert!(root.starts_with("pci"), "pcie root {root}");
+            let (domain, bus) = (&gpu.pci_bus_id[..4], &gpu.pci_bus_id[5..7]);
+            assert!(
+                root.len() == 10 && root[3..7] == *domain && root[8..] <= *bus,
+                "pcie root {root} of {}",
+                gpu.pci_bus_id
+            );
+            let numa = *numa_of_root.entry(root.clone()).or_insert(gpu.numa_node);
+            assert_eq!(numa, gpu.numa_node, "GPUs under {root} on two NUMA nodes");
         }
     }
 }

@@ -82,8 +82,13 @@ pub struct GpuInfo {
     pub memory_bytes: u64,
     /// PCI bus id in the canonical lowercase form "0000:3b:00.0".
     pub pci_bus_id: String,
-    /// The PCIe root complex, e.g. "pci0000:3a", where known.
+    /// The PCIe root complex, e.g. "pci0000:3a", where known (published as
+    /// `resource.kubernetes.io/pcieRoot`).
     pub pcie_root: Option<String>,
+    /// The NUMA node the kernel gives the GPU's PCI device; `None` where it
+    /// gives none (-1) or cannot be read (then
+    /// `resource.kubernetes.io/numaNode` is not published).
+    pub numa_node: Option<u32>,
     /// Minor number of /dev/nvidiaN.
     pub minor: u32,
     /// MIG capability and mode.

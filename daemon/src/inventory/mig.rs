@@ -100,8 +100,9 @@ pub fn counter_set_name(gpu_name: &str) -> String {
     format!("{gpu_name}-counters")
 }
 
-/// The attributes of a MIG slice: the parent's product attributes, then the
-/// slice's own.
+/// The attributes of a MIG slice: the parent's product attributes and its
+/// place (the standard `pcieRoot` and `numaNode`: a slice sits where its GPU
+/// does), then the slice's own.
 pub fn mig_attributes(
     device: &MigDevice,
     parent: &GpuDevice,

@@ -22,6 +22,7 @@ fn parent(model: SimModel) -> GpuDevice {
             memory_bytes: spec.memory_bytes,
             pci_bus_id: "0000:18:00.0".into(),
             pcie_root: Some("pci0000:17".into()),
+            numa_node: Some(1),
             minor: 0,
             mig: MigSupport::Supported {
                 current: MigMode::Enabled,
@@ -100,6 +101,15 @@ fn attributes_say_what_nvidia_selectors_read() {
             Some(&AttrValue::Str(gpu.info.uuid.clone()))
         );
         assert!(attrs.contains_key("productName"));
+        // A slice sits where its GPU does.
+        assert_eq!(
+            attrs.get("resource.kubernetes.io/pcieRoot"),
+            Some(&AttrValue::Str("pci0000:17".into()))
+        );
+        assert_eq!(
+            attrs.get("resource.kubernetes.io/numaNode"),
+            Some(&AttrValue::Int(1))
+        );
         assert!(
             !attrs.contains_key("uuid"),
             "no uuid before the slice exists"

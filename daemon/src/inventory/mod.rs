@@ -180,7 +180,13 @@ pub fn gpu_device_name(index: u32) -> String {
     format!("gpu-{index}")
 }
 
-/// The attributes of a whole GPU, keyed as NVIDIA's DRA driver keys them.
+/// The attributes of a whole GPU, keyed as NVIDIA's DRA driver keys them,
+/// and the standard attributes of Kubernetes (domain `resource.kubernetes.io`,
+/// "Standard Device Attributes for Dynamic Resource Allocation",
+/// kubernetes.io/docs/reference/node/dra-standard-device-attributes/):
+/// `pciBusID`, `pcieRoot` (`pci<domain>:<bus>`) and `numaNode` (an int, the
+/// scalar form), the last two only where the kernel tells them: a device
+/// without NUMA affinity must not publish `numaNode`.
 pub fn gpu_attributes(gpu: &GpuInfo, driver: &DriverInfo) -> BTreeMap<String, AttrValue> {
     let (cc_major, cc_minor) = gpu.compute_capability;
     let (cuda_major, cuda_minor) = driver.cuda_driver_version;
@@ -214,6 +220,12 @@ pub fn gpu_attributes(gpu: &GpuInfo, driver: &DriverInfo) -> BTreeMap<String, At
         put(
             "resource.kubernetes.io/pcieRoot",
             AttrValue::Str(root.clone()),
+        );
+    }
+    if let Some(node) = gpu.numa_node {
+        put(
+            "resource.kubernetes.io/numaNode",
+            AttrValue::Int(i64::from(node)),
         );
     }
     put("index", AttrValue::Int(i64::from(gpu.index)));

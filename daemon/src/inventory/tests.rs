@@ -13,6 +13,7 @@ fn h100() -> GpuInfo {
         memory_bytes: 85_520_809_984,
         pci_bus_id: "0000:1b:00.0".into(),
         pcie_root: Some("pci0000:1a".into()),
+        numa_node: Some(1),
         minor: 5,
         mig: MigSupport::Supported {
             current: MigMode::Disabled,
@@ -60,6 +61,10 @@ fn attributes_use_nvidia_keys_and_kinds() {
         s("resource.kubernetes.io/pcieRoot"),
         Some(AttrValue::Str("pci0000:1a".into()))
     );
+    assert_eq!(
+        s("resource.kubernetes.io/numaNode"),
+        Some(AttrValue::Int(1))
+    );
     assert_eq!(s("index"), Some(AttrValue::Int(3)));
     assert_eq!(s("minor"), Some(AttrValue::Int(5)));
     assert_eq!(
@@ -94,6 +99,18 @@ fn pcie_root_is_left_out_when_unknown() {
     let mut gpu = h100();
     gpu.pcie_root = None;
     assert!(!gpu_attributes(&gpu, &driver()).contains_key("resource.kubernetes.io/pcieRoot"));
+}
+
+#[test]
+fn numa_node_is_left_out_without_numa_affinity() {
+    let mut gpu = h100();
+    gpu.numa_node = None;
+    assert!(!gpu_attributes(&gpu, &driver()).contains_key("resource.kubernetes.io/numaNode"));
+    gpu.numa_node = Some(0);
+    assert_eq!(
+        gpu_attributes(&gpu, &driver()).get("resource.kubernetes.io/numaNode"),
+        Some(&AttrValue::Int(0))
+    );
 }
 
 #[test]

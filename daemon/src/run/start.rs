@@ -35,7 +35,8 @@ pub fn open_backend(config: &Config) -> Result<Arc<dyn GpuBackend>, RunError> {
         )
         .map(|b| {
             let b = (b.with_health_events(&config.sim_health_events()))
-                .with_processes_dir(&config.sim_processes());
+                .with_processes_dir(&config.sim_processes())
+                .with_numa_nodes(config.backend.sim.numa_nodes);
             Arc::new(b) as Arc<dyn GpuBackend>
         })
         .map_err(|source| RunError::Backend {
@@ -43,6 +44,10 @@ pub fn open_backend(config: &Config) -> Result<Arc<dyn GpuBackend>, RunError> {
             source,
         }),
         BackendKind::Nvml => NvmlBackend::open(config.backend.nvml.library.as_deref())
+            .map(|b| match &config.backend.nvml.sysfs_root {
+                Some(root) => b.with_sysfs_root(root),
+                None => b,
+            })
             .map(|b| Arc::new(b) as Arc<dyn GpuBackend>)
             .map_err(|source| RunError::Backend {
                 backend: "nvml",

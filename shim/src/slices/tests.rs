@@ -38,6 +38,14 @@ fn gpu(index: usize) -> pb::Device {
                 "resource.kubernetes.io/pciBusID".to_owned(),
                 attr(Value::String("0000:3b:00.0".into())),
             ),
+            (
+                "resource.kubernetes.io/pcieRoot".to_owned(),
+                attr(Value::String("pci0000:3a".into())),
+            ),
+            (
+                "resource.kubernetes.io/numaNode".to_owned(),
+                attr(Value::Int(1)),
+            ),
         ]),
         capacity: HashMap::from([("memory".to_owned(), 85_899_345_920)]),
         healthy: true,
@@ -148,6 +156,13 @@ fn attributes_and_capacity_keep_their_kinds() {
         attrs["resource.kubernetes.io/pciBusID"].string.as_deref(),
         Some("0000:3b:00.0")
     );
+    // The standard topology attributes keep their domain and kind: the
+    // scheduler's matchAttribute reads them as published.
+    assert_eq!(
+        attrs["resource.kubernetes.io/pcieRoot"].string.as_deref(),
+        Some("pci0000:3a")
+    );
+    assert_eq!(attrs["resource.kubernetes.io/numaNode"].int, Some(1));
     assert_eq!(
         device.capacity.as_ref().expect("capacity")["memory"]
             .value
@@ -303,7 +318,7 @@ fn bad_devices_are_left_out_and_reported() {
     assert!(matches!(pool.skipped[0], SliceError::DeviceName { .. }));
     assert!(matches!(
         pool.skipped[1],
-        SliceError::TooManyAttributes { count: 46, .. }
+        SliceError::TooManyAttributes { count: 48, .. }
     ));
     assert!(matches!(pool.skipped[2], SliceError::AttributeKey { .. }));
     assert!(matches!(pool.skipped[3], SliceError::AttributeValue { ref key, .. } if key == "long"));

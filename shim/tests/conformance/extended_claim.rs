@@ -4,16 +4,14 @@
 //! (pkg/scheduler/framework/plugins/dynamicresources/extendeddynamicresources.go,
 //! `createRequestsAndMappings` and `preFilterExtendedResources`), for pods of
 //! regular containers, and checked against the resource.k8s.io/v1
-//! ResourceClaim schema of Kubernetes 1.34-1.36 (third_party/kubernetes).
+//! ResourceClaim schema of Kubernetes 1.34-1.37 (third_party/kubernetes,
+//! [`crate::k8s_schema`]).
 
 use std::collections::BTreeMap;
 
-use jsonschema::{Registry, Resource};
 use serde_json::{Value, json};
 
 use crate::NODE;
-use crate::extended::repo;
-use crate::peers::read;
 
 /// The annotation that marks the scheduler's claim for a pod's extended resources.
 const ANNOTATION: &str = "resource.kubernetes.io/extended-resource-claim";
@@ -86,29 +84,7 @@ pub fn scheduler_claim(
 
 /// Schema errors of `claim` for each vendored Kubernetes version.
 pub fn claim_schema_errors(claim: &Value) -> Vec<String> {
-    let dir = repo().join("third_party/kubernetes");
-    let mut out = Vec::new();
-    for version in ["v1.34", "v1.35", "v1.36"] {
-        let text = read(&dir.join(format!("{version}-definitions.json")));
-        let definitions: Value = serde_json::from_str(&text).expect("vendored definitions");
-        let uri = "https://kubernetes.io/api/_definitions.json";
-        let registry = Registry::new()
-            .add(uri, Resource::from_contents(definitions))
-            .expect("register")
-            .prepare()
-            .expect("prepare");
-        let schema = json!({"$ref": format!("{uri}#/$defs/io.k8s.api.resource.v1.ResourceClaim")});
-        let validator = jsonschema::options()
-            .with_registry(&registry)
-            .build(&schema)
-            .expect("ResourceClaim schema");
-        out.extend(
-            validator
-                .iter_errors(claim)
-                .map(|e| format!("{version}: {e} at {}", e.instance_path())),
-        );
-    }
-    out
+    crate::k8s_schema::errors("ResourceClaim", claim)
 }
 
 pub fn pod(name: &str, uid: &str, containers: &Value) -> Value {

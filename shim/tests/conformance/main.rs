@@ -5,7 +5,8 @@
 //! the shim talks to a real gpusliced (simulated backend, 130 GPUs, so the
 //! pool needs two slices; the stand-in MPS control program) and to a fake API
 //! server that serves the claims and checks every ResourceSlice write against
-//! the resource.k8s.io/v1 rules. The shim runs with `consumable_capacity`, so
+//! the resource.k8s.io/v1 rules and the ResourceSlice schema of Kubernetes
+//! 1.34-1.37 ([`k8s_schema`]). The shim runs with `consumable_capacity`, so
 //! whole GPUs are published shareable by memory, and two claims sharing one
 //! GPU by memory go through with their consumed memory and share ids.
 //! The kubelet's health watch (v1, v1alpha1) sees an XID injected into
@@ -23,6 +24,7 @@ mod fake_apiserver;
 mod fake_gate;
 mod fake_watch;
 mod gpusliced;
+mod k8s_schema;
 mod peers;
 mod republish;
 mod slice_rules;
@@ -213,6 +215,15 @@ fn kubelet_conformance_against_real_gpusliced() {
             device["attributes"]["productName"]["string"].is_string(),
             "{device}"
         );
+        // The standard topology attributes, as the simulated node places
+        // GPU 0 (gpu::sim::topology), kinds as the scheduler reads them.
+        let standard = |name: &str| &device["attributes"][format!("resource.kubernetes.io/{name}")];
+        assert_eq!(
+            standard("pcieRoot"),
+            &json!({"string": "pci0000:00"}),
+            "{device}"
+        );
+        assert_eq!(standard("numaNode"), &json!({"int": 0}), "{device}");
         assert!(
             device["capacity"]["memory"]["value"].is_string(),
             "{device}"

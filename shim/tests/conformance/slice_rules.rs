@@ -1,9 +1,13 @@
 //! The resource.k8s.io/v1 rules a node-local ResourceSlice written by the
 //! shim must satisfy, checked independently of the shim's own code: names,
 //! nodeName, the owner reference to the Node, the pool, devices per slice,
-//! attributes plus capacities per device, attribute value kinds, and
-//! (DRAConsumableCapacity) `allowMultipleAllocations` and capacity
-//! `requestPolicy` as the API documents them.
+//! attributes plus capacities per device, their qualified names
+//! (`validateQualifiedName` of pkg/apis/resource/validation: a C identifier
+//! of at most 32, optionally after a domain, a DNS subdomain of at most 63,
+//! and "/", as in `resource.kubernetes.io/pcieRoot`), attribute value kinds,
+//! and (DRAConsumableCapacity) `allowMultipleAllocations` and capacity
+//! `requestPolicy` as the API documents them; then the strict ResourceSlice
+//! schema of every vendored Kubernetes version ([`crate::k8s_schema`]).
 
 use serde_json::{Value, json};
 
@@ -71,6 +75,13 @@ pub fn check_slice(slice: &Value, name: &str, node: &(String, String)) -> Result
                 "device {dname}: more than 32 attributes and capacities"
             ));
         }
+        for key in attributes.keys().chain(capacity.keys()) {
+            if !is_qualified_name(key) {
+                return Err(format!(
+                    "device {dname}: {key:?} is not a qualified name ([domain/]C identifier)"
+                ));
+            }
+        }
         for (key, value) in &attributes {
             let kinds = ["string", "int", "bool", "version"]
                 .iter()
@@ -96,7 +107,30 @@ pub fn check_slice(slice: &Value, name: &str, node: &(String, String)) -> Result
                 .map_err(|why| format!("device {dname}: capacity {key}: {why}"))?;
         }
     }
+    let schema_errors = crate::k8s_schema::errors("ResourceSlice", slice);
+    if !schema_errors.is_empty() {
+        return Err(schema_errors.join("; "));
+    }
     Ok(())
+}
+
+/// `validateQualifiedName`: `[domain/]name`, the name a C identifier of at
+/// most 32 characters, the domain a DNS subdomain of at most 63.
+fn is_qualified_name(key: &str) -> bool {
+    let is_c_identifier = |name: &str| {
+        let mut chars = name.chars();
+        name.len() <= 32
+            && chars
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    };
+    match key.split_once('/') {
+        None => is_c_identifier(key),
+        Some((domain, name)) => {
+            domain.len() <= 63 && is_dns_subdomain(domain) && is_c_identifier(name)
+        }
+    }
 }
 
 /// CapacityRequestPolicy: at most one of validRange and validValues, each
@@ -221,7 +255,8 @@ mod tests {
     fn slice_rules_refuse_what_the_api_refuses() {
         let node = (NODE.to_owned(), NODE_UID.to_owned());
         let device = |i: usize| {
-            json!({"name": format!("gpu-{i}"), "attributes": {"type": {"string": "gpu"}},
+            json!({"name": format!("gpu-{i}"), "attributes": {"type": {"string": "gpu"},
+                       "resource.kubernetes.io/numaNode": {"int": 1}},
                    "allowMultipleAllocations": true,
                    "capacity": {"memory": {"value": "80Gi", "requestPolicy":
                        {"default": "80Gi", "validRange": {"min": "1Mi", "step": "1Mi"}}}}})
@@ -274,6 +309,29 @@ mod tests {
                         .collect();
                     s["spec"]["devices"][0]["capacity"] = Value::Object(caps);
                 }),
+            ),
+            (
+                "attribute name with a dash",
+                Box::new(|s| {
+                    s["spec"]["devices"][0]["attributes"]["numa-node"] = json!({"int": 1})
+                }),
+            ),
+            (
+                "attribute domain not a DNS subdomain",
+                Box::new(|s| {
+                    s["spec"]["devices"][0]["attributes"]["Resource.Kubernetes.io/numaNode"] =
+                        json!({"int": 1})
+                }),
+            ),
+            (
+                "capacity name of 33 characters",
+                Box::new(|s| {
+                    s["spec"]["devices"][0]["capacity"]["m".repeat(33)] = json!({"value": "1"})
+                }),
+            ),
+            (
+                "a field no version knows (the schemas)",
+                Box::new(|s| s["spec"]["devices"][0]["colour"] = json!("blue")),
             ),
             (
                 "allowMultipleAllocations not a bool",

@@ -38,6 +38,7 @@
 //! requests become plain ones, said once, and `GPUSLICE_REQUIRE_TOOLS=1`
 //! makes that a failure.
 
+mod alignment;
 mod beta;
 mod cases;
 mod cdi_check;

@@ -4,8 +4,6 @@
 //! (brand and architecture names as NVIDIA's DRA driver publishes them, the
 //! canonical PCI bus id, CUDA version split, MIG mode). No NVML calls, no I/O.
 
-use std::path::{Component, Path};
-
 use nvml_wrapper::enum_wrappers::device::{Brand, ComputeMode as NvmlComputeMode};
 use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::structs::device::MigMode as NvmlMigMode;
@@ -127,18 +125,6 @@ fn mig_mode(raw: u32) -> MigMode {
     } else {
         MigMode::Disabled
     }
-}
-
-/// The PCIe root complex ("pci0000:3a") from a device's canonical sysfs path
-/// (/sys/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0).
-pub(super) fn pcie_root_of(sysfs_path: &Path) -> Option<String> {
-    sysfs_path.components().find_map(|c| match c {
-        Component::Normal(name) => name
-            .to_str()
-            .filter(|n| n.starts_with("pci"))
-            .map(String::from),
-        _ => None,
-    })
 }
 
 /// NVML's compute mode as the boundary's; `None` for the removed

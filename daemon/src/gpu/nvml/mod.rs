@@ -5,8 +5,9 @@
 //! `mig`, over raw calls in `raw` (the one file allowed `unsafe`). No
 //! nvml-wrapper type leaves this module: [`convert`] turns them into the
 //! boundary's types and errors. Health events come from an NVML event set
-//! (`health`). A failed load is an error naming the library, never a switch
-//! to the simulator.
+//! (`health`). Where each GPU sits (PCIe root complex, NUMA node) is read
+//! from sysfs ([`sysfs`]), once per GPU. A failed load is an error naming the
+//! library, never a switch to the simulator.
 
 mod convert;
 mod health;
@@ -15,11 +16,14 @@ mod mig;
 mod mig_tests;
 mod process;
 mod raw;
+pub mod sysfs;
 #[cfg(test)]
 mod tests;
 
+use std::collections::HashMap;
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::sync::{Mutex, PoisonError};
 
 use nvml_wrapper::Nvml;
 use nvml_wrapper::error::NvmlError;
@@ -34,13 +38,21 @@ use super::{
 /// The library `Nvml::init` loads when no path is configured.
 pub const DEFAULT_LIBRARY: &str = "libnvidia-ml.so.1";
 
-/// Where the kernel lists PCI devices by bus id.
-const SYSFS_PCI_DEVICES: &str = "/sys/bus/pci/devices";
-
 /// The NVML backend: one initialised NVML library for the process.
 pub struct NvmlBackend {
     nvml: Nvml,
     library: String,
+    sysfs: sysfs::Sysfs,
+    /// Each GPU's place (PCIe root, NUMA node) by bus id, read once: sysfs
+    /// does not change under a running driver, and a problem is logged once.
+    places: Mutex<HashMap<String, Place>>,
+}
+
+/// Where a GPU sits, as published; `None` for what sysfs does not tell.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Place {
+    pcie_root: Option<String>,
+    numa_node: Option<u32>,
 }
 
 impl fmt::Debug for NvmlBackend {
@@ -64,6 +76,8 @@ impl NvmlBackend {
             Ok(nvml) => Ok(NvmlBackend {
                 nvml,
                 library: name,
+                sysfs: sysfs::Sysfs::default(),
+                places: Mutex::new(HashMap::new()),
             }),
             Err(err) => Err(open_error(name, err)),
         }
@@ -72,6 +86,52 @@ impl NvmlBackend {
     /// The library this backend loaded, as configured.
     pub fn library(&self) -> &str {
         &self.library
+    }
+
+    /// The backend reading where GPUs sit from the sysfs tree at `root`
+    /// (default [`sysfs::DEFAULT_ROOT`]).
+    #[must_use]
+    pub fn with_sysfs_root(mut self, root: &Path) -> NvmlBackend {
+        self.sysfs = sysfs::Sysfs::new(root);
+        self
+    }
+
+    /// Where the GPU at `bus_id` sits, read from sysfs the first time. A
+    /// place sysfs cannot tell is left out of the inventory (its attribute
+    /// is not published) with a warning; a GPU the kernel gives no NUMA
+    /// node (-1, common in VMs) only at debug level.
+    fn place(&self, index: u32, bus_id: &str) -> Place {
+        let places = || self.places.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(place) = places().get(bus_id) {
+            return place.clone();
+        }
+        // Read without the lock: two first calls at once both read (and
+        // warn), which is harmless; the lock is never held across I/O.
+        let pcie_root = (self.sysfs.pcie_root(bus_id))
+            .map_err(|error| {
+                tracing::warn!(gpu = index, %error, "no PCIe root: resource.kubernetes.io/pcieRoot is not published for this GPU");
+            })
+            .ok();
+        let numa_node = match self.sysfs.numa_node(bus_id) {
+            Ok(Some(node)) => Some(node),
+            Ok(None) => {
+                tracing::debug!(
+                    gpu = index,
+                    "no NUMA affinity (numa_node -1): resource.kubernetes.io/numaNode is not published for this GPU"
+                );
+                None
+            }
+            Err(error) => {
+                tracing::warn!(gpu = index, %error, "no NUMA node: resource.kubernetes.io/numaNode is not published for this GPU");
+                None
+            }
+        };
+        let place = Place {
+            pcie_root,
+            numa_node,
+        };
+        places().insert(bus_id.to_owned(), place.clone());
+        place
     }
 
     fn device(&self, index: u32) -> Result<nvml_wrapper::Device<'_>, GpuError> {
@@ -111,12 +171,6 @@ fn malformed(call: &'static str, index: u32, value: impl fmt::Display) -> GpuErr
         call,
         message: format!("GPU {index}: unexpected value {value}"),
     }
-}
-
-/// The PCIe root complex of a device, from sysfs; `None` when unreadable.
-fn pcie_root(bus_id: &str) -> Option<String> {
-    let path = std::fs::canonicalize(PathBuf::from(SYSFS_PCI_DEVICES).join(bus_id)).ok()?;
-    convert::pcie_root_of(&path)
 }
 
 impl GpuBackend for NvmlBackend {
@@ -164,6 +218,7 @@ impl GpuBackend for NvmlBackend {
             .bus_id;
         let pci_bus_id = convert::canonical_bus_id(&raw_bus_id)
             .ok_or_else(|| malformed("nvmlDeviceGetPciInfo_v3", index, &raw_bus_id))?;
+        let place = self.place(index, &pci_bus_id);
         Ok(GpuInfo {
             index,
             uuid: dev.uuid().map_err(on_gpu("nvmlDeviceGetUUID", index))?,
@@ -177,7 +232,8 @@ impl GpuBackend for NvmlBackend {
             memory_bytes: (dev.memory_info())
                 .map_err(on_gpu("nvmlDeviceGetMemoryInfo_v2", index))?
                 .total,
-            pcie_root: pcie_root(&pci_bus_id),
+            pcie_root: place.pcie_root,
+            numa_node: place.numa_node,
             pci_bus_id,
             minor: dev
                 .minor_number()

@@ -8,9 +8,7 @@ use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::structs::device::MigMode as NvmlMigMode;
 use nvml_wrapper_sys::bindings as sys;
 
-use super::convert::{
-    brand_name, canonical_bus_id, cuda_version, map_err, mig_support, pcie_root_of,
-};
+use super::convert::{brand_name, canonical_bus_id, cuda_version, map_err, mig_support};
 use super::{DEFAULT_LIBRARY, NvmlBackend};
 use crate::gpu::sim::models::profile_index;
 use crate::gpu::{GpuError, MigMode, MigSupport, conformance};
@@ -67,12 +65,38 @@ fn nvml_processes_and_memory_use() {
     }
 }
 
+/// The place read through `sysfs` against the kernel's own answer, taken
+/// another way: the canonical path of the device (every symlink resolved)
+/// under its root complex, and `numa_node` read as a number.
 #[test]
 #[ignore = "needs an NVIDIA GPU and driver"]
-fn nvml_pcie_root_found() {
+fn nvml_pcie_root_and_numa_node_match_the_kernel() {
     let nvml = open_real();
     for gpu in conformance::all_gpus(&nvml) {
-        assert!(gpu.pcie_root.is_some(), "GPU {}: no pcie root", gpu.index);
+        let device = Path::new("/sys/bus/pci/devices").join(&gpu.pci_bus_id);
+        let root = gpu.pcie_root.as_deref().expect("a PCIe root");
+        let real = std::fs::canonicalize(&device).unwrap();
+        assert!(
+            real.starts_with(Path::new("/sys/devices").join(root)),
+            "GPU {}: {} is not under {root}",
+            gpu.index,
+            real.display()
+        );
+        let kernel: i64 = std::fs::read_to_string(device.join("numa_node"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert_eq!(
+            gpu.numa_node,
+            u32::try_from(kernel).ok(),
+            "GPU {}",
+            gpu.index
+        );
+        eprintln!(
+            "GPU {} {}: {root}, NUMA node {kernel}",
+            gpu.index, gpu.pci_bus_id
+        );
     }
 }
 
@@ -219,13 +243,6 @@ fn mig_modes_convert() {
         mig_support(Err(NvmlError::GpuLost), what),
         Err(GpuError::GpuLost { what: what() })
     );
-}
-
-#[test]
-fn pcie_root_from_sysfs_path() {
-    let path = Path::new("/sys/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0");
-    assert_eq!(pcie_root_of(path).as_deref(), Some("pci0000:3a"));
-    assert_eq!(pcie_root_of(Path::new("/sys/devices/platform/x")), None);
 }
 
 #[test]

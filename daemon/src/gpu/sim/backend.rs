@@ -44,8 +44,9 @@ impl GpuBackend for SimBackend {
             architecture: spec.architecture.into(),
             compute_capability: spec.compute_capability,
             memory_bytes: spec.memory_bytes,
-            pci_bus_id: gpu.pci_bus_id.clone(),
-            pcie_root: Some(gpu.pcie_root.clone()),
+            pci_bus_id: gpu.place.bus_id.clone(),
+            pcie_root: Some(gpu.place.pcie_root.clone()),
+            numa_node: gpu.place.numa_node,
             minor: index,
             mig,
         })

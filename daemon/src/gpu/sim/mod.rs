@@ -1,7 +1,8 @@
 //! Simulated GPUs: per-model tables ([`models`]) feeding one generic engine.
 //!
 //! Owns the simulated node: which models sit at which index, their identity
-//! (deterministic UUIDs and PCI addresses derived from a node seed), and the
+//! (deterministic UUIDs derived from a node seed; PCI addresses, PCIe roots
+//! and NUMA nodes from the index, see `topology`), and the
 //! "hardware" state a real GPU keeps on its own ([`SimGpuState`], whose rules
 //! live in `hardware`). Answers with the same [`GpuError`] variants NVML
 //! would, lets tests inject failures and latencies through [`Faults`] (or a
@@ -34,6 +35,7 @@ pub mod process_file;
 mod process_rules;
 mod processes;
 mod tables;
+pub mod topology;
 
 #[cfg(test)]
 mod tests;
@@ -59,6 +61,7 @@ use self::hardware::GpuRef;
 use self::health::SimHealth;
 use self::persist::{HardwareFile, Loaded};
 use self::processes::{Occupants, SimProcesses};
+use self::topology::PciPlace;
 use super::GpuError;
 
 /// The driver version every simulated node reports.
@@ -70,16 +73,12 @@ pub const CUDA_DRIVER_VERSION: (u32, u32) = (13, 0);
 /// UUIDs in persisted claims and CDI specs depend on it).
 const UUID_NAMESPACE: Uuid = Uuid::from_u128(0x6c1d_3f0e_9a4b_4e57_8d21_5b7f_0c93_a8e4);
 
-/// Buses of simulated GPUs in one PCI domain; the next GPU opens a new domain.
-const BUSES_PER_DOMAIN: u32 = 32;
-
 /// One simulated GPU: fixed identity plus mutable hardware state.
 #[derive(Debug)]
 struct SimGpu {
     model: SimModel,
     uuid: String,
-    pci_bus_id: String,
-    pcie_root: String,
+    place: PciPlace,
     state: Mutex<SimGpuState>,
     /// Simulated processes hold the GPU (see [`SimBackend::set_busy`]).
     busy: AtomicBool,
@@ -87,13 +86,10 @@ struct SimGpu {
 
 impl SimGpu {
     fn new(index: u32, model: SimModel, node_seed: &str) -> Self {
-        let domain = index / BUSES_PER_DOMAIN;
-        let bus = 0x18 + 7 * (index % BUSES_PER_DOMAIN);
         Self {
             model,
             uuid: gpu_uuid(node_seed, index, model),
-            pci_bus_id: format!("{domain:04x}:{bus:02x}:00.0"),
-            pcie_root: format!("pci{domain:04x}:{:02x}", bus - 1),
+            place: topology::place(index, topology::DEFAULT_NUMA_NODES),
             state: Mutex::new(SimGpuState::fresh()),
             busy: AtomicBool::new(false),
         }
@@ -163,6 +159,17 @@ impl SimBackend {
     /// after a watch is made reach it.
     pub fn with_health_events(mut self, path: &Path) -> SimBackend {
         self.health = SimHealth::with_file(Some(path.to_path_buf()));
+        self
+    }
+
+    /// The node with `numa_nodes` NUMA nodes (default
+    /// [`topology::DEFAULT_NUMA_NODES`]; 0: the kernel gives the GPUs no NUMA
+    /// affinity). Where each GPU sits is in `topology`.
+    #[must_use]
+    pub fn with_numa_nodes(mut self, numa_nodes: u32) -> SimBackend {
+        for (gpu, index) in self.gpus.iter_mut().zip(0u32..) {
+            gpu.place = topology::place(index, numa_nodes);
+        }
         self
     }
 

@@ -73,8 +73,9 @@ fn sim_many_gpus_keep_distinct_addresses() {
     let sim = SimBackend::new(vec![SimModel::H100_80GB; 100], SEED);
     conformance::identity(&sim);
     let last = sim.device_info(99).unwrap();
-    assert_eq!(last.pci_bus_id, "0003:2d:00.0");
-    assert_eq!(last.pcie_root.as_deref(), Some("pci0003:2c"));
+    assert_eq!(last.pci_bus_id, "0006:06:00.0");
+    assert_eq!(last.pcie_root.as_deref(), Some("pci0006:00"));
+    assert_eq!(last.numa_node, Some(0));
 }
 
 #[test]
@@ -88,8 +89,23 @@ fn sim_empty_node() {
 fn sim_addresses_are_lowercase_and_stable() {
     let sim = SimBackend::new(vec![SimModel::A100_80GB; 2], SEED);
     let gpu = sim.device_info(1).unwrap();
-    assert_eq!(gpu.pci_bus_id, "0000:1f:00.0");
-    assert_eq!(gpu.pcie_root.as_deref(), Some("pci0000:1e"));
+    assert_eq!(gpu.pci_bus_id, "0000:04:00.0");
+    assert_eq!(gpu.pcie_root.as_deref(), Some("pci0000:00"));
+    assert_eq!(gpu.numa_node, Some(0));
+}
+
+#[test]
+fn sim_eight_gpus_sit_on_two_roots_and_numa_nodes_unless_told_otherwise() {
+    let place = |sim: &SimBackend, i: u32| {
+        let gpu = sim.device_info(i).unwrap();
+        (gpu.pcie_root.unwrap(), gpu.numa_node)
+    };
+    let sim = SimBackend::new(vec![SimModel::H100_80GB; 8], SEED);
+    assert_eq!(place(&sim, 3), ("pci0000:00".to_owned(), Some(0)));
+    assert_eq!(place(&sim, 4), ("pci0000:80".to_owned(), Some(1)));
+    let sim = SimBackend::new(vec![SimModel::H100_80GB; 8], SEED).with_numa_nodes(0);
+    assert_eq!(place(&sim, 4), ("pci0000:80".to_owned(), None));
+    conformance::identity(&sim);
 }
 
 #[test]
