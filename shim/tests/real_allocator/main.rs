@@ -40,9 +40,12 @@ fn the_tool_is_the_vendored_upstream_with_its_feature_switches() {
         about.go,
         allocator.binary().display()
     );
+    let vendored::Origin::Commit(commit) = &manifest.origin else {
+        panic!("SOURCE names a wheel, not a commit: {:?}", manifest.origin);
+    };
     assert_eq!(
         (about.upstream.as_str(), about.commit.as_str()),
-        (manifest.reference.as_str(), manifest.commit.as_str())
+        (manifest.reference.as_str(), commit.as_str())
     );
     assert_eq!(
         about.features,
