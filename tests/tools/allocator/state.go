@@ -32,14 +32,31 @@ import (
 // The scheduler's CEL cache size (dynamicresources.go, New).
 const celCacheSize = 10
 
-func schedule(in *input) answer {
+// celCaches holds one CEL cache per set of CEL features, kept across the
+// questions of a stream as the scheduler keeps its one for its lifetime.
+type celCaches map[cel.Features]*cel.Cache
+
+func newCelCaches() celCaches {
+	return celCaches{}
+}
+
+func (c celCaches) get(features cel.Features) *cel.Cache {
+	cache, ok := c[features]
+	if !ok {
+		cache = cel.NewCache(celCacheSize, features)
+		c[features] = cache
+	}
+	return cache
+}
+
+func schedule(in *input, caches celCaches) answer {
 	classes := newClassLister(in.Classes)
 	if a, done := preFilter(in, classes); done {
 		return a
 	}
 	features := in.Features
 	state := allocatedState(in.Allocated, features.ConsumableCapacity)
-	celCache := cel.NewCache(celCacheSize, cel.Features{
+	celCache := caches.get(cel.Features{
 		EnableConsumableCapacity: features.ConsumableCapacity,
 		EnableListTypeAttributes: features.ListTypeAttributes,
 	})

@@ -113,4 +113,8 @@ pub struct About {
     pub go: String,
     /// The fields of `structured.Features`.
     pub features: Vec<String>,
+    /// The fixes of known upstream bugs it was built with (none: upstream
+    /// as the scheduler runs it).
+    #[serde(default)]
+    pub fixes: Vec<String>,
 }
