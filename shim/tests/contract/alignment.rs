@@ -112,15 +112,10 @@ fn allocate_one(
     seed: Option<u64>,
 ) -> Option<AllocationResult> {
     let mut rng = seed.map(fastrand::Rng::with_seed);
+    let order = scheduler::in_order(slices, rng.as_mut());
     let classes = scheduler::classes();
-    scheduler::schedule(
-        slices,
-        &classes,
-        std::slice::from_ref(claim),
-        held,
-        rng.as_mut(),
-    )
-    .map(|mut r| r.remove(0))
+    let answer = scheduler::schedule(&order, &classes, std::slice::from_ref(claim), held);
+    answer.allocations().map(|found| found[0].clone())
 }
 
 fn prepare(node: &Node, claim: &ResourceClaim, allocation: &AllocationResult) {

@@ -157,6 +157,11 @@ pub fn case() -> impl Strategy<Value = Case> {
 }
 
 impl Case {
+    /// Whether the node advertises partitionable MIG devices.
+    pub fn partitionable(&self) -> bool {
+        self.partitionable
+    }
+
     /// The node to start.
     pub fn node(&self) -> NodePlan {
         NodePlan {

@@ -1,0 +1,211 @@
+//! The two schedulers' answers for one pod, compared: the selector
+//! allocator's ([`crate::scheduler`]) and upstream's ([`crate::real`]).
+//! They must agree on whether the pod fits, on the allocation (devices,
+//! requests, consumed capacity and configs; share ids are fresh UIDs on
+//! both sides, and a config may name every request or none, [`normalized`])
+//! and on unschedulable against refused. Where they do not, the
+//! tool with one known upstream bug fixed is asked ([`KNOWN`]): if it then
+//! agrees, the disagreement is that bug, expected and counted; otherwise the
+//! test fails with both answers and both inputs as JSON.
+//!
+//! Owns: the comparison, the known upstream bugs, and the tally printed at
+//! the end of the test.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use k8s_openapi::api::resource::v1::AllocationResult;
+
+use crate::real::{Question, Real, input};
+use crate::scheduler::Answer;
+
+/// An upstream bug of the vendored tag a disagreement may be.
+#[derive(Debug)]
+pub struct Known {
+    /// The tool's fix closing it (`tests/tools/allocator/fixes/<fix>.patch`).
+    pub fix: &'static str,
+    /// The upstream issue.
+    pub issue: &'static str,
+}
+
+/// The known upstream bugs of v0.36.2 that change whether a pod fits a
+/// gpuslice node (docs/publication.md, "Upstream bugs the contract
+/// meets").
+pub const KNOWN: &[Known] = &[
+    // Counters a candidate device reserved stay reserved after a
+    // matchAttribute constraint or a taint refuses it: with MIG slices
+    // published partitionable and a claim matching an attribute across
+    // requests, a GPU's counters look used and the pod looks unschedulable.
+    Known {
+        fix: "counter-leak-140436",
+        issue: "https://github.com/kubernetes/kubernetes/issues/140436",
+    },
+];
+
+/// How the answers for one pod relate.
+#[derive(Debug)]
+pub enum Verdict {
+    /// The same answer.
+    Agree,
+    /// Different, and the known bug explains it.
+    Known(&'static Known),
+    /// Different, unexplained: the failure message.
+    Disagree(String),
+}
+
+/// The kinds of disagreement.
+fn kind(selector: &Answer, real: &Answer) -> Option<&'static str> {
+    match (selector, real) {
+        (Answer::Fits(a), Answer::Fits(b)) => {
+            (normalized(a) != normalized(b)).then_some("different allocations")
+        }
+        (Answer::Fits(_), _) => Some("fits for the selector allocator only"),
+        (_, Answer::Fits(_)) => Some("fits for the real allocator only"),
+        (Answer::No, Answer::No) | (Answer::Refused(_), Answer::Refused(_)) => None,
+        _ => Some("unschedulable against refused"),
+    }
+}
+
+/// The allocations without their share ids, each config naming the
+/// requests it applies to, sorted: upstream leaves them out where a config
+/// applies to every request since kubernetes/kubernetes fe39ea7 (after
+/// v0.36.2), as the selector allocator does, and v0.36.2 names them all.
+fn normalized(found: &[AllocationResult]) -> Vec<AllocationResult> {
+    let mut found = found.to_vec();
+    for allocation in &mut found {
+        let Some(devices) = allocation.devices.as_mut() else {
+            continue;
+        };
+        let mut requests: Vec<String> = Vec::new();
+        for result in devices.results.iter_mut().flatten() {
+            result.share_id = None;
+            if !requests.contains(&result.request) {
+                requests.push(result.request.clone());
+            }
+        }
+        for config in devices.config.iter_mut().flatten() {
+            let named = config.requests.get_or_insert_with(|| requests.clone());
+            named.sort();
+        }
+    }
+    found
+}
+
+/// Both allocations in full, where they differ beyond the devices.
+fn in_full(selector: &Answer, real: &Answer) -> String {
+    match (selector, real) {
+        (Answer::Fits(a), Answer::Fits(b)) => format!(
+            "\n  selector's allocations: {}\n  real's allocations:     {}",
+            serde_json::to_string(&normalized(a)).unwrap_or_default(),
+            serde_json::to_string(&normalized(b)).unwrap_or_default()
+        ),
+        _ => String::new(),
+    }
+}
+
+/// An answer in a line.
+pub fn brief(answer: &Answer) -> String {
+    match answer {
+        Answer::Fits(found) => {
+            let claims = found.iter().map(|a| {
+                let results = a.devices.iter().flat_map(|d| d.results.iter().flatten());
+                let each = results.map(|r| format!("{}: {}", r.request, r.device));
+                format!("[{}]", each.collect::<Vec<_>>().join(", "))
+            });
+            format!("fits {}", claims.collect::<Vec<_>>().join(" "))
+        }
+        Answer::No => "unschedulable".to_owned(),
+        Answer::Refused(why) => format!("refused: {why}"),
+    }
+}
+
+/// Compares the answers; `selector_input` is the selector allocator's
+/// problem as JSON, for the failure message.
+pub fn compare(
+    selector: &Answer,
+    real: &Answer,
+    question: &Question<'_>,
+    selector_input: impl FnOnce() -> String,
+) -> Verdict {
+    let Some(kind) = kind(selector, real) else {
+        return Verdict::Agree;
+    };
+    let mut tried = Vec::new();
+    for known in KNOWN {
+        let fixed = Real::ask_fixed(known.fix, question);
+        if self::kind(selector, &fixed).is_none() {
+            return Verdict::Known(known);
+        }
+        tried.push(format!("  with {}: {}", known.fix, brief(&fixed)));
+    }
+    let real_input = serde_json::to_string(&input(question)).unwrap_or_default();
+    Verdict::Disagree(format!(
+        "the selector allocator and the real allocator disagree ({kind}):\n  selector: {}\n  \
+         real:     {}{}\n{}\nreplay upstream's answer (tests/README.md, \"The real allocator\"): \
+         allocator <<'EOF'\n{real_input}\nEOF\nthe selector allocator's input \
+         (gpuslice_selector::allocate::Input): {}",
+        brief(selector),
+        brief(real),
+        in_full(selector, real),
+        tried.join("\n"),
+        selector_input(),
+    ))
+}
+
+/// What the real-allocator half saw over the whole test.
+#[derive(Debug, Default)]
+pub struct Tally {
+    cases: u64,
+    pods: u64,
+    selector_fits: u64,
+    real_fits: u64,
+    agreed: u64,
+    known: BTreeMap<&'static str, u64>,
+    failed: u64,
+}
+
+impl Tally {
+    /// A case begins.
+    pub fn case(&mut self) {
+        self.cases += 1;
+    }
+
+    /// One pod's answers and verdict.
+    pub fn pod(&mut self, selector: &Answer, real: &Answer, verdict: &Verdict) {
+        self.pods += 1;
+        self.selector_fits += u64::from(selector.allocations().is_some());
+        self.real_fits += u64::from(real.allocations().is_some());
+        match verdict {
+            Verdict::Agree => self.agreed += 1,
+            Verdict::Known(known) => *self.known.entry(known.issue).or_default() += 1,
+            Verdict::Disagree(_) => self.failed += 1,
+        }
+    }
+}
+
+impl std::fmt::Display for Tally {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "real allocator: {} cases (proptest's shrinking runs included), {} pods asked; \
+             fit for the selector allocator {}, for the real allocator {}; agreed {}; \
+             unexplained disagreements {}",
+            self.cases, self.pods, self.selector_fits, self.real_fits, self.agreed, self.failed
+        )?;
+        for (issue, count) in &self.known {
+            write!(f, "; {count} explained by {issue}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The tally of this test process.
+pub static TALLY: Mutex<Tally> = Mutex::new(Tally {
+    cases: 0,
+    pods: 0,
+    selector_fits: 0,
+    real_fits: 0,
+    agreed: 0,
+    known: BTreeMap::new(),
+    failed: 0,
+});
