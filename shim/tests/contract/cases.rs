@@ -2,7 +2,11 @@
 //! layout, advertise mode, slices made ahead or at prepare, consumable
 //! capacity, the API version the scheduler reads) and rounds of pods whose
 //! claims the scheduler allocates, some released after each round.
-//! Also the ResourceClaim an allocation becomes.
+//! Claims ask through every packaged class (whole GPUs, MIG slices, their
+//! extended-resource classes) and the MPS sharing class, some with a
+//! matchAttribute constraint on gpuslice's productName or parentUUID or on
+//! Kubernetes' pcieRoot or numaNode. Also the ResourceClaim an allocation
+//! becomes.
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -26,6 +30,32 @@ use crate::scheduler::SHARED_CLASS;
 pub const GPU_CLASS: &str = "gpu.nvidia.com";
 /// The packaged class of MIG slices.
 pub const MIG_CLASS: &str = "mig.nvidia.com";
+/// The packaged extended-resource class of whole GPUs (nvidia.com/gpu).
+pub const EXTENDED_GPU_CLASS: &str = "gpu.extended.gpuslice.dev";
+
+/// The packaged extended-resource class of MIG slices of `profile`
+/// (nvidia.com/mig-<profile>, `+` written `.`).
+pub fn extended_mig_class(profile: &str) -> String {
+    format!("mig-{}.extended.gpuslice.dev", profile.replace('+', "."))
+}
+
+/// The attributes a claim's constraint may match across its requests:
+/// gpuslice's own (under the driver's name), then Kubernetes' standard
+/// topology attributes.
+const MATCHED: [&str; 4] = [
+    "productName",
+    "parentUUID",
+    "resource.kubernetes.io/pcieRoot",
+    "resource.kubernetes.io/numaNode",
+];
+
+fn qualified(attribute: &str) -> String {
+    if attribute.contains('/') {
+        attribute.to_owned()
+    } else {
+        format!("{DRIVER}/{attribute}")
+    }
+}
 
 const GIB: i64 = 1 << 30;
 
@@ -99,7 +129,7 @@ pub fn profiles(model: SimModel) -> &'static [String] {
 
 fn request() -> impl Strategy<Value = GenRequest> {
     (
-        0u8..3,
+        0u8..5,
         proptest::option::weighted(0.5, any::<u8>()),
         prop_oneof![1 => Just(0u8), 6 => Just(1u8), 2 => Just(2u8)],
         proptest::option::of(1u8..48),
@@ -115,7 +145,7 @@ fn request() -> impl Strategy<Value = GenRequest> {
 fn claim() -> impl Strategy<Value = GenClaim> {
     (
         proptest::collection::vec(request(), 1..=2),
-        proptest::option::weighted(0.3, 0u8..2),
+        proptest::option::weighted(0.4, 0u8..4),
     )
         .prop_map(|(requests, constraint)| GenClaim {
             requests,
@@ -209,22 +239,25 @@ pub fn uuid(kind: u16, n: u64) -> String {
 
 impl GenClaim {
     /// The claim, its profiles picked from `names` (the node's profiles);
-    /// shared requests only when MPS can run.
+    /// shared requests only when MPS can run. The extended-resource classes
+    /// are asked as the scheduler asks them for a pod's `nvidia.com/gpu` or
+    /// `nvidia.com/mig-<profile>` (a class of one profile, no selector of
+    /// the claim's own).
     pub fn resolve(&self, uid: String, names: &[String], mps: bool) -> ResourceClaim {
+        let pick = |p: u8| names[usize::from(p) % names.len()].clone();
         let requests = (0u8..)
             .zip(&self.requests)
             .map(|(i, r)| {
                 let class = match r.class {
-                    1 => MIG_CLASS,
-                    2 if mps => SHARED_CLASS,
-                    _ => GPU_CLASS,
+                    1 => MIG_CLASS.to_owned(),
+                    2 if mps => SHARED_CLASS.to_owned(),
+                    3 => EXTENDED_GPU_CLASS.to_owned(),
+                    4 if !names.is_empty() => extended_mig_class(&pick(r.profile.unwrap_or(0))),
+                    _ => GPU_CLASS.to_owned(),
                 };
+                let class = class.as_str();
                 let profile = (class == MIG_CLASS)
-                    .then(|| {
-                        r.profile
-                            .filter(|_| !names.is_empty())
-                            .map(|p| names[usize::from(p) % names.len()].clone())
-                    })
+                    .then(|| r.profile.filter(|_| !names.is_empty()).map(pick))
                     .flatten();
                 let memory = (class == SHARED_CLASS)
                     .then(|| r.memory_gib.map(|g| i64::from(g) * GIB))
@@ -256,9 +289,8 @@ impl GenClaim {
             })
             .collect();
         let constraints = self.constraint.map(|c| {
-            let attribute = if c == 0 { "productName" } else { "parentUUID" };
             vec![DeviceConstraint {
-                match_attribute: Some(format!("{DRIVER}/{attribute}")),
+                match_attribute: Some(qualified(MATCHED[usize::from(c) % MATCHED.len()])),
                 ..DeviceConstraint::default()
             }]
         });
