@@ -30,6 +30,7 @@ fn node(mig_on_gpu_4: bool) -> Node {
             model: SimModel::H100_80GB,
             mig: (mig_on_gpu_4 && i == 4).then(|| vec!["3g.40gb".to_owned(); 2]),
             foreign: None,
+            fault: None,
         })
         .collect();
     Node::start(

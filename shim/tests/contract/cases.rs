@@ -1,5 +1,5 @@
 //! Generated cases: a node (GPU models, which are MIG-managed with what
-//! layout, advertise mode, slices made ahead or at prepare, consumable
+//! layout, faults in force on a GPU or a gone GPU instance, advertise mode, slices made ahead or at prepare, consumable
 //! capacity, the API version the scheduler reads) and rounds of pods whose
 //! claims the scheduler allocates, some released after each round.
 //! Claims ask through every packaged class (whole GPUs, MIG slices, their
@@ -23,7 +23,7 @@ use k8s_openapi::api::resource::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use proptest::prelude::*;
 
-use crate::node::{DRIVER, GpuPlan, NodePlan};
+use crate::node::{DRIVER, FaultPlan, GpuPlan, NodePlan};
 use crate::scheduler::SHARED_CLASS;
 
 /// The packaged class of whole GPUs.
@@ -85,9 +85,13 @@ pub struct Round {
     pub release: Vec<u8>,
 }
 
-/// One GPU as generated: model, layout picks (`None`: whole), and a foreign
-/// instance's profile and placement picks.
-type GenGpu = (u8, Option<Vec<u8>>, Option<(u8, u8)>);
+/// One GPU as generated: model, layout picks (`None`: whole), a foreign
+/// instance's profile and placement picks, and a fault's.
+type GenGpu = (u8, Option<Vec<u8>>, Option<(u8, u8)>, Option<GenFault>);
+
+/// A fault as generated: the profile and placement picks of the gone GPU
+/// instance it was on, or `None` for the whole GPU.
+type GenFault = Option<(u8, u8)>;
 
 /// A whole case.
 #[derive(Debug, Clone)]
@@ -155,7 +159,14 @@ fn claim() -> impl Strategy<Value = GenClaim> {
 
 fn round() -> impl Strategy<Value = Round> {
     (
-        proptest::collection::vec(proptest::collection::vec(claim(), 1..=2), 1..=4),
+        // Mostly pods of one claim, which fit more often than two.
+        proptest::collection::vec(
+            prop_oneof![
+                3 => proptest::collection::vec(claim(), 1..=1),
+                1 => proptest::collection::vec(claim(), 2..=2),
+            ],
+            1..=4,
+        ),
         proptest::collection::vec(any::<u8>(), 0..=3),
     )
         .prop_map(|(pods, release)| Round { pods, release })
@@ -167,9 +178,10 @@ pub fn case() -> impl Strategy<Value = Case> {
         0u8..6,
         proptest::option::weighted(0.7, proptest::collection::vec(any::<u8>(), 1..=4)),
         proptest::option::weighted(0.2, any::<(u8, u8)>()),
+        proptest::option::weighted(0.15, proptest::option::weighted(0.7, any::<(u8, u8)>())),
     );
     (
-        proptest::collection::vec(gpu, 1..=3),
+        proptest::collection::vec(gpu, 1..=4),
         any::<[bool; 5]>(),
         any::<u64>(),
         proptest::collection::vec(round(), 1..=3),
@@ -198,11 +210,19 @@ impl Case {
             gpus: self
                 .gpus
                 .iter()
-                .map(|(m, layout, foreign)| {
+                .map(|(m, layout, foreign, fault)| {
                     let model = SimModel::ALL[usize::from(*m) % SimModel::ALL.len()];
                     let names = profiles(model);
                     GpuPlan {
                         model,
+                        // An instance's fault only on a GPU in [mig].
+                        fault: fault.map(|on| match on.filter(|_| layout.is_some()) {
+                            Some((p, at)) => FaultPlan::Instance(
+                                names[usize::from(p) % names.len()].clone(),
+                                usize::from(at),
+                            ),
+                            None => FaultPlan::Whole,
+                        }),
                         // Only on GPUs in [mig]: one outside it is offered
                         // whole, whatever its MIG mode.
                         foreign: foreign.filter(|_| layout.is_some()).map(|(p, at)| {

@@ -5,8 +5,9 @@
 //! both sides, and a config may name every request or none, [`normalized`])
 //! and on unschedulable against refused. Where they do not, the
 //! tool with one known upstream bug fixed is asked ([`KNOWN`]): if it then
-//! agrees, the disagreement is that bug, expected and counted; otherwise the
-//! test fails with both answers and both inputs as JSON.
+//! agrees and the pod has the pattern the bug needs on gpuslice's
+//! publication, the disagreement is that bug, expected and counted;
+//! otherwise the test fails with both answers and both inputs as JSON.
 //!
 //! Owns: the comparison, the known upstream bugs, and the tally printed at
 //! the end of the test.
@@ -26,19 +27,38 @@ pub struct Known {
     pub fix: &'static str,
     /// The upstream issue.
     pub issue: &'static str,
+    /// The pattern of claims and published devices it needs where gpuslice
+    /// publishes; a disagreement the fix explains outside it is a failure
+    /// (gpuslice's publication was meant to avoid it there).
+    pub pattern: &'static str,
+    /// Whether `question` has the pattern.
+    pub applies: fn(&Question<'_>) -> bool,
 }
 
 /// The known upstream bugs of v0.36.2 that change whether a pod fits a
 /// gpuslice node (docs/publication.md, "Upstream bugs the contract
 /// meets").
 pub const KNOWN: &[Known] = &[
-    // Counters a candidate device reserved stay reserved after a
-    // matchAttribute constraint or a taint refuses it: with MIG slices
-    // published partitionable and a claim matching an attribute across
-    // requests, a GPU's counters look used and the pod looks unschedulable.
+    // https://github.com/kubernetes/kubernetes/issues/140436: counters a
+    // candidate device reserved stay reserved after a matchAttribute
+    // constraint or a taint refuses it, so the rest of its GPU looks used
+    // and a pod that fits is unschedulable. gpuslice publishes tainted
+    // devices no claim holds without counters, so only the constraint is
+    // left: MIG devices published partitionable and a claim matching an
+    // attribute across its devices.
     Known {
         fix: "counter-leak-140436",
         issue: "https://github.com/kubernetes/kubernetes/issues/140436",
+        pattern: "a claim with a matchAttribute constraint on a pool with counters",
+        applies: |q| {
+            let constrained = q.claims.iter().any(|c| {
+                c.spec
+                    .devices
+                    .as_ref()
+                    .is_some_and(|d| d.constraints.as_ref().is_some_and(|c| !c.is_empty()))
+            });
+            constrained && q.slices.iter().any(|s| s.shared_counters.is_some())
+        },
     },
 ];
 
@@ -133,10 +153,16 @@ pub fn compare(
     let mut tried = Vec::new();
     for known in KNOWN {
         let fixed = Real::ask_fixed(known.fix, question);
-        if self::kind(selector, &fixed).is_none() {
+        let explained = self::kind(selector, &fixed).is_none();
+        if explained && (known.applies)(question) {
             return Verdict::Known(known);
         }
-        tried.push(format!("  with {}: {}", known.fix, brief(&fixed)));
+        let outside = if explained {
+            format!(" (explains it, but outside its pattern: {})", known.pattern)
+        } else {
+            String::new()
+        };
+        tried.push(format!("  with {}: {}{outside}", known.fix, brief(&fixed)));
     }
     let real_input = serde_json::to_string(&input(question)).unwrap_or_default();
     Verdict::Disagree(format!(

@@ -4,7 +4,7 @@
 //! publishes prepares, and the prepared claims' CDI devices do not overlap.
 //!
 //! * The node: gpusliced's real claim engine in process on simulated GPUs
-//!   ([`node`]): 1 to 3 GPUs of the six simulated models, each whole or
+//!   ([`node`]): 1 to 4 GPUs of the six simulated models, each whole or
 //!   MIG-managed with a random layout; `[mig] advertise` layout (slices made
 //!   at prepare or ahead) or partitionable; the DRA plugin's
 //!   `consumable_capacity` on or off.
@@ -47,6 +47,7 @@ mod mps_sets;
 mod node;
 mod real;
 mod scheduler;
+mod taints;
 // Shared with the real_allocator test, which uses all of it.
 #[allow(dead_code, unused_imports)]
 #[path = "../real_allocator/tool/mod.rs"]
