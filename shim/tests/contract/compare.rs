@@ -42,14 +42,18 @@ pub const KNOWN: &[Known] = &[
     // https://github.com/kubernetes/kubernetes/issues/140436: counters a
     // candidate device reserved stay reserved after a matchAttribute
     // constraint or a taint refuses it, so the rest of its GPU looks used
-    // and a pod that fits is unschedulable. gpuslice publishes tainted
-    // devices no claim holds without counters, so only the constraint is
-    // left: MIG devices published partitionable and a claim matching an
-    // attribute across its devices.
+    // and a pod that fits is unschedulable; and (incubating) a device an
+    // `All` request finds without the capacity it asks keeps its entry in
+    // the claim's constraint, so the search goes wrong after it. gpuslice
+    // publishes tainted devices no claim holds without counters, so only
+    // the constraint is left: a claim matching an attribute across its
+    // devices, on MIG devices published partitionable or on GPUs shared by
+    // capacity.
     Known {
         fix: "counter-leak-140436",
         issue: "https://github.com/kubernetes/kubernetes/issues/140436",
-        pattern: "a claim with a matchAttribute constraint on a pool with counters",
+        pattern: "a claim with a matchAttribute constraint, on a pool with counters or shared \
+                  GPUs",
         applies: |q| {
             let constrained = q.claims.iter().any(|c| {
                 c.spec
@@ -57,7 +61,10 @@ pub const KNOWN: &[Known] = &[
                     .as_ref()
                     .is_some_and(|d| d.constraints.as_ref().is_some_and(|c| !c.is_empty()))
             });
-            constrained && q.slices.iter().any(|s| s.shared_counters.is_some())
+            let devices = || q.slices.iter().flat_map(|s| s.devices.iter().flatten());
+            let counters = q.slices.iter().any(|s| s.shared_counters.is_some());
+            let shared = devices().any(|d| d.allow_multiple_allocations == Some(true));
+            constrained && (counters || shared)
         },
     },
 ];
