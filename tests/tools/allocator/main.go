@@ -21,10 +21,14 @@
 //	 "allocations": [{"claim": "ns/name", "allocation": AllocationResult}]}
 //	{"outcome": "unschedulable", "stage": "prefilter" | "filter", "reason": "..."}
 //	{"outcome": "error", "reason": "..."}
+//	{"outcome": "limit", "calls": N, "reason": "..."}
 //
 // "unschedulable" is what the scheduler reports as the node not fitting the
 // pod; "error" what it reports as a scheduling error (a bad CEL selector, an
-// allocator that cannot be built). Input that is not such an object exits 2
+// allocator that cannot be built); "limit" that the search needed more
+// allocateOne calls than the input's optional "maxAllocateOneCalls" (where
+// the scheduler would run into its filter timeout and call the node
+// unschedulable; a count, so the answer does not depend on the machine). Input that is not such an object exits 2
 // with the reason on stderr. -about prints the upstream version, the Go
 // version, the Features fields and the fixes the binary was built with
 // (build.sh FIX...: patches of tests/tools/allocator/fixes/, none by
@@ -71,6 +75,9 @@ type input struct {
 	Classes   []*resourceapi.DeviceClass   `json:"classes"`
 	Claims    []*resourceapi.ResourceClaim `json:"claims"`
 	Allocated []*resourceapi.ResourceClaim `json:"allocated"`
+	// A budget of allocateOne calls (0: none), standing in for the
+	// scheduler's filter timeout without depending on time.
+	MaxAllocateOneCalls int64 `json:"maxAllocateOneCalls,omitempty"`
 }
 
 type answer struct {
@@ -79,6 +86,7 @@ type answer struct {
 	Allocations []claimAllocation `json:"allocations,omitempty"`
 	Stage       string            `json:"stage,omitempty"`
 	Reason      string            `json:"reason,omitempty"`
+	Calls       int64             `json:"calls,omitempty"`
 }
 
 type claimAllocation struct {
