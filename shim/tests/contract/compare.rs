@@ -74,10 +74,12 @@ pub const KNOWN: &[Known] = &[
 pub enum Verdict {
     /// The same answer.
     Agree,
-    /// Different, and the known bug explains it.
-    Known(&'static Known),
+    /// Different (how), and the known bug explains it.
+    Known(&'static Known, &'static str),
     /// Different, unexplained: the failure message.
     Disagree(String),
+    /// The real allocator ran past its budget: no answer to compare.
+    GaveUp,
 }
 
 /// The kinds of disagreement.
@@ -86,6 +88,7 @@ fn kind(selector: &Answer, real: &Answer) -> Option<&'static str> {
         (Answer::Fits(a), Answer::Fits(b)) => {
             (normalized(a) != normalized(b)).then_some("different allocations")
         }
+        (_, Answer::GaveUp(_)) | (Answer::GaveUp(_), _) => None,
         (Answer::Fits(_), _) => Some("fits for the selector allocator only"),
         (_, Answer::Fits(_)) => Some("fits for the real allocator only"),
         (Answer::No, Answer::No) | (Answer::Refused(_), Answer::Refused(_)) => None,
@@ -143,6 +146,7 @@ pub fn brief(answer: &Answer) -> String {
         }
         Answer::No => "unschedulable".to_owned(),
         Answer::Refused(why) => format!("refused: {why}"),
+        Answer::GaveUp(why) => format!("gave up: {why}"),
     }
 }
 
@@ -154,6 +158,9 @@ pub fn compare(
     question: &Question<'_>,
     selector_input: impl FnOnce() -> String,
 ) -> Verdict {
+    if matches!(real, Answer::GaveUp(_)) {
+        return Verdict::GaveUp;
+    }
     let Some(kind) = kind(selector, real) else {
         return Verdict::Agree;
     };
@@ -162,7 +169,7 @@ pub fn compare(
         let fixed = Real::ask_fixed(known.fix, question);
         let explained = self::kind(selector, &fixed).is_none();
         if explained && (known.applies)(question) {
-            return Verdict::Known(known);
+            return Verdict::Known(known, kind);
         }
         let outside = if explained {
             format!(" (explains it, but outside its pattern: {})", known.pattern)
@@ -193,7 +200,8 @@ pub struct Tally {
     selector_fits: u64,
     real_fits: u64,
     agreed: u64,
-    known: BTreeMap<&'static str, u64>,
+    known: BTreeMap<(&'static str, &'static str), u64>,
+    gave_up: u64,
     failed: u64,
 }
 
@@ -210,8 +218,9 @@ impl Tally {
         self.real_fits += u64::from(real.allocations().is_some());
         match verdict {
             Verdict::Agree => self.agreed += 1,
-            Verdict::Known(known) => *self.known.entry(known.issue).or_default() += 1,
+            Verdict::Known(known, kind) => *self.known.entry((kind, known.issue)).or_default() += 1,
             Verdict::Disagree(_) => self.failed += 1,
+            Verdict::GaveUp => self.gave_up += 1,
         }
     }
 }
@@ -222,11 +231,19 @@ impl std::fmt::Display for Tally {
             f,
             "real allocator: {} cases (proptest's shrinking runs included), {} pods asked; \
              fit for the selector allocator {}, for the real allocator {}; agreed {}; \
-             unexplained disagreements {}",
-            self.cases, self.pods, self.selector_fits, self.real_fits, self.agreed, self.failed
+             the real allocator past its budget of {} allocateOne calls {}; unexplained \
+             disagreements {}",
+            self.cases,
+            self.pods,
+            self.selector_fits,
+            self.real_fits,
+            self.agreed,
+            crate::real::BUDGET,
+            self.gave_up,
+            self.failed
         )?;
-        for (issue, count) in &self.known {
-            write!(f, "; {count} explained by {issue}")?;
+        for ((kind, issue), count) in &self.known {
+            write!(f, "; {count} {kind}, explained by {issue}")?;
         }
         Ok(())
     }
@@ -240,5 +257,6 @@ pub static TALLY: Mutex<Tally> = Mutex::new(Tally {
     real_fits: 0,
     agreed: 0,
     known: BTreeMap::new(),
+    gave_up: 0,
     failed: 0,
 });

@@ -180,7 +180,7 @@ fn allocations(
     lock(&TALLY).pod(&selector, &upstream, &verdict);
     let chosen = match verdict {
         Verdict::Agree => upstream,
-        Verdict::Known(_) => selector,
+        Verdict::Known(..) | Verdict::GaveUp => selector,
         Verdict::Disagree(why) => {
             return Err(format!(
                 "{why}
@@ -195,7 +195,7 @@ fn allocations(
     };
     Ok(match chosen {
         Answer::Fits(found) => Some(found),
-        Answer::No | Answer::Refused(_) => None,
+        Answer::No | Answer::Refused(_) | Answer::GaveUp(_) => None,
     })
 }
 

@@ -18,6 +18,13 @@ use k8s_openapi::api::resource::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::node::NODE;
+
+/// The real allocator's budget of `allocateOne` calls for one pod, standing
+/// in for kube-scheduler's filter timeout (10 s by default): upstream tries
+/// every combination of the requests before one that can never be served,
+/// which a few MIG GPUs published partitionable make millions. A pod past it
+/// is counted and left to the selector allocator's answer.
+pub const BUDGET: i64 = 200_000;
 use crate::scheduler::Answer;
 use crate::tool::{Features, Input, Outcome, RealAllocator, Session, available};
 
@@ -97,6 +104,7 @@ pub fn input(question: &Question<'_>) -> Input {
         classes: question.classes.to_vec(),
         claims: question.claims.to_vec(),
         allocated: question.allocated.clone(),
+        max_allocate_one_calls: Some(BUDGET),
     }
 }
 
@@ -108,6 +116,7 @@ pub fn answer(outcome: Outcome) -> Answer {
         }
         Outcome::Unschedulable { .. } => Answer::No,
         Outcome::Error { stage, reason, .. } => Answer::Refused(format!("{stage:?}: {reason}")),
+        Outcome::Limit { reason, .. } => Answer::GaveUp(reason),
     }
 }
 

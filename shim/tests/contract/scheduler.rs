@@ -35,6 +35,9 @@ pub enum Answer {
     No,
     /// The scheduler refuses the claims (its Filter errs), saying why.
     Refused(String),
+    /// The real allocator's search ran past its budget ([`crate::real`]),
+    /// where kube-scheduler runs into its filter timeout.
+    GaveUp(String),
 }
 
 impl Answer {
@@ -42,7 +45,7 @@ impl Answer {
     pub fn allocations(&self) -> Option<&[AllocationResult]> {
         match self {
             Answer::Fits(found) => Some(found),
-            Answer::No | Answer::Refused(_) => None,
+            Answer::No | Answer::Refused(_) | Answer::GaveUp(_) => None,
         }
     }
 }
