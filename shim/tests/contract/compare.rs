@@ -98,7 +98,7 @@ fn kind(selector: &Answer, real: &Answer) -> Option<&'static str> {
 
 /// The allocations without their share ids, each config naming the
 /// requests it applies to, sorted: upstream leaves them out where a config
-/// applies to every request since kubernetes/kubernetes fe39ea7 (after
+/// applies to every request since kubernetes/kubernetes 03ab440c (after
 /// v0.36.2), as the selector allocator does, and v0.36.2 names them all.
 fn normalized(found: &[AllocationResult]) -> Vec<AllocationResult> {
     let mut found = found.to_vec();
