@@ -4,7 +4,10 @@
 //! helpers, the system bus, the stand-ins, the unit's drop-in):
 //!
 //! - `service.rs` (`in_container.sh`): the service's life, MPS control
-//!   daemons as transient units, the metrics drop-ins, remove and purge.
+//!   daemons as transient units, the metrics drop-ins, remove and purge;
+//! - `upgrade.rs` (`upgrade.sh`): an upgrade of the installed .deb to a newer
+//!   version of itself and the downgrade back, with a claim of every kind
+//!   prepared and MPS daemons running.
 //!
 //! This module owns what both share: the .deb, the cached rootfs, the skip
 //! rules and the boot. The .deb comes from `packaging/build.sh` (GPUSLICE_DEB,
@@ -17,6 +20,7 @@
 //! it, one boot at a time.
 
 mod service;
+mod upgrade;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
