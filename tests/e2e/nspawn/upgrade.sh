@@ -4,9 +4,9 @@
 # claim of every kind prepared (two MPS control daemons as transient units),
 # the operator's edits in both conffiles; then the package upgraded to a
 # newer version of itself and downgraded back. After each, gpusliced was
-# restarted and nothing a workload sees changed: the CDI ids, each spec and
-# record byte for byte and not written again, the MIG layout, the sharing
-# table, each MPS daemon's unit, MainPID and InvocationID (none started
+# restarted and nothing a workload sees changed: the CDI ids, each spec byte
+# for byte and not written again, each record byte for byte, the MIG layout,
+# the sharing table, each MPS daemon's unit, MainPID and InvocationID (none started
 # again, each taken over by the new gpusliced), a second prepare of each
 # claim answering already_prepared with the same devices; the operator's
 # edits are kept and the changed default lands beside as .dpkg-dist. Then
