@@ -277,6 +277,7 @@ impl Engine {
 
     /// Holders of every device, in inventory order (whole GPUs, then slices).
     pub fn device_use(&self) -> Vec<DeviceUse> {
+        crate::crash::hook("view.between_reads");
         let inventory = self.inventory();
         let promised: Vec<u64> = {
             let state = lock(&self.sharing.state);
