@@ -76,7 +76,7 @@ pub const ALL: &[&str] = &[
 /// Every test hook (see [`hook`]).
 pub const HOOKS: &[&str] = &[
     // Between the inventory an answer is built from and the holdings paired
-    // with it (claims/mod.rs).
+    // with it (claims/view/mod.rs).
     "view.between_reads",
 ];
 
