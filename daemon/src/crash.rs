@@ -25,6 +25,13 @@
 //! first. `GPUSLICE_CRASH_TRACE=<file>` appends `start <pid>` at start and
 //! each point's name as it is passed, so a test learns which points its
 //! workload passes, in order.
+//!
+//! * [`HOOKS`] lists the test hooks: named places where a unit test runs
+//!   code of its own, on its own thread, to make a race deterministic (a
+//!   rescan landing between two reads, say); [`hook`] marks one. The same
+//!   unit test holds them to one place each. Like the points, they exist only
+//!   with `failpoints`; the daemon never arms one, and `GPUSLICE_CRASH_AT`
+//!   does not know them.
 
 #[cfg(feature = "failpoints")]
 mod backend;
@@ -64,6 +71,13 @@ pub const ALL: &[&str] = &[
     "mps.after_stale_stopped",
     // Time-slices (timeslice/nvidia_smi.rs).
     "timeslice.after_set",
+];
+
+/// Every test hook (see [`hook`]).
+pub const HOOKS: &[&str] = &[
+    // Between the inventory an answer is built from and the holdings paired
+    // with it (claims/view/mod.rs).
+    "view.between_reads",
 ];
 
 /// Arms a point: `<point>` or `<point>@<n>`.
@@ -142,6 +156,17 @@ pub fn parse_armed(value: &str) -> Result<Armed, CrashError> {
 /// test armed `name`, the process aborts here.
 #[inline]
 pub fn crash_point(name: &'static str) {
+    #[cfg(feature = "failpoints")]
+    fail::fail_point!(name);
+    #[cfg(not(feature = "failpoints"))]
+    let _ = name;
+}
+
+/// Marks a place where a unit test may run code of its own
+/// (`fail::cfg_callback` on the name, acting only on the test's thread: the
+/// registry is global). With `failpoints` only; empty otherwise.
+#[inline]
+pub fn hook(name: &'static str) {
     #[cfg(feature = "failpoints")]
     fail::fail_point!(name);
     #[cfg(not(feature = "failpoints"))]
@@ -240,5 +265,7 @@ fn abort(point: &str, pass: u32) -> ! {
     std::process::abort()
 }
 
+#[cfg(test)]
+pub(crate) mod test_hook;
 #[cfg(test)]
 mod tests;
