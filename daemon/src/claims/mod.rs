@@ -155,7 +155,7 @@ impl Engine {
         settings: EngineSettings,
     ) -> Self {
         Self {
-            backend: crate::crash::observe_backend(backend),
+            backend: crate::gpu::observed::observe(backend),
             inventory: RwLock::new(Arc::new(inventory)),
             driver: RwLock::new(Arc::new(driver)),
             store,

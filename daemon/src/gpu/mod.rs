@@ -2,6 +2,8 @@
 //!
 //! * [`nvml`]: real GPUs through NVML (nvml-wrapper, library loaded at run time).
 //! * [`sim`]: a faithful simulator driven by per-model tables.
+//! * [`observed`]: the wrapper that passes a crash point after each hardware
+//!   change, in test builds.
 //!
 //! Besides the verbs, a backend reports health events (XIDs, ECC errors, a
 //! lost GPU) through a [`HealthWatch`] ([`GpuBackend::watch_health`]).
@@ -20,6 +22,7 @@ mod mig;
 #[cfg(test)]
 mod mig_conformance;
 pub mod nvml;
+pub mod observed;
 mod process;
 pub mod sim;
 
