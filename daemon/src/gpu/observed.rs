@@ -1,5 +1,5 @@
 //! [`observe`]: the GPU backend the engine talks to. In builds with crash
-//! points it is [`Observed`]: each verb that changes the hardware passes its
+//! points it is `Observed`: each verb that changes the hardware passes its
 //! point ([`crate::crash`]) once the backend has answered that it is done;
 //! reads are passed through. Without them it is the backend as it is.
 
