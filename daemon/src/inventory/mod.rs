@@ -7,7 +7,7 @@
 //! kinds follow NVIDIA's DRA driver, so existing CEL selectors such as
 //! `device.attributes["gpu.nvidia.com"].productName` keep working.
 
-mod layout;
+mod offer;
 mod mig;
 mod publish_order;
 mod scan;
@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::gpu::{DriverInfo, GpuInfo};
 
-pub use layout::plan_offer;
+pub use offer::plan_offer;
 pub use mig::{
     GpuMig, MigDevice, counter_set_name, free_counters, gpu_counters, mig_attributes, mig_capacity,
     mig_device_name, slice_consumption,

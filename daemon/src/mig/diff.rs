@@ -13,7 +13,7 @@ use crate::gpu::Placement;
 
 use super::error::MigPlanError;
 use super::geometry::format_placement;
-use super::layout::{MigLayout, Occupant, Ownership};
+use super::occupancy::{MigLayout, Occupant, Ownership};
 
 /// One GPU instance of a target layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -19,20 +19,20 @@
 //! so every plan made from it is one NVML would accept.
 
 mod capacity;
-mod choose;
+mod online;
 mod diff;
 mod error;
 mod geometry;
-mod layout;
+mod occupancy;
 mod plan_layout;
 
 #[cfg(test)]
 mod tests;
 
 pub use capacity::Score;
-pub use choose::{choose_gpu, choose_placement, first_fit, legal_placements, scored_candidates};
+pub use online::{choose_gpu, choose_placement, first_fit, legal_placements, scored_candidates};
 pub use diff::{ForeignPolicy, GeometryDiff, Step, TargetInstance, diff};
 pub use error::MigPlanError;
 pub use geometry::MigGeometry;
-pub use layout::{MigLayout, Occupant, Ownership};
+pub use occupancy::{MigLayout, Occupant, Ownership};
 pub use plan_layout::plan_layout;

@@ -16,7 +16,7 @@ use super::capacity::Score;
 use super::diff::{ForeignPolicy, TargetInstance};
 use super::error::MigPlanError;
 use super::geometry::MigGeometry;
-use super::layout::{MigLayout, Ownership, Usage};
+use super::occupancy::{MigLayout, Ownership, Usage};
 
 /// A target layout holding exactly `wanted` (profile names, repeats allowed)
 /// plus, under [`ForeignPolicy::Keep`], nothing else: foreign instances stay

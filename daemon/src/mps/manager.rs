@@ -34,7 +34,7 @@ use gpuslice_cdi::ContainerEdits;
 
 use super::MpsError;
 use super::key::MpsKey;
-use super::layout::DaemonLayout;
+use super::folders::DaemonLayout;
 use super::limits::{MpsLimits, client_memory_env};
 use super::mount::ShmMounter;
 use super::supervisor::{DaemonStatus, Supervised, Supervisor};

@@ -19,7 +19,7 @@
 pub mod child;
 pub mod control;
 pub mod key;
-pub mod layout;
+pub mod folders;
 pub mod limits;
 pub mod manager;
 pub mod mount;
@@ -30,7 +30,7 @@ use std::path::PathBuf;
 
 pub use child::ChildSupervisor;
 pub use key::MpsKey;
-pub use layout::DaemonLayout;
+pub use folders::DaemonLayout;
 pub use limits::{MpsLimits, client_memory_env};
 pub use manager::{MpsDaemon, MpsManager, MpsSettings, Released, StaleDaemon};
 pub use mount::{NoShmMount, ShmMounter, TmpfsMounter};

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use super::MpsError;
 use super::key::MpsKey;
-use super::layout::DaemonLayout;
+use super::folders::DaemonLayout;
 
 /// Everything needed to start one control daemon.
 #[derive(Debug, Clone)]

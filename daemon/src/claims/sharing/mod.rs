@@ -24,7 +24,6 @@
 
 mod compute_mode;
 mod mps;
-pub(super) mod plan;
 mod restore;
 mod timeslice;
 pub(super) mod view;

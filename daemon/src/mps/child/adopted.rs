@@ -13,7 +13,7 @@ use nix::unistd::Pid;
 use super::{EXIT_BOUND, PID_FILE};
 use crate::mps::MpsError;
 use crate::mps::control::{CONTROL_SOCKET, wait_on_dir};
-use crate::mps::layout::DaemonLayout;
+use crate::mps::folders::DaemonLayout;
 use crate::mps::supervisor::{DAEMON_MARKER, DaemonState, DaemonStatus, Supervised};
 
 /// A daemon a previous gpusliced started.

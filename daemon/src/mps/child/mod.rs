@@ -17,7 +17,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use super::MpsError;
-use super::layout::DaemonLayout;
+use super::folders::DaemonLayout;
 use super::supervisor::{
     DaemonSpec, DaemonState, DaemonStatus, RestartHook, Supervised, Supervisor,
 };

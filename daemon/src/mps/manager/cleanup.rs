@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use super::super::MpsError;
 use super::super::key::MpsKey;
-use super::super::layout::DaemonLayout;
+use super::super::folders::DaemonLayout;
 use super::MpsManager;
 
 /// A daemon stopped at start-up.

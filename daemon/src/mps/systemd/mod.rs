@@ -26,7 +26,7 @@ use zbus::blocking::Connection;
 use zbus::zvariant::{OwnedObjectPath, OwnedValue, Value};
 
 use super::MpsError;
-use super::layout::DaemonLayout;
+use super::folders::DaemonLayout;
 use super::supervisor::{DaemonSpec, RestartHook, Supervised, Supervisor, unit_name};
 use unit::{UnitDaemon, wait_until_dead};
 use unit_state::{Activity, Observed};

@@ -11,7 +11,7 @@ use crate::gpu::Placement;
 
 use super::capacity::Score;
 use super::error::MigPlanError;
-use super::layout::MigLayout;
+use super::occupancy::MigLayout;
 
 /// Where a new instance of `profile` should go on this GPU. Errors say why
 /// none can: unknown profile, "+me" already used, max count reached, or no
