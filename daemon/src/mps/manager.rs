@@ -33,8 +33,8 @@ use std::time::Duration;
 use gpuslice_cdi::ContainerEdits;
 
 use super::MpsError;
-use super::key::MpsKey;
 use super::folders::DaemonLayout;
+use super::key::MpsKey;
 use super::limits::{MpsLimits, client_memory_env};
 use super::mount::ShmMounter;
 use super::supervisor::{DaemonStatus, Supervised, Supervisor};

@@ -18,8 +18,8 @@
 
 pub mod child;
 pub mod control;
-pub mod key;
 pub mod folders;
+pub mod key;
 pub mod limits;
 pub mod manager;
 pub mod mount;
@@ -29,8 +29,8 @@ pub mod systemd;
 use std::path::PathBuf;
 
 pub use child::ChildSupervisor;
-pub use key::MpsKey;
 pub use folders::DaemonLayout;
+pub use key::MpsKey;
 pub use limits::{MpsLimits, client_memory_env};
 pub use manager::{MpsDaemon, MpsManager, MpsSettings, Released, StaleDaemon};
 pub use mount::{NoShmMount, ShmMounter, TmpfsMounter};

@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::MpsError;
-use super::key::MpsKey;
 use super::folders::DaemonLayout;
+use super::key::MpsKey;
 
 /// Everything needed to start one control daemon.
 #[derive(Debug, Clone)]

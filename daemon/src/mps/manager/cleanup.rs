@@ -6,8 +6,8 @@
 use std::collections::BTreeSet;
 
 use super::super::MpsError;
-use super::super::key::MpsKey;
 use super::super::folders::DaemonLayout;
+use super::super::key::MpsKey;
 use super::MpsManager;
 
 /// A daemon stopped at start-up.

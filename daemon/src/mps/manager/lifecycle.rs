@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use super::super::MpsError;
 use super::super::control::ControlClient;
-use super::super::key::MpsKey;
 use super::super::folders::DaemonLayout;
+use super::super::key::MpsKey;
 use super::super::limits::MpsLimits;
 use super::super::supervisor::{DAEMON_MARKER, DaemonSpec, RestartHook, Supervised};
 use super::{MpsManager, Running};
