@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::MpsError;
-use super::folders::DaemonLayout;
+use super::folders::DaemonFolders;
 use super::key::MpsKey;
 
 /// Everything needed to start one control daemon.
@@ -18,12 +18,12 @@ pub struct DaemonSpec {
     /// The devices it covers.
     pub key: MpsKey,
     /// Its folders.
-    pub layout: DaemonLayout,
+    pub folders: DaemonFolders,
     /// `nvidia-cuda-mps-control`, a host path.
     pub program: PathBuf,
     /// Environment of the daemon (CUDA_VISIBLE_DEVICES, pipe and log dirs, …).
     pub env: Vec<(String, String)>,
-    /// Bind the layout's shm tmpfs at /dev/shm in the daemon's own mount
+    /// Bind the daemon's shm tmpfs at /dev/shm in the daemon's own mount
     /// namespace, so server and clients share one /dev/shm.
     pub bind_shm: bool,
 }
@@ -125,7 +125,7 @@ pub trait Supervisor: Send + Sync + std::fmt::Debug {
     fn stop_stale(
         &self,
         hash: &str,
-        layout: &DaemonLayout,
+        folders: &DaemonFolders,
         quit: &dyn Fn(),
     ) -> Result<(), MpsError>;
     /// Hashes of daemons of this gpusliced (their pipe dirs under
