@@ -126,7 +126,7 @@ impl PrepareRequest {
             )?;
             check_consumed(i, d.consumed_memory, &device)?;
         }
-        sharing::resolve(self, inventory)
+        sharing::resolve_sharing(self, inventory)
     }
 }
 
@@ -154,7 +154,7 @@ fn check_consumed(
 }
 
 /// A device's memory: the whole GPU's, or the MIG profile's.
-pub(super) fn device_memory(device: &DeviceRef<'_>) -> u64 {
+fn device_memory(device: &DeviceRef<'_>) -> u64 {
     match device {
         DeviceRef::Gpu(g) => g.info.memory_bytes,
         DeviceRef::Mig(m, _) => m.profile.memory_bytes,

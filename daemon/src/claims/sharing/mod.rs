@@ -1,19 +1,19 @@
 //! Sharing a GPU between claims in the claim engine: MPS and time-slicing.
 //!
-//! This room owns how a request's configs become per-device sharing
-//! ([`plan`]), the runtime both modes share (this file), MPS ([`mps`]),
+//! This module owns the runtime both modes share (this file), MPS ([`mps`]),
 //! time-slicing ([`timeslice`]), the compute mode they set
 //! ([`compute_mode`]), their start-up repair ([`restore`]) and what an
-//! operator sees of them ([`view`]). It must not parse configs (that is
-//! [`crate::sharing`]), run MPS daemons (that is [`crate::mps`]) or call
-//! nvidia-smi itself (that is [`crate::timeslice`]); and it must not write
-//! records or CDI files, which stay with the engine's prepare and unprepare.
+//! operator sees of them ([`view`]). How a request's configs become
+//! per-device sharing is the request's (`claims/request/sharing.rs`). It must
+//! not parse configs (that is [`crate::sharing`]), run MPS daemons (that is
+//! [`crate::mps`]) or call nvidia-smi itself (that is [`crate::timeslice`]);
+//! and it must not write records or CDI files, which stay with the engine's
+//! prepare and unprepare.
 //!
-//! The engine's sharing runtime, shared by the two sharing modes
-//! ([`mps`], [`timeslice`]), each with the same
-//! verbs as MIG: plan (check and reserve, no hardware), apply, release, and
-//! restore at start-up.
-//!
+//! Both sharing modes ([`mps`], [`timeslice`]) have the same verbs as MIG:
+//! reserve (check and book, no hardware), apply, release, and restore at
+//! start-up.
+
 //! State kept here, in one lock: the [`TimeSlicePolicy`] (per GPU: MPS or
 //! time-slicing, which claims, which interval), the memory promised per GPU
 //! through memory shares, what the last time-slice set did, and GPUs left
