@@ -10,9 +10,9 @@
 //! record last, so a crash in between leaves a record whose spec reconcile
 //! rewrites, never a spec nobody owns.
 //!
-//! Each kind of access is a small module with the same verbs (plan, apply,
-//! release, restore): `exclusive`, MIG (the room `mig`), MPS and
-//! time-slicing (the room `sharing`). The generic pieces sit here: the
+//! Each kind of access is a small module with the same verbs (reserve,
+//! apply, release, restore): `exclusive`, MIG (the module `mig`), MPS and
+//! time-slicing (the module `sharing`). The generic pieces sit here: the
 //! request (`request`), the claim table and per-claim locks (`table`,
 //! `keyed`), the verbs (`prepare`, `again` for a claim prepared already,
 //! `unprepare`, `reconcile`), the CDI

@@ -40,7 +40,7 @@ impl Engine {
     /// ids filled in now); a free placement is marked `created` (the intent
     /// the `preparing` record carries, so a crash after the create is rolled
     /// back). An instance in the way is an error.
-    pub(super) fn plan_slice(
+    pub(super) fn reserve_slice(
         &self,
         gpu: &GpuDevice,
         slice: &mut MigSlice,
@@ -67,7 +67,7 @@ impl Engine {
         Ok(())
     }
 
-    /// Creates a slice [`Engine::plan_slice`] marked `created`: the GPU
+    /// Creates a slice [`Engine::reserve_slice`] marked `created`: the GPU
     /// instance, then its compute instance; the GPU instance is destroyed
     /// again if the compute instance fails.
     pub(super) fn create_slice(

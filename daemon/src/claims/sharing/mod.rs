@@ -18,7 +18,7 @@
 //! time-slicing, which claims, which interval), the memory promised per GPU
 //! through memory shares, what the last time-slice set did, and GPUs left
 //! degraded by an undo that failed. A lock per GPU UUID serializes claims
-//! that share one GPU from plan to apply, so a second claim never runs
+//! that share one GPU from reserve to apply, so a second claim never runs
 //! before the first one's time-slice or daemon is in place; claims on other
 //! GPUs never wait.
 
@@ -314,10 +314,10 @@ impl Engine {
             })
     }
 
-    /// Plan: checks `record`'s sharing against the other claims on its GPUs
+    /// Reserve: checks `record`'s sharing against the other claims on its GPUs
     /// (interval, MPS beside time-slicing, memory left) and reserves it.
     /// Nothing touches the hardware. Call with the record's GPU locks held.
-    pub(super) fn plan_sharing(&self, record: &ClaimRecord) -> Result<(), ClaimError> {
+    pub(super) fn reserve_sharing(&self, record: &ClaimRecord) -> Result<(), ClaimError> {
         if !has_sharing(record) {
             return Ok(());
         }
@@ -326,8 +326,8 @@ impl Engine {
         lock(&self.sharing.state).join(record, &inventory)
     }
 
-    /// Undoes [`Engine::plan_sharing`] when nothing was applied.
-    pub(super) fn unplan_sharing(&self, record: &ClaimRecord) {
+    /// Undoes [`Engine::reserve_sharing`] when nothing was applied.
+    pub(super) fn unreserve_sharing(&self, record: &ClaimRecord) {
         lock(&self.sharing.state).forget(record);
     }
 

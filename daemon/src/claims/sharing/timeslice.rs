@@ -1,5 +1,5 @@
-//! Time-slicing, with the same verbs as MIG and MPS (plan is
-//! [`Engine::plan_sharing`], which asks the [`crate::timeslice::TimeSlicePolicy`]):
+//! Time-slicing, with the same verbs as MIG and MPS (reserve is
+//! [`Engine::reserve_sharing`], which asks the [`crate::timeslice::TimeSlicePolicy`]):
 //! apply (compute mode DEFAULT, then `nvidia-smi compute-policy
 //! --set-timeslice` for the first claim on the GPU), release (the last
 //! claim resets the GPU to Default), and restore at start-up (set again:
