@@ -1,13 +1,17 @@
 //! GetMigLayout: per GPU, the MIG instances that exist, which claim holds each
 //! and whether gpusliced made it: what `gpuslicectl mig` draws. The engine
 //! reads them ([`Engine::mig_view`]); this file maps them to proto.
+//!
+//! What it answers is the GPUs' occupancy, not the `[mig] layout` list. The
+//! RPC, its messages and this file keep the name "layout" all the same: the
+//! proto is a wire API that released clients call by name.
 
 use gpuslice_proto::gpuslice::v1 as pb;
 
 use crate::claims::{Engine, GpuMigView, MigInstanceView};
 use crate::gpu::{MigMode, MigSupport};
 
-/// The layout of every GPU.
+/// The MIG instances of every GPU.
 pub fn mig_layout_response(engine: &Engine) -> pb::GetMigLayoutResponse {
     pb::GetMigLayoutResponse {
         gpus: engine.mig_view().into_iter().map(gpu_layout).collect(),
