@@ -1,6 +1,6 @@
 //! MIG in the claim engine: everything the engine does to MIG hardware.
 //!
-//! This room owns the steps of a MIG claim (this file), the node-wide MIG
+//! This module owns the steps of a MIG claim (this file), the node-wide MIG
 //! set-up at start-up and on SIGHUP ([`setup`]), slices made ahead of claims
 //! and their ledger ([`ahead`]), the start-up repair of prepared slices
 //! ([`restore`]) and the CDI device of a slice ([`cdi`]). It must not touch

@@ -1,4 +1,4 @@
-//! The child-process supervisor of MPS control daemons. This room owns
+//! The child-process supervisor of MPS control daemons. This module owns
 //! starting, watching and restarting a daemon as a child of gpusliced (this
 //! file) and finding again the children a previous gpusliced left running
 //! ([`adopted`]). It must not decide which daemons should run (that is the

@@ -1,4 +1,4 @@
-//! The systemd supervisor of MPS control daemons. This room owns the
+//! The systemd supervisor of MPS control daemons. This module owns the
 //! transient units over D-Bus (this file), one unit as a supervised daemon
 //! ([`unit`]) and the pure reading of a unit's properties ([`unit_state`]).
 //! It must not decide which daemons should run (that is the

@@ -1,4 +1,4 @@
-//! The MPS room's tests, against the stand-in control program
+//! The MPS module's tests, against the stand-in control program
 //! (tests/tools/fake-mps-control): the manager and child supervisor (this
 //! file), slots that never hold up other keys ([`slots`]) and daemons
 //! adopted by their marker ([`adopted`]). Built only under `cargo test`.
