@@ -440,7 +440,7 @@ fn scenario(t: &Trace, model: SimModel, size: &Size, names: &mut Vec<&'static st
     println!(
         "{:<27} {:<9} gpus={} traces={} requests={:<4} published={:>3}..{:<3} planner={:<3} best-placement={} offline={} | published/best {} planner/best {} published/offline {}",
         t.name,
-        model.as_str(),
+        <&str>::from(model),
         size.gpus,
         size.traces,
         totals.requests,

@@ -281,7 +281,7 @@ fn admission(s: &Scenario) {
     println!(
         "{:<10} steps={:<2} requests={:<3} planner={planner:<3} ({}) first-fit={first:<3} ({}) \
          static={fixed:<3} ({}) {label}={best} [{nodes} search nodes]",
-        s.model.as_str(),
+        <&str>::from(s.model),
         s.steps,
         requests.len(),
         ratio(planner, best),

@@ -54,8 +54,9 @@ pub use error::ClaimError;
 pub use health::{Cleared, UnhealthyDevice};
 pub use reconcile::ReconcileReport;
 pub use request::{ConfigRequest, DeviceRequest, PrepareRequest, validate_uid};
-pub use sharing::view::{DaemonView, GpuSharingView, state_words};
+pub use sharing::view::{DaemonView, GpuSharingView};
 pub use sharing::{SharingTools, TimeSliceOutcome};
+pub use table::SharedMode;
 pub use usage::{ClaimKind, NodeUsage, SliceState, SliceUse};
 pub use view::{
     DeviceAt, DeviceState, GpuMigView, MigHolder, MigInstanceView, NodeView, UnreadableState,

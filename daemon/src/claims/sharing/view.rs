@@ -61,16 +61,6 @@ pub struct GpuSharingView {
     pub problems: Vec<String>,
 }
 
-/// The words for a daemon state.
-pub fn state_words(state: DaemonState) -> &'static str {
-    match state {
-        DaemonState::Running => "running",
-        DaemonState::Restarting => "restarting",
-        DaemonState::Failed => "failed",
-        DaemonState::Stopped => "stopped",
-    }
-}
-
 impl Engine {
     /// Every MPS control daemon, with its state and claims.
     pub(in crate::claims) fn daemons(&self) -> Vec<MpsDaemon> {
@@ -183,7 +173,7 @@ impl Engine {
             {
                 problems.push(format!(
                     "time-slice {} not applied on {gpu}: the GPU does not support it ({message})",
-                    interval.name()
+                    interval
                 ));
             }
         }
@@ -215,7 +205,7 @@ impl Engine {
                 problems.push(format!(
                     "GPU {gpu} does not support time-slice settings; {} was not applied \
                      ({message}); its claims share it at the driver's default",
-                    interval.name()
+                    interval
                 ));
             }
         }
