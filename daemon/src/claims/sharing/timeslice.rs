@@ -109,7 +109,7 @@ impl Engine {
             }
             Err(err) => self.mark_degraded(
                 gpu,
-                format!("the time-slice could not be reset to {}: {err}", interval),
+                format!("the time-slice could not be reset to {interval}: {err}"),
             ),
         }
     }
@@ -124,8 +124,8 @@ impl Engine {
                     .err()
                     .map(|err| {
                         format!(
-                            "claim {}: the time-slice {} of {gpu} could not be set again: {err}",
-                            record.uid, interval
+                            "claim {}: the time-slice {interval} of {gpu} could not be set again: {err}",
+                            record.uid
                         )
                     })
             })

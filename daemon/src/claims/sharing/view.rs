@@ -172,8 +172,8 @@ impl Engine {
             if let Some(TimeSliceOutcome::NotSupported { message, .. }) = state.timeslice.get(&gpu)
             {
                 problems.push(format!(
-                    "time-slice {} not applied on {gpu}: the GPU does not support it ({message})",
-                    interval
+                    "time-slice {interval} not applied on {gpu}: the GPU does not support it \
+                     ({message})"
                 ));
             }
         }
@@ -203,9 +203,8 @@ impl Engine {
         for (gpu, outcome) in &state.timeslice {
             if let TimeSliceOutcome::NotSupported { interval, message } = outcome {
                 problems.push(format!(
-                    "GPU {gpu} does not support time-slice settings; {} was not applied \
-                     ({message}); its claims share it at the driver's default",
-                    interval
+                    "GPU {gpu} does not support time-slice settings; {interval} was not applied \
+                     ({message}); its claims share it at the driver's default"
                 ));
             }
         }
