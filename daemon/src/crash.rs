@@ -10,12 +10,12 @@
 //! * Points sit at the lowest layer that takes the step, so no path can take
 //!   it without passing the point: the atomic writer's observer for records,
 //!   specs and the MIG ledger, a wrapper around the GPU backend for every
-//!   hardware change ([`observe_backend`]), the MPS manager for daemons, and
-//!   the nvidia-smi runner for time-slices.
+//!   hardware change (`gpu::observed`), the MPS manager for daemons, and the
+//!   nvidia-smi runner for time-slices.
 //! * Compiled in only with the `failpoints` feature (tikv fail-rs), which the
 //!   package's tests turn on and release builds never have: without it
-//!   [`crash_point`] is an empty inline function, [`observe_backend`] returns
-//!   the backend as it is, and [`arm_from_env`] only warns.
+//!   [`crash_point`] is an empty inline function, `gpu::observed::observe`
+//!   returns the backend as it is, and [`arm_from_env`] only warns.
 //!
 //! Arming, read once at start: `GPUSLICE_CRASH_AT=<point>` aborts the
 //! process at the point's first pass, `<point>@<n>` at its n-th. The abort
@@ -33,13 +33,7 @@
 //!   with `failpoints`; the daemon never arms one, and `GPUSLICE_CRASH_AT`
 //!   does not know them.
 
-#[cfg(feature = "failpoints")]
-mod backend;
-
 use std::path::PathBuf;
-use std::sync::Arc;
-
-use crate::gpu::GpuBackend;
 
 /// Every crash point, grouped by the layer that takes the step.
 pub const ALL: &[&str] = &[
@@ -54,7 +48,7 @@ pub const ALL: &[&str] = &[
     // The ledger of MIG slices made ahead (claims/mig/ahead.rs).
     "mig_ledger.after_temp_synced",
     "mig_ledger.after_rename",
-    // Hardware, through the backend (crash/backend.rs).
+    // Hardware, through the backend (gpu/observed.rs).
     "gpu.after_mig_mode_set",
     "gpu.after_gi_created",
     "gpu.after_ci_created",
@@ -173,15 +167,6 @@ pub fn hook(name: &'static str) {
     let _ = name;
 }
 
-/// The backend the engine uses: with `failpoints`, wrapped so that every
-/// hardware change passes its point.
-pub fn observe_backend(backend: Arc<dyn GpuBackend>) -> Arc<dyn GpuBackend> {
-    #[cfg(feature = "failpoints")]
-    return Arc::new(backend::Observed(backend));
-    #[cfg(not(feature = "failpoints"))]
-    backend
-}
-
 /// Reads [`ARM_ENV`] and [`TRACE_ENV`] and arms what they say. Returns a
 /// line for the log when anything is set, or an error that stops start-up
 /// (a misspelt point must not pass as a test that never crashes). Without
@@ -207,8 +192,8 @@ pub fn arm_from_env() -> Result<Option<String>, CrashError> {
 #[cfg(feature = "failpoints")]
 fn arm(armed: Option<Armed>, trace: Option<PathBuf>) -> Result<Option<String>, CrashError> {
     use std::io::Write;
-    use std::sync::Mutex;
     use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::{Arc, Mutex};
 
     let trace = match trace {
         Some(path) => {

@@ -129,7 +129,7 @@ fn sharing_words(d: &RecordDevice) -> String {
         (None, false) => "exclusive".to_owned(),
         (None, true) => "mig".to_owned(),
         (Some(DeviceSharing::Timeslicing { interval }), _) => {
-            format!("timeslicing {}", interval.name())
+            format!("timeslicing {interval}")
         }
         (Some(DeviceSharing::Mps(mps)), _) => match mps.memory_share {
             Some(bytes) => format!(
@@ -263,7 +263,7 @@ pub fn claims_response(engine: &Engine) -> pb::ListClaimsResponse {
                 namespace: r.namespace.clone(),
                 name: r.name.clone(),
             }),
-            phase: r.phase.as_str().to_owned(),
+            phase: r.phase.to_string(),
             devices: prepared_devices(r),
             cdi_spec_path: engine
                 .settings()

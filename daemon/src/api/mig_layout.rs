@@ -1,13 +1,16 @@
 //! GetMigLayout: per GPU, the MIG instances that exist, which claim holds each
 //! and whether gpusliced made it: what `gpuslicectl mig` draws. The engine
 //! reads them ([`Engine::mig_view`]); this file maps them to proto.
+//!
+//! What it answers is the GPUs' occupancy, not the `[mig] layout` list. The
+//! RPC, its messages and this file keep the name "layout" all the same: the
+//! proto is a wire API that released clients call by name.
 
 use gpuslice_proto::gpuslice::v1 as pb;
 
 use crate::claims::{Engine, GpuMigView, MigInstanceView};
-use crate::gpu::{MigMode, MigSupport};
 
-/// The layout of every GPU.
+/// The MIG instances of every GPU.
 pub fn mig_layout_response(engine: &Engine) -> pb::GetMigLayoutResponse {
     pb::GetMigLayoutResponse {
         gpus: engine.mig_view().into_iter().map(gpu_layout).collect(),
@@ -17,7 +20,7 @@ pub fn mig_layout_response(engine: &Engine) -> pb::GetMigLayoutResponse {
 fn gpu_layout(view: GpuMigView) -> pb::GpuMigLayout {
     let gpu = view.gpu;
     pb::GpuMigLayout {
-        mig_mode: mig_mode_text(gpu.info.mig),
+        mig_mode: gpu.info.mig.to_string(),
         memory_slices: gpu.mig.as_ref().map_or(0, |m| m.memory_slices),
         device: gpu.name,
         uuid: gpu.info.uuid,
@@ -39,20 +42,5 @@ fn instance(view: MigInstanceView) -> pb::MigInstance {
         device: view.device.unwrap_or_default(),
         created_by_daemon: view.holder.as_ref().is_some_and(|h| h.created),
         holder: view.holder.map(|h| h.uid).unwrap_or_default(),
-    }
-}
-
-/// "enabled", "disabled", "enabled (pending disabled)" or "unsupported".
-pub fn mig_mode_text(mig: MigSupport) -> String {
-    let word = |mode| match mode {
-        MigMode::Enabled => "enabled",
-        MigMode::Disabled => "disabled",
-    };
-    match mig {
-        MigSupport::NotSupported => "unsupported".into(),
-        MigSupport::Supported { current, pending } if current == pending => word(current).into(),
-        MigSupport::Supported { current, pending } => {
-            format!("{} (pending {})", word(current), word(pending))
-        }
     }
 }

@@ -10,9 +10,9 @@
 //! record last, so a crash in between leaves a record whose spec reconcile
 //! rewrites, never a spec nobody owns.
 //!
-//! Each kind of access is a small module with the same verbs (plan, apply,
-//! release, restore): `exclusive`, MIG (the room `mig`), MPS and
-//! time-slicing (the room `sharing`). The generic pieces sit here: the
+//! Each kind of access is a small module with the same verbs (reserve,
+//! apply, release, restore): `exclusive`, MIG (the module `mig`), MPS and
+//! time-slicing (the module `sharing`). The generic pieces sit here: the
 //! request (`request`), the claim table and per-claim locks (`table`,
 //! `keyed`), the verbs (`prepare`, `again` for a claim prepared already,
 //! `unprepare`, `reconcile`), the CDI
@@ -54,8 +54,9 @@ pub use error::ClaimError;
 pub use health::{Cleared, UnhealthyDevice};
 pub use reconcile::ReconcileReport;
 pub use request::{ConfigRequest, DeviceRequest, PrepareRequest, validate_uid};
-pub use sharing::view::{DaemonView, GpuSharingView, state_words};
+pub use sharing::view::{DaemonView, GpuSharingView};
 pub use sharing::{SharingTools, TimeSliceOutcome};
+pub use table::SharedMode;
 pub use usage::{ClaimKind, NodeUsage, SliceState, SliceUse};
 pub use view::{
     DeviceAt, DeviceState, GpuMigView, MigHolder, MigInstanceView, NodeView, UnreadableState,
@@ -155,7 +156,7 @@ impl Engine {
         settings: EngineSettings,
     ) -> Self {
         Self {
-            backend: crate::crash::observe_backend(backend),
+            backend: crate::gpu::observed::observe(backend),
             inventory: RwLock::new(Arc::new(inventory)),
             driver: RwLock::new(Arc::new(driver)),
             store,

@@ -1,5 +1,6 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::*;
 
@@ -224,7 +225,7 @@ fn the_observed_backend_passes_a_point_only_after_a_change_that_was_made() {
     })
     .unwrap();
     let sim = Arc::new(SimBackend::new(vec![SimModel::H100_80GB], "crash"));
-    let backend = observe_backend(sim.clone());
+    let backend = crate::gpu::observed::observe(sim.clone());
     backend.set_mig_mode(0, MigMode::Enabled).unwrap();
     let profile = backend.mig_profiles(0).unwrap().remove(0);
     let placement = profile.placements[0];
