@@ -273,7 +273,7 @@ impl Node {
 
     /// The ResourceSlices the DRA plugin would publish now (resource.k8s.io/v1).
     pub fn publish(&self) -> Vec<ResourceSliceSpec> {
-        let inventory = gpuslice::api::inventory_response(self.engine());
+        let inventory = gpuslice::api::inventory_response(&self.engine().view());
         let target = PoolTarget {
             driver: DRIVER,
             node_name: NODE,

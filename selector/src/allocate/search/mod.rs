@@ -136,9 +136,9 @@ fn held_amounts(held: &Held, name: &str) -> Result<Option<Amounts>, PoolError> {
         .map(|(k, q)| {
             Quantity::parse(&q.0)
                 .map(|q| (k.clone(), q))
-                .map_err(|source| PoolError::Quantity {
+                .map_err(|error| PoolError::Quantity {
                     place: format!("held device {name}, capacity {k}"),
-                    source,
+                    error,
                 })
         })
         .collect::<Result<_, _>>()
