@@ -4,11 +4,13 @@
 # (docs/packaging.md says why and which distributions that covers).
 #
 #   packaging/build.sh          # CARGO_TARGET_DIR is honoured (default ./target)
+#   packaging/build.sh --amd64  # the amd64 packages only (no arm64 tools needed),
+#                               # e.g. for the nspawn tests (tests/README.md)
 #
 # Output, in $TARGET (CARGO_TARGET_DIR, default ./target):
 #   debian/gpuslice_<version>-1_amd64.deb      generate-rpm/gpuslice-<version>-1.x86_64.rpm
 #   debian/gpuslice_<version>-1_arm64.deb      generate-rpm/gpuslice-<version>-1.aarch64.rpm
-# from the binaries in $TARGET/<triple>/release/.
+# from the binaries in $TARGET/<triple>/release/ (with --amd64, the first row only).
 #
 # How: cargo-zigbuild links with zig, whose glibc stubs are those of the
 # version in the target's suffix (x86_64-unknown-linux-gnu.2.28), so no
@@ -33,15 +35,23 @@ arm64_rustc="${GPUSLICE_ARM64_RUSTC:-/usr/bin/rustc}"
 binaries=(gpusliced gpuslicectl gpuslice-dra-plugin)
 
 fail() { echo "build.sh: $*" >&2; exit 1; }
+with_arm64=yes
+case "${1:-}" in
+  "") ;;
+  --amd64) with_arm64=no ;;
+  *) fail "usage: packaging/build.sh [--amd64] (unknown argument: $1)" ;;
+esac
 for tool in cargo-zigbuild cargo-deb cargo-generate-rpm; do
   command -v "$tool" >/dev/null || fail "$tool is missing (.ci/run installs it)"
 done
 command -v "${CARGO_ZIGBUILD_ZIG_PATH:-zig}" >/dev/null ||
   "${CARGO_ZIGBUILD_PYTHON_PATH:-python3}" -m ziglang version >/dev/null 2>&1 ||
   fail "zig is missing: put it on PATH or pip install ziglang (.ci/run does)"
-arm64_std=$("$arm64_rustc" --print target-libdir --target aarch64-unknown-linux-gnu 2>/dev/null || true)
-compgen -G "${arm64_std:-/nonexistent}/libstd-*.rlib" >/dev/null ||
-  fail "$arm64_rustc has no aarch64 standard library: apt-get install rustc-web libstd-rust-web-dev:arm64, or set GPUSLICE_ARM64_RUSTC"
+if [ "$with_arm64" = yes ]; then
+  arm64_std=$("$arm64_rustc" --print target-libdir --target aarch64-unknown-linux-gnu 2>/dev/null || true)
+  compgen -G "${arm64_std:-/nonexistent}/libstd-*.rlib" >/dev/null ||
+    fail "$arm64_rustc has no aarch64 standard library: apt-get install rustc-web libstd-rust-web-dev:arm64, or set GPUSLICE_ARM64_RUSTC (or build.sh --amd64)"
+fi
 
 # Runs "$@" and prints how long it took, under the stage's name ($1).
 stage() {
@@ -77,8 +87,10 @@ generated_files() {
     "$amd64/$bin" --generate complete-zsh >"$out/completions/zsh/_$bin"
     "$amd64/$bin" --generate complete-fish >"$out/completions/fish/$bin.fish"
   done
-  rm -rf "$arm64/man" "$arm64/completions"
-  cp -r "$amd64/man" "$amd64/completions" "$arm64/"
+  if [ "$with_arm64" = yes ]; then
+    rm -rf "$arm64/man" "$arm64/completions"
+    cp -r "$amd64/man" "$amd64/completions" "$arm64/"
+  fi
 }
 
 # Both packages of one triple. The asset paths under target/release/ in
@@ -92,8 +104,12 @@ package() {
 }
 
 stage "amd64: cargo zigbuild (x86_64, glibc $glibc)" compile x86_64-unknown-linux-gnu
-stage "arm64: cargo zigbuild (aarch64, glibc $glibc, $("$arm64_rustc" --version))" compile_arm64
+if [ "$with_arm64" = yes ]; then
+  stage "arm64: cargo zigbuild (aarch64, glibc $glibc, $("$arm64_rustc" --version))" compile_arm64
+fi
 stage "man pages and shell completions (amd64 binaries' --generate)" generated_files
 stage "amd64: .deb and .rpm" package x86_64-unknown-linux-gnu
-stage "arm64: .deb and .rpm" package aarch64-unknown-linux-gnu
+if [ "$with_arm64" = yes ]; then
+  stage "arm64: .deb and .rpm" package aarch64-unknown-linux-gnu
+fi
 ls -l "$target"/debian/gpuslice_*.deb "$target"/generate-rpm/gpuslice-*.rpm

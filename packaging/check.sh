@@ -11,7 +11,8 @@
 #  4. per architecture: the .deb and the .rpm carry the same binaries, built
 #     for that architecture; no packaged ELF file needs a glibc above 2.28
 #     (packaging/glibc-floor.sh), nor does the packages' own libc dependency;
-#     no crash point (gpuslice::crash, test builds only) in gpusliced;
+#     no crash point or test hook (gpuslice::crash, test builds only) in
+#     gpusliced;
 #  5. a smoke test of each architecture's packaged binaries
 #     (packaging/smoke.py): --version, gpusliced on the sim backend until
 #     READY=1, `gpuslicectl status`, SIGTERM -> exit 0. arm64 runs under
@@ -158,18 +159,20 @@ for arch in amd64 arm64; do
   echo "$arch: ${machine[$arch]}; .deb Depends libc6 (>= $libc); .rpm requires up to GLIBC_$req"
 done
 
-echo "== no crash points in the packaged gpusliced"
+echo "== no crash points or test hooks in the packaged gpusliced"
 # They exist only in builds with the `failpoints` feature, which only the
-# package's tests turn on (daemon/Cargo.toml); a point's name in the
+# package's tests turn on (daemon/Cargo.toml); a point's or hook's name in the
 # packaged binary means a release build picked the feature up.
 points=$(sed -n '/^pub const ALL/,/^];/p' daemon/src/crash.rs | grep -o '"[a-z_]*\.after_[a-z_]*"' | tr -d '"')
 [ "$(wc -l <<<"$points")" -ge 20 ] || fail "cannot read the crash point names in daemon/src/crash.rs"
+hooks=$(sed -n '/^pub const HOOKS/,/^];/p' daemon/src/crash.rs | grep -o '"[a-z_]*\.[a-z_]*"' | tr -d '"')
+[ -n "$hooks" ] || fail "cannot read the test hook names in daemon/src/crash.rs"
 for arch in amd64 arm64; do
-  for point in $points; do
-    ! grep -aqF "$point" "$vroot/$arch.deb/usr/bin/gpusliced" || fail "crash point $point is in the $arch gpusliced"
+  for point in $points $hooks; do
+    ! grep -aqF "$point" "$vroot/$arch.deb/usr/bin/gpusliced" || fail "crash point or test hook $point is in the $arch gpusliced"
   done
 done
-echo "none of the $(wc -l <<<"$points") crash points is in either gpusliced"
+echo "none of the $(wc -l <<<"$points") crash points and $(wc -l <<<"$hooks") test hooks is in either gpusliced"
 
 echo "== smoke test: amd64 (native), arm64 (qemu-user)"
 packaging/smoke.py "$vroot/amd64.deb/usr/bin"

@@ -23,23 +23,15 @@ use std::sync::Mutex;
 use crate::claims::{ClaimError, Engine};
 use crate::config::{MigAdvertise, MigConfig, MigCreate};
 
-/// A form the inventory can be in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A form the inventory can be in; its text is "layout" or "partitionable",
+/// as the config spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
 pub enum Form {
     /// The concrete slices of each GPU's layout, no counters.
     Layout,
     /// Every (profile, placement), with shared counters.
     Partitionable,
-}
-
-impl Form {
-    /// "layout" or "partitionable", as the config spells it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Form::Layout => "layout",
-            Form::Partitionable => "partitionable",
-        }
-    }
 }
 
 /// What a client (the DRA plugin) asked for, and why.
@@ -60,15 +52,6 @@ pub struct InForce {
     pub configured: MigAdvertise,
     /// Why, e.g. "auto: the API server keeps shared counters".
     pub reason: String,
-}
-
-/// The name of a configured value, as the config spells it.
-pub fn configured_name(advertise: MigAdvertise) -> &'static str {
-    match advertise {
-        MigAdvertise::Auto => "auto",
-        MigAdvertise::Layout => "layout",
-        MigAdvertise::Partitionable => "partitionable",
-    }
 }
 
 /// The form in force for `config`, given what the plugin last `asked`.
@@ -186,8 +169,8 @@ impl Advertiser {
     fn install(state: &mut State, next: InForce) {
         if next != state.in_force || !state.logged {
             tracing::info!(
-                form = next.form.name(),
-                configured = configured_name(next.configured),
+                form = <&str>::from(next.form),
+                configured = <&str>::from(next.configured),
                 reason = %next.reason,
                 "MIG advertise"
             );

@@ -10,12 +10,12 @@
 //! * Points sit at the lowest layer that takes the step, so no path can take
 //!   it without passing the point: the atomic writer's observer for records,
 //!   specs and the MIG ledger, a wrapper around the GPU backend for every
-//!   hardware change ([`observe_backend`]), the MPS manager for daemons, and
-//!   the nvidia-smi runner for time-slices.
+//!   hardware change (`gpu::observed`), the MPS manager for daemons, and the
+//!   nvidia-smi runner for time-slices.
 //! * Compiled in only with the `failpoints` feature (tikv fail-rs), which the
 //!   package's tests turn on and release builds never have: without it
-//!   [`crash_point`] is an empty inline function, [`observe_backend`] returns
-//!   the backend as it is, and [`arm_from_env`] only warns.
+//!   [`crash_point`] is an empty inline function, `gpu::observed::observe`
+//!   returns the backend as it is, and [`arm_from_env`] only warns.
 //!
 //! Arming, read once at start: `GPUSLICE_CRASH_AT=<point>` aborts the
 //! process at the point's first pass, `<point>@<n>` at its n-th. The abort
@@ -25,14 +25,15 @@
 //! first. `GPUSLICE_CRASH_TRACE=<file>` appends `start <pid>` at start and
 //! each point's name as it is passed, so a test learns which points its
 //! workload passes, in order.
-
-#[cfg(feature = "failpoints")]
-mod backend;
+//!
+//! * [`HOOKS`] lists the test hooks: named places where a unit test runs
+//!   code of its own, on its own thread, to make a race deterministic (a
+//!   rescan landing between two reads, say); [`hook`] marks one. The same
+//!   unit test holds them to one place each. Like the points, they exist only
+//!   with `failpoints`; the daemon never arms one, and `GPUSLICE_CRASH_AT`
+//!   does not know them.
 
 use std::path::PathBuf;
-use std::sync::Arc;
-
-use crate::gpu::GpuBackend;
 
 /// Every crash point, grouped by the layer that takes the step.
 pub const ALL: &[&str] = &[
@@ -47,7 +48,7 @@ pub const ALL: &[&str] = &[
     // The ledger of MIG slices made ahead (claims/mig/ahead.rs).
     "mig_ledger.after_temp_synced",
     "mig_ledger.after_rename",
-    // Hardware, through the backend (crash/backend.rs).
+    // Hardware, through the backend (gpu/observed.rs).
     "gpu.after_mig_mode_set",
     "gpu.after_gi_created",
     "gpu.after_ci_created",
@@ -64,6 +65,13 @@ pub const ALL: &[&str] = &[
     "mps.after_stale_stopped",
     // Time-slices (timeslice/nvidia_smi.rs).
     "timeslice.after_set",
+];
+
+/// Every test hook (see [`hook`]).
+pub const HOOKS: &[&str] = &[
+    // Between the inventory an answer is built from and the holdings paired
+    // with it (claims/view/mod.rs).
+    "view.between_reads",
 ];
 
 /// Arms a point: `<point>` or `<point>@<n>`.
@@ -148,13 +156,15 @@ pub fn crash_point(name: &'static str) {
     let _ = name;
 }
 
-/// The backend the engine uses: with `failpoints`, wrapped so that every
-/// hardware change passes its point.
-pub fn observe_backend(backend: Arc<dyn GpuBackend>) -> Arc<dyn GpuBackend> {
+/// Marks a place where a unit test may run code of its own
+/// (`fail::cfg_callback` on the name, acting only on the test's thread: the
+/// registry is global). With `failpoints` only; empty otherwise.
+#[inline]
+pub fn hook(name: &'static str) {
     #[cfg(feature = "failpoints")]
-    return Arc::new(backend::Observed(backend));
+    fail::fail_point!(name);
     #[cfg(not(feature = "failpoints"))]
-    backend
+    let _ = name;
 }
 
 /// Reads [`ARM_ENV`] and [`TRACE_ENV`] and arms what they say. Returns a
@@ -182,8 +192,8 @@ pub fn arm_from_env() -> Result<Option<String>, CrashError> {
 #[cfg(feature = "failpoints")]
 fn arm(armed: Option<Armed>, trace: Option<PathBuf>) -> Result<Option<String>, CrashError> {
     use std::io::Write;
-    use std::sync::Mutex;
     use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::{Arc, Mutex};
 
     let trace = match trace {
         Some(path) => {
@@ -240,5 +250,7 @@ fn abort(point: &str, pass: u32) -> ! {
     std::process::abort()
 }
 
+#[cfg(test)]
+pub(crate) mod test_hook;
 #[cfg(test)]
 mod tests;

@@ -1,46 +1,82 @@
 //! gpusliced: the node-level GPU sharing daemon, as a library the binaries wire up.
 //!
-//! Reading order (one room per concern):
-//! 1. [`config`]: the TOML file, validated, every key optional.
-//! 2. [`gpu`]: the hardware boundary (`GpuBackend`, `nvml` and `sim`); [`mig`] plans
-//!    MIG geometry on top of it (pure: placement choice, layouts, geometry diffs).
-//! 3. [`inventory`]: devices with attributes and capacities, as the DRA shim publishes them.
-//! 4. [`driver`]: what a container needs from the host driver (device nodes,
-//!    libraries, binaries), found once under the driver root.
-//! 5. [`cdi_build`]: the per-claim CDI spec, built from the pieces above (pure).
-//! 6. [`state`]: durable claim records, one file per claim.
-//! 7. [`health`]: which GPUs and slices are unhealthy (XIDs, ECC, lost GPUs).
-//! 8. [`sharing`] (opaque sharing configs, pure), [`mps`] (MPS control
-//!    daemons) and [`timeslice`] (compute time-slice policy).
-//! 9. [`claims`]: the claim engine (prepare, unprepare, reconcile);
-//!    [`advertise`]: which form of MIG slices it offers (`[mig] advertise`).
-//! 10. [`api`]: the gRPC service on a unix socket.
-//! 11. [`activity`]: per-claim GPU use (processes attributed to claims, idle
+//! Reading order, one module per concern, from the bottom up. The numbers are
+//! floors: a module imports only from modules on lower floors, never from its
+//! own floor or above (the repo check `repo-checks/tests/layers.rs` holds the
+//! same table and fails on an import that climbs).
+//!
+//! 0. [`crash`]: named crash points after every durable step, and test hooks
+//!    (test builds only).
+//! 1. [`gpu`]: the hardware boundary (`GpuBackend`, `nvml` and `sim`).
+//! 2. [`mig`]: MIG geometry on top of it (pure: layouts, placements, geometry
+//!    diffs); [`config`]: the TOML file, validated, every key optional.
+//! 3. [`inventory`]: devices with attributes and capacities, as the DRA shim
+//!    publishes them; [`driver`]: what a container needs from the host driver
+//!    (device nodes, libraries, binaries), found once under the driver root;
+//!    [`health`]: which GPUs and slices are unhealthy (XIDs, ECC, lost GPUs).
+//! 4. [`cdi_build`]: the per-claim CDI spec and the claim marker in it (pure).
+//! 5. [`mps`]: MPS control daemons.
+//! 6. [`sharing`]: opaque sharing configs (pure).
+//! 7. [`state`]: durable claim records, one file per claim; [`timeslice`]:
+//!    compute time-slice policy.
+//! 8. [`claims`]: the claim engine (prepare, unprepare, reconcile).
+//! 9. [`advertise`]: which form of MIG slices the engine offers
+//!    (`[mig] advertise`).
+//! 10. [`activity`]: per-claim GPU use (processes attributed to claims, idle
 //!     claims, over-shares, unclaimed processes), sampled through the backend.
-//! 12. [`metrics`]: Prometheus metrics, on a loopback listener or a textfile.
+//! 11. [`metrics`]: Prometheus metrics, on a loopback listener or a textfile.
+//! 12. [`api`]: the gRPC service on a unix socket.
 //! 13. [`systemd`] and [`logging`]: sd_notify and journald.
 //! 14. [`run`]: start-up, the task set, shutdown; [`preflight`]: what
 //!     `gpusliced --check-config` judges beyond parsing.
-//! 15. [`crash`]: named crash points after every durable step (test builds only).
 
-pub mod activity;
-pub mod advertise;
-pub mod api;
-pub mod cdi_build;
-pub mod claims;
-pub mod config;
+// Floor 0
 pub mod crash;
-pub mod driver;
+
+// Floor 1
 pub mod gpu;
+
+// Floor 2
+pub mod config;
+pub mod mig;
+
+// Floor 3
+pub mod driver;
 pub mod health;
 pub mod inventory;
-pub mod logging;
-pub mod metrics;
-pub mod mig;
+
+// Floor 4
+pub mod cdi_build;
+
+// Floor 5
 pub mod mps;
+
+// Floor 6
+pub mod sharing;
+
+// Floor 7
+pub mod state;
+pub mod timeslice;
+
+// Floor 8
+pub mod claims;
+
+// Floor 9
+pub mod advertise;
+
+// Floor 10
+pub mod activity;
+
+// Floor 11
+pub mod metrics;
+
+// Floor 12
+pub mod api;
+
+// Floor 13
+pub mod logging;
+pub mod systemd;
+
+// Floor 14
 pub mod preflight;
 pub mod run;
-pub mod sharing;
-pub mod state;
-pub mod systemd;
-pub mod timeslice;

@@ -223,8 +223,7 @@ fn check_resolved(request: &str, sharing: &RequestSharing, devices: &[DeviceFact
     if let Some((kind, index)) = sharing.nvidia {
         assert!(
             devices.iter().all(|d| d.kind == kind),
-            "configs[{index}] ({}) accepted for a device of the other kind",
-            kind.name()
+            "configs[{index}] ({kind}) accepted for a device of the other kind"
         );
     }
     match resolved {

@@ -1,11 +1,13 @@
 //! Checks of the repository as a new contributor gets it from `git clone`:
 //! every relative Markdown link lands on a file of the repository, nothing
 //! points outside it, and the vendored upstream files in `third_party/` are
-//! the ones their `SOURCE` manifests record; and no error type of the
-//! workspace says its cause twice.
+//! the ones their `SOURCE` manifests record; no error type of the workspace
+//! says its cause twice; and no daemon module imports from a module above it.
 //!
 //! * [`error_messages`]: `thiserror` variants that show their source in
 //!   their message and also give it as the source.
+//! * [`layers`]: the paths a Rust file uses into its crate, judged against
+//!   floors (the daemon's reading order) and rules inside a module.
 //! * [`markdown`]: the links of a Markdown file, and which of them are dead.
 //! * [`vendored`]: the `SOURCE` manifest of a `third_party/` folder, and the
 //!   comparison of a folder's files with it.
@@ -16,6 +18,7 @@
 //! failing test says what to fix.
 
 pub mod error_messages;
+pub mod layers;
 pub mod markdown;
 pub mod tree;
 pub mod vendored;

@@ -1,8 +1,6 @@
 use std::collections::BTreeMap;
 
-use super::{
-    Entry, Manifest, ManifestError, Mismatch, Origin, Patch, compare, parse, sha256_hex,
-};
+use super::{Entry, Manifest, ManifestError, Mismatch, Origin, Patch, compare, parse, sha256_hex};
 
 const EMPTY_SHA: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 const ABC_SHA: &str = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";

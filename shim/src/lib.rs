@@ -1,7 +1,7 @@
 //! gpuslice-dra-plugin: the kubelet's DRA plugin for gpuslice, a thin,
 //! stateless shim in front of gpusliced.
 //!
-//! Reading order (one room per concern):
+//! Reading order (one module per concern):
 //! 1. [`config`]: the TOML file, and what the environment fills in.
 //! 2. [`names`]: Kubernetes name rules (pure).
 //! 3. [`claim`]: from an allocated ResourceClaim to gpusliced's Prepare (pure).

@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::fake_root::{DRIVER_VERSION, fake_root};
-use gpuslice::activity::marker::claim_env;
 use gpuslice::activity::{ActivitySnapshot, Sampler, SamplerSettings};
+use gpuslice::cdi_build::marker::claim_env;
 use gpuslice::claims::SharingTools;
 use gpuslice::claims::{ConfigRequest, DeviceRequest, Engine, EngineSettings, PrepareRequest};
 use gpuslice::config::MigConfig;

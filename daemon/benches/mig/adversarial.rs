@@ -12,7 +12,7 @@ use gpuslice::config::{MigAdvertise, MigConfig, MigGpuConfig};
 use gpuslice::gpu::sim::{SimBackend, SimModel};
 use gpuslice::gpu::{GpuBackend, MigMode};
 use gpuslice::inventory::Inventory;
-use gpuslice::mig::{MigGeometry, MigLayout, Ownership, choose_gpu};
+use gpuslice::mig::{MigGeometry, Occupancy, Ownership, choose_gpu};
 
 use super::optimum::{self, Admission};
 use super::published::{
@@ -185,7 +185,7 @@ fn serve(
     capacity: &[Vec<i64>],
     rng: &mut Rng,
 ) -> Served {
-    let mut layouts = vec![MigLayout::empty(g); capacity.len()];
+    let mut layouts = vec![Occupancy::empty(g); capacity.len()];
     let mut left = capacity.to_vec();
     let mut live: Vec<(usize, Device)> = Vec::new();
     let mut served = Served {
@@ -440,7 +440,7 @@ fn scenario(t: &Trace, model: SimModel, size: &Size, names: &mut Vec<&'static st
     println!(
         "{:<27} {:<9} gpus={} traces={} requests={:<4} published={:>3}..{:<3} planner={:<3} best-placement={} offline={} | published/best {} planner/best {} published/offline {}",
         t.name,
-        model.as_str(),
+        <&str>::from(model),
         size.gpus,
         size.traces,
         totals.requests,

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 
 use gpuslice::gpu::sim::SimModel;
 use gpuslice::mig::{
-    ForeignPolicy, MigLayout, Occupant, Ownership, TargetInstance, diff, legal_placements,
+    ForeignPolicy, Occupancy, Occupant, Ownership, TargetInstance, diff, legal_placements,
     plan_layout,
 };
 
@@ -13,7 +13,7 @@ use super::{Rng, SEED, geometry, ratio};
 
 /// Adds up to `attempts` random legal instances to `layout`.
 fn fill(
-    layout: &mut MigLayout<'_>,
+    layout: &mut Occupancy<'_>,
     rng: &mut Rng,
     attempts: u64,
     held_one_in: u64,
@@ -69,7 +69,7 @@ impl Totals {
         );
     }
 
-    fn add(&mut self, current: &MigLayout<'_>, target: &[TargetInstance], ops: usize) {
+    fn add(&mut self, current: &Occupancy<'_>, target: &[TargetInstance], ops: usize) {
         let now: HashSet<TargetInstance> = current
             .occupants()
             .iter()
@@ -96,7 +96,7 @@ pub(super) fn geometry_changes(model: SimModel, pairs: usize) {
     let (mut placed, mut mixes) = (Totals::default(), Totals::default());
     let mut next_id = 0;
     for _ in 0..pairs {
-        let mut current = MigLayout::empty(&g);
+        let mut current = Occupancy::empty(&g);
         fill(&mut current, &mut rng, 8, 3, &mut next_id);
         let held: Vec<Occupant> = current
             .occupants()
@@ -105,7 +105,7 @@ pub(super) fn geometry_changes(model: SimModel, pairs: usize) {
             .copied()
             .collect();
         // A target with placements: the held instances plus a random fill.
-        let mut target = MigLayout::new(&g, held).unwrap_or_else(|e| panic!("{e}"));
+        let mut target = Occupancy::new(&g, held).unwrap_or_else(|e| panic!("{e}"));
         fill(&mut target, &mut rng, 8, 0, &mut next_id);
         let explicit: Vec<TargetInstance> = target
             .occupants()

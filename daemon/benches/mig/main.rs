@@ -27,7 +27,7 @@ mod published;
 use gpuslice::gpu::Placement;
 use gpuslice::gpu::sim::SimModel;
 use gpuslice::mig::{
-    ForeignPolicy, MigGeometry, MigLayout, Occupant, Ownership, choose_gpu, first_fit, plan_layout,
+    ForeignPolicy, MigGeometry, Occupancy, Occupant, Ownership, choose_gpu, first_fit, plan_layout,
 };
 
 const GPUS: usize = 8;
@@ -175,7 +175,7 @@ fn occupant(g: &MigGeometry, id: usize, profile: &str, placement: Placement) -> 
 }
 
 /// Releases every instance whose request departs at or before `now`.
-fn expire(layouts: &mut [MigLayout<'_>], requests: &[Request], now: usize) {
+fn expire(layouts: &mut [Occupancy<'_>], requests: &[Request], now: usize) {
     for layout in layouts.iter_mut() {
         let gone: Vec<u32> = layout
             .occupants()
@@ -190,11 +190,11 @@ fn expire(layouts: &mut [MigLayout<'_>], requests: &[Request], now: usize) {
 }
 
 /// An online policy: which GPU and placement a request gets, if any.
-type GpuPicker = fn(&[MigLayout<'_>], &str) -> Option<(usize, Placement)>;
+type GpuPicker = fn(&[Occupancy<'_>], &str) -> Option<(usize, Placement)>;
 
 /// Runs an online policy over the trace; how many requests it accepted.
 fn online(g: &MigGeometry, requests: &[Request], gpus: usize, pick: GpuPicker) -> usize {
-    let mut layouts = vec![MigLayout::empty(g); gpus];
+    let mut layouts = vec![Occupancy::empty(g); gpus];
     let mut accepted = 0;
     for (id, r) in requests.iter().enumerate() {
         expire(&mut layouts, requests, r.arrive);
@@ -209,7 +209,7 @@ fn online(g: &MigGeometry, requests: &[Request], gpus: usize, pick: GpuPicker) -
     accepted
 }
 
-fn first_fit_any(layouts: &[MigLayout<'_>], profile: &str) -> Option<(usize, Placement)> {
+fn first_fit_any(layouts: &[Occupancy<'_>], profile: &str) -> Option<(usize, Placement)> {
     layouts
         .iter()
         .enumerate()
@@ -218,7 +218,7 @@ fn first_fit_any(layouts: &[MigLayout<'_>], profile: &str) -> Option<(usize, Pla
 
 /// The static policy: pre-made instances, each free or busy until a step.
 fn static_layout(g: &MigGeometry, s: &Scenario, requests: &[Request]) -> usize {
-    let Ok(layout) = plan_layout(&MigLayout::empty(g), s.balanced, ForeignPolicy::Keep) else {
+    let Ok(layout) = plan_layout(&Occupancy::empty(g), s.balanced, ForeignPolicy::Keep) else {
         panic!("{}: balanced layout {:?} does not fit", s.model, s.balanced);
     };
     // (profile id, busy until) per pre-made instance, GPU after GPU.
@@ -281,7 +281,7 @@ fn admission(s: &Scenario) {
     println!(
         "{:<10} steps={:<2} requests={:<3} planner={planner:<3} ({}) first-fit={first:<3} ({}) \
          static={fixed:<3} ({}) {label}={best} [{nodes} search nodes]",
-        s.model.as_str(),
+        <&str>::from(s.model),
         s.steps,
         requests.len(),
         ratio(planner, best),

@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use gpuslice::mig::{MigGeometry, MigLayout, legal_placements};
+use gpuslice::mig::{MigGeometry, Occupancy, legal_placements};
 
 use super::{Request, expire, occupant};
 
@@ -24,7 +24,7 @@ struct Optimum<'r> {
 }
 
 impl Optimum<'_> {
-    fn gpu_key(&self, layout: &MigLayout<'_>) -> GpuKey {
+    fn gpu_key(&self, layout: &Occupancy<'_>) -> GpuKey {
         let mut key: GpuKey = layout
             .occupants()
             .iter()
@@ -41,9 +41,9 @@ impl Optimum<'_> {
     /// accepted: those for which some GPU has room at their arrival even if
     /// every later choice rejected all others (only instances accepted so far
     /// and still live then stand in the way).
-    fn still_possible(&self, next: usize, layouts: &[MigLayout<'_>]) -> usize {
+    fn still_possible(&self, next: usize, layouts: &[Occupancy<'_>]) -> usize {
         let mut count = 0;
-        let mut at_time: Option<(usize, Vec<MigLayout<'_>>)> = None;
+        let mut at_time: Option<(usize, Vec<Occupancy<'_>>)> = None;
         let mut verdicts: HashMap<&str, bool> = HashMap::new();
         for request in &self.requests[next..] {
             if at_time.as_ref().is_none_or(|(t, _)| *t != request.arrive) {
@@ -68,7 +68,7 @@ impl Optimum<'_> {
         &mut self,
         g: &MigGeometry,
         next: usize,
-        mut layouts: Vec<MigLayout<'_>>,
+        mut layouts: Vec<Occupancy<'_>>,
         accepted: usize,
     ) {
         self.nodes += 1;
@@ -148,6 +148,6 @@ pub(super) fn optimum(
         finished: true,
         memo: HashMap::new(),
     };
-    search.search(g, 0, vec![MigLayout::empty(g); gpus], 0);
+    search.search(g, 0, vec![Occupancy::empty(g); gpus], 0);
     (search.best, search.finished, search.nodes)
 }

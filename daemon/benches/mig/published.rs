@@ -18,7 +18,7 @@ use std::ops::Range;
 
 use gpuslice::gpu::Placement;
 use gpuslice::inventory::{Inventory, gpu_counters, slice_consumption};
-use gpuslice::mig::{MigGeometry, MigLayout, Score, scored_candidates};
+use gpuslice::mig::{MigGeometry, Occupancy, Score, scored_candidates};
 
 use super::Rng;
 
@@ -189,7 +189,7 @@ pub(super) fn pick(
 /// after every change): whole GPUs, then GPU after GPU and profile after
 /// profile, each profile's legal placements by the planner's score (best
 /// first, ties to the higher start), the taken ones after, ascending.
-pub(super) fn rescored(base: &[Device], layouts: &[MigLayout<'_>], g: &MigGeometry) -> Vec<Device> {
+pub(super) fn rescored(base: &[Device], layouts: &[Occupancy<'_>], g: &MigGeometry) -> Vec<Device> {
     type Key = (bool, usize, usize, bool, Reverse<Option<(Score, u32)>>, u32);
     let key = |d: &Device| -> Key {
         let Some(position) = d.profile else {

@@ -1,4 +1,4 @@
-//! Records and held claims for this room's tests (test builds only).
+//! Records and held claims for this module's tests (test builds only).
 
 use std::collections::BTreeMap;
 

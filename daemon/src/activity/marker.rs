@@ -1,30 +1,19 @@
-//! The claim marker: the variable a claim's CDI spec puts into every
-//! container of the claim, `GPUSLICE_CLAIM_<uid, '-' as '_'>=<uid>`, and the
-//! reading of a process's environment (`/proc/<pid>/environ`, NUL-separated)
-//! back into the claims it names and whether it is one of gpuslice's own MPS
-//! daemons ([`crate::mps::supervisor::DAEMON_MARKER`]).
+//! Reading a process's environment (`/proc/<pid>/environ`, NUL-separated)
+//! back into the claims its markers name and whether it is one of
+//! gpuslice's own MPS daemons ([`crate::mps::supervisor::DAEMON_MARKER`]).
+//! The marker itself, `GPUSLICE_CLAIM_<uid, '-' as '_'>=<uid>`, is named in
+//! [`crate::cdi_build::marker`], which puts it into every container of a
+//! claim.
 //!
 //! Pure. A variable counts only when its name and value agree (the value is
 //! the uid the name spells), so a user's `GPUSLICE_CLAIM_X=y` names nothing.
-//! A name per claim, not one `GPUSLICE_CLAIM=<uid>`: a container given two
-//! claims gets both, where one name would keep only the last.
 
 use std::collections::BTreeSet;
 
+use crate::cdi_build::marker::CLAIM_PREFIX;
+#[cfg(test)]
+use crate::cdi_build::marker::{claim_env, claim_var_name};
 use crate::mps::supervisor::DAEMON_MARKER;
-
-/// The prefix of every claim marker's name.
-pub const CLAIM_PREFIX: &str = "GPUSLICE_CLAIM_";
-
-/// The marker's name for claim `uid`: `GPUSLICE_CLAIM_<uid, '-' → '_'>`.
-pub fn claim_var_name(uid: &str) -> String {
-    format!("{CLAIM_PREFIX}{}", uid.replace('-', "_"))
-}
-
-/// The marker of claim `uid` as a CDI env entry, `NAME=uid`.
-pub fn claim_env(uid: &str) -> String {
-    format!("{}={uid}", claim_var_name(uid))
-}
 
 /// What a process's environment says about it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -83,14 +72,6 @@ mod tests {
             out.push(0);
         }
         out
-    }
-
-    #[test]
-    fn the_marker_spells_the_uid_with_underscores() {
-        assert_eq!(
-            claim_env(UID),
-            "GPUSLICE_CLAIM_0d5f2a1c_3b4e_4f60_8a9b_1c2d3e4f5a6b=0d5f2a1c-3b4e-4f60-8a9b-1c2d3e4f5a6b"
-        );
     }
 
     #[test]

@@ -3,8 +3,8 @@
 //! share or run without a claim.
 //!
 //! Reading order: [`snapshot`] (what a sample publishes; plain data) and
-//! [`handle`] (where it is published); [`marker`] (the claim variable the
-//! CDI spec sets and its reading back from an environment, pure);
+//! [`handle`] (where it is published); [`marker`] (the reading back from a
+//! process's environment of the claim variable the CDI spec sets, pure);
 //! [`held`] (what each claim holds and its share, pure); [`attribute`]
 //! (processes to claims, active claims, over-shares, unclaimed processes,
 //! pure); [`warnings`] (the conditions of a sample and the lines logged,

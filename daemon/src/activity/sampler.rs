@@ -183,10 +183,10 @@ impl Sampler {
         for w in &changes.opened {
             match w.kind {
                 WarningKind::OverShare => {
-                    tracing::warn!(claim_uid = %w.claim_uid, device = %w.device, kind = w.kind.as_str(), "{}", w.message);
+                    tracing::warn!(claim_uid = %w.claim_uid, device = %w.device, kind = <&str>::from(w.kind), "{}", w.message);
                 }
                 WarningKind::Unclaimed => {
-                    tracing::warn!(pid = w.pid, device = %w.device, kind = w.kind.as_str(), "{}", w.message);
+                    tracing::warn!(pid = w.pid, device = %w.device, kind = <&str>::from(w.kind), "{}", w.message);
                 }
             }
         }

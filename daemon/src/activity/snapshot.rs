@@ -132,26 +132,30 @@ pub struct UnclaimedProcess {
     pub reason: String,
 }
 
-/// The kind of an episode.
+/// The kind of an episode: "overshare" or "unclaimed", in the activity file,
+/// text and metric labels.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    serde::Serialize,
+    serde::Deserialize,
+    strum::Display,
+    strum::IntoStaticStr,
+    strum::VariantArray,
 )]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 pub enum WarningKind {
     /// A shared claim's memory use passes its share.
     OverShare,
     /// A process on a GPU gpuslice owns maps to no claim.
     Unclaimed,
-}
-
-impl WarningKind {
-    /// The label value: "overshare", "unclaimed".
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::OverShare => "overshare",
-            Self::Unclaimed => "unclaimed",
-        }
-    }
 }
 
 /// An episode open now.
@@ -180,4 +184,18 @@ pub struct EpisodeCounts {
     pub overshare_timeslicing: u64,
     /// Unclaimed-process episodes.
     pub unclaimed: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use strum::VariantArray;
+
+    use super::WarningKind;
+
+    #[test]
+    fn a_warning_kind_prints_as_its_name_in_the_activity_file() {
+        for kind in WarningKind::VARIANTS {
+            assert_eq!(serde_json::to_string(kind).unwrap(), format!("\"{kind}\""));
+        }
+    }
 }

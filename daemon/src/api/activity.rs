@@ -64,7 +64,7 @@ fn claim(c: &ClaimActivity, now: i64) -> pb::ClaimActivity {
             namespace: c.namespace.clone(),
             name: c.name.clone(),
         }),
-        kind: c.kind.as_str().to_owned(),
+        kind: c.kind.to_string(),
         prepared_at: c.prepared_at,
         last_active: c.last_active,
         idle_seconds: c.idle_for(now),
@@ -109,7 +109,7 @@ fn unclaimed(u: &UnclaimedProcess) -> pb::UnclaimedProcess {
 
 fn warning(w: &Warning) -> pb::ActivityWarning {
     pb::ActivityWarning {
-        kind: w.kind.as_str().to_owned(),
+        kind: w.kind.to_string(),
         since: w.since,
         claim_uid: w.claim_uid.clone(),
         device: w.device.clone(),

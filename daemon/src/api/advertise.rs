@@ -4,7 +4,7 @@
 use gpuslice_proto::gpuslice::v1 as pb;
 use tonic::Status;
 
-use crate::advertise::{Asked, Form, InForce, MAX_REASON, configured_name};
+use crate::advertise::{Asked, Form, InForce, MAX_REASON};
 
 /// The request as the advertiser takes it; INVALID_ARGUMENT for no form or
 /// an overlong or multi-line reason.
@@ -39,7 +39,7 @@ pub fn asked(request: pb::SetMigAdvertiseRequest) -> Result<Asked, Status> {
 pub fn state(in_force: &InForce) -> pb::MigAdvertiseState {
     pb::MigAdvertiseState {
         form: form(in_force.form).into(),
-        configured: configured_name(in_force.configured).to_owned(),
+        configured: in_force.configured.to_string(),
         reason: in_force.reason.clone(),
     }
 }

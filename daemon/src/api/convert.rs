@@ -3,8 +3,9 @@
 use gpuslice_proto::gpuslice::v1 as pb;
 use tonic::Status;
 
-use crate::claims::{ConfigRequest, DeviceRequest, DeviceUse, Engine, PrepareRequest, Prepared};
-use crate::health::DeviceFault;
+use crate::claims::{
+    ConfigRequest, DeviceRequest, DeviceState, Engine, NodeView, PrepareRequest, Prepared,
+};
 use crate::inventory::{
     AttrValue, DeviceRef, counter_set_name, free_counters, gpu_capacity, gpu_counters,
     mig_attributes, mig_capacity, slice_consumption, whole_gpu_attributes,
@@ -128,7 +129,7 @@ fn sharing_words(d: &RecordDevice) -> String {
         (None, false) => "exclusive".to_owned(),
         (None, true) => "mig".to_owned(),
         (Some(DeviceSharing::Timeslicing { interval }), _) => {
-            format!("timeslicing {}", interval.name())
+            format!("timeslicing {interval}")
         }
         (Some(DeviceSharing::Mps(mps)), _) => match mps.memory_share {
             Some(bytes) => format!(
@@ -159,60 +160,52 @@ fn attribute(value: AttrValue) -> pb::AttributeValue {
     pb::AttributeValue { value: Some(value) }
 }
 
-/// Every device with attributes, capacities, holders and (in partitionable
-/// mode) counters. A MIG-managed GPU in layout mode is listed whole but never
-/// available ([`crate::inventory::Inventory::offers_whole`]).
-pub fn inventory_response(engine: &Engine) -> pb::GetInventoryResponse {
-    let inventory = engine.inventory();
-    let mut uses = engine.device_use().into_iter();
+/// Every device of `view` with attributes, capacities, holders and (in
+/// partitionable mode) counters. A MIG-managed GPU in layout mode is listed
+/// whole but never available ([`crate::inventory::Inventory::offers_whole`]).
+pub fn inventory_response(view: &NodeView) -> pb::GetInventoryResponse {
+    let inventory = &view.inventory;
     let typed = |attrs: std::collections::BTreeMap<String, AttrValue>| {
         attrs.into_iter().map(|(k, v)| (k, attribute(v))).collect()
     };
-    let mut devices = Vec::new();
-    for gpu in &inventory.gpus {
-        let used = uses.next();
-        let counters = match (&gpu.mig, inventory.partitionable) {
-            (Some(mig), true) => vec![pb::CounterConsumption {
-                counter_set: counter_set_name(&gpu.name),
-                counters: gpu_counters(mig).into_iter().collect(),
-            }],
-            _ => Vec::new(),
-        };
-        let mut whole = device(
-            gpu.name.clone(),
-            typed(whole_gpu_attributes(gpu, &inventory.driver)),
-            gpu_capacity(&gpu.info).into_iter().collect(),
-            (used, engine.device_fault(&DeviceRef::Gpu(gpu))),
-            counters,
-        );
-        // Listed (holders, health) but never available: the DRA plugin
-        // publishes its slices only (migManaged, no counters).
-        whole.available &= inventory.offers_whole(gpu);
-        devices.push(whole);
-    }
-    for slice in &inventory.mig {
-        let used = uses.next();
-        let Some(parent) = inventory.gpus.get(slice.parent) else {
-            continue;
-        };
-        let counters = if inventory.partitionable {
-            vec![pb::CounterConsumption {
-                counter_set: counter_set_name(&parent.name),
-                counters: slice_consumption(&slice.profile, slice.placement)
-                    .into_iter()
-                    .collect(),
-            }]
-        } else {
-            Vec::new()
-        };
-        devices.push(device(
-            slice.name.clone(),
-            typed(mig_attributes(slice, parent, &inventory.driver)),
-            mig_capacity(&slice.profile).into_iter().collect(),
-            (used, engine.device_fault(&DeviceRef::Mig(slice, parent))),
-            counters,
-        ));
-    }
+    let devices = view
+        .each_device()
+        .map(|(found, state)| match found {
+            DeviceRef::Gpu(gpu) => {
+                let counters = match (&gpu.mig, inventory.partitionable) {
+                    (Some(mig), true) => vec![pb::CounterConsumption {
+                        counter_set: counter_set_name(&gpu.name),
+                        counters: gpu_counters(mig).into_iter().collect(),
+                    }],
+                    _ => Vec::new(),
+                };
+                device(
+                    state,
+                    typed(whole_gpu_attributes(gpu, &inventory.driver)),
+                    gpu_capacity(&gpu.info).into_iter().collect(),
+                    counters,
+                )
+            }
+            DeviceRef::Mig(slice, parent) => {
+                let counters = if inventory.partitionable {
+                    vec![pb::CounterConsumption {
+                        counter_set: counter_set_name(&parent.name),
+                        counters: slice_consumption(&slice.profile, slice.placement)
+                            .into_iter()
+                            .collect(),
+                    }]
+                } else {
+                    Vec::new()
+                };
+                device(
+                    state,
+                    typed(mig_attributes(slice, parent, &inventory.driver)),
+                    mig_capacity(&slice.profile).into_iter().collect(),
+                    counters,
+                )
+            }
+        })
+        .collect();
     let counter_sets = if inventory.partitionable {
         inventory
             .gpus
@@ -229,7 +222,7 @@ pub fn inventory_response(engine: &Engine) -> pb::GetInventoryResponse {
     };
     pb::GetInventoryResponse {
         devices,
-        generation: engine.generation(),
+        generation: view.generation,
         counter_sets,
         mig_advertise: None,
     }
@@ -237,27 +230,23 @@ pub fn inventory_response(engine: &Engine) -> pb::GetInventoryResponse {
 
 /// One device; an unhealthy one is not available to a new claim.
 fn device(
-    name: String,
+    state: &DeviceState,
     attributes: std::collections::HashMap<String, pb::AttributeValue>,
     capacity: std::collections::HashMap<String, i64>,
-    (used, fault): (Option<DeviceUse>, Option<DeviceFault>),
     consumes_counters: Vec<pb::CounterConsumption>,
 ) -> pb::Device {
-    let memory = capacity.get("memory").copied().unwrap_or(0);
-    let (available, holders, memory_available) = used.map_or((true, Vec::new(), memory), |u| {
-        let left = i64::try_from(u.memory_available).unwrap_or(i64::MAX);
-        (u.available, u.holders, left)
-    });
     pb::Device {
-        name,
+        name: state.name.clone(),
         attributes,
         capacity,
-        available: available && fault.is_none(),
-        holders,
+        available: state.available,
+        holders: state.holders.clone(),
         consumes_counters,
-        healthy: fault.is_none(),
-        health_reason: fault.map(|f| f.reason).unwrap_or_default(),
-        memory_available,
+        healthy: state.fault.is_none(),
+        health_reason: (state.fault.as_ref())
+            .map(|f| f.reason.clone())
+            .unwrap_or_default(),
+        memory_available: i64::try_from(state.memory_available).unwrap_or(i64::MAX),
     }
 }
 
@@ -274,7 +263,7 @@ pub fn claims_response(engine: &Engine) -> pb::ListClaimsResponse {
                 namespace: r.namespace.clone(),
                 name: r.name.clone(),
             }),
-            phase: r.phase.as_str().to_owned(),
+            phase: r.phase.to_string(),
             devices: prepared_devices(r),
             cdi_spec_path: engine
                 .settings()

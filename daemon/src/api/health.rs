@@ -1,6 +1,7 @@
 //! GetHealth and ClearHealth: the unhealthy devices with the claims on them,
 //! whether events are watched, and an operator's clear. What `gpuslicectl
-//! health` shows.
+//! health` shows. The unhealthy devices come from one view of the node
+//! ([`Engine::view`]).
 
 use gpuslice_proto::gpuslice::v1 as pb;
 
@@ -27,6 +28,7 @@ pub fn health_response(engine: &Engine) -> pb::GetHealthResponse {
             .collect(),
         ignored_xids: health.ignored_xids(),
         unhealthy: engine
+            .view()
             .unhealthy_devices()
             .into_iter()
             .map(|u| pb::UnhealthyDevice {

@@ -24,6 +24,8 @@ mod service;
 mod sharing;
 pub mod socket;
 mod status;
+#[cfg(test)]
+mod tests;
 
 use std::sync::Arc;
 

@@ -123,8 +123,9 @@ impl GpuSlice for Service {
         let reply = self
             .blocking(move |engine| {
                 Ok(advertiser.read(|in_force| {
-                    let mut reply = convert::inventory_response(engine);
-                    let partitionable = engine.inventory().partitionable;
+                    let view = engine.view();
+                    let mut reply = convert::inventory_response(&view);
+                    let partitionable = view.inventory.partitionable;
                     reply.mig_advertise = Some(advertise::inventory_state(in_force, partitionable));
                     reply
                 }))

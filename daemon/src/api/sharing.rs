@@ -3,8 +3,7 @@
 
 use gpuslice_proto::gpuslice::v1 as pb;
 
-use crate::claims::{DaemonView, Engine, GpuSharingView, state_words};
-use crate::gpu::ComputeMode;
+use crate::claims::{DaemonView, Engine, GpuSharingView};
 
 /// The sharing of every whole GPU.
 pub fn sharing_response(engine: &Engine) -> pb::GetSharingResponse {
@@ -24,13 +23,10 @@ fn gpu(view: GpuSharingView) -> pb::GpuSharing {
         mode: view.mode.to_owned(),
         compute_mode: view
             .compute_mode
-            .map(mode_words)
+            .map(|mode| mode.to_string())
             .unwrap_or_default()
             .to_owned(),
-        interval: view
-            .interval
-            .map(|i| i.name().to_owned())
-            .unwrap_or_default(),
+        interval: view.interval.map(|i| i.to_string()).unwrap_or_default(),
         interval_state: view.interval_state,
         mps_daemons: view.daemons.into_iter().map(daemon).collect(),
         claims: view.claims,
@@ -46,7 +42,7 @@ fn daemon(view: DaemonView) -> pb::MpsDaemon {
         pid: view.pid.unwrap_or(0),
         supervisor: view.supervisor.to_owned(),
         unit: view.unit.unwrap_or_default(),
-        state: state_words(view.state).to_owned(),
+        state: view.state.to_string(),
         restarts: view.restarts,
         pipe_dir: view.pipe_dir,
         claims: view.claims,
@@ -57,13 +53,5 @@ fn daemon(view: DaemonView) -> pb::MpsDaemon {
             .into_iter()
             .map(|(uuid, b)| (uuid, bytes(b)))
             .collect(),
-    }
-}
-
-fn mode_words(mode: ComputeMode) -> &'static str {
-    match mode {
-        ComputeMode::Default => "DEFAULT",
-        ComputeMode::ExclusiveProcess => "EXCLUSIVE_PROCESS",
-        ComputeMode::Prohibited => "PROHIBITED",
     }
 }

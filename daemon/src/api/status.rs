@@ -122,8 +122,8 @@ mod tests {
                 ClaimError::TimeSlice(TimeSliceError::IntervalConflict {
                     gpu: "GPU-a".into(),
                     holder: "c".into(),
-                    held: "Long",
-                    asked: "Short",
+                    held: crate::sharing::TimeSliceInterval::Long,
+                    asked: crate::sharing::TimeSliceInterval::Short,
                 }),
                 Code::FailedPrecondition,
             ),

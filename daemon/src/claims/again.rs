@@ -124,7 +124,7 @@ pub(super) fn device_words(device: &str, sharing: Option<&DeviceSharing>) -> Str
     match sharing {
         None => device.to_owned(),
         Some(DeviceSharing::Timeslicing { interval }) => {
-            format!("{device} time-sliced (interval {})", interval.name())
+            format!("{device} time-sliced (interval {interval})")
         }
         Some(DeviceSharing::Mps(mps)) => {
             let mut details = Vec::new();

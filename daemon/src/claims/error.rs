@@ -4,6 +4,7 @@
 
 use gpuslice_cdi::atomic::AtomicError;
 
+use super::table::SharedMode;
 use crate::gpu::GpuError;
 use crate::mps::MpsError;
 use crate::sharing::SharingError;
@@ -76,8 +77,8 @@ pub enum ClaimError {
         device: String,
         /// A claim sharing it.
         holder: String,
-        /// "MPS" or "time-slicing".
-        mode: &'static str,
+        /// How it is shared.
+        mode: SharedMode,
     },
     /// A new claim names a whole GPU that is offered as slices only (a
     /// MIG-managed GPU in layout mode).

@@ -15,7 +15,7 @@
 use super::error::ClaimError;
 use super::{Engine, lock};
 use crate::gpu::Placement;
-use crate::health::{Cause, DeviceFault, DeviceHealth, since_text};
+use crate::health::{DeviceFault, DeviceHealth, since_text};
 use crate::inventory::{DeviceRef, Inventory, UnreadableGpu};
 use crate::state::{ClaimRecord, RecordDevice};
 
@@ -52,7 +52,7 @@ fn slice_of(device: &DeviceRef<'_>) -> Option<Placement> {
 /// The unreadable GPU a recorded device is on, if any: its GPU is not in
 /// the inventory, and the GPU that could not be read has its UUID or (never
 /// read, so UUID unknown) its name.
-fn unreadable_gpu_of<'a>(
+pub(super) fn unreadable_gpu_of<'a>(
     inventory: &'a Inventory,
     device: &RecordDevice,
 ) -> Option<&'a UnreadableGpu> {
@@ -211,52 +211,6 @@ impl Engine {
         }
         problems.extend(self.health.watch_problems());
         problems
-    }
-
-    /// Every unhealthy device of the inventory (whole GPUs, then slices),
-    /// with the claims holding it, then the GPUs the scan could not read
-    /// (left out of the inventory) with the claims recorded on them.
-    pub fn unhealthy_devices(&self) -> Vec<UnhealthyDevice> {
-        let inventory = self.inventory();
-        let uses = self.device_use();
-        let gpus = inventory.gpus.iter().map(DeviceRef::Gpu);
-        let slices = (inventory.mig.iter())
-            .filter_map(|m| Some(DeviceRef::Mig(m, inventory.gpus.get(m.parent)?)));
-        let mut unhealthy: Vec<UnhealthyDevice> = gpus
-            .chain(slices)
-            .zip(uses)
-            .filter_map(|(device, used)| {
-                let fault = self.device_fault(&device)?;
-                Some(UnhealthyDevice {
-                    device: used.device,
-                    gpu_uuid: device.gpu().info.uuid.clone(),
-                    fault,
-                    claims: used.holders,
-                })
-            })
-            .collect();
-        let records = self.claims();
-        unhealthy.extend(inventory.unreadable.iter().map(|gpu| {
-            UnhealthyDevice {
-                device: gpu.name.clone(),
-                gpu_uuid: gpu.uuid.clone().unwrap_or_default(),
-                fault: DeviceFault {
-                    reason: format!("{} since {}", gpu.reason(), since_text(gpu.since)),
-                    cause: Cause::GpuLost,
-                    since: gpu.since,
-                },
-                claims: records
-                    .iter()
-                    .filter(|r| {
-                        (r.devices.iter()).any(|d| {
-                            unreadable_gpu_of(&inventory, d).is_some_and(|u| u.index == gpu.index)
-                        })
-                    })
-                    .map(|r| r.uid.clone())
-                    .collect(),
-            }
-        }));
-        unhealthy
     }
 
     /// An operator clears the faults that make `device` unhealthy.

@@ -10,14 +10,17 @@
 //! record last, so a crash in between leaves a record whose spec reconcile
 //! rewrites, never a spec nobody owns.
 //!
-//! Each kind of access is a small module with the same verbs (plan, apply,
-//! release, restore): `exclusive`, MIG (the room `mig`), MPS and
-//! time-slicing (the room `sharing`). The generic pieces sit here: the
+//! Each kind of access is a small module with the same verbs (reserve,
+//! apply, release, restore): `exclusive`, MIG (the module `mig`), MPS and
+//! time-slicing (the module `sharing`). The generic pieces sit here: the
 //! request (`request`), the claim table and per-claim locks (`table`,
 //! `keyed`), the verbs (`prepare`, `again` for a claim prepared already,
 //! `unprepare`, `reconcile`), the CDI
 //! spec of a claim (`spec_file`), health and usage (`health`,
-//! `usage`), errors (`error`); the engine's own tests are in `tests`.
+//! `usage`), the one consistent view of the node the read answers are
+//! built from (`view`: each device of one inventory with its holders,
+//! availability and fault; the MIG instances), errors (`error`); the
+//! engine's own tests are in `tests`.
 //!
 //! The engine is synchronous and thread-safe; the API calls it through
 //! `spawn_blocking`. The table lock is held only to check and reserve, never
@@ -41,6 +44,7 @@ mod spec_file;
 mod table;
 mod unprepare;
 mod usage;
+mod view;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
@@ -50,16 +54,20 @@ pub use error::ClaimError;
 pub use health::{Cleared, UnhealthyDevice};
 pub use reconcile::ReconcileReport;
 pub use request::{ConfigRequest, DeviceRequest, PrepareRequest, validate_uid};
-pub use sharing::view::{DaemonView, GpuSharingView, state_words};
+pub use sharing::view::{DaemonView, GpuSharingView};
 pub use sharing::{SharingTools, TimeSliceOutcome};
+pub use table::SharedMode;
 pub use usage::{ClaimKind, NodeUsage, SliceState, SliceUse};
+pub use view::{
+    DeviceAt, DeviceState, GpuMigView, MigHolder, MigInstanceView, NodeView, UnreadableState,
+};
 
 use crate::driver::DriverFiles;
 use crate::gpu::GpuBackend;
 use crate::inventory::Inventory;
 use crate::state::{ClaimRecord, Store};
 use keyed::{KeyedLocks, lock};
-use table::{ClaimTable, Share};
+use table::ClaimTable;
 
 /// What a prepare did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -137,22 +145,6 @@ pub struct Engine {
     quiet: RwLock<()>,
 }
 
-/// A snapshot of one device's holders, for inventory answers.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DeviceUse {
-    /// Inventory name.
-    pub device: String,
-    /// Claims holding it (for a whole GPU: every claim holding any part).
-    pub holders: Vec<String>,
-    /// Whether a new claim could take it now (a shared GPU can take
-    /// another claim that shares it the same way).
-    pub available: bool,
-    /// Memory not yet promised: a whole GPU's memory less the memory shares
-    /// of the claims sharing it, none when held whole or sliced; a slice's
-    /// memory while free.
-    pub memory_available: u64,
-}
-
 impl Engine {
     /// An engine over `backend` with an empty table; call [`Engine::reconcile`]
     /// before serving.
@@ -164,7 +156,7 @@ impl Engine {
         settings: EngineSettings,
     ) -> Self {
         Self {
-            backend: crate::crash::observe_backend(backend),
+            backend: crate::gpu::observed::observe(backend),
             inventory: RwLock::new(Arc::new(inventory)),
             driver: RwLock::new(Arc::new(driver)),
             store,
@@ -273,56 +265,6 @@ impl Engine {
     /// How many claims there are, without copying them.
     pub fn claim_count(&self) -> usize {
         lock(&self.table).count()
-    }
-
-    /// Holders of every device, in inventory order (whole GPUs, then slices).
-    pub fn device_use(&self) -> Vec<DeviceUse> {
-        let inventory = self.inventory();
-        let promised: Vec<u64> = {
-            let state = lock(&self.sharing.state);
-            inventory
-                .gpus
-                .iter()
-                .map(|g| state.promised_on(&g.info.uuid))
-                .collect()
-        };
-        let table = lock(&self.table);
-        let whole = inventory.gpus.iter().zip(promised).map(|(g, promised)| {
-            let holdings = table.holdings(&g.info.uuid);
-            let mut holders: Vec<String> = holdings.iter().map(|h| h.uid.clone()).collect();
-            holders.dedup();
-            let shareable = holdings.iter().all(|h| matches!(h.share, Share::Shared(_)));
-            DeviceUse {
-                device: g.name.clone(),
-                available: shareable,
-                holders,
-                memory_available: if shareable {
-                    g.info.memory_bytes.saturating_sub(promised)
-                } else {
-                    0
-                },
-            }
-        });
-        let slices = inventory.mig.iter().filter_map(|m| {
-            let gpu = inventory.gpus.get(m.parent)?;
-            let share = Share::Slice(m.placement);
-            let blockers = table.blockers(&gpu.info.uuid, share);
-            Some(DeviceUse {
-                device: m.name.clone(),
-                available: blockers.is_empty(),
-                memory_available: if blockers.is_empty() {
-                    m.profile.memory_bytes
-                } else {
-                    0
-                },
-                holders: blockers
-                    .iter()
-                    .filter(|h| h.share == share)
-                    .map(|h| h.uid.clone())
-                    .collect(),
-            })
-        });
-        whole.chain(slices).collect()
     }
 
     /// Problems an operator should act on: missing driver files, GPUs that

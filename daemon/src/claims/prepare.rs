@@ -6,10 +6,10 @@
 //! `preparing`, so a crash at any later point leaves a record that start-up
 //! reconcile rolls back, never an orphaned instance or daemon.
 //!
-//! Order: plan (MIG placements, then sharing: policy and memory), the
+//! Order: reserve (MIG placements, then sharing: policy and memory), the
 //! `preparing` record, MIG steps, sharing steps (a MIG slice's MPS daemon
 //! needs the slice's UUID), the CDI spec, the `prepared` record. Claims that
-//! share a GPU hold its lock from plan to record.
+//! share a GPU hold its lock from reserve to record.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -115,16 +115,16 @@ impl Engine {
         let steps = mig || has_sharing(&record);
         if steps {
             if mig {
-                self.plan_hardware(&mut record, devices)?;
+                self.reserve_hardware(&mut record, devices)?;
             }
-            self.plan_sharing(&record)?;
+            self.reserve_sharing(&record)?;
             record.phase = Phase::Preparing;
             if let Err(err) = self.store.save(&record) {
-                self.unplan_sharing(&record);
+                self.unreserve_sharing(&record);
                 return Err(err.into());
             }
             if let Err(err) = self.hardware_up(&mut record, devices) {
-                self.unplan_sharing(&record);
+                self.unreserve_sharing(&record);
                 self.forget_record(&record);
                 return Err(err);
             }
@@ -153,12 +153,12 @@ impl Engine {
             return Ok(());
         }
         if let Err(err) = self.apply_timeslices(record) {
-            self.unplan_sharing(record);
+            self.unreserve_sharing(record);
             return Err(err);
         }
         if let Err(err) = self.apply_mps(record) {
             self.release_timeslices(record);
-            self.unplan_sharing(record);
+            self.unreserve_sharing(record);
             return Err(err);
         }
         Ok(())
@@ -173,14 +173,14 @@ impl Engine {
     }
 
     /// Decides every slice's fate before the `preparing` record is written.
-    fn plan_hardware(
+    fn reserve_hardware(
         &self,
         record: &mut ClaimRecord,
         devices: &[DeviceRef<'_>],
     ) -> Result<(), ClaimError> {
         for (device, slot) in devices.iter().zip(record.devices.iter_mut()) {
             if let (DeviceRef::Mig(_, gpu), Some(slice)) = (device, slot.mig.as_mut()) {
-                self.plan_slice(gpu, slice)?;
+                self.reserve_slice(gpu, slice)?;
             }
         }
         Ok(())

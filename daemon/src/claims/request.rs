@@ -1,7 +1,9 @@
 //! A prepare request, checked before anything is touched: a claim uid that is
 //! a canonical UUID (so nothing untrusted reaches a file name), sane names,
 //! devices that exist, and opaque configs parsed strictly and resolved per
-//! device ([`super::sharing::plan`]).
+//! device ([`sharing`]).
+
+mod sharing;
 
 use super::error::ClaimError;
 use crate::inventory::{DeviceRef, Inventory};
@@ -124,7 +126,7 @@ impl PrepareRequest {
             )?;
             check_consumed(i, d.consumed_memory, &device)?;
         }
-        super::sharing::plan::resolve(self, inventory)
+        sharing::resolve_sharing(self, inventory)
     }
 }
 
@@ -152,7 +154,7 @@ fn check_consumed(
 }
 
 /// A device's memory: the whole GPU's, or the MIG profile's.
-pub(super) fn device_memory(device: &DeviceRef<'_>) -> u64 {
+fn device_memory(device: &DeviceRef<'_>) -> u64 {
     match device {
         DeviceRef::Gpu(g) => g.info.memory_bytes,
         DeviceRef::Mig(m, _) => m.profile.memory_bytes,

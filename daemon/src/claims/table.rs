@@ -25,23 +25,16 @@ pub enum Share {
     Shared(SharedMode),
 }
 
-/// How a shared whole GPU is shared, for messages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a shared whole GPU is shared; its text ("MPS" or "time-slicing") is
+/// for messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::IntoStaticStr)]
 pub enum SharedMode {
     /// Under an MPS control daemon.
+    #[strum(to_string = "MPS")]
     Mps,
     /// Under compute time-slicing.
+    #[strum(to_string = "time-slicing")]
     Timeslicing,
-}
-
-impl SharedMode {
-    /// "MPS" or "time-slicing".
-    pub fn words(self) -> &'static str {
-        match self {
-            Self::Mps => "MPS",
-            Self::Timeslicing => "time-slicing",
-        }
-    }
 }
 
 impl Share {
@@ -147,7 +140,7 @@ impl ClaimTable {
                     Share::Shared(mode) => ClaimError::GpuShared {
                         device: want.device.clone(),
                         holder: h.uid.clone(),
-                        mode: mode.words(),
+                        mode,
                     },
                     Share::Whole | Share::Slice(_) => ClaimError::DeviceHeld {
                         device: want.device.clone(),
@@ -307,7 +300,7 @@ mod tests {
         for other in [Share::Whole, slice(0, 1)] {
             let err = t.reserve("c", &[want("x", other)]).unwrap_err();
             assert!(
-                matches!(err, ClaimError::GpuShared { ref holder, mode: "MPS", .. } if holder == "a"),
+                matches!(err, ClaimError::GpuShared { ref holder, mode: SharedMode::Mps, .. } if holder == "a"),
                 "{err}"
             );
         }

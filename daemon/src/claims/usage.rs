@@ -19,8 +19,22 @@ use crate::inventory::GpuMig;
 use crate::mps::DaemonState;
 use crate::state::{ClaimRecord, DeviceKind, DeviceSharing};
 
-/// How a claim shares its devices (one kind per claim).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// How a claim shares its devices (one kind per claim). Its text is the
+/// metric label: "exclusive", "mig", "mps", "timeslicing".
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    strum::Display,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+)]
+#[strum(serialize_all = "lowercase")]
 pub enum ClaimKind {
     /// Whole GPUs, to this claim alone.
     Exclusive,
@@ -33,19 +47,6 @@ pub enum ClaimKind {
 }
 
 impl ClaimKind {
-    /// Every kind, in label order.
-    pub const ALL: [Self; 4] = [Self::Exclusive, Self::Mig, Self::Mps, Self::TimeSlicing];
-
-    /// The label value: "exclusive", "mig", "mps", "timeslicing".
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Exclusive => "exclusive",
-            Self::Mig => "mig",
-            Self::Mps => "mps",
-            Self::TimeSlicing => "timeslicing",
-        }
-    }
-
     /// The kind of a prepared claim: its sharing strategy when it has one
     /// (MPS on a MIG slice counts as MPS), else MIG when any device is a
     /// slice, else exclusive.
@@ -65,8 +66,22 @@ impl ClaimKind {
     }
 }
 
-/// What a MIG slice is doing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// What a MIG slice is doing. Its text is the metric label: "held", "free",
+/// "made_ahead", "foreign".
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    strum::Display,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+)]
+#[strum(serialize_all = "snake_case")]
 pub enum SliceState {
     /// A claim holds it.
     Held,
@@ -77,21 +92,6 @@ pub enum SliceState {
     MadeAhead,
     /// A GPU instance gpusliced did not make and no claim holds.
     Foreign,
-}
-
-impl SliceState {
-    /// Every state, in label order.
-    pub const ALL: [Self; 4] = [Self::Held, Self::Free, Self::MadeAhead, Self::Foreign];
-
-    /// The label value: "held", "free", "made_ahead", "foreign".
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Held => "held",
-            Self::Free => "free",
-            Self::MadeAhead => "made_ahead",
-            Self::Foreign => "foreign",
-        }
-    }
 }
 
 /// One MIG slice of the node.

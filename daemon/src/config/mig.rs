@@ -23,9 +23,22 @@ pub struct MigConfig {
     pub gpu: Vec<MigGpuConfig>,
 }
 
-/// How MIG slices reach the scheduler.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+/// How MIG slices reach the scheduler; its text is the value as the config
+/// spells it ("auto", "layout", "partitionable").
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    Deserialize,
+    strum::Display,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum MigAdvertise {
     /// Whichever form the DRA plugin asks for (it probes what the API
     /// server keeps); the layout until it asks, and always with

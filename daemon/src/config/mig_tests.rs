@@ -82,3 +82,12 @@ fn ahead_goes_with_auto_and_layout_but_not_partitionable() {
         "{err}"
     );
 }
+
+#[test]
+fn an_advertise_value_prints_as_the_config_spells_it() {
+    for &advertise in <MigAdvertise as strum::VariantArray>::VARIANTS {
+        let back: MigAdvertise = serde_json::from_str(&format!("\"{advertise}\"")).unwrap();
+        assert_eq!(back, advertise);
+    }
+    assert_eq!(MigAdvertise::Partitionable.to_string(), "partitionable");
+}

@@ -4,7 +4,7 @@
 //! A backend hands out one [`HealthWatch`] ([`super::GpuBackend::watch_health`]);
 //! its owner calls [`HealthWatch::wait`] in a loop on a blocking thread. The
 //! events are facts, not verdicts: which XIDs matter is decided above this
-//! boundary (the daemon's `health` room). Events that happened before the watch
+//! boundary (the daemon's `health` module). Events that happened before the watch
 //! was made are not reported, as with NVML's event sets.
 
 use std::time::Duration;

@@ -93,7 +93,10 @@ pub struct ComputeInstance {
 }
 
 /// A GPU's compute mode (`nvmlComputeMode_t`); MPS wants `ExclusiveProcess`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Its text is nvidia-smi's: "DEFAULT", "EXCLUSIVE_PROCESS", "PROHIBITED"
+/// (the serde names, in the simulator's state file, are the variant names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::Display)]
+#[strum(serialize_all = "SCREAMING_SNAKE_CASE")]
 pub enum ComputeMode {
     /// Many contexts per device (NVML_COMPUTEMODE_DEFAULT).
     Default,

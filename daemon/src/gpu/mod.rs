@@ -2,6 +2,8 @@
 //!
 //! * [`nvml`]: real GPUs through NVML (nvml-wrapper, library loaded at run time).
 //! * [`sim`]: a faithful simulator driven by per-model tables.
+//! * [`observed`]: the wrapper that passes a crash point after each hardware
+//!   change, in test builds.
 //!
 //! Besides the verbs, a backend reports health events (XIDs, ECC errors, a
 //! lost GPU) through a [`HealthWatch`] ([`GpuBackend::watch_health`]).
@@ -20,6 +22,7 @@ mod mig;
 #[cfg(test)]
 mod mig_conformance;
 pub mod nvml;
+pub mod observed;
 mod process;
 pub mod sim;
 
@@ -54,8 +57,24 @@ pub enum MigSupport {
     },
 }
 
-/// MIG mode of a GPU.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// "unsupported", "enabled", "disabled", or the mode in force with the
+/// pending one: "enabled (pending disabled)".
+impl std::fmt::Display for MigSupport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NotSupported => f.write_str("unsupported"),
+            Self::Supported { current, pending } if current == pending => write!(f, "{current}"),
+            Self::Supported { current, pending } => write!(f, "{current} (pending {pending})"),
+        }
+    }
+}
+
+/// MIG mode of a GPU. Its text is "enabled" or "disabled" (the serde names,
+/// in the simulator's state file, are the variant names).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, strum::Display,
+)]
+#[strum(serialize_all = "lowercase")]
 pub enum MigMode {
     /// Whole-GPU operation.
     Disabled,
@@ -175,4 +194,30 @@ pub trait GpuBackend: Send + Sync + std::fmt::Debug {
     /// [`HealthWatch::unmonitored`] rather than failing the call; an error
     /// means no GPU can be watched.
     fn watch_health(&self) -> Result<Box<dyn HealthWatch + '_>, GpuError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MigMode, MigSupport};
+
+    #[test]
+    fn a_mig_support_prints_its_mode_and_a_pending_change() {
+        let supported = |current, pending| MigSupport::Supported { current, pending };
+        let cases = [
+            (MigSupport::NotSupported, "unsupported"),
+            (supported(MigMode::Enabled, MigMode::Enabled), "enabled"),
+            (supported(MigMode::Disabled, MigMode::Disabled), "disabled"),
+            (
+                supported(MigMode::Enabled, MigMode::Disabled),
+                "enabled (pending disabled)",
+            ),
+            (
+                supported(MigMode::Disabled, MigMode::Enabled),
+                "disabled (pending enabled)",
+            ),
+        ];
+        for (support, text) in cases {
+            assert_eq!(support.to_string(), text);
+        }
+    }
 }

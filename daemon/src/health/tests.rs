@@ -1,4 +1,4 @@
-//! Health room tests: classification, the fault table, its file, and the
+//! Health module tests: classification, the fault table, its file, and the
 //! watcher over the simulated backend.
 
 use std::sync::Arc;

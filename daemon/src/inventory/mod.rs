@@ -7,8 +7,8 @@
 //! kinds follow NVIDIA's DRA driver, so existing CEL selectors such as
 //! `device.attributes["gpu.nvidia.com"].productName` keep working.
 
-mod layout;
 mod mig;
+mod offer;
 mod publish_order;
 mod scan;
 mod unreadable;
@@ -17,11 +17,11 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::gpu::{DriverInfo, GpuInfo};
 
-pub use layout::plan_offer;
 pub use mig::{
     GpuMig, MigDevice, counter_set_name, free_counters, gpu_counters, mig_attributes, mig_capacity,
     mig_device_name, slice_consumption,
 };
+pub use offer::plan_offer;
 pub use unreadable::UnreadableGpu;
 
 /// One attribute value, as resource.k8s.io/v1 types them.

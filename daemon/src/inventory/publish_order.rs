@@ -18,7 +18,8 @@
 //!   a GPU before it opens the next, which keeps whole GPUs free for 7g;
 //! * within a GPU, higher starts first: small slices fill the top half
 //!   downward and keep slices 0..4, the only home of a 4g and one of two of a
-//!   3g, whole for longest (the planner's choice on an empty GPU, too).
+//!   3g, whole for longest (what `mig::choose_placement` picks on an empty
+//!   GPU, too).
 //!
 //! `cargo bench -p gpuslice --bench mig` measures it against other orders,
 //! the layout-mode planner and the offline optimum (bench/README.md).

@@ -22,8 +22,8 @@
 //! take claims again once it goes and MIG is back on. Any other GPU the
 //! config puts in MIG mode with MIG off is a problem and offers no slice.
 
-use super::layout::plan_offer;
 use super::mig::{GpuMig, MigDevice, mig_device_name};
+use super::offer::plan_offer;
 use super::publish_order::publication_order;
 use super::{GpuDevice, Inventory, UnreadableGpu, gpu_device_name};
 use crate::config::{MigAdvertise, MigConfig};

@@ -9,27 +9,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use strum::VariantArray;
+
 use super::families::{Families, KindLabels, SliceLabels, StateLabels};
 use crate::claims::{ClaimKind, NodeUsage, SliceState};
 use crate::mps::DaemonState;
-
-/// Every MPS daemon state, in label order.
-pub const DAEMON_STATES: [DaemonState; 4] = [
-    DaemonState::Running,
-    DaemonState::Restarting,
-    DaemonState::Failed,
-    DaemonState::Stopped,
-];
-
-/// The label value of an MPS daemon state.
-pub fn daemon_state_name(state: DaemonState) -> &'static str {
-    match state {
-        DaemonState::Running => "running",
-        DaemonState::Restarting => "restarting",
-        DaemonState::Failed => "failed",
-        DaemonState::Stopped => "stopped",
-    }
-}
 
 fn count(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
@@ -37,21 +21,19 @@ fn count(n: usize) -> i64 {
 
 /// Sets the gauges from `usage`.
 pub fn apply(families: &Families, usage: &NodeUsage) {
-    for kind in ClaimKind::ALL {
+    for &kind in ClaimKind::VARIANTS {
         let n = usage.claims.iter().filter(|k| **k == kind).count();
         families
             .claims
-            .get_or_create(&KindLabels {
-                kind: kind.as_str(),
-            })
+            .get_or_create(&KindLabels { kind: kind.into() })
             .set(count(n));
     }
-    for state in DAEMON_STATES {
+    for &state in DaemonState::VARIANTS {
         let n = usage.mps_daemons.iter().filter(|s| **s == state).count();
         families
             .mps_daemons
             .get_or_create(&StateLabels {
-                state: daemon_state_name(state),
+                state: state.into(),
             })
             .set(count(n));
     }
@@ -63,12 +45,12 @@ pub fn apply(families: &Families, usage: &NodeUsage) {
     }
     families.mig_slices.clear();
     for (gpu, profile) in pairs {
-        for state in SliceState::ALL {
+        for &state in SliceState::VARIANTS {
             let n = slices.get(&(gpu, profile, state)).copied().unwrap_or(0);
             let labels = SliceLabels {
                 gpu: gpu.to_owned(),
                 profile: profile.to_owned(),
-                state: state.as_str(),
+                state: state.into(),
             };
             families.mig_slices.get_or_create(&labels).set(count(n));
         }

@@ -101,8 +101,11 @@ pub enum MetricsError {
 }
 
 /// What a successful Prepare or Unprepare did; the API marks its responses
-/// with it so the latency histograms tell fsync-bound work from retries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// with it so the latency histograms tell fsync-bound work from retries. Its
+/// text is the label value: "prepared", "already_prepared", "unprepared",
+/// "not_prepared".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum Outcome {
     /// A new claim was prepared.
     Prepared,
@@ -112,18 +115,6 @@ pub enum Outcome {
     Unprepared,
     /// The daemon did not know the claim.
     NotPrepared,
-}
-
-impl Outcome {
-    /// The label value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Prepared => "prepared",
-            Self::AlreadyPrepared => "already_prepared",
-            Self::Unprepared => "unprepared",
-            Self::NotPrepared => "not_prepared",
-        }
-    }
 }
 
 /// The registry, its families, and the lock that makes a render atomic.
@@ -154,16 +145,16 @@ impl Metrics {
             (
                 &families.prepare_seconds,
                 [
-                    Outcome::Prepared.as_str(),
-                    Outcome::AlreadyPrepared.as_str(),
+                    Outcome::Prepared.into(),
+                    Outcome::AlreadyPrepared.into(),
                     "error",
                 ],
             ),
             (
                 &families.unprepare_seconds,
                 [
-                    Outcome::Unprepared.as_str(),
-                    Outcome::NotPrepared.as_str(),
+                    Outcome::Unprepared.into(),
+                    Outcome::NotPrepared.into(),
                     "error",
                 ],
             ),
@@ -197,7 +188,7 @@ impl Metrics {
             "Unprepare" => &self.families.unprepare_seconds,
             _ => return,
         };
-        let outcome = outcome.map_or("error", Outcome::as_str);
+        let outcome = outcome.map_or("error", <&str>::from);
         family
             .get_or_create(&OutcomeLabels { outcome })
             .observe(elapsed.as_secs_f64());

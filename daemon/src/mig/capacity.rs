@@ -14,7 +14,7 @@
 //! No I/O.
 
 use super::geometry::{MAX_PROFILES, MigGeometry};
-use super::layout::Usage;
+use super::occupancy::Usage;
 
 /// Remaining capacity per profile, ordered largest profile first
 /// ([`MigGeometry::names_by_priority`]); a larger score is less fragmented.

@@ -13,7 +13,7 @@ use crate::gpu::Placement;
 
 use super::error::MigPlanError;
 use super::geometry::format_placement;
-use super::layout::{MigLayout, Occupant, Ownership};
+use super::occupancy::{Occupancy, Occupant, Ownership};
 
 /// One GPU instance of a target layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -69,23 +69,23 @@ pub struct GeometryDiff {
     pub foreign_left: Vec<Occupant>,
 }
 
-/// The steps from `layout` to `target`. The target must be a valid layout on
+/// The steps from `occupancy` to `target`. The target must be a valid layout on
 /// its own (known profiles, allowed placements, no overlap, max counts, one
 /// "+me"), must keep every held instance, and under [`ForeignPolicy::Keep`]
 /// must fit around the foreign instances it does not list.
 pub fn diff(
-    layout: &MigLayout<'_>,
+    occupancy: &Occupancy<'_>,
     target: &[TargetInstance],
     foreign: ForeignPolicy,
 ) -> Result<GeometryDiff, MigPlanError> {
-    let mut target_layout = validate_target(layout, target)?;
+    let mut target_occupancy = validate_target(occupancy, target)?;
     let wanted: HashSet<TargetInstance> = target.iter().copied().collect();
-    let current: HashSet<TargetInstance> = layout
+    let current: HashSet<TargetInstance> = occupancy
         .occupants()
         .iter()
         .map(TargetInstance::from)
         .collect();
-    let leaving: Vec<&Occupant> = layout
+    let leaving: Vec<&Occupant> = occupancy
         .occupants()
         .iter()
         .filter(|o| !wanted.contains(&TargetInstance::from(*o)))
@@ -93,7 +93,7 @@ pub fn diff(
     let held: Vec<String> = leaving
         .iter()
         .filter(|o| o.ownership == Ownership::Held)
-        .map(|o| layout.describe(o))
+        .map(|o| occupancy.describe(o))
         .collect();
     if !held.is_empty() {
         return Err(MigPlanError::HeldInstanceRemoved {
@@ -104,10 +104,10 @@ pub fn diff(
         |o: &&&Occupant| o.ownership == Ownership::Foreign && foreign == ForeignPolicy::Keep;
     let foreign_left: Vec<Occupant> = leaving.iter().filter(stays).map(|o| **o).collect();
     for occupant in &foreign_left {
-        target_layout
+        target_occupancy
             .insert(*occupant)
             .map_err(|_| MigPlanError::ForeignInstanceInTheWay {
-                instance: layout.describe(occupant),
+                instance: occupancy.describe(occupant),
             })?;
     }
     let mut destroys: Vec<u32> = leaving
@@ -121,9 +121,9 @@ pub fn diff(
         .filter(|t| !current.contains(t))
         .copied()
         .collect();
-    let names = layout.geometry().names_by_priority();
+    let names = occupancy.geometry().names_by_priority();
     creates.sort_by_key(|t| {
-        let rank = layout
+        let rank = occupancy
             .geometry()
             .profile_by_id(t.profile_id)
             .map_or(usize::MAX, |p| {
@@ -148,13 +148,13 @@ pub fn diff(
     })
 }
 
-/// The target as a layout of its own, or the first rule it breaks.
+/// The target as an occupancy of its own, or the first rule it breaks.
 fn validate_target<'g>(
-    layout: &MigLayout<'g>,
+    occupancy: &Occupancy<'g>,
     target: &[TargetInstance],
-) -> Result<MigLayout<'g>, MigPlanError> {
-    let geometry = layout.geometry();
-    let mut target_layout = MigLayout::empty(geometry);
+) -> Result<Occupancy<'g>, MigPlanError> {
+    let geometry = occupancy.geometry();
+    let mut target_occupancy = Occupancy::empty(geometry);
     for (i, t) in target.iter().enumerate() {
         let name = &geometry.profile_by_id(t.profile_id)?.name;
         if let Some(other) = target[..i]
@@ -170,12 +170,12 @@ fn validate_target<'g>(
                 second: format!("target {name} at {}", format_placement(t.placement)),
             });
         }
-        target_layout.insert(Occupant {
+        target_occupancy.insert(Occupant {
             gi_id: u32::try_from(i).unwrap_or(u32::MAX),
             profile_id: t.profile_id,
             placement: t.placement,
             ownership: Ownership::Ours,
         })?;
     }
-    Ok(target_layout)
+    Ok(target_occupancy)
 }

@@ -16,17 +16,17 @@ use super::capacity::Score;
 use super::diff::{ForeignPolicy, TargetInstance};
 use super::error::MigPlanError;
 use super::geometry::MigGeometry;
-use super::layout::{MigLayout, Ownership, Usage};
+use super::occupancy::{Occupancy, Ownership, Usage};
 
 /// A target layout holding exactly `wanted` (profile names, repeats allowed)
 /// plus, under [`ForeignPolicy::Keep`], nothing else: foreign instances stay
 /// and are not part of it. Feed the result to [`super::diff`].
 pub fn plan_layout(
-    layout: &MigLayout<'_>,
+    occupancy: &Occupancy<'_>,
     wanted: &[&str],
     foreign: ForeignPolicy,
 ) -> Result<Vec<TargetInstance>, MigPlanError> {
-    let geometry = layout.geometry();
+    let geometry = occupancy.geometry();
     let mut still_wanted = Vec::new();
     for name in wanted {
         still_wanted.push(geometry.position(name)?);
@@ -35,7 +35,7 @@ pub fn plan_layout(
     let mut usage = Usage::EMPTY;
     let mut held_unwanted = Vec::new();
     let mut reusable = HashSet::new();
-    for occupant in layout.occupants() {
+    for occupant in occupancy.occupants() {
         let position = geometry.position_by_id(occupant.profile_id)?;
         let mask = geometry.mask_of(position, occupant.placement)?;
         match occupant.ownership {
@@ -45,7 +45,7 @@ pub fn plan_layout(
                     fixed.push(TargetInstance::from(occupant));
                     usage = usage.with(geometry, position, mask);
                 }
-                None => held_unwanted.push(layout.describe(occupant)),
+                None => held_unwanted.push(occupancy.describe(occupant)),
             },
             Ownership::Foreign if foreign == ForeignPolicy::Keep => {
                 usage = usage.with(geometry, position, mask);
@@ -77,7 +77,7 @@ pub fn plan_layout(
             .collect();
         return Err(MigPlanError::LayoutImpossible {
             wanted: names.join(", "),
-            fixed: layout_without_ours(layout),
+            fixed: fixed_instances(occupancy),
         });
     };
     fixed.extend(
@@ -91,12 +91,12 @@ pub fn plan_layout(
     Ok(fixed)
 }
 
-fn layout_without_ours(layout: &MigLayout<'_>) -> String {
-    let fixed: Vec<String> = layout
+fn fixed_instances(occupancy: &Occupancy<'_>) -> String {
+    let fixed: Vec<String> = occupancy
         .occupants()
         .iter()
         .filter(|o| o.ownership != Ownership::Ours)
-        .map(|o| layout.describe(o))
+        .map(|o| occupancy.describe(o))
         .collect();
     if fixed.is_empty() {
         "no fixed instances".to_owned()

@@ -33,8 +33,8 @@ use std::time::Duration;
 use gpuslice_cdi::ContainerEdits;
 
 use super::MpsError;
+use super::folders::DaemonFolders;
 use super::key::MpsKey;
-use super::layout::DaemonLayout;
 use super::limits::{MpsLimits, client_memory_env};
 use super::mount::ShmMounter;
 use super::supervisor::{DaemonStatus, Supervised, Supervisor};
@@ -60,7 +60,7 @@ pub struct MpsDaemon {
     /// The devices it covers.
     pub key: MpsKey,
     /// Its folders.
-    pub layout: DaemonLayout,
+    pub folders: DaemonFolders,
     /// Its state now.
     pub status: DaemonStatus,
     /// The claims on it.
@@ -74,23 +74,23 @@ pub struct MpsDaemon {
 impl MpsDaemon {
     /// `CUDA_MPS_PIPE_DIRECTORY`.
     pub fn pipe_dir(&self) -> PathBuf {
-        self.layout.pipe_dir()
+        self.folders.pipe_dir()
     }
 
     /// `CUDA_MPS_LOG_DIRECTORY` of the daemon (not given to clients).
     pub fn log_dir(&self) -> PathBuf {
-        self.layout.log_dir()
+        self.folders.log_dir()
     }
 
     /// The shm tmpfs, bound at /dev/shm in clients.
     pub fn shm_dir(&self) -> PathBuf {
-        self.layout.shm_dir()
+        self.folders.shm_dir()
     }
 
     /// CDI edits for a claim's containers; `memory_share` (device UUID →
     /// bytes) is the claim's own pinned memory limit, when it asked for one.
     pub fn cdi_edits(&self, memory_share: &BTreeMap<String, u64>) -> ContainerEdits {
-        self.layout
+        self.folders
             .cdi_edits(client_memory_env(memory_share), self.shm_shared)
     }
 }
@@ -111,7 +111,7 @@ pub enum Released {
 struct Running {
     limits: MpsLimits,
     claims: BTreeSet<String>,
-    layout: DaemonLayout,
+    folders: DaemonFolders,
     daemon: Arc<dyn Supervised>,
 }
 
@@ -199,8 +199,8 @@ impl MpsManager {
 
     /// The folders `key`'s daemon has (or would have): a pure function of
     /// the key, so specs can be rebuilt without the daemon.
-    pub fn layout(&self, key: &MpsKey) -> DaemonLayout {
-        DaemonLayout::new(&self.settings.mps_dir, key)
+    pub fn folders(&self, key: &MpsKey) -> DaemonFolders {
+        DaemonFolders::new(&self.settings.mps_dir, key)
     }
 
     /// CDI edits for a claim's containers on `key`'s daemon, with the claim's
@@ -210,7 +210,7 @@ impl MpsManager {
         key: &MpsKey,
         memory_share: &BTreeMap<String, u64>,
     ) -> ContainerEdits {
-        self.layout(key)
+        self.folders(key)
             .cdi_edits(client_memory_env(memory_share), self.settings.bind_shm)
     }
 
@@ -291,7 +291,7 @@ impl MpsManager {
             return Ok(Released::NotHeld);
         };
         drop(state);
-        if let Err(err) = self.stop(key, &running.layout, running.daemon.as_ref()) {
+        if let Err(err) = self.stop(key, &running.folders, running.daemon.as_ref()) {
             // Kept in the map (idle): a daemon that may still run blocks
             // the keys that overlap it until it is started or stopped again.
             slot.settle(SlotState::Idle);
@@ -339,7 +339,7 @@ impl MpsManager {
     fn view(&self, key: &MpsKey, running: &Running) -> MpsDaemon {
         MpsDaemon {
             key: key.clone(),
-            layout: running.layout.clone(),
+            folders: running.folders.clone(),
             status: running.daemon.status(),
             claims: running.claims.iter().cloned().collect(),
             limits: running.limits.clone(),

@@ -4,13 +4,14 @@
 //! through the control program before it is reported ready, supervised as a
 //! child process or a transient systemd unit, and stopped with `quit`.
 //!
-//! Reading order: [`key`] and [`limits`] (pure), [`layout`] (folders and CDI
-//! edits), [`control`] (the stdin command protocol), [`supervisor`] and its
-//! two implementations, each a room: [`child`] (with `adopted`: the
-//! children of an earlier gpusliced, found again) and [`systemd`] (with
-//! [`systemd::unit`], one unit, and [`systemd::unit_state`], what its
-//! properties mean), [`mount`] (the shm tmpfs), [`manager`] (reference
-//! counting, start, stop, start-up cleanup; with `cleanup` and `lifecycle`).
+//! Reading order: [`key`] and [`limits`] (pure), [`folders`] (its folders
+//! and their CDI edits), [`control`] (the stdin command protocol),
+//! [`supervisor`] and its two implementations, each a module: [`child`] (with
+//! `adopted`: the children of an earlier gpusliced, found again) and
+//! [`systemd`] (with [`systemd::unit`], one unit, and
+//! [`systemd::unit_state`], what its properties mean), [`mount`] (the shm
+//! tmpfs), [`manager`] (reference counting, start, stop, start-up cleanup;
+//! with `cleanup` and `lifecycle`).
 //! The tests against the stand-in control program are in `tests`.
 //!
 //! This module never touches the GPU backend: compute mode is the engine's
@@ -18,8 +19,8 @@
 
 pub mod child;
 pub mod control;
+pub mod folders;
 pub mod key;
-pub mod layout;
 pub mod limits;
 pub mod manager;
 pub mod mount;
@@ -29,8 +30,8 @@ pub mod systemd;
 use std::path::PathBuf;
 
 pub use child::ChildSupervisor;
+pub use folders::DaemonFolders;
 pub use key::MpsKey;
-pub use layout::DaemonLayout;
 pub use limits::{MpsLimits, client_memory_env};
 pub use manager::{MpsDaemon, MpsManager, MpsSettings, Released, StaleDaemon};
 pub use mount::{NoShmMount, ShmMounter, TmpfsMounter};

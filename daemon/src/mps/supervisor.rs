@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::MpsError;
+use super::folders::DaemonFolders;
 use super::key::MpsKey;
-use super::layout::DaemonLayout;
 
 /// Everything needed to start one control daemon.
 #[derive(Debug, Clone)]
@@ -18,12 +18,12 @@ pub struct DaemonSpec {
     /// The devices it covers.
     pub key: MpsKey,
     /// Its folders.
-    pub layout: DaemonLayout,
+    pub folders: DaemonFolders,
     /// `nvidia-cuda-mps-control`, a host path.
     pub program: PathBuf,
     /// Environment of the daemon (CUDA_VISIBLE_DEVICES, pipe and log dirs, …).
     pub env: Vec<(String, String)>,
-    /// Bind the layout's shm tmpfs at /dev/shm in the daemon's own mount
+    /// Bind the daemon's shm tmpfs at /dev/shm in the daemon's own mount
     /// namespace, so server and clients share one /dev/shm.
     pub bind_shm: bool,
 }
@@ -52,8 +52,12 @@ pub fn unit_name(hash: &str) -> String {
 /// whether the new process still runs; its result becomes the daemon's health.
 pub type RestartHook = Arc<dyn Fn(&dyn Fn() -> bool) -> Result<(), MpsError> + Send + Sync>;
 
-/// The state of a supervised daemon.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The state of a supervised daemon. Its text is what `gpuslicectl sharing`
+/// shows and the metric label: "running", "restarting", "failed", "stopped".
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::IntoStaticStr, strum::VariantArray,
+)]
+#[strum(serialize_all = "lowercase")]
 pub enum DaemonState {
     /// Running, limits applied.
     Running,
@@ -125,7 +129,7 @@ pub trait Supervisor: Send + Sync + std::fmt::Debug {
     fn stop_stale(
         &self,
         hash: &str,
-        layout: &DaemonLayout,
+        folders: &DaemonFolders,
         quit: &dyn Fn(),
     ) -> Result<(), MpsError>;
     /// Hashes of daemons of this gpusliced (their pipe dirs under

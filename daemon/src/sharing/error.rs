@@ -2,6 +2,8 @@
 //! field it is about (`configs[N].sharing.mpsConfig.…`) and says what to write
 //! instead; all of them are the caller's mistake (INVALID_ARGUMENT).
 
+use super::ConfigKind;
+
 /// A sharing config that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SharingError {
@@ -85,7 +87,7 @@ pub enum SharingError {
         /// "configs[N].kind".
         field: String,
         /// The config's kind.
-        kind: &'static str,
+        kind: ConfigKind,
         /// The request.
         request: String,
         /// The device (UUID).
@@ -93,7 +95,7 @@ pub enum SharingError {
         /// "whole GPU" or "MIG device".
         device_kind: &'static str,
         /// The kind that would fit.
-        expected: &'static str,
+        expected: ConfigKind,
     },
     /// A memory limit above what the device has.
     #[error(

@@ -62,29 +62,35 @@ pub struct ConfigEntry<'a> {
     pub parameters_json: &'a str,
 }
 
-/// Which NVIDIA config kind a setting came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Which NVIDIA config kind a setting came from; its text is the kind's
+/// name as users write it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display)]
 pub enum ConfigKind {
     /// `GpuConfig`: whole GPUs.
+    #[strum(to_string = "GpuConfig")]
     Gpu,
     /// `MigDeviceConfig`: MIG devices.
+    #[strum(to_string = "MigDeviceConfig")]
     Mig,
 }
 
-impl ConfigKind {
-    /// The kind's name as users write it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Gpu => "GpuConfig",
-            Self::Mig => "MigDeviceConfig",
-        }
-    }
-}
-
 /// The compute time-slice of a GPU, as `nvidia-smi compute-policy` levels it.
-/// Stored in claim records by its name ("Default", "Short", "Medium", "Long").
+/// Stored in claim records by its name, which is also its text ("Default",
+/// "Short", "Medium", "Long").
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+    strum::Display,
+    strum::IntoStaticStr,
+    strum::VariantArray,
 )]
 pub enum TimeSliceInterval {
     /// The driver's default (level 0).
@@ -108,21 +114,12 @@ impl TimeSliceInterval {
         }
     }
 
-    /// The name as users write it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Default => "Default",
-            Self::Short => "Short",
-            Self::Medium => "Medium",
-            Self::Long => "Long",
-        }
-    }
-
     /// "Default", "Short", "Medium" or "Long" (exact case, as NVIDIA's API).
     pub fn parse(text: &str) -> Option<Self> {
-        [Self::Default, Self::Short, Self::Medium, Self::Long]
-            .into_iter()
-            .find(|i| i.name() == text)
+        <Self as strum::VariantArray>::VARIANTS
+            .iter()
+            .copied()
+            .find(|i| <&str>::from(*i) == text)
     }
 }
 

@@ -54,11 +54,11 @@ pub fn validate_for_device(
     {
         return Err(SharingError::WrongDeviceKind {
             field: format!("configs[{index}].kind"),
-            kind: kind.name(),
+            kind,
             request: request.to_owned(),
             device: device.uuid.to_owned(),
             device_kind: kind_words(device.kind),
-            expected: device.kind.name(),
+            expected: device.kind,
         });
     }
     match &sharing.policy {

@@ -484,3 +484,16 @@ fn the_sharing_module_is_pure() {
         }
     }
 }
+
+#[test]
+fn an_interval_prints_as_its_name_in_records_and_parses_back() {
+    for &interval in <TimeSliceInterval as strum::VariantArray>::VARIANTS {
+        let text = interval.to_string();
+        assert_eq!(
+            serde_json::to_string(&interval).unwrap(),
+            format!("\"{text}\"")
+        );
+        assert_eq!(TimeSliceInterval::parse(&text), Some(interval));
+    }
+    assert_eq!(TimeSliceInterval::parse("long"), None);
+}

@@ -2,7 +2,7 @@
 //! written with the one atomic writer, so the cost of a prepare does not grow
 //! with the number of claims and a crash leaves each record whole or absent.
 //!
-//! This room only stores and loads; deciding what a record means at start-up
+//! This module only stores and loads; deciding what a record means at start-up
 //! is the claim engine's reconcile. It also owns the state dir's lock
 //! (`lock`): one gpusliced per state dir.
 

@@ -21,25 +21,27 @@ pub const RECORD_VERSION: u32 = 2;
 /// The version of records that use no version-2 field.
 pub const RECORD_VERSION_PLAIN: u32 = 1;
 
-/// Where a claim stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Where a claim stands: "preparing" or "prepared", in records and text.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    strum::Display,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 pub enum Phase {
     /// Hardware steps may have been taken; the claim is not usable yet. A
     /// record found in this phase at start-up is rolled back.
     Preparing,
     /// The CDI spec is written; the claim is usable.
     Prepared,
-}
-
-impl Phase {
-    /// "preparing" or "prepared".
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Preparing => "preparing",
-            Self::Prepared => "prepared",
-        }
-    }
 }
 
 /// How a device is handed to the claim.
@@ -184,6 +186,23 @@ impl ClaimRecord {
             RECORD_VERSION
         } else {
             RECORD_VERSION_PLAIN
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use strum::VariantArray;
+
+    use super::Phase;
+
+    #[test]
+    fn a_phase_prints_as_its_name_in_records() {
+        for phase in Phase::VARIANTS {
+            assert_eq!(
+                serde_json::to_string(phase).unwrap(),
+                format!("\"{phase}\"")
+            );
         }
     }
 }

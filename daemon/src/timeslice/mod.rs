@@ -31,9 +31,9 @@ pub enum TimeSliceError {
         /// A claim holding it.
         holder: String,
         /// Its interval.
-        held: &'static str,
+        held: TimeSliceInterval,
         /// The interval asked.
-        asked: &'static str,
+        asked: TimeSliceInterval,
     },
     /// The GPU runs MPS for other claims (FAILED_PRECONDITION).
     #[error(
@@ -65,11 +65,6 @@ pub enum TimeSliceError {
         /// What happened.
         problem: String,
     },
-}
-
-/// The interval's name, for messages.
-fn name(interval: TimeSliceInterval) -> &'static str {
-    interval.name()
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{TimeSliceError, name};
+use super::TimeSliceError;
 use crate::sharing::TimeSliceInterval;
 
 /// What the caller must apply to the GPU after a join or leave.
@@ -71,8 +71,8 @@ impl TimeSlicePolicy {
                     return Err(TimeSliceError::IntervalConflict {
                         gpu: gpu.to_owned(),
                         holder,
-                        held: name(*held),
-                        asked: name(interval),
+                        held: *held,
+                        asked: interval,
                     });
                 }
                 claims.insert(claim.to_owned());

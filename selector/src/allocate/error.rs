@@ -27,12 +27,12 @@ pub enum PoolError {
     #[error(transparent)]
     Device(#[from] DeviceError),
     /// A counter or capacity value that is not a quantity.
-    #[error("{place}: {source}")]
+    #[error("{place}: {error}")]
     Quantity {
         /// "device gpu-0, capacity memory", "counter set gpu-0-counters".
         place: String,
         /// Why.
-        source: QuantityError,
+        error: QuantityError,
     },
 }
 
@@ -68,12 +68,12 @@ pub enum AllocateError {
         origin: String,
     },
     /// A selector Kubernetes would refuse.
-    #[error("{origin}: {source}")]
+    #[error("{origin}: {error}")]
     Compile {
         /// Where.
         origin: String,
         /// Why.
-        source: CompileError,
+        error: CompileError,
     },
     /// A selector failed on a device the scheduler considered: upstream
     /// aborts the allocation ("CEL runtime error").

@@ -16,7 +16,9 @@
 //!   subrequests tried in order; at most 32 devices per claim.
 //! * [`search`]: claims, requests and devices in order with backtracking,
 //!   combinations within a request (`allocateOne`), a branch given up as
-//!   soon as too few devices are left for it; devices held by earlier
+//!   soon as too few devices are left for it, and no search at all when a
+//!   request could never be served (upstream tries every combination of
+//!   the requests before it first; the answer is the same); devices held by earlier
 //!   claims or taken in this search are in use unless they allow multiple
 //!   allocations (`deviceInUse`, `allocateDevice`).
 //! * [`counters`]: shared counters of partitionable devices

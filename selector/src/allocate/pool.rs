@@ -62,9 +62,9 @@ pub struct Pool<'a> {
 }
 
 fn parse(q: &K8sQuantity, place: impl FnOnce() -> String) -> Result<Quantity, PoolError> {
-    Quantity::parse(&q.0).map_err(|source| PoolError::Quantity {
+    Quantity::parse(&q.0).map_err(|error| PoolError::Quantity {
         place: place(),
-        source,
+        error,
     })
 }
 

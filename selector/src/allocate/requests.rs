@@ -173,10 +173,10 @@ impl<'a> Builder<'a> {
         if let Some(&at) = self.by_text.get(&cel.expression) {
             return Ok((origin, at));
         }
-        let selector = Selector::compile(&cel.expression, &self.catalog).map_err(|source| {
+        let selector = Selector::compile(&cel.expression, &self.catalog).map_err(|error| {
             AllocateError::Compile {
                 origin: origin.clone(),
-                source,
+                error,
             }
         })?;
         self.compiled.push(selector);

@@ -74,7 +74,7 @@ pub fn convert(device: &pb::Device, target: &PoolTarget<'_>) -> Result<Device, S
             count: device.consumes_counters.len(),
         });
     }
-    let consumes = device
+    let mut consumes = device
         .consumes_counters
         .iter()
         .map(|c| {
@@ -92,6 +92,17 @@ pub fn convert(device: &pb::Device, target: &PoolTarget<'_>) -> Result<Device, S
             time_added: None,
         }]
     });
+    // A tainted device no claim holds draws on no counters: the scheduler's
+    // allocator up to Kubernetes 1.36.2 checks a candidate's counters before
+    // its taints and keeps what it reserved when the taint refuses it
+    // (kubernetes#140436), so every other device of the GPU looked used for
+    // the rest of that pod's allocation. No new claim gets the device (the
+    // taint, and gpusliced refuses to prepare on an unhealthy one), so its
+    // counters count nothing; a held one keeps them, they count what its
+    // claim occupies (docs/publication.md, "Upstream bugs").
+    if taints.is_some() && device.holders.is_empty() {
+        consumes.clear();
+    }
     Ok(Device {
         name: name.clone(),
         attributes: non_empty_map(attributes),

@@ -284,6 +284,54 @@ fn unhealthy_devices_are_tainted_only_when_asked() {
     assert_eq!(taint.effect, "NoSchedule");
 }
 
+/// kubernetes#140436: a tainted device's counters, reserved by the
+/// scheduler before it reads the taint, stay reserved; so one no claim
+/// holds is published without them.
+#[test]
+fn a_tainted_device_no_claim_holds_draws_on_no_counters() {
+    let consumption = || {
+        vec![pb::CounterConsumption {
+            counter_set: "gpu-0-counters".into(),
+            counters: HashMap::from([("memory-slice-0".to_owned(), 1)]),
+        }]
+    };
+    let mut inv = inventory(3);
+    for device in &mut inv.devices {
+        device.consumes_counters = consumption();
+    }
+    inv.counter_sets = vec![pb::CounterSet {
+        name: "gpu-0-counters".into(),
+        counters: HashMap::from([("memory-slice-0".to_owned(), 1)]),
+    }];
+    for unhealthy in &mut inv.devices[1..] {
+        unhealthy.healthy = false;
+        unhealthy.health_reason = "XID 94".into();
+    }
+    inv.devices[2].holders = vec!["uid-a".into()];
+    let counted = |target: &PoolTarget<'_>| -> Vec<(bool, bool)> {
+        let built = build_pool(&inv, target, 1);
+        assert!(built.skipped.is_empty(), "{:?}", built.skipped);
+        let devices = built.slices.iter().flat_map(|s| s.devices.iter().flatten());
+        devices
+            .map(|d| (d.taints.is_some(), d.consumes_counters.is_some()))
+            .collect()
+    };
+    let target = PoolTarget {
+        taint_unhealthy: true,
+        ..TARGET
+    };
+    // Healthy; tainted and free; tainted and held.
+    assert_eq!(
+        counted(&target),
+        [(false, true), (true, false), (true, true)]
+    );
+    // Untainted, an unhealthy device keeps them.
+    assert_eq!(
+        counted(&TARGET),
+        [(false, true), (false, true), (false, true)]
+    );
+}
+
 #[test]
 fn bad_devices_are_left_out_and_reported() {
     let mut inv = inventory(8);

@@ -1,8 +1,12 @@
 //! Generated cases: a node (GPU models, which are MIG-managed with what
-//! layout, advertise mode, slices made ahead or at prepare, consumable
+//! layout, faults in force on a GPU or a gone GPU instance, advertise mode, slices made ahead or at prepare, consumable
 //! capacity, the API version the scheduler reads) and rounds of pods whose
 //! claims the scheduler allocates, some released after each round.
-//! Also the ResourceClaim an allocation becomes.
+//! Claims ask through every packaged class (whole GPUs, MIG slices, their
+//! extended-resource classes) and the MPS sharing class, some with a
+//! matchAttribute constraint on gpuslice's productName or parentUUID or on
+//! Kubernetes' pcieRoot or numaNode. Also the ResourceClaim an allocation
+//! becomes.
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -19,13 +23,39 @@ use k8s_openapi::api::resource::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use proptest::prelude::*;
 
-use crate::node::{DRIVER, GpuPlan, NodePlan};
+use crate::node::{DRIVER, FaultPlan, GpuPlan, NodePlan};
 use crate::scheduler::SHARED_CLASS;
 
 /// The packaged class of whole GPUs.
 pub const GPU_CLASS: &str = "gpu.nvidia.com";
 /// The packaged class of MIG slices.
 pub const MIG_CLASS: &str = "mig.nvidia.com";
+/// The packaged extended-resource class of whole GPUs (nvidia.com/gpu).
+pub const EXTENDED_GPU_CLASS: &str = "gpu.extended.gpuslice.dev";
+
+/// The packaged extended-resource class of MIG slices of `profile`
+/// (nvidia.com/mig-<profile>, `+` written `.`).
+pub fn extended_mig_class(profile: &str) -> String {
+    format!("mig-{}.extended.gpuslice.dev", profile.replace('+', "."))
+}
+
+/// The attributes a claim's constraint may match across its requests:
+/// gpuslice's own (under the driver's name), then Kubernetes' standard
+/// topology attributes.
+const MATCHED: [&str; 4] = [
+    "productName",
+    "parentUUID",
+    "resource.kubernetes.io/pcieRoot",
+    "resource.kubernetes.io/numaNode",
+];
+
+fn qualified(attribute: &str) -> String {
+    if attribute.contains('/') {
+        attribute.to_owned()
+    } else {
+        format!("{DRIVER}/{attribute}")
+    }
+}
 
 const GIB: i64 = 1 << 30;
 
@@ -55,9 +85,13 @@ pub struct Round {
     pub release: Vec<u8>,
 }
 
-/// One GPU as generated: model, layout picks (`None`: whole), and a foreign
-/// instance's profile and placement picks.
-type GenGpu = (u8, Option<Vec<u8>>, Option<(u8, u8)>);
+/// One GPU as generated: model, layout picks (`None`: whole), a foreign
+/// instance's profile and placement picks, and a fault's.
+type GenGpu = (u8, Option<Vec<u8>>, Option<(u8, u8)>, Option<GenFault>);
+
+/// A fault as generated: the profile and placement picks of the gone GPU
+/// instance it was on, or `None` for the whole GPU.
+type GenFault = Option<(u8, u8)>;
 
 /// A whole case.
 #[derive(Debug, Clone)]
@@ -99,7 +133,7 @@ pub fn profiles(model: SimModel) -> &'static [String] {
 
 fn request() -> impl Strategy<Value = GenRequest> {
     (
-        0u8..3,
+        0u8..5,
         proptest::option::weighted(0.5, any::<u8>()),
         prop_oneof![1 => Just(0u8), 6 => Just(1u8), 2 => Just(2u8)],
         proptest::option::of(1u8..48),
@@ -115,7 +149,7 @@ fn request() -> impl Strategy<Value = GenRequest> {
 fn claim() -> impl Strategy<Value = GenClaim> {
     (
         proptest::collection::vec(request(), 1..=2),
-        proptest::option::weighted(0.3, 0u8..2),
+        proptest::option::weighted(0.4, 0u8..4),
     )
         .prop_map(|(requests, constraint)| GenClaim {
             requests,
@@ -125,7 +159,14 @@ fn claim() -> impl Strategy<Value = GenClaim> {
 
 fn round() -> impl Strategy<Value = Round> {
     (
-        proptest::collection::vec(proptest::collection::vec(claim(), 1..=2), 1..=4),
+        // Mostly pods of one claim, which fit more often than two.
+        proptest::collection::vec(
+            prop_oneof![
+                3 => proptest::collection::vec(claim(), 1..=1),
+                1 => proptest::collection::vec(claim(), 2..=2),
+            ],
+            1..=4,
+        ),
         proptest::collection::vec(any::<u8>(), 0..=3),
     )
         .prop_map(|(pods, release)| Round { pods, release })
@@ -137,9 +178,10 @@ pub fn case() -> impl Strategy<Value = Case> {
         0u8..6,
         proptest::option::weighted(0.7, proptest::collection::vec(any::<u8>(), 1..=4)),
         proptest::option::weighted(0.2, any::<(u8, u8)>()),
+        proptest::option::weighted(0.15, proptest::option::weighted(0.7, any::<(u8, u8)>())),
     );
     (
-        proptest::collection::vec(gpu, 1..=3),
+        proptest::collection::vec(gpu, 1..=4),
         any::<[bool; 5]>(),
         any::<u64>(),
         proptest::collection::vec(round(), 1..=3),
@@ -157,17 +199,30 @@ pub fn case() -> impl Strategy<Value = Case> {
 }
 
 impl Case {
+    /// Whether the node advertises partitionable MIG devices.
+    pub fn partitionable(&self) -> bool {
+        self.partitionable
+    }
+
     /// The node to start.
     pub fn node(&self) -> NodePlan {
         NodePlan {
             gpus: self
                 .gpus
                 .iter()
-                .map(|(m, layout, foreign)| {
+                .map(|(m, layout, foreign, fault)| {
                     let model = SimModel::ALL[usize::from(*m) % SimModel::ALL.len()];
                     let names = profiles(model);
                     GpuPlan {
                         model,
+                        // An instance's fault only on a GPU in [mig].
+                        fault: fault.map(|on| match on.filter(|_| layout.is_some()) {
+                            Some((p, at)) => FaultPlan::Instance(
+                                names[usize::from(p) % names.len()].clone(),
+                                usize::from(at),
+                            ),
+                            None => FaultPlan::Whole,
+                        }),
                         // Only on GPUs in [mig]: one outside it is offered
                         // whole, whatever its MIG mode.
                         foreign: foreign.filter(|_| layout.is_some()).map(|(p, at)| {
@@ -204,22 +259,25 @@ pub fn uuid(kind: u16, n: u64) -> String {
 
 impl GenClaim {
     /// The claim, its profiles picked from `names` (the node's profiles);
-    /// shared requests only when MPS can run.
+    /// shared requests only when MPS can run. The extended-resource classes
+    /// are asked as the scheduler asks them for a pod's `nvidia.com/gpu` or
+    /// `nvidia.com/mig-<profile>` (a class of one profile, no selector of
+    /// the claim's own).
     pub fn resolve(&self, uid: String, names: &[String], mps: bool) -> ResourceClaim {
+        let pick = |p: u8| names[usize::from(p) % names.len()].clone();
         let requests = (0u8..)
             .zip(&self.requests)
             .map(|(i, r)| {
                 let class = match r.class {
-                    1 => MIG_CLASS,
-                    2 if mps => SHARED_CLASS,
-                    _ => GPU_CLASS,
+                    1 => MIG_CLASS.to_owned(),
+                    2 if mps => SHARED_CLASS.to_owned(),
+                    3 => EXTENDED_GPU_CLASS.to_owned(),
+                    4 if !names.is_empty() => extended_mig_class(&pick(r.profile.unwrap_or(0))),
+                    _ => GPU_CLASS.to_owned(),
                 };
+                let class = class.as_str();
                 let profile = (class == MIG_CLASS)
-                    .then(|| {
-                        r.profile
-                            .filter(|_| !names.is_empty())
-                            .map(|p| names[usize::from(p) % names.len()].clone())
-                    })
+                    .then(|| r.profile.filter(|_| !names.is_empty()).map(pick))
                     .flatten();
                 let memory = (class == SHARED_CLASS)
                     .then(|| r.memory_gib.map(|g| i64::from(g) * GIB))
@@ -251,9 +309,8 @@ impl GenClaim {
             })
             .collect();
         let constraints = self.constraint.map(|c| {
-            let attribute = if c == 0 { "productName" } else { "parentUUID" };
             vec![DeviceConstraint {
-                match_attribute: Some(format!("{DRIVER}/{attribute}")),
+                match_attribute: Some(qualified(MATCHED[usize::from(c) % MATCHED.len()])),
                 ..DeviceConstraint::default()
             }]
         });

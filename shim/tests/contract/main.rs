@@ -4,7 +4,7 @@
 //! publishes prepares, and the prepared claims' CDI devices do not overlap.
 //!
 //! * The node: gpusliced's real claim engine in process on simulated GPUs
-//!   ([`node`]): 1 to 3 GPUs of the six simulated models, each whole or
+//!   ([`node`]): 1 to 4 GPUs of the six simulated models, each whole or
 //!   MIG-managed with a random layout; `[mig] advertise` layout (slices made
 //!   at prepare or ahead) or partitionable; the DRA plugin's
 //!   `consumable_capacity` on or off.
@@ -42,21 +42,31 @@ mod alignment;
 mod beta;
 mod cases;
 mod cdi_check;
+mod compare;
 mod mps_sets;
 mod node;
+mod real;
 mod scheduler;
+mod taints;
+// Shared with the real_allocator test, which uses all of it.
+#[allow(dead_code, unused_imports)]
+#[path = "../real_allocator/tool/mod.rs"]
+mod tool;
 
 use std::collections::BTreeSet;
 
 use gpuslice_selector::allocate::Held;
 use k8s_openapi::api::resource::v1::{
-    AllocationResult, DeviceRequestAllocationResult as Allocated, ResourceSliceSpec,
+    AllocationResult, DeviceRequestAllocationResult as Allocated, ResourceClaim, ResourceSliceSpec,
 };
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
 use cases::{Case, resource_claim, uuid};
+use compare::{TALLY, Verdict, compare};
 use mps_sets::{MpsSets, REFUSAL, sets_of};
 use node::Node;
+use real::{Question, Real};
+use scheduler::Answer;
 
 /// What gpusliced answers for one device twice in a claim.
 const TWICE: &str = "is listed twice in the claim";
@@ -144,13 +154,63 @@ fn twice(results: &[Allocated]) -> bool {
 /// A claim prepared and still allocated.
 struct Live {
     uid: String,
+    object: ResourceClaim,
     allocation: AllocationResult,
     results: Vec<Allocated>,
 }
 
+/// The allocations to prepare for one pod: the selector allocator's, and
+/// with the real allocator present, upstream's after the two agreed (the
+/// selector allocator's where a known upstream bug explains the
+/// difference); a disagreement nothing explains is the error.
+fn allocations(
+    case: &Case,
+    real: Option<&Real>,
+    question: &Question<'_>,
+    held: &Held,
+) -> Result<Option<Vec<AllocationResult>>, String> {
+    let selector = scheduler::schedule(question.slices, question.classes, question.claims, held);
+    let Some(real) = real else {
+        return Ok(selector.allocations().map(<[_]>::to_vec));
+    };
+    let upstream = real.ask(question);
+    let verdict = compare(&selector, &upstream, question, || {
+        scheduler::input_json(question.slices, question.classes, question.claims, held)
+    });
+    lock(&TALLY).pod(&selector, &upstream, &verdict);
+    let chosen = match verdict {
+        Verdict::Agree => upstream,
+        Verdict::Known(..) | Verdict::GaveUp => selector,
+        Verdict::Disagree(why) => {
+            return Err(format!(
+                "{why}
+(case: {} GPUs, partitionable {}, consumable {}, v1beta1 {}, random                  order {})",
+                case.node().gpus.len(),
+                case.partitionable(),
+                case.consumable,
+                case.v1beta1,
+                case.random_order
+            ));
+        }
+    };
+    Ok(match chosen {
+        Answer::Fits(found) => Some(found),
+        Answer::No | Answer::Refused(_) | Answer::GaveUp(_) => None,
+    })
+}
+
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Runs one case; the broken promise, naming the claim, as the error.
-fn run(case: &Case, mps: bool) -> Result<(), String> {
+fn run(case: &Case, mps: bool, real: Option<&Real>) -> Result<(), String> {
     let node = Node::start(&case.node(), mps);
+    if real.is_some() {
+        lock(&TALLY).case();
+    }
     let classes = scheduler::classes();
     let mut rng = fastrand::Rng::with_seed(case.seed);
     let mut held = Held::default();
@@ -172,9 +232,15 @@ fn run(case: &Case, mps: bool) -> Result<(), String> {
                     c.resolve(uuid(1, claims_made), &names, node.mps)
                 })
                 .collect();
-            let walk = case.random_order.then_some(&mut rng);
-            let Some(allocations) = scheduler::schedule(&slices, &classes, &claims, &held, walk)
-            else {
+            let order = scheduler::in_order(&slices, case.random_order.then_some(&mut rng));
+            let question = Question {
+                slices: &order,
+                classes: &classes,
+                claims: &claims,
+                allocated: live.iter().map(|l| l.object.clone()).collect(),
+                consumable: case.consumable,
+            };
+            let Some(allocations) = allocations(case, real, &question, &held)? else {
                 continue;
             };
             for (claim, allocation) in claims.iter().zip(allocations) {
@@ -215,6 +281,7 @@ fn run(case: &Case, mps: bool) -> Result<(), String> {
                 held.add(&allocation).map_err(|e| e.to_string())?;
                 live.push(Live {
                     uid,
+                    object,
                     allocation,
                     results,
                 });
@@ -245,6 +312,7 @@ fn run(case: &Case, mps: bool) -> Result<(), String> {
 #[test]
 fn sim_every_allocation_from_the_published_slices_prepares() {
     let mps = mps_available();
+    let real = Real::available();
     let config = Config {
         cases: cases(),
         // A failing case's seed goes to proptest-regressions/ (run first
@@ -254,8 +322,11 @@ fn sim_every_allocation_from_the_published_slices_prepares() {
     };
     let mut runner = TestRunner::new(config);
     let result = runner.run(&cases::case(), |case| {
-        run(&case, mps).map_err(TestCaseError::fail)
+        run(&case, mps, real.as_ref()).map_err(TestCaseError::fail)
     });
+    if real.is_some() {
+        eprintln!("{}", lock(&TALLY));
+    }
     if let Err(err) = result {
         panic!("{err}");
     }

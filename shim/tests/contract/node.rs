@@ -18,6 +18,7 @@ use gpuslice::config::{MigAdvertise, MigConfig, MigCreate, MigGpuConfig};
 use gpuslice::driver::{DriverFiles, Roots};
 use gpuslice::gpu::sim::{SimBackend, SimModel};
 use gpuslice::gpu::{GpuBackend, MigMode};
+use gpuslice::health::{Cause, Fault, Target};
 use gpuslice::inventory::Inventory;
 use gpuslice::mig::Ownership;
 use gpuslice::mps::{ChildSupervisor, MpsManager, MpsSettings, NoShmMount};
@@ -46,6 +47,18 @@ pub struct GpuPlan {
     /// A MIG instance gpuslice did not make, there before gpusliced
     /// starts: (profile name, which of its placements).
     pub foreign: Option<(String, usize)>,
+    /// A fault the health monitor recorded before the case begins.
+    pub fault: Option<FaultPlan>,
+}
+
+/// A fault in force on a GPU.
+#[derive(Debug, Clone)]
+pub enum FaultPlan {
+    /// The whole GPU (an XID on it).
+    Whole,
+    /// A GPU instance that has since gone (its claim released), at one
+    /// placement of this profile: (profile name, which placement).
+    Instance(String, usize),
 }
 
 /// How the node is configured.
@@ -158,6 +171,47 @@ fn make_foreign(backend: &dyn GpuBackend, index: u32, profile: &str, pick: usize
         .expect("its compute instance");
 }
 
+/// Records each planned fault as the health monitor does (an XID 94 on
+/// the GPU or on one GPU instance), so the publication taints what it
+/// covers.
+fn record_faults(engine: &Engine, plan: &NodePlan) {
+    let inventory = engine.inventory();
+    for (index, gpu) in (0u32..).zip(&plan.gpus) {
+        let Some(fault) = &gpu.fault else {
+            continue;
+        };
+        let uuid = &inventory
+            .gpus
+            .iter()
+            .find(|g| g.info.index == index)
+            .expect("a GPU of the plan")
+            .info
+            .uuid;
+        let target = match fault {
+            FaultPlan::Whole => Target::Gpu,
+            FaultPlan::Instance(profile, pick) => {
+                let profiles = engine.backend().mig_profiles(index).expect("profiles");
+                let profile = profiles
+                    .iter()
+                    .find(|p| p.name == *profile)
+                    .expect("a profile of this model");
+                Target::Instance {
+                    // An instance id no live instance has: it is gone.
+                    gpu_instance: 100,
+                    placement: profile.placements[pick % profile.placements.len()],
+                }
+            }
+        };
+        let xid = Fault {
+            cause: Cause::Xid(94),
+            detail: "contract case".to_owned(),
+            since: 0,
+        };
+        engine.health().record(uuid, index, target, xid);
+    }
+    engine.health_changed();
+}
+
 impl Node {
     /// Starts the engine as gpusliced does: scan, reconcile, MIG setup.
     pub fn start(plan: &NodePlan, mps: bool) -> Node {
@@ -204,6 +258,7 @@ impl Node {
         }
         engine.reconcile().expect("reconcile");
         engine.setup_mig(&mig).expect("MIG setup");
+        record_faults(&engine, plan);
         Node {
             dir,
             engine: Some(engine),
@@ -218,7 +273,7 @@ impl Node {
 
     /// The ResourceSlices the DRA plugin would publish now (resource.k8s.io/v1).
     pub fn publish(&self) -> Vec<ResourceSliceSpec> {
-        let inventory = gpuslice::api::inventory_response(self.engine());
+        let inventory = gpuslice::api::inventory_response(&self.engine().view());
         let target = PoolTarget {
             driver: DRIVER,
             node_name: NODE,

@@ -10,12 +10,14 @@
 //! * [`objects`]: builders of the cases' slices, classes and claims.
 //! * [`upstream`]: the cases.
 //! * [`refusals`]: input the tool refuses, and what it says to fix.
+//! * [`stream`]: many questions to one process.
 //!
 //! Without the sid packages (`tests/tools/allocator/fetch.sh`) every test
 //! prints why it skips; `GPUSLICE_REQUIRE_TOOLS=1` makes that a failure.
 
 mod objects;
 mod refusals;
+mod stream;
 mod tool;
 mod upstream;
 
@@ -40,13 +42,17 @@ fn the_tool_is_the_vendored_upstream_with_its_feature_switches() {
         about.go,
         allocator.binary().display()
     );
+    let vendored::Origin::Commit(commit) = &manifest.origin else {
+        panic!("SOURCE names a wheel, not a commit: {:?}", manifest.origin);
+    };
     assert_eq!(
         (about.upstream.as_str(), about.commit.as_str()),
-        (manifest.reference.as_str(), manifest.commit.as_str())
+        (manifest.reference.as_str(), commit.as_str())
     );
     assert_eq!(
         about.features,
         Features::NAMES,
         "structured.Features changed: update tool/wire.rs's Features to its fields"
     );
+    assert!(about.fixes.is_empty(), "{:?}", about.fixes);
 }

@@ -28,6 +28,7 @@ pub fn input(features: Features, slices: Vec<ResourceSlice>, classes: Vec<Device
         classes,
         claims: vec![],
         allocated: vec![],
+        max_allocate_one_calls: None,
     }
 }
 

@@ -1,48 +1,16 @@
 #!/bin/sh
 # Runs inside a Debian 12 rootfs booted by systemd-nspawn (systemd.run=), as
-# the nspawn test's body: installs the gpuslice .deb under a real systemd 252
-# and checks the service's life. /out is the test's folder: the .deb is
-# /out/gpuslice.deb, the stand-in MPS control program /out/fake-mps-control,
-# this script's output goes to /out/log, and its exit status becomes
-# systemd-nspawn's. Every wait is on an event (a systemd job,
-# a journal line), bounded by `timeout`.
-exec >/out/log 2>&1
-set -eu
+# the service test's body (nspawn/service.rs): installs the gpuslice .deb
+# under a real systemd 252 and checks the service's life. common.sh (sourced
+# first) says what /out holds and sets up the bus, the stand-ins and the
+# unit's drop-in.
+. /out/common.sh
 
-step() { echo "== $*"; }
-fail() {
-	echo "FAIL: $*"
-	systemctl status gpusliced.service --no-pager || true
-	# With gpusliced's structured fields (error, unit, ...), which the short format drops.
-	journalctl -b -u gpusliced.service --no-pager -o verbose \
-		--output-fields=MESSAGE,F_ERROR,F_PROBLEM,F_SUPERVISOR,F_UNIT,F_DAEMON,F_PID \
-		| grep -v '^[[:space:]]*$' | tail -n 120 || true
-	systemctl list-units --all --no-pager 'gpuslice-mps-*' || true
-	journalctl -b --no-pager -u 'gpuslice-mps-*' | tail -n 30 || true
-	echo "-- the stand-in's record:"
-	cat "$MPS_RECORD" 2>/dev/null || true
-	exit 1
-}
-show() { systemctl show -p "$1" --value gpusliced.service; }
-# Waits (bounded) for a line in this boot's journal of a unit (default gpusliced).
-journal_has() {
-	timeout 30 sh -c "journalctl -b -u '${2:-gpusliced.service}' -f -n all --no-pager | grep -m1 -F '$1'" >/dev/null
-}
 UID1=5b0c8f2e-1d3a-4e6b-9c7d-2a1b3c4d5e6f
 SPEC=/run/cdi/k8s.gpuslice.dev-claim_$UID1.json
-# The stand-in MPS control program, behind a wrapper that names its record
-# (what each daemon was started with and told); the daemons run as transient
-# units, outside gpusliced's sandbox, so they can write it there.
-MPS_TOOLS=/usr/local/lib/gpuslice-test
-MPS_RECORD=/var/log/gpuslice-mps.record
 
-step "the system bus: systemd.run= boots to kernel-command-line.target, which starts no sockets"
-# On a host, sockets.target (before gpusliced's basic.target) has it listening.
-systemctl start dbus.socket
-test -S /run/dbus/system_bus_socket || fail "no system bus socket"
-
-step "simulated GPUs: a driver root and a drop-in pointing the unit at a sim config"
-mkdir -p /opt/gpuslice-sim/dev /etc/gpuslice /etc/systemd/system/gpusliced.service.d
+step "simulated GPUs: a driver root and a sim config"
+mkdir -p /opt/gpuslice-sim/dev
 for node in nvidia0 nvidia1 nvidia2 nvidiactl nvidia-uvm; do ln -s /dev/null "/opt/gpuslice-sim/dev/$node"; done
 cat >/etc/gpuslice/sim.toml <<EOF
 socket_group = "gpuslice"
@@ -52,21 +20,7 @@ kind = "sim"
 [backend.sim]
 gpus = ["H100-80GB", "H100-80GB", "H100-80GB"]
 [mps]
-control_program = "$MPS_TOOLS/mps-control"
-EOF
-mkdir -p "$MPS_TOOLS"
-install -m 0755 /out/fake-mps-control "$MPS_TOOLS/fake-mps-control"
-cat >"$MPS_TOOLS/mps-control" <<EOF
-#!/bin/sh
-FAKE_MPS_RECORD=$MPS_RECORD exec /usr/bin/python3 $MPS_TOOLS/fake-mps-control "\$@"
-EOF
-chmod 0755 "$MPS_TOOLS/mps-control"
-cat >/etc/systemd/system/gpusliced.service.d/sim.conf <<EOF
-[Service]
-ExecStart=
-ExecStart=/usr/bin/gpusliced --config /etc/gpuslice/sim.toml
-WatchdogSec=4s
-TimeoutAbortSec=10s
+control_program = "$STAND_INS/mps-control"
 EOF
 
 step "dpkg -i: group, conffile, unit enabled and started (Type=notify reached active)"
@@ -136,9 +90,6 @@ MPS_A=a1a1a1a1-5e6f-4a7b-8c9d-0e1f2a3b4c5d
 MPS_B=b2b2b2b2-5e6f-4a7b-8c9d-0e1f2a3b4c5d
 MPS_C=c3c3c3c3-5e6f-4a7b-8c9d-0e1f2a3b4c5d
 MPS_CONFIG='{"apiVersion":"resource.nvidia.com/v1beta1","kind":"GpuConfig","sharing":{"strategy":"MPS","mpsConfig":{"defaultActiveThreadPercentage":50,"defaultPinnedDeviceMemoryLimit":"4Gi"}}}'
-# The gpuslice-mps-* units systemd has loaded, one name a line.
-mps_units() { systemctl list-units --all --plain --no-legend 'gpuslice-mps-*' | awk '{print $1}'; }
-ushow() { systemctl show -p "$2" --value "$1"; }
 # The `gpuslicectl sharing` row of the MPS daemon in unit $1: pid supervisor state restarts.
 ctl_daemon() { gpuslicectl sharing | awk -v u="$1" '$4 == u {print $2, $3, $5, $6}'; }
 

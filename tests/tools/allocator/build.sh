@@ -3,15 +3,19 @@
 # real allocator") offline, in GOPATH mode, with sid's Go 1.26 as a private
 # GOROOT and sid's Go libraries that fetch.sh unpacked:
 #
-#   tests/tools/allocator/build.sh OUT_DIR
+#   tests/tools/allocator/build.sh OUT_DIR [FIX...]
 #
 # Prints the binary's path on stdout. The binary is cached as
 # OUT_DIR/<hash>/allocator, the hash taken over everything it is built from
-# (this folder's sources and scripts, third_party/dynamic-resource-allocation,
-# and the VERSIONS of the unpacked packages), so a second call with nothing
-# changed builds nothing. The build copies the vendored allocator into
-# OUT_DIR/gopath and applies the patches its SOURCE lists there (the files in
-# third_party/ stay as upstream has them). Go's build cache lies beside the
+# (this folder's sources, scripts and fixes, third_party/dynamic-resource-
+# allocation, the VERSIONS of the unpacked packages, and the FIXes asked
+# for), so a second call with nothing changed builds nothing. The build
+# copies the vendored allocator into OUT_DIR/gopath and applies the patches
+# its SOURCE lists there (the files in third_party/ stay as upstream has
+# them), then each FIX: fixes/FIX.patch beside this script, a test-only
+# change that closes one known upstream bug (fixes/README.md), so a test can
+# ask whether that bug explains an answer. Without FIX the binary is the
+# upstream allocator as the scheduler runs it. Go's build cache lies beside the
 # packages when that folder is writable, so every checkout on the machine
 # shares the compiled libraries (a cold build takes minutes, a warm one
 # seconds).
@@ -32,15 +36,21 @@ missing_packages() {
   exit 3
 }
 
-[ "$#" -eq 1 ] || die "usage: tests/tools/allocator/build.sh OUT_DIR"
+[ "$#" -ge 1 ] || die "usage: tests/tools/allocator/build.sh OUT_DIR [FIX...]"
 here=$(cd "$(dirname "$0")" && pwd)
+out_arg=$1
+shift
+fixes=("$@")
+for fix in "${fixes[@]}"; do
+  [ -f "$here/fixes/$fix.patch" ] || die "no fix named $fix: the fixes are the .patch files of $here/fixes"
+done
 repo=$(cd "$here/../../.." && pwd)
 vendored=$repo/third_party/dynamic-resource-allocation
 sid=${GPUSLICE_ALLOCATOR_SID:-/var/cache/gpuslice-test/sid-allocator}
 goroot=$sid/root/usr/lib/go-1.26
 gocode=$sid/root/usr/share/gocode
-mkdir -p "$1"
-out=$(cd "$1" && pwd)
+mkdir -p "$out_arg"
+out=$(cd "$out_arg" && pwd)
 
 # Every package the tool needs must have been unpacked.
 [ -f "$sid/VERSIONS" ] || missing_packages "$sid/VERSIONS not found: run tests/tools/allocator/fetch.sh first (it unpacks Debian sid's Go 1.26 and the allocator's Go libraries there)"
@@ -53,7 +63,7 @@ done < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' "$here/sid-packages.txt" | grep 
 
 # The inputs, named and hashed in a fixed order.
 inputs() {
-  (cd "$here" && find . -maxdepth 1 -type f \( -name '*.go' -o -name '*.sh' -o -name '*.txt' \) | LC_ALL=C sort | sed 's|^|tests/tools/allocator/|')
+  (cd "$here" && find . -maxdepth 2 -type f \( -name '*.go' -o -name '*.sh' -o -name '*.txt' -o -name '*.patch' \) | LC_ALL=C sort | sed 's|^\./|tests/tools/allocator/|')
   (cd "$vendored" && find . -type f | LC_ALL=C sort | sed 's|^\./|third_party/dynamic-resource-allocation/|')
 }
 hash=$({
@@ -61,6 +71,7 @@ hash=$({
     echo "$file $(sha256sum <"$repo/$file" | cut -d' ' -f1)"
   done < <(inputs)
   cat "$sid/VERSIONS"
+  echo "fixes ${fixes[*]}"
 } | sha256sum | cut -c1-16)
 binary=$out/$hash/allocator
 
@@ -81,6 +92,11 @@ while read -r patch_name; do
     <"$vendored/$patch_name" >&2 ||
     die "$vendored/$patch_name does not apply to the vendored files"
 done < <(awk '$1 == "patch" { print $2 }' "$vendored/SOURCE")
+for fix in "${fixes[@]}"; do
+  patch -p1 --quiet --forward -d "$gopath/src/k8s.io/dynamic-resource-allocation" \
+    <"$here/fixes/$fix.patch" >&2 ||
+    die "$here/fixes/$fix.patch does not apply to the vendored files"
+done
 cp "$here"/*.go "$gopath/src/gpuslice.test/allocator/"
 
 gocache=$out/gocache
@@ -88,7 +104,8 @@ if [ -w "$sid" ]; then
   gocache=$sid/gocache
 fi
 field() { awk -v key="$1" '$1 == key { print $2; exit }' "$vendored/SOURCE"; }
-ldflags="-X main.upstreamRef=$(field ref) -X main.upstreamCommit=$(field commit)"
+fix_list=$(IFS=,; echo "${fixes[*]}")
+ldflags="-X main.upstreamRef=$(field ref) -X main.upstreamCommit=$(field commit) -X main.appliedFixes=$fix_list"
 echo "build.sh: building the allocator tool with $("$goroot/bin/go" version) (minutes while Go's build cache is cold, seconds after)" >&2
 started=$SECONDS
 mkdir -p "$out/$hash"

@@ -21,12 +21,26 @@
 //	 "allocations": [{"claim": "ns/name", "allocation": AllocationResult}]}
 //	{"outcome": "unschedulable", "stage": "prefilter" | "filter", "reason": "..."}
 //	{"outcome": "error", "reason": "..."}
+//	{"outcome": "limit", "calls": N, "reason": "..."}
 //
 // "unschedulable" is what the scheduler reports as the node not fitting the
 // pod; "error" what it reports as a scheduling error (a bad CEL selector, an
-// allocator that cannot be built). Input that is not such an object exits 2
+// allocator that cannot be built); "limit" that the search needed more
+// allocateOne calls than the input's optional "maxAllocateOneCalls" (where
+// the scheduler would run into its filter timeout and call the node
+// unschedulable; a count, so the answer does not depend on the machine). Input that is not such an object exits 2
 // with the reason on stderr. -about prints the upstream version, the Go
-// version and the Features fields.
+// version, the Features fields and the fixes the binary was built with
+// (build.sh FIX...: patches of tests/tools/allocator/fixes/, none by
+// default).
+//
+// -stream answers many questions in one process, as a test that asks one
+// per pod wants: input objects one after another on stdin (whitespace
+// between them), one answer line on stdout for each, written as soon as
+// the object is read; the CEL cache is kept across them, as the
+// scheduler keeps its one. End of input ends it (exit 0); input that is not
+// such an object exits 2 as above, after the answers to the objects before
+// it (objects counted from 1).
 package main
 
 import (
@@ -38,6 +52,7 @@ import (
 	"os"
 	"reflect"
 	"runtime"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -49,6 +64,8 @@ import (
 var (
 	upstreamRef    = "unknown"
 	upstreamCommit = "unknown"
+	// Comma-separated names of the patches of fixes/ applied.
+	appliedFixes = ""
 )
 
 type input struct {
@@ -58,6 +75,9 @@ type input struct {
 	Classes   []*resourceapi.DeviceClass   `json:"classes"`
 	Claims    []*resourceapi.ResourceClaim `json:"claims"`
 	Allocated []*resourceapi.ResourceClaim `json:"allocated"`
+	// A budget of allocateOne calls (0: none), standing in for the
+	// scheduler's filter timeout without depending on time.
+	MaxAllocateOneCalls int64 `json:"maxAllocateOneCalls,omitempty"`
 }
 
 type answer struct {
@@ -66,6 +86,7 @@ type answer struct {
 	Allocations []claimAllocation `json:"allocations,omitempty"`
 	Stage       string            `json:"stage,omitempty"`
 	Reason      string            `json:"reason,omitempty"`
+	Calls       int64             `json:"calls,omitempty"`
 }
 
 type claimAllocation struct {
@@ -78,21 +99,51 @@ type about struct {
 	Commit   string   `json:"commit"`
 	Go       string   `json:"go"`
 	Features []string `json:"features"`
+	Fixes    []string `json:"fixes"`
 }
 
 func main() {
-	showAbout := flag.Bool("about", false, "print the upstream version, Go version and Features fields, then exit")
+	showAbout := flag.Bool("about", false, "print the upstream version, Go version, Features fields and fixes, then exit")
+	stream := flag.Bool("stream", false, "answer input objects one after another until end of input, one answer line each")
 	flag.Parse()
 	if *showAbout {
-		write(about{upstreamRef, upstreamCommit, runtime.Version(), featureNames()})
+		write(about{upstreamRef, upstreamCommit, runtime.Version(), featureNames(), fixNames()})
 		return
+	}
+	caches := newCelCaches()
+	if *stream {
+		dec := json.NewDecoder(os.Stdin)
+		dec.DisallowUnknownFields()
+		for n := 1; ; n++ {
+			in, err := next(dec)
+			if err == io.EOF {
+				return
+			}
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "allocator: input object %d: %v\n", n, err)
+				os.Exit(2)
+			}
+			write(schedule(in, caches))
+		}
 	}
 	in, err := read(os.Stdin)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "allocator: %v\n", err)
 		os.Exit(2)
 	}
-	write(schedule(in))
+	write(schedule(in, caches))
+}
+
+// next decodes the next object of a stream; io.EOF at its end.
+func next(dec *json.Decoder) (*input, error) {
+	var in input
+	if err := dec.Decode(&in); err != nil {
+		if err == io.EOF {
+			return nil, err
+		}
+		return nil, fmt.Errorf("not the input object (node, features, slices, classes, claims, allocated): %w", err)
+	}
+	return &in, in.check()
 }
 
 func read(r io.Reader) (*input, error) {
@@ -143,6 +194,16 @@ func (in *input) check() error {
 		seen[class.Name] = true
 	}
 	return nil
+}
+
+func fixNames() []string {
+	names := []string{}
+	for _, name := range strings.Split(appliedFixes, ",") {
+		if name != "" {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 func featureNames() []string {

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"time"
 
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,14 +33,31 @@ import (
 // The scheduler's CEL cache size (dynamicresources.go, New).
 const celCacheSize = 10
 
-func schedule(in *input) answer {
+// celCaches holds one CEL cache per set of CEL features, kept across the
+// questions of a stream as the scheduler keeps its one for its lifetime.
+type celCaches map[cel.Features]*cel.Cache
+
+func newCelCaches() celCaches {
+	return celCaches{}
+}
+
+func (c celCaches) get(features cel.Features) *cel.Cache {
+	cache, ok := c[features]
+	if !ok {
+		cache = cel.NewCache(celCacheSize, features)
+		c[features] = cache
+	}
+	return cache
+}
+
+func schedule(in *input, caches celCaches) answer {
 	classes := newClassLister(in.Classes)
 	if a, done := preFilter(in, classes); done {
 		return a
 	}
 	features := in.Features
 	state := allocatedState(in.Allocated, features.ConsumableCapacity)
-	celCache := cel.NewCache(celCacheSize, cel.Features{
+	celCache := caches.get(cel.Features{
 		EnableConsumableCapacity: features.ConsumableCapacity,
 		EnableListTypeAttributes: features.ListTypeAttributes,
 	})
@@ -49,7 +67,11 @@ func schedule(in *input) answer {
 		return answer{Outcome: "error", Stage: "prefilter", Reason: err.Error()}
 	}
 	channel := channelOf(allocator)
-	results, err := allocator.Allocate(ctx, &in.Node, in.Claims)
+	results, calls, err := allocate(ctx, allocator, in)
+	if in.MaxAllocateOneCalls > 0 && calls > in.MaxAllocateOneCalls {
+		return answer{Outcome: "limit", Allocator: channel, Stage: "filter", Calls: calls,
+			Reason: fmt.Sprintf("gave up after more than %d allocateOne calls, as kube-scheduler gives up at its filter timeout (DRASchedulerFilterTimeout)", in.MaxAllocateOneCalls)}
+	}
 	switch {
 	case errors.Is(err, structured.ErrFailedAllocationOnNode):
 		return answer{Outcome: "unschedulable", Allocator: channel, Stage: "filter", Reason: err.Error()}
@@ -64,6 +86,51 @@ func schedule(in *input) answer {
 		allocations[i] = claimAllocation{Claim: claim.Namespace + "/" + claim.Name, Allocation: result}
 	}
 	return answer{Outcome: "allocated", Allocator: channel, Allocations: allocations}
+}
+
+// allocate runs Allocate and counts its allocateOne calls (the
+// allocator's own statistic). With a budget, a search that passes it is
+// cancelled; the caller then answers "limit" whatever Allocate returned, so
+// the answer depends only on whether the whole search needs more calls
+// than the budget, never on when the cancellation landed.
+func allocate(ctx context.Context, allocator structured.Allocator, in *input) ([]resourceapi.AllocationResult, int64, error) {
+	type done struct {
+		results []resourceapi.AllocationResult
+		err     error
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	finished := make(chan done, 1)
+	go func() {
+		results, err := allocator.Allocate(ctx, &in.Node, in.Claims)
+		finished <- done{results, err}
+	}()
+	ticker := time.NewTicker(time.Millisecond)
+	defer ticker.Stop()
+	for {
+		select {
+		case d := <-finished:
+			return d.results, allocateOneCalls(allocator), d.err
+		case <-ticker.C:
+			if in.MaxAllocateOneCalls > 0 && allocateOneCalls(allocator) > in.MaxAllocateOneCalls {
+				cancel()
+			}
+		}
+	}
+}
+
+// allocateOneCalls reads the allocator's GetStats (not in the public
+// interface) through reflection, as channelOf reads Channel.
+func allocateOneCalls(allocator structured.Allocator) int64 {
+	method := reflect.ValueOf(allocator).MethodByName("GetStats")
+	if !method.IsValid() {
+		return 0
+	}
+	field := method.Call(nil)[0].FieldByName("NumAllocateOneInvocations")
+	if !field.IsValid() {
+		return 0
+	}
+	return field.Int()
 }
 
 // preFilter mirrors the plugin's checks of the claims before it builds the

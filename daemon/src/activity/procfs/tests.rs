@@ -3,7 +3,7 @@ use std::io::ErrorKind;
 use std::path::Path;
 
 use super::{ProcError, ProcFs, read_error, start_time};
-use crate::activity::marker::claim_env;
+use crate::cdi_build::marker::claim_env;
 
 const UID: &str = "0d5f2a1c-3b4e-4f60-8a9b-1c2d3e4f5a6b";
 

@@ -22,7 +22,7 @@ use crate::crash::crash_point;
 use crate::gpu::{GpuInstance, Placement};
 use crate::inventory::GpuDevice;
 use crate::mig::{
-    ForeignPolicy, MigGeometry, MigLayout, Occupant, Ownership, Step, diff, plan_layout,
+    ForeignPolicy, MigGeometry, Occupancy, Occupant, Ownership, Step, diff, plan_layout,
 };
 use crate::state::StateError;
 
@@ -147,9 +147,9 @@ impl Engine {
             wanted
         };
         let geometry = MigGeometry::new(gpu_mig.profiles.clone()).map_err(plan_err)?;
-        let layout = MigLayout::new(&geometry, occupants).map_err(plan_err)?;
-        let target = plan_layout(&layout, wanted, ForeignPolicy::Keep).map_err(plan_err)?;
-        let change = diff(&layout, &target, ForeignPolicy::Keep).map_err(plan_err)?;
+        let occupancy = Occupancy::new(&geometry, occupants).map_err(plan_err)?;
+        let target = plan_layout(&occupancy, wanted, ForeignPolicy::Keep).map_err(plan_err)?;
+        let change = diff(&occupancy, &target, ForeignPolicy::Keep).map_err(plan_err)?;
         for step in change.steps {
             match step {
                 Step::Destroy { gi_id } => {

@@ -1,6 +1,6 @@
 //! MIG in the claim engine: everything the engine does to MIG hardware.
 //!
-//! This room owns the steps of a MIG claim (this file), the node-wide MIG
+//! This module owns the steps of a MIG claim (this file), the node-wide MIG
 //! set-up at start-up and on SIGHUP ([`setup`]), slices made ahead of claims
 //! and their ledger ([`ahead`]), the start-up repair of prepared slices
 //! ([`restore`]) and the CDI device of a slice ([`cdi`]). It must not touch
@@ -40,7 +40,7 @@ impl Engine {
     /// ids filled in now); a free placement is marked `created` (the intent
     /// the `preparing` record carries, so a crash after the create is rolled
     /// back). An instance in the way is an error.
-    pub(super) fn plan_slice(
+    pub(super) fn reserve_slice(
         &self,
         gpu: &GpuDevice,
         slice: &mut MigSlice,
@@ -67,7 +67,7 @@ impl Engine {
         Ok(())
     }
 
-    /// Creates a slice [`Engine::plan_slice`] marked `created`: the GPU
+    /// Creates a slice [`Engine::reserve_slice`] marked `created`: the GPU
     /// instance, then its compute instance; the GPU instance is destroyed
     /// again if the compute instance fails.
     pub(super) fn create_slice(

@@ -65,7 +65,7 @@ impl Engine {
             slice.compute_instance = None;
             slice.mig_uuid = None;
             slice.created = false;
-            self.plan_slice(gpu, slice)?;
+            self.reserve_slice(gpu, slice)?;
             self.create_slice(gpu, slice)?;
             return Ok(true);
         };

@@ -11,7 +11,7 @@ use crate::config::{MigAdvertise, MigConfig, MigGpuConfig};
 use crate::driver::{DriverFiles, Roots};
 use crate::gpu::sim::{SimBackend, SimModel, op};
 use crate::gpu::{GpuBackend, GpuError, MigMode, MigSupport};
-use crate::inventory::Inventory;
+use crate::inventory::{DeviceRef, Inventory};
 use crate::state::{Phase, Store};
 
 pub(in crate::claims) const A: &str = "aaaaaaaa-0000-4000-8000-00000000000a";
@@ -408,15 +408,12 @@ fn a_foreign_instance_is_left_alone_and_reported() {
 
 /// The first free device of a profile in the offer: what the scheduler takes.
 fn first_offered(engine: &Engine, profile: &str) -> String {
-    let inventory = engine.inventory();
-    let uses = engine.device_use();
-    inventory
-        .mig
-        .iter()
-        .find(|m| {
-            m.profile.name == profile && uses.iter().any(|u| u.device == m.name && u.available)
+    let view = engine.view();
+    view.each_device()
+        .find(|(device, state)| {
+            matches!(device, DeviceRef::Mig(m, _) if m.profile.name == profile) && state.available
         })
-        .map(|m| m.name.clone())
+        .map(|(_, state)| state.name.clone())
         .unwrap()
 }
 

@@ -1,30 +1,29 @@
 //! Sharing a GPU between claims in the claim engine: MPS and time-slicing.
 //!
-//! This room owns how a request's configs become per-device sharing
-//! ([`plan`]), the runtime both modes share (this file), MPS ([`mps`]),
+//! This module owns the runtime both modes share (this file), MPS ([`mps`]),
 //! time-slicing ([`timeslice`]), the compute mode they set
 //! ([`compute_mode`]), their start-up repair ([`restore`]) and what an
-//! operator sees of them ([`view`]). It must not parse configs (that is
-//! [`crate::sharing`]), run MPS daemons (that is [`crate::mps`]) or call
-//! nvidia-smi itself (that is [`crate::timeslice`]); and it must not write
-//! records or CDI files, which stay with the engine's prepare and unprepare.
+//! operator sees of them ([`view`]). How a request's configs become
+//! per-device sharing is the request's (`claims/request/sharing.rs`). It must
+//! not parse configs (that is [`crate::sharing`]), run MPS daemons (that is
+//! [`crate::mps`]) or call nvidia-smi itself (that is [`crate::timeslice`]);
+//! and it must not write records or CDI files, which stay with the engine's
+//! prepare and unprepare.
 //!
-//! The engine's sharing runtime, shared by the two sharing modes
-//! ([`mps`], [`timeslice`]), each with the same
-//! verbs as MIG: plan (check and reserve, no hardware), apply, release, and
-//! restore at start-up.
-//!
+//! Both sharing modes ([`mps`], [`timeslice`]) have the same verbs as MIG:
+//! reserve (check and book, no hardware), apply, release, and restore at
+//! start-up.
+
 //! State kept here, in one lock: the [`TimeSlicePolicy`] (per GPU: MPS or
 //! time-slicing, which claims, which interval), the memory promised per GPU
 //! through memory shares, what the last time-slice set did, and GPUs left
 //! degraded by an undo that failed. A lock per GPU UUID serializes claims
-//! that share one GPU from plan to apply, so a second claim never runs
+//! that share one GPU from reserve to apply, so a second claim never runs
 //! before the first one's time-slice or daemon is in place; claims on other
 //! GPUs never wait.
 
 mod compute_mode;
 mod mps;
-pub(super) mod plan;
 mod restore;
 mod timeslice;
 pub(super) mod view;
@@ -315,10 +314,10 @@ impl Engine {
             })
     }
 
-    /// Plan: checks `record`'s sharing against the other claims on its GPUs
+    /// Reserve: checks `record`'s sharing against the other claims on its GPUs
     /// (interval, MPS beside time-slicing, memory left) and reserves it.
     /// Nothing touches the hardware. Call with the record's GPU locks held.
-    pub(super) fn plan_sharing(&self, record: &ClaimRecord) -> Result<(), ClaimError> {
+    pub(super) fn reserve_sharing(&self, record: &ClaimRecord) -> Result<(), ClaimError> {
         if !has_sharing(record) {
             return Ok(());
         }
@@ -327,8 +326,8 @@ impl Engine {
         lock(&self.sharing.state).join(record, &inventory)
     }
 
-    /// Undoes [`Engine::plan_sharing`] when nothing was applied.
-    pub(super) fn unplan_sharing(&self, record: &ClaimRecord) {
+    /// Undoes [`Engine::reserve_sharing`] when nothing was applied.
+    pub(super) fn unreserve_sharing(&self, record: &ClaimRecord) {
         lock(&self.sharing.state).forget(record);
     }
 

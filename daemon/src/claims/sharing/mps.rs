@@ -1,4 +1,4 @@
-//! MPS, with the same verbs as MIG (plan is [`Engine::plan_sharing`]):
+//! MPS, with the same verbs as MIG (reserve is [`Engine::reserve_sharing`]):
 //! apply (compute mode EXCLUSIVE_PROCESS on the key's whole GPUs, then the
 //! daemon, which [`crate::mps::MpsManager::acquire`] returns only once it
 //! answers with its limits read back), release (take the claim off the

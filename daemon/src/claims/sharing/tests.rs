@@ -219,11 +219,11 @@ fn sim_memory_shares_are_counted_per_gpu() {
     assert_eq!((gpu.as_str(), *left), ("gpu-0", total - 60 * GIB));
     assert!(holders.contains(A), "{err}");
     e.prepare(&req(B, &["gpu-0"], &[memory("10Gi")])).unwrap();
-    assert_eq!(e.device_use()[0].memory_available, total - 70 * GIB);
+    assert_eq!(e.view().devices[0].memory_available, total - 70 * GIB);
     assert_eq!(e.sharing_view()[0].memory_promised, 70 * GIB);
     assert_eq!(node.starts(), 1, "memory shares join one daemon");
     e.unprepare(a.record().uid.as_str()).unwrap();
-    assert_eq!(e.device_use()[0].memory_available, total - 10 * GIB);
+    assert_eq!(e.view().devices[0].memory_available, total - 10 * GIB);
 }
 
 #[test]

@@ -1,5 +1,5 @@
-//! Time-slicing, with the same verbs as MIG and MPS (plan is
-//! [`Engine::plan_sharing`], which asks the [`crate::timeslice::TimeSlicePolicy`]):
+//! Time-slicing, with the same verbs as MIG and MPS (reserve is
+//! [`Engine::reserve_sharing`], which asks the [`crate::timeslice::TimeSlicePolicy`]):
 //! apply (compute mode DEFAULT, then `nvidia-smi compute-policy
 //! --set-timeslice` for the first claim on the GPU), release (the last
 //! claim resets the GPU to Default), and restore at start-up (set again:
@@ -61,11 +61,11 @@ impl Engine {
         let tools = self.sharing_tools(uid)?;
         let outcome = match tools.nvidia_smi.set_timeslice(gpu, interval)? {
             SetOutcome::Applied => {
-                tracing::info!(claim_uid = %uid, gpu, interval = interval.name(), "time-slice set");
+                tracing::info!(claim_uid = %uid, gpu, interval = <&str>::from(interval), "time-slice set");
                 TimeSliceOutcome::Applied(interval)
             }
             SetOutcome::NotSupported { message } => {
-                tracing::warn!(claim_uid = %uid, gpu, interval = interval.name(), %message, "GPU does not support time-slice settings; the claim shares it at the driver's default");
+                tracing::warn!(claim_uid = %uid, gpu, interval = <&str>::from(interval), %message, "GPU does not support time-slice settings; the claim shares it at the driver's default");
                 TimeSliceOutcome::NotSupported { interval, message }
             }
         };
@@ -109,10 +109,7 @@ impl Engine {
             }
             Err(err) => self.mark_degraded(
                 gpu,
-                format!(
-                    "the time-slice could not be reset to {}: {err}",
-                    interval.name()
-                ),
+                format!("the time-slice could not be reset to {interval}: {err}"),
             ),
         }
     }
@@ -127,9 +124,8 @@ impl Engine {
                     .err()
                     .map(|err| {
                         format!(
-                            "claim {}: the time-slice {} of {gpu} could not be set again: {err}",
-                            record.uid,
-                            interval.name()
+                            "claim {}: the time-slice {interval} of {gpu} could not be set again: {err}",
+                            record.uid
                         )
                     })
             })

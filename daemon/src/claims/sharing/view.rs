@@ -61,16 +61,6 @@ pub struct GpuSharingView {
     pub problems: Vec<String>,
 }
 
-/// The words for a daemon state.
-pub fn state_words(state: DaemonState) -> &'static str {
-    match state {
-        DaemonState::Running => "running",
-        DaemonState::Restarting => "restarting",
-        DaemonState::Failed => "failed",
-        DaemonState::Stopped => "stopped",
-    }
-}
-
 impl Engine {
     /// Every MPS control daemon, with its state and claims.
     pub(in crate::claims) fn daemons(&self) -> Vec<MpsDaemon> {
@@ -182,8 +172,8 @@ impl Engine {
             if let Some(TimeSliceOutcome::NotSupported { message, .. }) = state.timeslice.get(&gpu)
             {
                 problems.push(format!(
-                    "time-slice {} not applied on {gpu}: the GPU does not support it ({message})",
-                    interval.name()
+                    "time-slice {interval} not applied on {gpu}: the GPU does not support it \
+                     ({message})"
                 ));
             }
         }
@@ -213,9 +203,8 @@ impl Engine {
         for (gpu, outcome) in &state.timeslice {
             if let TimeSliceOutcome::NotSupported { interval, message } = outcome {
                 problems.push(format!(
-                    "GPU {gpu} does not support time-slice settings; {} was not applied \
-                     ({message}); its claims share it at the driver's default",
-                    interval.name()
+                    "GPU {gpu} does not support time-slice settings; {interval} was not applied \
+                     ({message}); its claims share it at the driver's default"
                 ));
             }
         }

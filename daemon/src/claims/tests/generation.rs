@@ -186,7 +186,7 @@ fn sim_a_gpu_lost_before_a_rescan_is_left_out_and_its_claims_stay_unpreparable()
         problems.contains(&format!("gpu-1 ({uuid}) cannot be read (device info: ")),
         "{problems}"
     );
-    let unhealthy = engine.unhealthy_devices();
+    let unhealthy = engine.view().unhealthy_devices();
     assert_eq!(unhealthy.len(), 1, "{unhealthy:?}");
     assert_eq!(unhealthy[0].device, "gpu-1");
     assert_eq!(unhealthy[0].gpu_uuid, uuid);
@@ -209,7 +209,7 @@ fn sim_a_gpu_lost_before_a_rescan_is_left_out_and_its_claims_stay_unpreparable()
     sim.faults().heal_gpu(op::DEVICE_INFO, 1);
     assert!(bumps(&engine, || engine.setup_mig(&mig()).unwrap()));
     assert!(engine.inventory().gpu("gpu-1").is_some());
-    assert!(engine.unhealthy_devices().is_empty());
+    assert!(engine.view().unhealthy_devices().is_empty());
     assert!(!engine.problems().join("\n").contains("cannot be read"));
 }
 
@@ -231,7 +231,7 @@ fn sim_a_gpu_unreadable_at_start_up_does_not_stop_the_daemon() {
         "{problems}"
     );
     assert!(problems.contains("no longer on this node"), "{problems}");
-    let unhealthy = engine.unhealthy_devices();
+    let unhealthy = engine.view().unhealthy_devices();
     assert_eq!(unhealthy[0].claims, vec![A.to_owned()], "matched by name");
     assert_eq!(unhealthy[0].gpu_uuid, "");
     assert_eq!(engine.unprepare(A).unwrap(), Unprepared::Removed);

@@ -153,7 +153,7 @@ fn sim_no_new_claim_on_an_unhealthy_gpu_and_the_holder_is_reported() {
         "{status}"
     );
     assert!(status.contains("gpu-0 ("), "{status}");
-    let unhealthy = engine.unhealthy_devices();
+    let unhealthy = engine.view().unhealthy_devices();
     assert_eq!(unhealthy.len(), 1);
     assert_eq!(
         (unhealthy[0].device.as_str(), unhealthy[0].claims.clone()),
@@ -178,7 +178,7 @@ fn sim_recovery_lets_claims_in_again() {
     assert!(node.event(0, None, HealthEventKind::Recovered));
     engine.prepare(&req(A, &["gpu-0"])).unwrap();
     assert!(engine.claim_health_problems(&engine.claims()[0]).is_empty());
-    assert!(engine.unhealthy_devices().is_empty());
+    assert!(engine.view().unhealthy_devices().is_empty());
 }
 
 #[test]
@@ -206,6 +206,7 @@ fn sim_a_faulty_mig_instance_blocks_overlapping_devices_only() {
     let small = node.slice("1g.10gb");
     engine.prepare(&req(B, &[&small])).unwrap();
     let names: Vec<String> = engine
+        .view()
         .unhealthy_devices()
         .into_iter()
         .map(|u| u.device)

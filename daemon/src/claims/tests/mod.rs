@@ -1,10 +1,10 @@
 //! The claim engine's tests on the simulated backend, in temp folders.
 //!
-//! This room owns the engine-wide tests and their fixtures: the request
+//! This module owns the engine-wide tests and their fixtures: the request
 //! builder ([`requests`]), the inventory generation ([`generation`]),
 //! device health ([`health`]), reloads among claims in flight ([`reload`]),
 //! and the prepare/unprepare basics (this file). Tests of one kind of access
-//! live in its own room (`mig/tests.rs`, `sharing/tests.rs`). Nothing here
+//! live in its own module (`mig/tests.rs`, `sharing/tests.rs`). Nothing here
 //! is built outside `cargo test`.
 
 mod generation;

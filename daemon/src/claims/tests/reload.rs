@@ -120,9 +120,10 @@ fn sim_a_reload_while_a_mig_gpu_is_held_whole_keeps_its_slices_offered() {
     assert_eq!(engine.setup_mig(&mig).unwrap(), Vec::<String>::new());
     assert_eq!(offered(engine), before, "the slices keep their names");
     let slice = engine
-        .device_use()
+        .view()
+        .devices
         .into_iter()
-        .find(|d| d.device == "gpu-0-mig-1g10gb-4")
+        .find(|d| d.name == "gpu-0-mig-1g10gb-4")
         .unwrap();
     assert_eq!((slice.available, slice.holders), (false, vec![]));
     engine.unprepare(A).unwrap();

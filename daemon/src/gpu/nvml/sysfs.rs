@@ -41,7 +41,7 @@ pub enum TopologyError {
     },
     /// `<sysfs>/bus/pci/devices/<BDF>` is missing or not a link.
     #[error(
-        "cannot read the link {}: {source} (no such PCI device, or sysfs_root is not \
+        "cannot read the link {}: {error} (no such PCI device, or sysfs_root is not \
          the sysfs mount)",
         path.display()
     )]
@@ -49,7 +49,7 @@ pub enum TopologyError {
         /// The link.
         path: PathBuf,
         /// The OS error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The link points somewhere a PCI device cannot be.
     #[error(
@@ -69,12 +69,12 @@ pub enum TopologyError {
         root: PathBuf,
     },
     /// `numa_node` could not be read.
-    #[error("cannot read {}: {source}", path.display())]
+    #[error("cannot read {}: {error}", path.display())]
     Read {
         /// The file.
         path: PathBuf,
         /// The OS error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// `numa_node` does not hold a number.
     #[error("{} holds {text:?}, not a NUMA node number", path.display())]
@@ -109,9 +109,9 @@ impl Sysfs {
         check_bus_id(bus_id)?;
         let link_rel = Path::new("bus/pci/devices").join(bus_id);
         let path = self.root.join(&link_rel);
-        let target = std::fs::read_link(&path).map_err(|source| TopologyError::Link {
+        let target = std::fs::read_link(&path).map_err(|error| TopologyError::Link {
             path: path.clone(),
-            source,
+            error,
         })?;
         let bad_target = || TopologyError::Target {
             path: path.clone(),
@@ -147,9 +147,9 @@ impl Sysfs {
             .join("bus/pci/devices")
             .join(bus_id)
             .join("numa_node");
-        let text = std::fs::read_to_string(&path).map_err(|source| TopologyError::Read {
+        let text = std::fs::read_to_string(&path).map_err(|error| TopologyError::Read {
             path: path.clone(),
-            source,
+            error,
         })?;
         let parse_error = || TopologyError::Parse {
             path: path.clone(),

@@ -5,26 +5,40 @@
 //! numbers themselves live in `tables.rs`. Data only: no state, no I/O. The
 //! MIG planner reads the same tables, so they must stay plain `'static` data.
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 
 use super::tables;
 
-/// A GPU model the simulator can present. Config strings are the serde names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// A GPU model the simulator can present. Config strings are the serde names,
+/// and the text is the same canonical string, e.g. "A100-40GB".
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    strum::Display,
+    strum::IntoStaticStr,
+)]
 pub enum SimModel {
     /// NVIDIA A100-SXM4-40GB.
     #[serde(rename = "A100-40GB")]
+    #[strum(to_string = "A100-40GB")]
     A100_40GB,
     /// NVIDIA A100-SXM4-80GB.
     #[serde(rename = "A100-80GB")]
+    #[strum(to_string = "A100-80GB")]
     A100_80GB,
     /// NVIDIA A30 (24 GB).
     #[serde(rename = "A30", alias = "A30-24GB")]
+    #[strum(to_string = "A30")]
     A30_24GB,
     /// NVIDIA H100 SXM5 80GB HBM3.
     #[serde(rename = "H100-80GB")]
+    #[strum(to_string = "H100-80GB")]
     H100_80GB,
     /// NVIDIA H100 NVL (94 GB).
     #[expect(
@@ -32,9 +46,11 @@ pub enum SimModel {
         reason = "variant names mirror the config strings"
     )]
     #[serde(rename = "H100-NVL-94GB")]
+    #[strum(to_string = "H100-NVL-94GB")]
     H100_NVL_94GB,
     /// NVIDIA H200 SXM (141 GB).
     #[serde(rename = "H200-141GB")]
+    #[strum(to_string = "H200-141GB")]
     H200_141GB,
 }
 
@@ -49,18 +65,6 @@ impl SimModel {
         SimModel::H200_141GB,
     ];
 
-    /// The canonical config string, e.g. "A100-40GB".
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SimModel::A100_40GB => "A100-40GB",
-            SimModel::A100_80GB => "A100-80GB",
-            SimModel::A30_24GB => "A30",
-            SimModel::H100_80GB => "H100-80GB",
-            SimModel::H100_NVL_94GB => "H100-NVL-94GB",
-            SimModel::H200_141GB => "H200-141GB",
-        }
-    }
-
     /// The static facts of this model.
     pub fn spec(self) -> &'static ModelSpec {
         match self {
@@ -71,12 +75,6 @@ impl SimModel {
             SimModel::H100_NVL_94GB => &tables::H100_NVL_94GB,
             SimModel::H200_141GB => &tables::H200_141GB,
         }
-    }
-}
-
-impl fmt::Display for SimModel {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 
@@ -206,6 +204,16 @@ mod tests {
             let json = format!("\"{model}\"");
             let back: SimModel = serde_json::from_str(&json).unwrap();
             assert_eq!(back, model);
+        }
+    }
+
+    #[test]
+    fn a_model_prints_as_its_config_string() {
+        for model in SimModel::ALL {
+            assert_eq!(
+                serde_json::to_string(&model).unwrap(),
+                format!("\"{model}\"")
+            );
         }
     }
 

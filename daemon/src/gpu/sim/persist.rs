@@ -108,7 +108,7 @@ pub fn load(path: &Path, seed: &str, gpus: &[SimModel], boot_id: &str) -> Result
 
 fn names(gpus: &[SimModel]) -> String {
     gpus.iter()
-        .map(|m| m.as_str())
+        .map(SimModel::to_string)
         .collect::<Vec<_>>()
         .join(", ")
 }

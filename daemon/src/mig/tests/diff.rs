@@ -8,7 +8,7 @@ use std::collections::HashSet;
 
 use crate::gpu::sim::SimModel;
 use crate::mig::{
-    ForeignPolicy, GeometryDiff, MigGeometry, MigLayout, MigPlanError, Occupant, Ownership, Step,
+    ForeignPolicy, GeometryDiff, MigGeometry, MigPlanError, Occupancy, Occupant, Ownership, Step,
     TargetInstance, diff,
 };
 
@@ -16,7 +16,7 @@ use super::fixtures::{at, geometry, layout, owned, reachable_states, target};
 
 /// Runs the steps on a copy of `layout`, checking each is legal; the end state.
 fn replay(
-    layout: &MigLayout<'_>,
+    layout: &Occupancy<'_>,
     plan: &GeometryDiff,
     policy: ForeignPolicy,
 ) -> HashSet<TargetInstance> {
@@ -58,7 +58,7 @@ fn set(items: &[TargetInstance]) -> HashSet<TargetInstance> {
 }
 
 /// Checks one (layout, target, policy) case; returns whether it planned.
-fn check(layout: &MigLayout<'_>, target: &[TargetInstance], policy: ForeignPolicy) -> bool {
+fn check(layout: &Occupancy<'_>, target: &[TargetInstance], policy: ForeignPolicy) -> bool {
     let current: HashSet<TargetInstance> = layout
         .occupants()
         .iter()
@@ -76,7 +76,7 @@ fn check(layout: &MigLayout<'_>, target: &[TargetInstance], policy: ForeignPolic
         .filter(|o| !wanted.contains(&TargetInstance::from(*o)))
         .copied()
         .collect();
-    let mut combined = MigLayout::empty(layout.geometry());
+    let mut combined = Occupancy::empty(layout.geometry());
     let fits = target
         .iter()
         .enumerate()
@@ -138,14 +138,14 @@ fn mixed(seed: usize) -> impl Fn(usize) -> Ownership {
 
 /// The held instances of `layout` plus as much of `other` as fits beside them:
 /// a target a caller could legally ask for.
-fn keeping_held(layout: &MigLayout<'_>, other: &[TargetInstance]) -> Vec<TargetInstance> {
+fn keeping_held(layout: &Occupancy<'_>, other: &[TargetInstance]) -> Vec<TargetInstance> {
     let held: Vec<Occupant> = layout
         .occupants()
         .iter()
         .filter(|o| o.ownership == Ownership::Held)
         .copied()
         .collect();
-    let mut t = MigLayout::new(layout.geometry(), held).expect("legal");
+    let mut t = Occupancy::new(layout.geometry(), held).expect("legal");
     for (i, item) in other.iter().enumerate() {
         let occupant = Occupant {
             gi_id: 500 + u32::try_from(i).expect("small"),
@@ -265,7 +265,7 @@ fn foreign_instances_are_left_and_reported_unless_destroy_is_allowed() {
 #[test]
 fn invalid_targets_are_refused_with_the_rule_they_break() {
     let g = geometry(SimModel::H100_80GB);
-    let empty = MigLayout::empty(&g);
+    let empty = Occupancy::empty(&g);
     let overlap = [target(&g, "3g.40gb", 0), target(&g, "1g.10gb", 3)];
     assert!(matches!(
         diff(&empty, &overlap, ForeignPolicy::Keep),

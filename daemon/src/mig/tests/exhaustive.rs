@@ -7,17 +7,17 @@
 use crate::gpu::Placement;
 use crate::gpu::sim::SimModel;
 use crate::mig::{
-    MigGeometry, MigLayout, MigPlanError, Occupant, Ownership, Score, choose_placement, first_fit,
+    MigGeometry, MigPlanError, Occupancy, Occupant, Ownership, Score, choose_placement, first_fit,
 };
 
 use super::fixtures::{geometry, owned, reachable_states};
 
 /// The layout after adding `profile` at `placement`, if NVML would allow it.
 fn after<'g>(
-    layout: &MigLayout<'g>,
+    layout: &Occupancy<'g>,
     profile_id: u32,
     placement: Placement,
-) -> Option<MigLayout<'g>> {
+) -> Option<Occupancy<'g>> {
     let mut next = layout.clone();
     let occupant = Occupant {
         gi_id: 999,
@@ -28,7 +28,7 @@ fn after<'g>(
     next.insert(occupant).ok().map(|()| next)
 }
 
-fn check_state(g: &MigGeometry, layout: &MigLayout<'_>) {
+fn check_state(g: &MigGeometry, layout: &Occupancy<'_>) {
     for profile in g.profiles() {
         let legal: Vec<(Placement, Score)> = profile
             .placements
@@ -62,7 +62,7 @@ fn check_state(g: &MigGeometry, layout: &MigLayout<'_>) {
 }
 
 /// The error names the real reason, checked from the occupants themselves.
-fn check_refusal(g: &MigGeometry, layout: &MigLayout<'_>, name: &str, err: &MigPlanError) {
+fn check_refusal(g: &MigGeometry, layout: &Occupancy<'_>, name: &str, err: &MigPlanError) {
     let profile = g.profile(name).expect("known");
     let media_taken = layout.occupants().iter().any(|o| {
         g.profile_by_id(o.profile_id)

@@ -3,7 +3,7 @@
 
 use crate::gpu::Placement;
 use crate::gpu::sim::SimModel;
-use crate::mig::{MigGeometry, MigLayout, Occupant, Ownership, TargetInstance};
+use crate::mig::{MigGeometry, Occupancy, Occupant, Ownership, TargetInstance};
 
 pub(super) fn geometry(model: SimModel) -> MigGeometry {
     let profiles = model.spec().mig_profiles();
@@ -19,7 +19,7 @@ pub(super) fn layout<'g>(
     geometry: &'g MigGeometry,
     instances: &[(&str, u32)],
     ownership: Ownership,
-) -> MigLayout<'g> {
+) -> Occupancy<'g> {
     let occupants = instances
         .iter()
         .zip(1..)
@@ -33,7 +33,7 @@ pub(super) fn layout<'g>(
             }
         })
         .collect();
-    MigLayout::new(geometry, occupants).expect("legal layout")
+    Occupancy::new(geometry, occupants).expect("legal layout")
 }
 
 /// A target instance by profile name and start.
@@ -60,7 +60,7 @@ pub(super) fn reachable_states(geometry: &MigGeometry) -> Vec<Vec<TargetInstance
         })
         .collect();
     let mut states = Vec::new();
-    let mut current = MigLayout::empty(geometry);
+    let mut current = Occupancy::empty(geometry);
     extend(&pairs, 0, &mut current, &mut Vec::new(), &mut states);
     states
 }
@@ -68,7 +68,7 @@ pub(super) fn reachable_states(geometry: &MigGeometry) -> Vec<Vec<TargetInstance
 fn extend(
     pairs: &[TargetInstance],
     from: usize,
-    layout: &mut MigLayout<'_>,
+    layout: &mut Occupancy<'_>,
     chosen: &mut Vec<TargetInstance>,
     states: &mut Vec<Vec<TargetInstance>>,
 ) {
@@ -95,7 +95,7 @@ pub(super) fn owned<'g>(
     geometry: &'g MigGeometry,
     state: &[TargetInstance],
     owner: impl Fn(usize) -> Ownership,
-) -> MigLayout<'g> {
+) -> Occupancy<'g> {
     let occupants = state
         .iter()
         .enumerate()
@@ -106,5 +106,5 @@ pub(super) fn owned<'g>(
             ownership: owner(i),
         })
         .collect();
-    MigLayout::new(geometry, occupants).expect("reachable state is legal")
+    Occupancy::new(geometry, occupants).expect("reachable state is legal")
 }

@@ -3,16 +3,16 @@
 
 use crate::gpu::sim::SimModel;
 use crate::mig::{
-    MigLayout, MigPlanError, Occupant, Ownership, choose_gpu, choose_placement, first_fit,
+    MigPlanError, Occupancy, Occupant, Ownership, choose_gpu, choose_placement, first_fit,
 };
 
 use super::fixtures::{at, geometry, layout};
 
 /// Runs `requests` through `pick`, inserting each placement; how many fit.
 fn accepted(
-    mut layout: MigLayout<'_>,
+    mut layout: Occupancy<'_>,
     requests: &[&str],
-    pick: fn(&MigLayout<'_>, &str) -> Result<crate::gpu::Placement, MigPlanError>,
+    pick: fn(&Occupancy<'_>, &str) -> Result<crate::gpu::Placement, MigPlanError>,
 ) -> usize {
     let mut count = 0;
     for (name, gi_id) in requests.iter().zip(50..) {
@@ -59,7 +59,7 @@ fn a_1g_next_to_a_1g_at_0_never_takes_slice_4_while_a_3g_fits_there() {
 #[test]
 fn on_an_empty_gpu_small_profiles_pack_down_from_the_top() {
     let g = geometry(SimModel::H100_80GB);
-    let empty = MigLayout::empty(&g);
+    let empty = Occupancy::empty(&g);
     let expect = [
         ("1g.10gb", 6),
         ("1g.10gb+me", 6),
@@ -77,7 +77,7 @@ fn on_an_empty_gpu_small_profiles_pack_down_from_the_top() {
         );
     }
     let a30 = geometry(SimModel::A30_24GB);
-    let empty = MigLayout::empty(&a30);
+    let empty = Occupancy::empty(&a30);
     assert_eq!(choose_placement(&empty, "1g.6gb").unwrap(), at(3, 1));
     assert_eq!(choose_placement(&empty, "2g.12gb").unwrap(), at(2, 2));
 }
@@ -87,10 +87,10 @@ fn planner_takes_1g_2g_4g_where_first_fit_refuses_the_4g() {
     let g = geometry(SimModel::H100_80GB);
     let requests = ["1g.10gb", "2g.20gb", "4g.40gb"];
     assert_eq!(
-        accepted(MigLayout::empty(&g), &requests, choose_placement),
+        accepted(Occupancy::empty(&g), &requests, choose_placement),
         3
     );
-    assert_eq!(accepted(MigLayout::empty(&g), &requests, first_fit), 2);
+    assert_eq!(accepted(Occupancy::empty(&g), &requests, first_fit), 2);
 }
 
 #[test]
@@ -107,7 +107,7 @@ fn planner_keeps_a_3g_home_where_first_fit_breaks_the_last_one() {
 #[test]
 fn errors_name_the_profile_and_what_is_in_the_way() {
     let g = geometry(SimModel::H100_80GB);
-    let unknown = choose_placement(&MigLayout::empty(&g), "5g.50gb").unwrap_err();
+    let unknown = choose_placement(&Occupancy::empty(&g), "5g.50gb").unwrap_err();
     assert!(
         matches!(&unknown, MigPlanError::UnknownProfile { valid, .. } if valid.contains("3g.40gb"))
     );
@@ -153,7 +153,7 @@ fn a30_allows_one_media_instance_across_both_me_profiles() {
 fn choose_gpu_prefers_a_broken_gpu_over_an_empty_one() {
     let g = geometry(SimModel::H100_80GB);
     let layouts = [
-        MigLayout::empty(&g),
+        Occupancy::empty(&g),
         layout(&g, &[("3g.40gb", 4)], Ownership::Held),
     ];
     assert_eq!(choose_gpu(&layouts, "1g.10gb"), Some((1, at(3, 1))));

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 
 use crate::gpu::sim::SimModel;
 use crate::mig::{
-    ForeignPolicy, MigLayout, MigPlanError, Ownership, TargetInstance, diff, plan_layout,
+    ForeignPolicy, MigPlanError, Occupancy, Ownership, TargetInstance, diff, plan_layout,
 };
 
 use super::fixtures::{geometry, layout, owned, reachable_states, target};
@@ -23,7 +23,7 @@ fn names<'g>(g: &'g crate::mig::MigGeometry, state: &[TargetInstance]) -> Vec<&'
 fn mig_parted_all_balanced_fits_an_a100_and_leaves_the_3g_home_whole() {
     let g = geometry(SimModel::A100_40GB);
     let wanted = ["1g.5gb", "1g.5gb", "2g.10gb", "3g.20gb"];
-    let t = plan_layout(&MigLayout::empty(&g), &wanted, ForeignPolicy::Keep).unwrap();
+    let t = plan_layout(&Occupancy::empty(&g), &wanted, ForeignPolicy::Keep).unwrap();
     let got: HashSet<TargetInstance> = t.iter().copied().collect();
     let expect: HashSet<TargetInstance> = [
         target(&g, "3g.20gb", 4),
@@ -41,7 +41,7 @@ fn a_mix_that_needs_a_2g_at_6_is_impossible() {
     // 4 + 2 + 2 memory slices fill the GPU only with a 2g at 6:2, which no table allows.
     let g = geometry(SimModel::H100_80GB);
     let wanted = ["4g.40gb", "2g.20gb", "2g.20gb"];
-    let err = plan_layout(&MigLayout::empty(&g), &wanted, ForeignPolicy::Keep).unwrap_err();
+    let err = plan_layout(&Occupancy::empty(&g), &wanted, ForeignPolicy::Keep).unwrap_err();
     assert!(
         matches!(err, MigPlanError::LayoutImpossible { .. }),
         "{err}"
@@ -92,7 +92,7 @@ fn every_reachable_layout_is_found_from_scratch_and_kept_in_place() {
         let states = reachable_states(&g);
         for (i, state) in states.iter().enumerate() {
             let wanted = names(&g, state);
-            let fresh = plan_layout(&MigLayout::empty(&g), &wanted, ForeignPolicy::Keep);
+            let fresh = plan_layout(&Occupancy::empty(&g), &wanted, ForeignPolicy::Keep);
             assert_eq!(
                 fresh.map(|t| t.len()),
                 Ok(state.len()),

@@ -13,7 +13,7 @@ use nix::unistd::Pid;
 use super::{EXIT_BOUND, PID_FILE};
 use crate::mps::MpsError;
 use crate::mps::control::{CONTROL_SOCKET, wait_on_dir};
-use crate::mps::layout::DaemonLayout;
+use crate::mps::folders::DaemonFolders;
 use crate::mps::supervisor::{DAEMON_MARKER, DaemonState, DaemonStatus, Supervised};
 
 /// A daemon a previous gpusliced started.
@@ -24,13 +24,13 @@ pub struct AdoptedDaemon {
 }
 
 impl AdoptedDaemon {
-    /// The daemon of `layout`, when one runs: the pid file's, else the
+    /// The daemon of `folders`, when one runs: the pid file's, else the
     /// lowest pid carrying its marker.
-    pub fn find(layout: &DaemonLayout) -> Option<Self> {
-        let pid = running_pid(layout).or_else(|| marked_pids(layout).into_iter().min())?;
+    pub fn find(folders: &DaemonFolders) -> Option<Self> {
+        let pid = running_pid(folders).or_else(|| marked_pids(folders).into_iter().min())?;
         Some(Self {
             pid,
-            pipe_dir: layout.pipe_dir(),
+            pipe_dir: folders.pipe_dir(),
         })
     }
 
@@ -75,27 +75,27 @@ impl Supervised for AdoptedDaemon {
     }
 }
 
-/// Stops every process of `layout`'s daemon: asked to quit when it serves
+/// Stops every process of the daemon of `folders`: asked to quit when it serves
 /// its control socket, killed when it does not (still starting: it has no
 /// client yet) or does not exit within the bound. The pids are taken before
 /// the quit: the daemon removes its pid file as it exits.
-pub fn stop_all(layout: &DaemonLayout, quit: &dyn Fn()) -> Result<(), MpsError> {
-    let mut pids: Vec<u32> = running_pid(layout).into_iter().collect();
-    pids.extend(marked_pids(layout));
+pub fn stop_all(folders: &DaemonFolders, quit: &dyn Fn()) -> Result<(), MpsError> {
+    let mut pids: Vec<u32> = running_pid(folders).into_iter().collect();
+    pids.extend(marked_pids(folders));
     pids.sort_unstable();
     pids.dedup();
-    if layout.pipe_dir().join(CONTROL_SOCKET).exists() {
+    if folders.pipe_dir().join(CONTROL_SOCKET).exists() {
         quit();
     } else {
         for pid in &pids {
-            tracing::warn!(pid, daemon = %layout.root().display(), "stopping an MPS control daemon that never became ready");
+            tracing::warn!(pid, daemon = %folders.root().display(), "stopping an MPS control daemon that never became ready");
             kill_pid(*pid);
         }
     }
     for pid in pids {
         AdoptedDaemon {
             pid,
-            pipe_dir: layout.pipe_dir(),
+            pipe_dir: folders.pipe_dir(),
         }
         .wait_or_kill()?;
     }
@@ -103,15 +103,15 @@ pub fn stop_all(layout: &DaemonLayout, quit: &dyn Fn()) -> Result<(), MpsError> 
 }
 
 /// The pid in the daemon's pid file, when that process still exists.
-fn running_pid(layout: &DaemonLayout) -> Option<u32> {
-    let text = std::fs::read_to_string(layout.pipe_dir().join(PID_FILE)).ok()?;
+fn running_pid(folders: &DaemonFolders) -> Option<u32> {
+    let text = std::fs::read_to_string(folders.pipe_dir().join(PID_FILE)).ok()?;
     let pid: u32 = text.trim().parse().ok()?;
     pid_alive(pid).then_some(pid)
 }
 
-/// Live processes whose environment carries `layout`'s marker.
-fn marked_pids(layout: &DaemonLayout) -> Vec<u32> {
-    let marker = format!("{DAEMON_MARKER}={}", layout.root().display());
+/// Live processes whose environment carries the marker of `folders`.
+fn marked_pids(folders: &DaemonFolders) -> Vec<u32> {
+    let marker = format!("{DAEMON_MARKER}={}", folders.root().display());
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };

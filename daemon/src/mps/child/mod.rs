@@ -1,4 +1,4 @@
-//! The child-process supervisor of MPS control daemons. This room owns
+//! The child-process supervisor of MPS control daemons. This module owns
 //! starting, watching and restarting a daemon as a child of gpusliced (this
 //! file) and finding again the children a previous gpusliced left running
 //! ([`adopted`]). It must not decide which daemons should run (that is the
@@ -17,7 +17,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use super::MpsError;
-use super::layout::DaemonLayout;
+use super::folders::DaemonFolders;
 use super::supervisor::{
     DaemonSpec, DaemonState, DaemonStatus, RestartHook, Supervised, Supervisor,
 };
@@ -56,7 +56,7 @@ impl ChildSupervisor {
             c.args(["--mount", "--propagation", "private", "--", "/bin/sh", "-c"])
                 .arg("mount --bind \"$1\" /dev/shm && shift && exec \"$@\"")
                 .arg("sh")
-                .arg(spec.layout.shm_dir())
+                .arg(spec.folders.shm_dir())
                 .arg(&spec.program);
             c
         } else {
@@ -129,16 +129,16 @@ impl Supervisor for ChildSupervisor {
         spec: &DaemonSpec,
         _on_restart: RestartHook,
     ) -> Result<Option<Arc<dyn Supervised>>, MpsError> {
-        Ok(AdoptedDaemon::find(&spec.layout).map(|d| Arc::new(d) as Arc<dyn Supervised>))
+        Ok(AdoptedDaemon::find(&spec.folders).map(|d| Arc::new(d) as Arc<dyn Supervised>))
     }
 
     fn stop_stale(
         &self,
         _hash: &str,
-        layout: &DaemonLayout,
+        folders: &DaemonFolders,
         quit: &dyn Fn(),
     ) -> Result<(), MpsError> {
-        adopted::stop_all(layout, quit)
+        adopted::stop_all(folders, quit)
     }
 
     fn running_hashes(&self, _mps_dir: &Path) -> Result<Vec<String>, MpsError> {

@@ -6,8 +6,8 @@
 use std::collections::BTreeSet;
 
 use super::super::MpsError;
+use super::super::folders::DaemonFolders;
 use super::super::key::MpsKey;
-use super::super::layout::DaemonLayout;
 use super::MpsManager;
 
 /// A daemon stopped at start-up.
@@ -46,15 +46,15 @@ impl MpsManager {
         stale.retain(|hash| !live.contains(hash));
         let mut stopped = Vec::new();
         for hash in stale {
-            let layout = DaemonLayout::at(self.settings.mps_dir.join(&hash));
-            let devices = layout.read_key();
+            let folders = DaemonFolders::at(self.settings.mps_dir.join(&hash));
+            let devices = folders.read_key();
             tracing::info!(daemon = %hash, "stopping an MPS control daemon left from a claim that is gone");
-            let control = self.control(&layout);
-            self.supervisor.stop_stale(&hash, &layout, &|| {
+            let control = self.control(&folders);
+            self.supervisor.stop_stale(&hash, &folders, &|| {
                 let _ = control.send("quit");
             })?;
             crate::crash::crash_point("mps.after_stale_stopped");
-            self.remove(&layout)?;
+            self.remove(&folders)?;
             stopped.push(StaleDaemon { hash, devices });
         }
         Ok(stopped)

@@ -9,40 +9,40 @@ use std::time::Duration;
 
 use super::super::MpsError;
 use super::super::control::ControlClient;
+use super::super::folders::DaemonFolders;
 use super::super::key::MpsKey;
-use super::super::layout::DaemonLayout;
 use super::super::limits::MpsLimits;
 use super::super::supervisor::{DAEMON_MARKER, DaemonSpec, RestartHook, Supervised};
 use super::{MpsManager, Running};
 use crate::crash::crash_point;
 
 impl MpsManager {
-    pub(super) fn control(&self, layout: &DaemonLayout) -> ControlClient {
+    pub(super) fn control(&self, folders: &DaemonFolders) -> ControlClient {
         ControlClient::new(
             &self.settings.control_program,
-            &layout.pipe_dir(),
-            &layout.log_dir(),
+            &folders.pipe_dir(),
+            &folders.log_dir(),
         )
     }
 
     fn spec(&self, key: &MpsKey, limits: &MpsLimits) -> DaemonSpec {
-        let layout = DaemonLayout::new(&self.settings.mps_dir, key);
+        let folders = DaemonFolders::new(&self.settings.mps_dir, key);
         let mut env = vec![
             ("CUDA_VISIBLE_DEVICES".to_owned(), key.visible_devices()),
             (
                 "CUDA_MPS_PIPE_DIRECTORY".to_owned(),
-                path_text(&layout.pipe_dir()),
+                path_text(&folders.pipe_dir()),
             ),
             (
                 "CUDA_MPS_LOG_DIRECTORY".to_owned(),
-                path_text(&layout.log_dir()),
+                path_text(&folders.log_dir()),
             ),
-            (DAEMON_MARKER.to_owned(), path_text(layout.root())),
+            (DAEMON_MARKER.to_owned(), path_text(folders.root())),
         ];
         env.extend(limits.daemon_env());
         DaemonSpec {
             key: key.clone(),
-            layout,
+            folders,
             program: self.settings.control_program.clone(),
             env,
             bind_shm: self.settings.bind_shm,
@@ -52,8 +52,8 @@ impl MpsManager {
     /// Folders, shm, process, readiness, limits; undone on failure.
     pub(super) fn start(&self, key: &MpsKey, limits: &MpsLimits) -> Result<Running, MpsError> {
         let spec = self.spec(key, limits);
-        let layout = spec.layout.clone();
-        let control = self.control(&layout);
+        let folders = spec.folders.clone();
+        let control = self.control(&folders);
         let bound = self.settings.ready_bound;
         let hook_control = control.clone();
         let hook_limits = limits.clone();
@@ -64,19 +64,19 @@ impl MpsManager {
             let alive = || daemon.is_alive();
             if bring_up(&control, limits, bound, &alive).is_ok() {
                 tracing::info!(daemon = %key, "took over a running MPS control daemon");
-                return Ok(running(limits, layout, daemon));
+                return Ok(running(limits, folders, daemon));
             }
             daemon.stop(&|| {
                 let _ = control.send("quit");
             })?;
         }
-        layout.create(key).map_err(|error| MpsError::Io {
+        folders.create(key).map_err(|error| MpsError::Io {
             action: "create",
-            path: layout.root().to_path_buf(),
+            path: folders.root().to_path_buf(),
             error,
         })?;
         crash_point("mps.after_dirs_created");
-        let result = self.mounter.mount(&layout.shm_dir()).and_then(|()| {
+        let result = self.mounter.mount(&folders.shm_dir()).and_then(|()| {
             crash_point("mps.after_shm_mounted");
             let daemon = self.supervisor.start(&spec, hook)?;
             crash_point("mps.after_daemon_spawned");
@@ -97,10 +97,10 @@ impl MpsManager {
         match result {
             Ok(daemon) => {
                 tracing::info!(daemon = %key, supervisor = self.supervisor.name(), "MPS control daemon ready");
-                Ok(running(limits, layout, daemon))
+                Ok(running(limits, folders, daemon))
             }
             Err(err) => {
-                let _ = self.remove(&layout);
+                let _ = self.remove(&folders);
                 Err(err)
             }
         }
@@ -109,25 +109,25 @@ impl MpsManager {
     pub(super) fn stop(
         &self,
         key: &MpsKey,
-        layout: &DaemonLayout,
+        folders: &DaemonFolders,
         daemon: &dyn Supervised,
     ) -> Result<(), MpsError> {
-        let control = self.control(layout);
+        let control = self.control(folders);
         daemon.stop(&|| {
             if let Err(err) = control.send("quit") {
                 tracing::warn!(daemon = %key, error = %err, "quit was not answered; stopping the process");
             }
         })?;
         crash_point("mps.after_quit");
-        self.supervisor.stop_stale(&key.hash(), layout, &|| {})?;
-        self.remove(layout)
+        self.supervisor.stop_stale(&key.hash(), folders, &|| {})?;
+        self.remove(folders)
     }
 
-    pub(super) fn remove(&self, layout: &DaemonLayout) -> Result<(), MpsError> {
-        self.mounter.unmount(&layout.shm_dir())?;
-        layout.remove().map_err(|error| MpsError::Io {
+    pub(super) fn remove(&self, folders: &DaemonFolders) -> Result<(), MpsError> {
+        self.mounter.unmount(&folders.shm_dir())?;
+        folders.remove().map_err(|error| MpsError::Io {
             action: "remove",
-            path: layout.root().to_path_buf(),
+            path: folders.root().to_path_buf(),
             error,
         })?;
         crash_point("mps.after_dirs_removed");
@@ -135,11 +135,11 @@ impl MpsManager {
     }
 }
 
-fn running(limits: &MpsLimits, layout: DaemonLayout, daemon: Arc<dyn Supervised>) -> Running {
+fn running(limits: &MpsLimits, folders: DaemonFolders, daemon: Arc<dyn Supervised>) -> Running {
     Running {
         limits: limits.clone(),
         claims: BTreeSet::new(),
-        layout,
+        folders,
         daemon,
     }
 }

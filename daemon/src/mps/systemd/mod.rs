@@ -1,4 +1,4 @@
-//! The systemd supervisor of MPS control daemons. This room owns the
+//! The systemd supervisor of MPS control daemons. This module owns the
 //! transient units over D-Bus (this file), one unit as a supervised daemon
 //! ([`unit`]) and the pure reading of a unit's properties ([`unit_state`]).
 //! It must not decide which daemons should run (that is the
@@ -26,7 +26,7 @@ use zbus::blocking::Connection;
 use zbus::zvariant::{OwnedObjectPath, OwnedValue, Value};
 
 use super::MpsError;
-use super::layout::DaemonLayout;
+use super::folders::DaemonFolders;
 use super::supervisor::{DaemonSpec, RestartHook, Supervised, Supervisor, unit_name};
 use unit::{UnitDaemon, wait_until_dead};
 use unit_state::{Activity, Observed};
@@ -112,7 +112,7 @@ impl SystemdSupervisor {
         ];
         if spec.bind_shm {
             let bind = vec![(
-                spec.layout.shm_dir().display().to_string(),
+                spec.folders.shm_dir().display().to_string(),
                 "/dev/shm".to_owned(),
                 false,
                 0u64,
@@ -265,7 +265,7 @@ impl Supervisor for SystemdSupervisor {
         Ok(UnitDaemon::watch(
             self,
             unit,
-            spec.layout.pipe_dir(),
+            spec.folders.pipe_dir(),
             on_restart,
         )?)
     }
@@ -282,7 +282,7 @@ impl Supervisor for SystemdSupervisor {
         Ok(Some(UnitDaemon::watch(
             self,
             unit,
-            spec.layout.pipe_dir(),
+            spec.folders.pipe_dir(),
             on_restart,
         )?))
     }
@@ -290,13 +290,13 @@ impl Supervisor for SystemdSupervisor {
     fn stop_stale(
         &self,
         hash: &str,
-        layout: &DaemonLayout,
+        folders: &DaemonFolders,
         quit: &dyn Fn(),
     ) -> Result<(), MpsError> {
         let unit = unit_name(hash);
         quit();
         self.stop_unit(&unit)?;
-        if !self.wait_gone(&unit, &layout.pipe_dir(), STALE_STOP_BOUND)? {
+        if !self.wait_gone(&unit, &folders.pipe_dir(), STALE_STOP_BOUND)? {
             tracing::warn!(%unit, "MPS control daemon unit still active after stop");
         }
         Ok(())

@@ -10,14 +10,14 @@ use super::{BOUND, Fixture, GPU_A, key};
 use crate::mps::supervisor::DAEMON_MARKER;
 use crate::mps::*;
 
-/// Starts `program` as `layout`'s daemon would run, marker included.
-fn spawn_marked(program: &std::path::Path, args: &[&str], layout: &DaemonLayout) -> Child {
+/// Starts `program` as the daemon of `folders` would run, marker included.
+fn spawn_marked(program: &std::path::Path, args: &[&str], folders: &DaemonFolders) -> Child {
     let mut command = Command::new(program);
     command
         .args(args)
-        .env("CUDA_MPS_PIPE_DIRECTORY", layout.pipe_dir())
-        .env("CUDA_MPS_LOG_DIRECTORY", layout.log_dir())
-        .env(DAEMON_MARKER, layout.root())
+        .env("CUDA_MPS_PIPE_DIRECTORY", folders.pipe_dir())
+        .env("CUDA_MPS_LOG_DIRECTORY", folders.log_dir())
+        .env(DAEMON_MARKER, folders.root())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -29,18 +29,18 @@ fn spawn_marked(program: &std::path::Path, args: &[&str], layout: &DaemonLayout)
 fn a_daemon_without_its_pid_file_is_found_by_its_marker_and_taken_over() {
     let Some(f) = Fixture::new() else { return };
     let k = key(&[GPU_A]);
-    let layout = DaemonLayout::new(&f.mps_dir(), &k);
-    layout.create(&k).unwrap();
-    let mut daemon = spawn_marked(&f.dir.path().join("mps-control"), &["-f"], &layout);
+    let folders = DaemonFolders::new(&f.mps_dir(), &k);
+    folders.create(&k).unwrap();
+    let mut daemon = spawn_marked(&f.dir.path().join("mps-control"), &["-f"], &folders);
     control::ControlClient::new(
         &f.dir.path().join("mps-control"),
-        &layout.pipe_dir(),
-        &layout.log_dir(),
+        &folders.pipe_dir(),
+        &folders.log_dir(),
     )
     .wait_until_answering("get_server_list", BOUND, &|| true)
     .unwrap();
     // As the gpusliced that started it last saw it: no pid file yet.
-    std::fs::remove_file(layout.pipe_dir().join(child::PID_FILE)).unwrap();
+    std::fs::remove_file(folders.pipe_dir().join(child::PID_FILE)).unwrap();
     let starts = |f: &Fixture| {
         f.record()
             .iter()
@@ -69,10 +69,10 @@ fn a_daemon_without_its_pid_file_is_found_by_its_marker_and_taken_over() {
 fn a_stale_daemon_that_never_opened_its_socket_is_killed() {
     let Some(f) = Fixture::new() else { return };
     let k = key(&[GPU_A]);
-    let layout = DaemonLayout::new(&f.mps_dir(), &k);
-    layout.create(&k).unwrap();
+    let folders = DaemonFolders::new(&f.mps_dir(), &k);
+    folders.create(&k).unwrap();
     // A daemon still starting when gpusliced died: no socket, no pid file.
-    let mut starting = spawn_marked(std::path::Path::new("sleep"), &["600"], &layout);
+    let mut starting = spawn_marked(std::path::Path::new("sleep"), &["600"], &folders);
     let stopped = f.manager.cleanup_stale(&[]).unwrap();
     assert_eq!(
         stopped.iter().map(|s| s.hash.clone()).collect::<Vec<_>>(),
@@ -83,5 +83,5 @@ fn a_stale_daemon_that_never_opened_its_socket_is_killed() {
         .unwrap()
         .expect("stopped before cleanup_stale returned");
     assert_eq!(status.signal(), Some(libc::SIGKILL));
-    assert!(!layout.root().exists());
+    assert!(!folders.root().exists());
 }

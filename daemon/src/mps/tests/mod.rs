@@ -1,4 +1,4 @@
-//! The MPS room's tests, against the stand-in control program
+//! The MPS module's tests, against the stand-in control program
 //! (tests/tools/fake-mps-control): the manager and child supervisor (this
 //! file), slots that never hold up other keys ([`slots`]) and daemons
 //! adopted by their marker ([`adopted`]). Built only under `cargo test`.
@@ -160,7 +160,7 @@ fn sim_limits_reach_the_control_program_before_ready_and_quit_ends_it() {
     assert_eq!(edits.mounts[0].host_path, pipe);
     assert_eq!(edits.mounts[0].container_path, pipe);
     assert_eq!(edits.mounts.len(), 1, "no shared shm without the bind");
-    let with_shm = daemon.layout.cdi_edits(None, true);
+    let with_shm = daemon.folders.cdi_edits(None, true);
     assert_eq!(with_shm.mounts[1].container_path, "/dev/shm");
     assert_eq!(
         with_shm.mounts[1].host_path,
@@ -168,7 +168,7 @@ fn sim_limits_reach_the_control_program_before_ready_and_quit_ends_it() {
     );
     assert_eq!(f.manager.release("claim-1", &k).unwrap(), Released::Stopped);
     assert_eq!(f.record().last().map(String::as_str), Some("quit"));
-    assert!(!daemon.layout.root().exists(), "the folder is removed");
+    assert!(!daemon.folders.root().exists(), "the folder is removed");
 }
 
 #[test]
@@ -294,7 +294,7 @@ fn sim_a_daemon_that_cannot_start_fails_the_acquire_and_leaves_nothing() {
         ),
         "{err}"
     );
-    assert!(!DaemonLayout::new(&f.mps_dir(), &k).root().exists());
+    assert!(!DaemonFolders::new(&f.mps_dir(), &k).root().exists());
     // The failed start left no slot behind to block a key sharing its GPU.
     let err = manager
         .acquire("claim-2", &key(&[GPU_A, GPU_B]), &MpsLimits::default())
@@ -304,27 +304,27 @@ fn sim_a_daemon_that_cannot_start_fails_the_acquire_and_leaves_nothing() {
 }
 
 /// A daemon a previous gpusliced left: started with `-d`, nobody's child.
-fn leftover(f: &Fixture, k: &MpsKey) -> DaemonLayout {
-    let layout = DaemonLayout::new(&f.mps_dir(), k);
-    layout.create(k).unwrap();
-    start_detached(f, k, &layout);
+fn leftover(f: &Fixture, k: &MpsKey) -> DaemonFolders {
+    let folders = DaemonFolders::new(&f.mps_dir(), k);
+    folders.create(k).unwrap();
+    start_detached(f, k, &folders);
     control::ControlClient::new(
         &f.dir.path().join("mps-control"),
-        &layout.pipe_dir(),
-        &layout.log_dir(),
+        &folders.pipe_dir(),
+        &folders.log_dir(),
     )
     .wait_until_answering("get_server_list", BOUND, &|| true)
     .unwrap();
-    layout
+    folders
 }
 
-/// Starts the stand-in as `-d` (it forks, nobody's child) for `layout`.
-fn start_detached(f: &Fixture, k: &MpsKey, layout: &DaemonLayout) {
+/// Starts the stand-in as `-d` (it forks, nobody's child) for `folders`.
+fn start_detached(f: &Fixture, k: &MpsKey, folders: &DaemonFolders) {
     let status = std::process::Command::new(f.dir.path().join("mps-control"))
         .arg("-d")
         .env("CUDA_VISIBLE_DEVICES", k.visible_devices())
-        .env("CUDA_MPS_PIPE_DIRECTORY", layout.pipe_dir())
-        .env("CUDA_MPS_LOG_DIRECTORY", layout.log_dir())
+        .env("CUDA_MPS_PIPE_DIRECTORY", folders.pipe_dir())
+        .env("CUDA_MPS_LOG_DIRECTORY", folders.log_dir())
         .status()
         .unwrap();
     assert!(status.success());
@@ -334,14 +334,14 @@ fn start_detached(f: &Fixture, k: &MpsKey, layout: &DaemonLayout) {
 fn sim_a_socket_left_by_a_killed_daemon_is_not_taken_for_readiness() {
     let Some(f) = Fixture::new() else { return };
     let k = key(&[GPU_A]);
-    let layout = DaemonLayout::new(&f.mps_dir(), &k);
-    layout.create(&k).unwrap();
+    let folders = DaemonFolders::new(&f.mps_dir(), &k);
+    folders.create(&k).unwrap();
     // What a SIGKILLed daemon leaves: its socket file, refusing connections.
-    drop(std::os::unix::net::UnixListener::bind(layout.pipe_dir().join("control")).unwrap());
+    drop(std::os::unix::net::UnixListener::bind(folders.pipe_dir().join("control")).unwrap());
     let client = control::ControlClient::new(
         &f.dir.path().join("mps-control"),
-        &layout.pipe_dir(),
-        &layout.log_dir(),
+        &folders.pipe_dir(),
+        &folders.log_dir(),
     );
     assert!(
         client.send("get_server_list").is_err(),
@@ -351,7 +351,7 @@ fn sim_a_socket_left_by_a_killed_daemon_is_not_taken_for_readiness() {
     let started = std::cell::Cell::new(false);
     let answer = client.wait_until_answering("get_server_list", BOUND, &|| {
         if !started.replace(true) {
-            start_detached(&f, &k, &layout);
+            start_detached(&f, &k, &folders);
         }
         true
     });
@@ -364,13 +364,13 @@ fn sim_a_socket_left_by_a_killed_daemon_is_not_taken_for_readiness() {
 fn sim_a_daemon_that_never_answers_is_not_ready_and_says_why() {
     let Some(f) = Fixture::new() else { return };
     let k = key(&[GPU_A]);
-    let layout = DaemonLayout::new(&f.mps_dir(), &k);
-    layout.create(&k).unwrap();
-    drop(std::os::unix::net::UnixListener::bind(layout.pipe_dir().join("control")).unwrap());
+    let folders = DaemonFolders::new(&f.mps_dir(), &k);
+    folders.create(&k).unwrap();
+    drop(std::os::unix::net::UnixListener::bind(folders.pipe_dir().join("control")).unwrap());
     let client = control::ControlClient::new(
         &f.dir.path().join("mps-control"),
-        &layout.pipe_dir(),
-        &layout.log_dir(),
+        &folders.pipe_dir(),
+        &folders.log_dir(),
     );
     let err = client
         .wait_until_answering("get_server_list", Duration::from_millis(300), &|| true)

@@ -136,9 +136,9 @@ fn held_amounts(held: &Held, name: &str) -> Result<Option<Amounts>, PoolError> {
         .map(|(k, q)| {
             Quantity::parse(&q.0)
                 .map(|q| (k.clone(), q))
-                .map_err(|source| PoolError::Quantity {
+                .map_err(|error| PoolError::Quantity {
                     place: format!("held device {name}, capacity {k}"),
-                    source,
+                    error,
                 })
         })
         .collect::<Result<_, _>>()
@@ -239,6 +239,9 @@ impl<'p, 'a> Search<'p, 'a> {
 
     /// Runs the search: whether every claim in scope was allocated.
     pub fn run(&mut self) -> Result<bool, AllocateError> {
+        if self.hopeless()? {
+            return Ok(false);
+        }
         match self.allocate_one(Cursor::claim(0), false, 0) {
             Ok(done) => Ok(done),
             Err(Stop::MaxSize) => Ok(false),
@@ -359,6 +362,72 @@ impl<'p, 'a> Search<'p, 'a> {
             }
         }
         true
+    }
+
+    /// Whether some request in scope can never be satisfied, whatever the
+    /// requests before it take: an `All` request with no device it can
+    /// take, or an ExactCount one selecting fewer devices than it asks that
+    /// are not held already. Upstream has no such check: it tries every
+    /// combination of the requests before it (past any step limit with a
+    /// few MIG GPUs published partitionable) and then answers the same, no
+    /// allocation. Not decided when the walk could stop with an error first
+    /// (a selector failing on a device, a capacity it cannot account for,
+    /// an `All` request in a claim with constraints): the walk then runs
+    /// as upstream's does.
+    fn hopeless(&self) -> Result<bool, AllocateError> {
+        let p = self.p;
+        let mut hopeless = false;
+        for claim in &p.claims {
+            let mut in_scope = (claim.requests.iter().enumerate())
+                .filter(|(r, _)| self.scope.only.is_none_or(|o| o == *r));
+            if !claim.constraints.is_empty()
+                && in_scope.any(|(_, ids)| ids.iter().any(|&id| p.requests[id].mode == Mode::All))
+            {
+                return Ok(false);
+            }
+            for (r, ids) in claim.requests.iter().enumerate() {
+                if self.scope.only.is_some_and(|o| o != r) {
+                    continue;
+                }
+                let mut possible = false;
+                for (s, &id) in ids.iter().enumerate() {
+                    if !self.in_scope(r, s) {
+                        continue;
+                    }
+                    let Some(takeable) = self.takeable(id)? else {
+                        return Ok(false);
+                    };
+                    possible |= takeable >= self.need(id).max(1);
+                }
+                hopeless |= !possible;
+            }
+        }
+        Ok(hopeless)
+    }
+
+    /// How many devices request data `id` could take on an empty search
+    /// (selected, not held unless it has admin access, their capacity
+    /// enough now: the search only takes more of it); `None` when a
+    /// selector or a capacity errs on one.
+    fn takeable(&self, id: usize) -> Result<Option<usize>, AllocateError> {
+        let r = &self.p.requests[id];
+        if r.mode == Mode::All {
+            return Ok(Some(self.all_devices[id].len()));
+        }
+        let mut count = 0;
+        for d in 0..self.p.pool.devices.len() {
+            match self.p.selects(id, d) {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(_) => return Ok(None),
+            }
+            match self.capacity_fit(id, d) {
+                Ok(Some(_)) if r.admin || !self.in_use(d) => count += 1,
+                Ok(_) => {}
+                Err(_) => return Ok(None),
+            }
+        }
+        Ok(Some(count))
     }
 
     /// The subrequests of a `firstAvailable` request, in order.

@@ -5,6 +5,7 @@ use crate::allocate::tests::fixtures::{
     with_counters, with_memory,
 };
 use crate::allocate::{AllocateError, Held, allocate};
+use k8s_openapi::api::resource::v1::ResourceClaim;
 
 fn four_slices() -> Vec<k8s_openapi::api::resource::v1::ResourceSliceSpec> {
     pool(vec![
@@ -450,4 +451,71 @@ fn a_count_one_more_than_the_devices_fails_without_trying_every_subset() {
         "requests: [{name: s, exactly: {deviceClassName: mig.example, count: 29}}]",
     );
     assert_eq!(run(&slices, &[all], &held), None, "one of them held");
+}
+
+#[test]
+fn a_request_no_device_can_ever_serve_fails_the_pod_without_trying_the_requests_before_it() {
+    // Three slices each for two requests before it: with 40 slices that
+    // is C(40,3) * C(37,3) combinations, past the step limit, before the
+    // All request over whole GPUs (there are none) is even reached.
+    let devices = (0..40)
+        .map(|i| slice_dev(&format!("s-{i}"), "GPU-0", "1g.10gb"))
+        .collect();
+    let slices = pool(devices);
+    let requests = |last: &str| {
+        format!(
+            "requests: [{{name: a, exactly: {{deviceClassName: mig.example, count: 3}}}}, \
+             {{name: b, exactly: {{deviceClassName: mig.example, count: 3}}}}, {last}]"
+        )
+    };
+    let all_gpus = claim(
+        "c",
+        &requests("{name: g, exactly: {deviceClassName: gpu.example, allocationMode: All}}"),
+    );
+    assert_eq!(run(&slices, &[all_gpus], &Held::default()), None);
+    let one_gpu = claim(
+        "c",
+        &requests("{name: g, exactly: {deviceClassName: gpu.example, count: 1}}"),
+    );
+    assert_eq!(run(&slices, &[one_gpu], &Held::default()), None);
+    // More slices for the last request than are left once 15 are held.
+    let many = claim(
+        "c",
+        &requests("{name: g, exactly: {deviceClassName: mig.example, count: 26}}"),
+    );
+    let fifteen: Vec<String> = (0..15).map(|i| format!("s-{i}")).collect();
+    let held = holding(&fifteen.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(run(&slices, std::slice::from_ref(&many), &Held::default()).is_some());
+    assert_eq!(run(&slices, &[many], &held), None);
+    // A selector failing on a device is still the error upstream's walk
+    // meets first, not an early "no allocation".
+    let failing = claim(
+        "c",
+        &requests(
+            "{name: g, exactly: {deviceClassName: gpu.example, allocationMode: All, \
+             selectors: [{cel: {expression: \"device.attributes['gpu.nvidia.com'].missing == 1\"}}]}}",
+        ),
+    );
+    let failing_first = claim(
+        "c",
+        "requests: [{name: a, exactly: {deviceClassName: mig.example, count: 1, \
+         selectors: [{cel: {expression: \"device.attributes['gpu.nvidia.com'].missing == 1\"}}]}}, \
+         {name: g, exactly: {deviceClassName: gpu.example, allocationMode: All}}]",
+    );
+    let input = |c: &ResourceClaim| {
+        crate::allocate::tests::fixtures::input(&slices, std::slice::from_ref(c), &Held::default())
+    };
+    assert_eq!(
+        allocate(&input(&failing)),
+        Ok(None),
+        "no gpu to evaluate it on"
+    );
+    assert!(
+        matches!(
+            allocate(&input(&failing_first)),
+            Err(AllocateError::Evaluation { .. })
+        ),
+        "{:?}",
+        allocate(&input(&failing_first))
+    );
 }

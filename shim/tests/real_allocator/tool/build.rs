@@ -1,6 +1,8 @@
 //! Getting the allocator tool's binary: `tests/tools/allocator/build.sh`
 //! builds it (or finds it cached by the hash of its inputs) under the test
-//! target's tmp dir, from the Debian sid packages `fetch.sh` unpacked.
+//! target's tmp dir, from the Debian sid packages `fetch.sh` unpacked; with
+//! fixes of known upstream bugs applied when asked
+//! (`tests/tools/allocator/fixes/`).
 //!
 //! Owns: telling "not installed here" (the packages were never fetched: a
 //! test may skip) from "broken" (they were, and the build failed: always a
@@ -30,16 +32,18 @@ pub fn repo_root() -> PathBuf {
         .map_or_else(|| PathBuf::from(".."), Path::to_path_buf)
 }
 
-/// Builds the tool (a few minutes cold, seconds when Go's cache is warm,
-/// nothing when this checkout built the same inputs before) and returns its
-/// path.
-pub fn build() -> Result<PathBuf, NotBuilt> {
+/// Builds the tool with `fixes` (names of `tests/tools/allocator/fixes/`
+/// patches; none for upstream as it is) (a few minutes cold, seconds when
+/// Go's cache is warm, nothing when this checkout built the same inputs
+/// before) and returns its path.
+pub fn build(fixes: &[&str]) -> Result<PathBuf, NotBuilt> {
     let root = repo_root();
     let script = root.join("tests/tools/allocator/build.sh");
     let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("gpuslice-allocator");
     let output = Command::new("bash")
         .arg(&script)
         .arg(&out_dir)
+        .args(fixes)
         .current_dir(&root)
         .output()
         .map_err(|e| NotBuilt::Failed(format!("cannot run {}: {e}", script.display())))?;

@@ -5,21 +5,27 @@
 //! A test asks [`available`] for it (which skips with a printed reason when
 //! the tool cannot be had here, and fails instead under
 //! `GPUSLICE_REQUIRE_TOOLS=1`), then [`RealAllocator::allocate`]s an
-//! [`Input`]. Any test target may include this folder
+//! [`Input`], or opens a [`Session`] to ask many in one process. Any test
+//! target may include this folder
 //! (`#[path = "../real_allocator/tool/mod.rs"] mod real_allocator;`).
+//! [`RealAllocator::with_fix`] is the same tool with one known upstream
+//! bug closed (`tests/tools/allocator/fixes/`), for a second opinion.
 //!
-//! Owns: running the binary and reading its answer. The binary is built at
+//! Owns: running the binary and reading its answer. Each binary is built at
 //! most once per test process ([`build`]).
 
 mod build;
+mod session;
 mod wire;
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 pub use build::{NotBuilt, repo_root};
+pub use session::Session;
 pub use wire::{About, Features, Input, Outcome, Stage};
 
 /// The built tool.
@@ -27,6 +33,9 @@ pub use wire::{About, Features, Input, Outcome, Stage};
 pub struct RealAllocator {
     binary: PathBuf,
 }
+
+/// The binaries with a fix, built once per process each.
+type Fixed = BTreeMap<String, Result<&'static RealAllocator, NotBuilt>>;
 
 /// Why a call of the tool gave no answer.
 #[derive(Debug, thiserror::Error)]
@@ -58,8 +67,25 @@ impl RealAllocator {
     pub fn get() -> Result<&'static Self, &'static NotBuilt> {
         static BUILT: OnceLock<Result<RealAllocator, NotBuilt>> = OnceLock::new();
         BUILT
-            .get_or_init(|| build::build().map(|binary| RealAllocator { binary }))
+            .get_or_init(|| build::build(&[]).map(|binary| RealAllocator { binary }))
             .as_ref()
+    }
+
+    /// The tool with the fix `name` (a patch of
+    /// `tests/tools/allocator/fixes/`) applied, built once per process;
+    /// [`RealAllocator::get`]'s error when the tool cannot be had at all.
+    pub fn with_fix(name: &str) -> Result<&'static Self, NotBuilt> {
+        static FIXED: OnceLock<Mutex<Fixed>> = OnceLock::new();
+        let fixed = FIXED.get_or_init(Mutex::default);
+        let mut fixed = fixed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        fixed
+            .entry(name.to_owned())
+            .or_insert_with(|| {
+                build::build(&[name]).map(|binary| &*Box::leak(Box::new(RealAllocator { binary })))
+            })
+            .clone()
     }
 
     /// The binary's path.
@@ -83,6 +109,11 @@ impl RealAllocator {
     pub fn allocate_json(&self, json: &[u8]) -> Result<Outcome, ToolError> {
         let stdout = self.run(&[], json)?;
         serde_json::from_slice(&stdout).map_err(|source| answer_error(source, &stdout))
+    }
+
+    /// One process answering questions one after another (`-stream`).
+    pub fn session(&self) -> Result<Session, ToolError> {
+        Session::start(&self.binary)
     }
 
     fn run(&self, args: &[&str], stdin: &[u8]) -> Result<Vec<u8>, ToolError> {

@@ -22,6 +22,14 @@ pub struct Input {
     /// Claims with `status.allocation` set: what the node's devices already
     /// hold, read as the scheduler's allocated-devices tracker reads it.
     pub allocated: Vec<ResourceClaim>,
+    /// A budget of the allocator's `allocateOne` calls, standing in for
+    /// kube-scheduler's filter timeout; past it the answer is
+    /// [`Outcome::Limit`].
+    #[serde(
+        rename = "maxAllocateOneCalls",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub max_allocate_one_calls: Option<i64>,
 }
 
 /// The allocator's feature switches: the fields of upstream's
@@ -76,6 +84,9 @@ pub enum Outcome {
         #[serde(default)]
         allocator: Option<String>,
     },
+    /// The search needed more `allocateOne` calls than the input's budget
+    /// (where the scheduler would run into its filter timeout).
+    Limit { calls: i64, reason: String },
     /// The scheduler would report a scheduling error (a bad CEL selector,
     /// an allocator that cannot be built for the features).
     Error {
@@ -113,4 +124,8 @@ pub struct About {
     pub go: String,
     /// The fields of `structured.Features`.
     pub features: Vec<String>,
+    /// The fixes of known upstream bugs it was built with (none: upstream
+    /// as the scheduler runs it).
+    #[serde(default)]
+    pub fixes: Vec<String>,
 }

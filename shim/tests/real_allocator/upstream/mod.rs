@@ -7,7 +7,7 @@
 //! * [`partitionable`]: shared counters bounding partitions, and an
 //!   upstream bug in their bookkeeping.
 //! * [`shared`]: consumable capacity (a share id and the consumed capacity
-//!   in the result).
+//!   in the result), and the same upstream bug's path through it.
 //!
 //! This file holds what they share: asking, and reading the answer.
 

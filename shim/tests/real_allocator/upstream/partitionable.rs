@@ -8,7 +8,7 @@ use super::{ask, assert_unschedulable, got, names};
 use crate::objects::{
     DRIVER, allocated, claim, class, counter_slice, device_slice, exactly, input, result,
 };
-use crate::tool::{Features, Input, Outcome, Stage, available};
+use crate::tool::{Features, Input, Outcome, RealAllocator, Stage, available};
 
 /// One 80 GiB GPU published partitionable: the whole GPU and three 40 GiB
 /// partitions, all drawing on one counter set.
@@ -183,6 +183,17 @@ fn v0_36_2_leaks_counters_of_a_candidate_a_constraint_refused() {
             matches!(&outcome, Outcome::Unschedulable { allocator: Some(a), .. } if a == implementation),
             "{outcome:?}"
         );
+    }
+    // With the leak closed (tests/tools/allocator/fixes/), the pair is
+    // found, by both implementations: the contract test names this bug by
+    // that second opinion.
+    let fixed = RealAllocator::with_fix("counter-leak-140436")
+        .unwrap_or_else(|e| panic!("the fixed tool: {e}"));
+    let about = fixed.about().expect("-about answers");
+    assert_eq!(about.fixes, ["counter-leak-140436"]);
+    for consumable_capacity in [false, true] {
+        case.features.consumable_capacity = consumable_capacity;
+        assert_eq!(got(fixed, &case), names(&["part-a", "part-c"]));
     }
     // Without the device the constraint refuses, the same pair is found.
     case.slices[1] = device_slice(1, 2, json!([part("part-a", "A"), part("part-c", "A")]));

@@ -5,8 +5,8 @@ use k8s_openapi::api::resource::v1::ResourceClaim;
 use serde_json::json;
 
 use super::{ask, assert_unschedulable, devices, got, names};
-use crate::objects::{allocated, claim, class, device_slice, exactly, input, result};
-use crate::tool::{Features, Input, Outcome, Stage, available};
+use crate::objects::{DRIVER, allocated, claim, class, device_slice, exactly, input, result};
+use crate::tool::{Features, Input, Outcome, RealAllocator, Stage, available};
 
 /// One 80 GiB GPU that may be allocated many times, each allocation
 /// taking memory (10 GiB unless the request says).
@@ -115,4 +115,69 @@ fn consumable_capacity_allocates_shares_of_a_device() {
         Stage::Filter,
         "cannot allocate all claims",
     );
+}
+
+/// Upstream bug in v0.36.2 (kubernetes/kubernetes#140436, its consumable
+/// capacity path): a shared device an `All` request finds without the
+/// capacity it asks is refused after the claim's matchAttribute constraint
+/// took its attribute, and the constraint keeps it. Here a share takes all
+/// of the model-A GPU, the `All` request meets it, and after backtracking
+/// the share may not move to the model-B GPU: the pod is "unschedulable",
+/// where the fixed allocator (tests/tools/allocator/fixes/) says what is
+/// true, that `All` devices of two models cannot match. The contract test
+/// met this with gpuslice's shared GPUs (docs/publication.md, "Upstream bugs
+/// the contract meets").
+#[test]
+fn v0_36_2_keeps_the_constraint_entry_of_an_all_device_short_of_capacity() {
+    let Some(allocator) =
+        available("v0_36_2_keeps_the_constraint_entry_of_an_all_device_short_of_capacity")
+    else {
+        return;
+    };
+    let gpu = |name: &str, model: &str| {
+        json!({
+            "name": name,
+            "allowMultipleAllocations": true,
+            "attributes": { "model": { "string": model } },
+            "capacity": { "memory": { "value": "80Gi", "requestPolicy": {
+                "default": "80Gi", "validRange": { "min": "1Gi" } } } }
+        })
+    };
+    let mut case = input(
+        Features {
+            consumable_capacity: true,
+            ..Features::default()
+        },
+        vec![device_slice(
+            0,
+            1,
+            json!([gpu("gpu-0", "A"), gpu("gpu-1", "B")]),
+        )],
+        vec![class("gpu", "true")],
+    );
+    case.claims = vec![claim(
+        "pair",
+        json!([
+            exactly("share", "gpu", Some(1)),
+            exactly("all", "gpu", None)
+        ]),
+        json!([{ "matchAttribute": format!("{DRIVER}/model") }]),
+    )];
+    assert_unschedulable(
+        &ask(allocator, &case),
+        Stage::Filter,
+        "cannot allocate all claims",
+    );
+    let fixed = RealAllocator::with_fix("counter-leak-140436")
+        .unwrap_or_else(|e| panic!("the fixed tool: {e}"));
+    match ask(fixed, &case) {
+        Outcome::Error { stage, reason, .. } => {
+            assert_eq!(stage, Stage::Filter);
+            assert!(
+                reason.contains("cannot add device gpu.example.com/node-a/gpu-0 because a claim constraint would not be satisfied"),
+                "{reason}"
+            );
+        }
+        other => panic!("expected the constraint error, got {other:?}"),
+    }
 }

@@ -169,3 +169,55 @@ fn a_config_naming_two_requests_is_copied_once_per_request() {
     );
     assert_eq!(configs[0].source, "FromClaim");
 }
+
+/// Upstream tries every combination of the requests before one that can
+/// never be served (here `All` of a class no device is in) before it says
+/// unschedulable; kube-scheduler bounds that by its filter timeout. The
+/// tool's budget of allocateOne calls stands in for it, by count, so the
+/// answer does not depend on the machine.
+#[test]
+fn a_budget_of_allocate_one_calls_stands_in_for_the_filter_timeout() {
+    let Some(allocator) =
+        available("a_budget_of_allocate_one_calls_stands_in_for_the_filter_timeout")
+    else {
+        return;
+    };
+    let gpus: Vec<_> = (0..12).map(|i| gpu(&format!("gpu-{i}"), "H100")).collect();
+    let mut case = input(
+        Features::default(),
+        vec![device_slice(0, 1, json!(gpus))],
+        vec![class("gpu", "true"), class("none", "false")],
+    );
+    case.claims = vec![claim(
+        "hopeless",
+        json!([
+            exactly("a", "gpu", Some(3)),
+            exactly("b", "gpu", Some(3)),
+            exactly("c", "none", None)
+        ]),
+        json!([]),
+    )];
+    assert_unschedulable(
+        &ask(allocator, &case),
+        Stage::Filter,
+        "cannot allocate all claims",
+    );
+    case.max_allocate_one_calls = Some(1000);
+    match ask(allocator, &case) {
+        Outcome::Limit { calls, reason, .. } => {
+            assert!(calls > 1000, "{calls}");
+            assert!(
+                reason.contains("more than 1000 allocateOne calls"),
+                "{reason}"
+            );
+        }
+        other => panic!("expected the budget to run out, got {other:?}"),
+    }
+    // Within the budget, the answer is the allocator's.
+    case.claims = vec![claim(
+        "one",
+        json!([exactly("a", "gpu", Some(1))]),
+        json!([]),
+    )];
+    assert_eq!(got(allocator, &case), names(&["gpu-0"]));
+}

@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::{Sampler, SamplerSettings};
 use crate::activity::WarningKind;
 use crate::activity::fixtures::{A, B, GIB};
-use crate::activity::marker::claim_var_name;
+use crate::cdi_build::marker::claim_var_name;
 use crate::claims::tests::{requests, sim_engine};
 use crate::claims::{Engine, PrepareRequest, SharingTools};
 use crate::config::{MigAdvertise, MigConfig, MigGpuConfig};

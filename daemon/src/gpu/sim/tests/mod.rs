@@ -1,4 +1,4 @@
-//! The simulator's tests. This room owns the `sim_*` tests: the shared
+//! The simulator's tests. This module owns the `sim_*` tests: the shared
 //! backend bodies on every model, plus what only the simulator promises
 //! (determinism, table-driven facts, injected faults) in this file; MIG
 //! ([`mig`]), health events ([`health`]), the hardware state file

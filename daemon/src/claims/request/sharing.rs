@@ -11,8 +11,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::{PrepareRequest, device_memory};
 use crate::claims::error::ClaimError;
-use crate::claims::request::{PrepareRequest, device_memory};
 use crate::inventory::{DeviceRef, Inventory};
 use crate::sharing::{
     ConfigEntry, ConfigKind, DeviceFacts, ResolvedSharing, parse_configs, validate_for_device,
@@ -21,7 +21,7 @@ use crate::state::{DeviceSharing, MpsSharing};
 
 /// How each device of `req` (in order) is shared; `None`: the claim's alone.
 /// The caller has checked that every device exists.
-pub(in crate::claims) fn resolve(
+pub(super) fn resolve_sharing(
     req: &PrepareRequest,
     inventory: &Inventory,
 ) -> Result<Vec<Option<DeviceSharing>>, ClaimError> {

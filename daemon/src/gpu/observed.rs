@@ -1,28 +1,41 @@
-//! [`Observed`]: the GPU backend the engine talks to in builds with crash
-//! points. Each verb that changes the hardware passes its point once the
-//! backend has answered that it is done; reads are passed through.
+//! [`observe`]: the GPU backend the engine talks to. In builds with crash
+//! points it is `Observed`: each verb that changes the hardware passes its
+//! point ([`crate::crash`]) once the backend has answered that it is done;
+//! reads are passed through. Without them it is the backend as it is.
 
 use std::sync::Arc;
 
-use super::crash_point;
-use crate::gpu::{
-    ComputeInstance, ComputeMode, DriverInfo, GpuBackend, GpuError, GpuInfo, GpuInstance,
-    GpuProcess, HealthWatch, MemoryUse, MigMode, MigProfile, MigSupport, Placement,
-    ProcessUtilization,
+use super::GpuBackend;
+#[cfg(feature = "failpoints")]
+use super::{
+    ComputeInstance, ComputeMode, DriverInfo, GpuError, GpuInfo, GpuInstance, GpuProcess,
+    HealthWatch, MemoryUse, MigMode, MigProfile, MigSupport, Placement, ProcessUtilization,
 };
 
+/// The backend the engine uses: with `failpoints`, wrapped so that every
+/// hardware change passes its point.
+pub fn observe(backend: Arc<dyn GpuBackend>) -> Arc<dyn GpuBackend> {
+    #[cfg(feature = "failpoints")]
+    return Arc::new(Observed(backend));
+    #[cfg(not(feature = "failpoints"))]
+    backend
+}
+
 /// A backend whose hardware changes pass crash points.
+#[cfg(feature = "failpoints")]
 #[derive(Debug)]
 pub struct Observed(pub Arc<dyn GpuBackend>);
 
 /// Passes `point` when `result` says the step was taken.
+#[cfg(feature = "failpoints")]
 fn after<T>(point: &'static str, result: Result<T, GpuError>) -> Result<T, GpuError> {
     if result.is_ok() {
-        crash_point(point);
+        crate::crash::crash_point(point);
     }
     result
 }
 
+#[cfg(feature = "failpoints")]
 impl GpuBackend for Observed {
     fn name(&self) -> &'static str {
         self.0.name()

@@ -5,17 +5,20 @@
 //! [`Spec`]. Spec-level edits carry what every GPU container needs (control
 //! nodes, driver libraries and binaries, hooks); device-level edits carry the
 //! device's own nodes. The spec-level env also carries the claim marker
-//! ([`crate::activity::marker`]), so a process of any container the claim's
-//! devices went into can be traced back to the claim. Host paths are given only where they differ from the
-//! container path, so a node whose driver lives at / gets the lowest cdiVersion.
+//! ([`marker`]), so a process of any container the claim's devices went into
+//! can be traced back to the claim. Host paths are given only where they
+//! differ from the container path, so a node whose driver lives at / gets the
+//! lowest cdiVersion.
+
+pub mod marker;
 
 use std::path::Path;
 
 use gpuslice_cdi::version::finalize;
 use gpuslice_cdi::{ContainerEdits, Device, DeviceNode, Hook, Mount, Spec};
 
-use crate::activity::marker::claim_env;
 use crate::driver::{DriverFiles, HostPath};
+use marker::claim_env;
 
 /// CDI vendor of every spec the daemon writes.
 pub const CDI_VENDOR: &str = "k8s.gpuslice.dev";

@@ -1,29 +1,36 @@
 //! A real systemd: the gpuslice .deb installed in a Debian 12 rootfs booted
-//! with systemd-nspawn (systemd 252 as PID 1), where `nspawn/in_container.sh`
-//! checks that the service starts (Type=notify reaches active), logs to the
-//! journal, answers gpuslicectl, reloads, is killed and restarted by the
-//! watchdog when it hangs, runs sandboxed, supervises MPS control daemons as
-//! transient units `gpuslice-mps-<hash>.service` started over the system bus
-//! (shared by claims on one GPU set, restarted by systemd with their limits
-//! applied again, adopted across a restart of gpusliced, stopped when their
-//! claims are gone), refuses the metrics exporters until the packaged drop-ins
-//! allow them (then serves and writes them), and is removed and purged cleanly.
+//! with systemd-nspawn (systemd 252 as PID 1). Each test is one boot whose
+//! `systemd.run=` is a script of this folder, after `common.sh` (the log, the
+//! helpers, the system bus, the stand-ins, the unit's drop-in):
 //!
-//! The .deb comes from `packaging/build.sh` (GPUSLICE_DEB, else the newest
-//! `<target>/debian/gpuslice_*_<this host's architecture>.deb`); the MPS control program is the stand-in
-//! tests/tools/fake-mps-control (python3, in the rootfs). The rootfs is made
-//! once by debootstrap (about 40 s, 270 MB) and cached in
+//! - `service.rs` (`in_container.sh`): the service's life, MPS control
+//!   daemons as transient units, the metrics drop-ins, remove and purge;
+//! - `upgrade.rs` (`upgrade.sh`): an upgrade of the installed .deb to a newer
+//!   version of itself and the downgrade back, with a claim of every kind
+//!   prepared and MPS daemons running.
+//!
+//! This module owns what both share: the .deb, the cached rootfs, the skip
+//! rules and the boot. The .deb comes from `packaging/build.sh` (GPUSLICE_DEB,
+//! else the newest `<target>/debian/gpuslice_*_<this host's architecture>.deb`;
+//! `build.sh --amd64` makes only that one); the MPS control program and
+//! nvidia-smi are the stand-ins of tests/tools (python3 is in the rootfs).
+//! The rootfs is made once by debootstrap (about 40 s, 270 MB) and cached in
 //! /var/cache/gpuslice-test (or GPUSLICE_NSPAWN_CACHE) under a name that
-//! changes with its package list; each boot runs on a throwaway overlay of it.
+//! changes with its package list; each boot runs on a throwaway overlay of
+//! it, one boot at a time.
+
+mod service;
+mod upgrade;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{Mutex, PoisonError};
 
 use crate::tools::{first_missing, is_root, repo_root, run, skip};
 
-const TEST: &str = "nspawn_the_deb_under_a_real_systemd";
-const SCRIPT: &str = include_str!("nspawn/in_container.sh");
-/// debootstrap, boot, install and all checks (a bound, not a wait).
+/// What every script sources first.
+const COMMON: &str = include_str!("common.sh");
+/// debootstrap, boot, install and all checks of one test (a bound, not a wait).
 const NSPAWN_TIMEOUT_S: &str = "600";
 /// Packages debootstrap adds to minbase: systemd as PID 1, the system bus
 /// (sd_notify needs neither, the MPS units need it), python3 for the
@@ -32,6 +39,8 @@ const ROOTFS_PACKAGES: &str = "systemd,systemd-sysv,dbus,python3-minimal";
 /// The cached rootfs's folder: a new name whenever ROOTFS_PACKAGES changes,
 /// so an older cache (without python3) is never taken for this one.
 const ROOTFS_NAME: &str = "bookworm-rootfs-2";
+/// One boot at a time: both tests use one rootfs, made once.
+static ONE_BOOT: Mutex<()> = Mutex::new(());
 
 /// The .deb to install: GPUSLICE_DEB, else the newest one packaging/build.sh
 /// left in the target dir for this host's architecture (it builds amd64 and
@@ -60,7 +69,7 @@ fn deb() -> Option<PathBuf> {
 }
 
 /// The cached bookworm rootfs, made by debootstrap the first time.
-fn rootfs() -> Result<PathBuf, String> {
+fn rootfs(test: &str) -> Result<PathBuf, String> {
     let cache = std::env::var_os("GPUSLICE_NSPAWN_CACHE")
         .map_or_else(|| PathBuf::from("/var/cache/gpuslice-test"), PathBuf::from);
     let root = cache.join(ROOTFS_NAME);
@@ -74,7 +83,7 @@ fn rootfs() -> Result<PathBuf, String> {
     let mirror = std::env::var("GPUSLICE_DEBIAN_MIRROR")
         .unwrap_or_else(|_| "http://deb.debian.org/debian".to_owned());
     eprintln!(
-        "{TEST}: debootstrap of Debian 12 into {} (once)",
+        "{test}: debootstrap of Debian 12 into {} (once)",
         root.display()
     );
     run(Command::new("debootstrap")
@@ -94,42 +103,63 @@ fn rootfs() -> Result<PathBuf, String> {
     Ok(root)
 }
 
-#[test]
-fn nspawn_the_deb_under_a_real_systemd() {
+/// Writes `text` as the executable `path`.
+fn write_script(path: &Path, text: &str) {
+    std::fs::OpenOptions::new()
+        .create_new(true)
+        .write(true)
+        .open(path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
+        .unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+    std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .unwrap_or_else(|e| panic!("chmod {}: {e}", path.display()));
+}
+
+/// The test's folder, bound at /out: the .deb, the stand-ins, a driver root
+/// (examples/sim-root), common.sh and the test's script as `name`.
+fn test_folder(deb: &Path, name: &str, script: &str) -> tempfile::TempDir {
+    let out = tempfile::tempdir().expect("temp dir");
+    std::fs::copy(deb, out.path().join("gpuslice.deb")).expect("copy the .deb");
+    for stand_in in ["fake-mps-control", "fake-nvidia-smi"] {
+        std::fs::copy(
+            repo_root().join("tests/tools").join(stand_in),
+            out.path().join(stand_in),
+        )
+        .unwrap_or_else(|e| panic!("copy the stand-in {stand_in}: {e}"));
+    }
+    run(Command::new("cp")
+        .arg("-a")
+        .arg(repo_root().join("examples/sim-root"))
+        .arg(out.path().join("sim-root")))
+    .unwrap_or_else(|e| panic!("{e}"));
+    write_script(&out.path().join("common.sh"), COMMON);
+    write_script(&out.path().join(name), script);
+    out
+}
+
+/// Boots the cached rootfs with the .deb and `script` (saved as `name`) as
+/// its `systemd.run=`, and asserts it ends with PASS; skips (or, under
+/// GPUSLICE_REQUIRE_TOOLS=1, fails) without root, the tools or a .deb.
+fn boot(test: &str, name: &str, script: &str) {
     if !is_root() {
-        return skip(TEST, "systemd-nspawn and dpkg in a container need root");
+        return skip(test, "systemd-nspawn and dpkg in a container need root");
     }
     if let Some(tool) = first_missing(&["systemd-nspawn", "debootstrap", "timeout"]) {
         return skip(
-            TEST,
+            test,
             &format!("`{tool}` is not installed (apt-get install systemd-container debootstrap)"),
         );
     }
     let Some(deb) = deb().filter(|d| d.is_file()) else {
         return skip(
-            TEST,
-            "no gpuslice .deb: run packaging/build.sh first (or set GPUSLICE_DEB)",
+            test,
+            "no gpuslice .deb: run packaging/build.sh (or build.sh --amd64) first, or set GPUSLICE_DEB",
         );
     };
-    eprintln!("{TEST}: installing {}", deb.display());
-    let root = rootfs().unwrap_or_else(|e| panic!("{e}"));
-    let out = tempfile::tempdir().expect("temp dir");
-    std::fs::copy(&deb, out.path().join("gpuslice.deb")).expect("copy the .deb");
-    std::fs::copy(
-        repo_root().join("tests/tools/fake-mps-control"),
-        out.path().join("fake-mps-control"),
-    )
-    .expect("copy the stand-in MPS control program");
-    let script = out.path().join("in_container.sh");
-    std::fs::OpenOptions::new()
-        .create_new(true)
-        .write(true)
-        .open(&script)
-        .and_then(|mut f| std::io::Write::write_all(&mut f, SCRIPT.as_bytes()))
-        .expect("write the script");
-    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-        .expect("chmod the script");
-
+    let _one_boot = ONE_BOOT.lock().unwrap_or_else(PoisonError::into_inner);
+    eprintln!("{test}: installing {}", deb.display());
+    let root = rootfs(test).unwrap_or_else(|e| panic!("{e}"));
+    let out = test_folder(&deb, name, script);
     let status = Command::new("timeout")
         .args([
             "--kill-after=30",
@@ -146,14 +176,15 @@ fn nspawn_the_deb_under_a_real_systemd() {
             "--console=pipe",
         ])
         .arg(format!("--bind={}:/out", out.path().display()))
-        .args(["--boot", "--", "systemd.run=/out/in_container.sh"])
+        .args(["--boot", "--"])
+        .arg(format!("systemd.run=/out/{name}"))
         .output()
         .expect("run systemd-nspawn");
     let log = std::fs::read_to_string(out.path().join("log")).unwrap_or_default();
     eprintln!("{log}");
     assert!(
         status.status.success() && log.trim_end().ends_with("PASS"),
-        "the .deb failed under systemd in nspawn ({}):\n{log}\nnspawn stderr:\n{}",
+        "{test}: the script failed under systemd in nspawn ({}):\n{log}\nnspawn stderr:\n{}",
         status.status,
         String::from_utf8_lossy(&status.stderr)
     );

@@ -108,13 +108,13 @@ pub(super) enum Refusal {
 
 /// One GPU's instances on its geometry; every instance passed the rules.
 #[derive(Debug, Clone)]
-pub struct MigLayout<'g> {
+pub struct Occupancy<'g> {
     geometry: &'g MigGeometry,
     occupants: Vec<Occupant>,
     usage: Usage,
 }
 
-impl<'g> MigLayout<'g> {
+impl<'g> Occupancy<'g> {
     /// A GPU with no instances.
     pub fn empty(geometry: &'g MigGeometry) -> Self {
         Self {
@@ -126,14 +126,14 @@ impl<'g> MigLayout<'g> {
 
     /// A GPU holding `occupants`; fails on the first that breaks a rule.
     pub fn new(geometry: &'g MigGeometry, occupants: Vec<Occupant>) -> Result<Self, MigPlanError> {
-        let mut layout = Self::empty(geometry);
+        let mut occupancy = Self::empty(geometry);
         for occupant in occupants {
-            layout.insert(occupant)?;
+            occupancy.insert(occupant)?;
         }
-        Ok(layout)
+        Ok(occupancy)
     }
 
-    /// The geometry this layout lives on.
+    /// The geometry these instances live on.
     pub fn geometry(&self) -> &'g MigGeometry {
         self.geometry
     }

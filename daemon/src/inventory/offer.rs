@@ -4,7 +4,7 @@
 //! other instance treated as an obstacle.
 
 use crate::gpu::{GpuInstance, MigProfile, Placement};
-use crate::mig::{ForeignPolicy, MigGeometry, MigLayout, Occupant, Ownership, plan_layout};
+use crate::mig::{ForeignPolicy, MigGeometry, Occupancy, Occupant, Ownership, plan_layout};
 
 /// The (profile id, placement) pairs to offer for `wanted` profile names on a
 /// GPU with `instances`, whose owners `owner` tells; and a problem line when
@@ -31,8 +31,8 @@ pub fn plan_offer(
                 Occupant::from_instance(gi, ownership)
             })
             .collect();
-        let layout = MigLayout::new(&geometry, occupants)?;
-        plan_layout(&layout, &names, ForeignPolicy::Keep)
+        let occupancy = Occupancy::new(&geometry, occupants)?;
+        plan_layout(&occupancy, &names, ForeignPolicy::Keep)
     };
     // Held slices stay in the offer; if the config no longer wants one of
     // them, offer what fits around them instead and say so.

@@ -19,17 +19,17 @@ const BIND_OPTIONS: [&str; 4] = ["rw", "nosuid", "nodev", "bind"];
 
 /// The folders of one control daemon.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DaemonLayout {
+pub struct DaemonFolders {
     root: PathBuf,
 }
 
-impl DaemonLayout {
-    /// The layout of `key`'s daemon under `mps_dir` (`<run_dir>/mps`).
+impl DaemonFolders {
+    /// The folders of `key`'s daemon under `mps_dir` (`<run_dir>/mps`).
     pub fn new(mps_dir: &Path, key: &MpsKey) -> Self {
         Self::at(mps_dir.join(key.hash()))
     }
 
-    /// The layout rooted at `root` (a folder found at start-up).
+    /// The folders rooted at `root` (a folder found at start-up).
     pub fn at(root: PathBuf) -> Self {
         Self { root }
     }

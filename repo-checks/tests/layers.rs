@@ -1,0 +1,174 @@
+//! The daemon's floors: each top-level module of `daemon/src` stands on a
+//! floor, and imports only from lower ones; `daemon/src/lib.rs` gives the same
+//! floors in its reading order. Inside the claim engine, the view and the
+//! access kinds stay below the verbs that use them.
+//!
+//! The files are found as rustc finds them: from `lib.rs`, through every
+//! `mod name;` outside test code. Test code may import anything.
+
+use std::path::{Path, PathBuf};
+
+use gpuslice_repo_checks::layers::{FloorTable, Forbidden, ModulePath, judge, reading_order, scan};
+use gpuslice_repo_checks::tree::repo_root;
+
+/// The floors, from the ground up (the same as lib.rs's reading order).
+const FLOORS: FloorTable<'static> = FloorTable {
+    floors: &[
+        (0, &["crash"]),
+        (1, &["gpu"]),
+        (2, &["mig", "config"]),
+        (3, &["inventory", "driver", "health"]),
+        (4, &["cdi_build"]),
+        (5, &["mps"]),
+        (6, &["sharing"]),
+        (7, &["state", "timeslice"]),
+        (8, &["claims"]),
+        (9, &["advertise"]),
+        (10, &["activity"]),
+        (11, &["metrics"]),
+        (12, &["api"]),
+        (13, &["systemd", "logging"]),
+        (14, &["run", "preflight"]),
+    ],
+};
+
+/// Rules inside the claim engine.
+const RULES: &[Forbidden<'static>] = &[
+    Forbidden {
+        within: "claims::access",
+        not: &[
+            "claims::prepare",
+            "claims::unprepare",
+            "claims::reconcile",
+            "claims::view",
+        ],
+        why: "a kind of access is a component the verbs drive; it must not call back into them \
+              or read the engine's view",
+    },
+    Forbidden {
+        within: "claims::view",
+        not: &["claims::prepare", "claims::unprepare"],
+        why: "the view only reads what the engine holds; it must not reach the verbs that change \
+              it",
+    },
+];
+
+const SRC: &str = "daemon/src";
+
+/// One non-test source file of the daemon library, with its module path.
+struct SourceFile {
+    /// Relative to the repository root.
+    file: String,
+    module: ModulePath,
+    text: String,
+}
+
+/// Every non-test file of the library, from lib.rs down; problems with
+/// finding them go to `problems`.
+fn library_files(problems: &mut Vec<String>) -> Vec<SourceFile> {
+    let root = repo_root();
+    let mut out = Vec::new();
+    let mut queue = vec![(format!("{SRC}/lib.rs"), ModulePath::new())];
+    while let Some((file, module)) = queue.pop() {
+        let text = std::fs::read_to_string(root.join(&file))
+            .unwrap_or_else(|e| panic!("read {file}: {e}"));
+        let scanned = match scan(&module, &text) {
+            Ok(scanned) => scanned,
+            Err(err) => {
+                problems.push(format!("{file}: does not lex: {err:?}"));
+                continue;
+            }
+        };
+        for declared in &scanned.modules {
+            if let Some(path) = &declared.path_attr {
+                problems.push(format!(
+                    "{file}: mod {} has #[path = {path:?}] outside test code; the layers check \
+                     follows modules by their names only: name the file after the module",
+                    declared.name
+                ));
+                continue;
+            }
+            let mut child = module.clone();
+            child.push(declared.name.clone());
+            match module_file(&root, &child) {
+                Some(found) => queue.push((found, child)),
+                None => problems.push(format!(
+                    "{file}: mod {} has no file {SRC}/{}.rs or .../mod.rs",
+                    declared.name,
+                    child.join("/")
+                )),
+            }
+        }
+        out.push(SourceFile { file, module, text });
+    }
+    out.sort_by(|a, b| a.file.cmp(&b.file));
+    out
+}
+
+/// `daemon/src/<a>/<b>.rs` or `daemon/src/<a>/<b>/mod.rs`.
+fn module_file(root: &Path, module: &[String]) -> Option<String> {
+    let base = format!("{SRC}/{}", module.join("/"));
+    [format!("{base}.rs"), format!("{base}/mod.rs")]
+        .into_iter()
+        .find(|candidate| PathBuf::from(root).join(candidate).is_file())
+}
+
+#[test]
+fn no_daemon_module_imports_from_its_own_floor_or_above() {
+    let mut problems = Vec::new();
+    let files = library_files(&mut problems);
+    assert!(
+        files.len() > 100,
+        "only {} files found from {SRC}/lib.rs",
+        files.len()
+    );
+    for source in &files {
+        let scanned = scan(&source.module, &source.text).unwrap_or_default();
+        problems.extend(
+            judge(&source.file, &source.module, &scanned.paths, &FLOORS, RULES)
+                .iter()
+                .map(ToString::to_string),
+        );
+    }
+    assert!(
+        problems.is_empty(),
+        "{} import(s) break the floors (daemon/src/lib.rs):\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn the_floor_table_is_lib_rs_reading_order_and_lists_every_module() {
+    let lib = std::fs::read_to_string(repo_root().join(SRC).join("lib.rs"))
+        .unwrap_or_else(|e| panic!("read {SRC}/lib.rs: {e}"));
+    let mut listed: Vec<(u32, Vec<String>)> = FLOORS
+        .floors
+        .iter()
+        .map(|(floor, names)| {
+            let mut names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
+            names.sort();
+            (*floor, names)
+        })
+        .collect();
+    let mut read = reading_order(&lib);
+    for (_, names) in &mut read {
+        names.sort();
+    }
+    listed.sort();
+    read.sort();
+    assert_eq!(
+        read, listed,
+        "{SRC}/lib.rs's reading order and the table in repo-checks/tests/layers.rs must give the \
+         same floors"
+    );
+    let declared = scan(&[], &lib).expect("lib.rs lexes").modules;
+    let mut declared: Vec<String> = declared.into_iter().map(|d| d.name).collect();
+    declared.sort();
+    let mut tabled: Vec<String> = listed.into_iter().flat_map(|(_, names)| names).collect();
+    tabled.sort();
+    assert_eq!(
+        declared, tabled,
+        "every module lib.rs declares needs a floor, and every floor's module must exist"
+    );
+}
