@@ -14,22 +14,19 @@
 //! a temp folder under the cargo target dir).
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[path = "common/durable.rs"]
 mod durable;
+#[path = "common/engine.rs"]
+mod engine;
 #[path = "common/fake_root.rs"]
 mod fake_root;
 
 use durable::{durable_write, sync_dir};
-use fake_root::{DRIVER_VERSION, fake_root};
-use gpuslice::claims::{DeviceRequest, Engine, EngineSettings, PrepareRequest};
-use gpuslice::driver::{DriverFiles, Roots};
-use gpuslice::gpu::GpuBackend;
-use gpuslice::gpu::sim::{SimBackend, SimModel};
-use gpuslice::inventory::Inventory;
-use gpuslice::state::Store;
+use engine::{Fixture, engine, request};
+use fake_root::fake_root;
+use gpuslice::claims::Engine;
 
 const DEFAULT_SAMPLES: usize = 300;
 /// (live claims, simulated GPUs beyond live + samples). The last row is a
@@ -110,70 +107,14 @@ fn print_facts(samples: usize, base: &Path) {
     println!();
 }
 
-/// Paths of one level.
-struct Fixture {
-    root: PathBuf,
-    cdi_dir: PathBuf,
-    state_dir: PathBuf,
-}
-
-fn engine(fx: &Fixture, gpus: usize) -> Engine {
-    let backend: Arc<dyn GpuBackend> =
-        Arc::new(SimBackend::new(vec![SimModel::H100_80GB; gpus], "bench"));
-    let inventory = Inventory::from_backend(
-        backend.as_ref(),
-        &gpuslice::config::MigConfig::default(),
-        &|_, _| gpuslice::mig::Ownership::Foreign,
-    )
-    .expect("sim inventory");
-    let roots = Roots {
-        driver_root: &fx.root,
-        dev_root: &fx.root,
-    };
-    let engine = Engine::new(
-        backend,
-        inventory,
-        DriverFiles::discover(roots, DRIVER_VERSION),
-        Store::open(&fx.state_dir).expect("cannot open the records folder"),
-        EngineSettings {
-            cdi_dir: fx.cdi_dir.clone(),
-            dev_root: fx.root.clone(),
-            cdi_hook: None,
-            boot_id: "bench-boot".to_owned(),
-        },
-    );
-    engine.reconcile().expect("reconcile of an empty state");
-    engine
-}
-
 /// A canonical claim uid, unique per (level, index).
 fn uid(level: usize, index: usize) -> String {
     format!("{level:08x}-0000-4000-8000-{index:012x}")
 }
 
-fn request(uid: String, gpu: usize) -> PrepareRequest {
-    PrepareRequest {
-        uid,
-        namespace: "bench".to_owned(),
-        name: "claim".to_owned(),
-        devices: vec![DeviceRequest {
-            device: format!("gpu-{gpu}"),
-            request_names: vec!["gpu".to_owned()],
-            pool: "node".to_owned(),
-            consumed_memory: None,
-            share_id: String::new(),
-        }],
-        configs: vec![],
-    }
-}
-
 fn run_level(base: &Path, live: usize, gpus: usize, samples: usize) -> Level {
     let dir = base.join(format!("live-{live}-gpus-{gpus}"));
-    let fx = Fixture {
-        root: dir.join("root"),
-        cdi_dir: dir.join("cdi"),
-        state_dir: dir.join("state"),
-    };
+    let fx = Fixture::under(&dir);
     fake_root(&fx.root, gpus);
     let engine = engine(&fx, gpus);
     populate(&engine, live);
