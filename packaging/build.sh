@@ -22,11 +22,12 @@
 # cargo-deb, cargo-generate-rpm; .ci/run installs them all.
 #
 # One package, gpuslice, holds gpusliced, gpuslicectl (the ctl/ crate) and
-# gpuslice-dra-plugin (the shim/ crate), their man pages and shell completions, configs and
-# units; the metadata is in daemon/Cargo.toml. Each stage prints its wall
-# time. The binaries' --version carries the git commit (gpuslice-cli's build
-# script); from a tarball without .git, set GPUSLICE_GIT_COMMIT (and
-# GPUSLICE_GIT_DATE, YYYY-MM-DD, for the man pages' date).
+# gpuslice-dra-plugin (the shim/ crate), their man pages and shell
+# completions, configs and units; the metadata is in daemon/Cargo.toml. Each
+# stage prints its wall time. The binaries' --version carries the git commit
+# (gpuslice-cli's build script); from a tarball without .git, set
+# GPUSLICE_GIT_COMMIT (and GPUSLICE_GIT_DATE, YYYY-MM-DD, for the man pages'
+# date).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target="${CARGO_TARGET_DIR:-$PWD/target}"
