@@ -21,12 +21,13 @@
 # `ziglang` Python package: CARGO_ZIGBUILD_PYTHON_PATH names its python),
 # cargo-deb, cargo-generate-rpm; .ci/run installs them all.
 #
-# One package, gpuslice, holds gpusliced, gpuslicectl and gpuslice-dra-plugin
-# (the shim/ crate), their man pages and shell completions, configs and
-# units; the metadata is in daemon/Cargo.toml. Each stage prints its wall
-# time. The binaries' --version carries the git commit (gpuslice-cli's build
-# script); from a tarball without .git, set GPUSLICE_GIT_COMMIT (and
-# GPUSLICE_GIT_DATE, YYYY-MM-DD, for the man pages' date).
+# One package, gpuslice, holds gpusliced, gpuslicectl (the ctl/ crate) and
+# gpuslice-dra-plugin (the shim/ crate), their man pages and shell
+# completions, configs and units; the metadata is in daemon/Cargo.toml. Each
+# stage prints its wall time. The binaries' --version carries the git commit
+# (gpuslice-cli's build script); from a tarball without .git, set
+# GPUSLICE_GIT_COMMIT (and GPUSLICE_GIT_DATE, YYYY-MM-DD, for the man pages'
+# date).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target="${CARGO_TARGET_DIR:-$PWD/target}"
@@ -64,7 +65,7 @@ stage() {
 
 # The release binaries of one target triple, linked against glibc $glibc.
 compile() {
-  cargo zigbuild --release --locked --target "$1.$glibc" -p gpuslice -p gpuslice-dra-plugin
+  cargo zigbuild --release --locked --target "$1.$glibc" -p gpuslice -p gpuslicectl -p gpuslice-dra-plugin
 }
 compile_arm64() { RUSTC="$arm64_rustc" compile aarch64-unknown-linux-gnu; }
 

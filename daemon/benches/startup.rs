@@ -13,6 +13,9 @@
 //! Env: `GPUSLICE_BENCH_SAMPLES` (default 30), `GPUSLICE_BENCH_DIR` (default a
 //! temp folder under the cargo target dir).
 
+#[path = "../../tests/e2e/binaries.rs"]
+mod binaries;
+
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -21,7 +24,8 @@ use std::time::{Duration, Instant};
 const DEFAULT_SAMPLES: usize = 30;
 /// The binaries timed: `GPUSLICE_GPUSLICED` / `GPUSLICE_GPUSLICECTL` when
 /// set (a release build without the tests' crash points, which cargo turns
-/// on for benches too), else the ones cargo built.
+/// on for benches too), else the ones cargo built (gpuslicectl from its own
+/// package, `binaries`).
 fn binary(var: &str, built: &str) -> PathBuf {
     std::env::var_os(var).map_or_else(|| PathBuf::from(built), PathBuf::from)
 }
@@ -31,7 +35,7 @@ fn gpusliced() -> PathBuf {
 }
 
 fn gpuslicectl() -> PathBuf {
-    binary("GPUSLICE_GPUSLICECTL", env!("CARGO_BIN_EXE_gpuslicectl"))
+    std::env::var_os("GPUSLICE_GPUSLICECTL").map_or_else(binaries::gpuslicectl, PathBuf::from)
 }
 
 /// Whether `path` has the crash points compiled in (a test build).

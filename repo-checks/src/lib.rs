@@ -2,8 +2,11 @@
 //! every relative Markdown link lands on a file of the repository, nothing
 //! points outside it, and the vendored upstream files in `third_party/` are
 //! the ones their `SOURCE` manifests record; no error type of the workspace
-//! says its cause twice; and no daemon module imports from a module above it.
+//! says its cause twice; no daemon module imports from a module above it;
+//! and the daemon links no Kubernetes client.
 //!
+//! * [`deps`]: the packages a package reaches over normal dependencies, from
+//!   `cargo metadata`.
 //! * [`error_messages`]: `thiserror` variants that show their source in
 //!   their message and also give it as the source.
 //! * [`layers`]: the paths a Rust file uses into its crate, judged against
@@ -17,6 +20,7 @@
 //! contents in. Problems carry the file, line and target they are about, so a
 //! failing test says what to fix.
 
+pub mod deps;
 pub mod error_messages;
 pub mod layers;
 pub mod markdown;

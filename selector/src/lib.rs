@@ -3,8 +3,8 @@
 //! them, for `gpuslicectl match`. Pure: no I/O.
 //!
 //! Reading order:
-//! 1. [`quantity`] and [`version`]: the values behind `quantity()` and
-//!    `semver()`.
+//! 1. [`quantity`] (the gpuslice-quantity crate, re-exported) and
+//!    [`version`]: the values behind `quantity()` and `semver()`.
 //! 2. [`library`] (and `bind`): the Kubernetes CEL environment on the `cel`
 //!    crate.
 //! 3. [`device`]: a published device as the `device` variable.
@@ -27,10 +27,11 @@ pub mod hints;
 pub mod inputs;
 pub mod library;
 pub mod matcher;
-pub mod quantity;
 mod typing;
 mod unparse;
 pub mod version;
+
+pub use gpuslice_quantity as quantity;
 
 pub use device::{DeviceError, DeviceView};
 pub use hints::{Catalog, Hint, Severity};

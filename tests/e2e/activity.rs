@@ -30,7 +30,7 @@ const BOUND: Duration = Duration::from_secs(60);
 
 /// Runs gpuslicectl against `daemon`; returns (answered, stdout, stderr).
 fn ctl(daemon: &Daemon, args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_gpuslicectl"))
+    let out = Command::new(crate::binaries::gpuslicectl())
         .arg("--socket")
         .arg(&daemon.socket)
         .args(args)

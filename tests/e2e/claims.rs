@@ -268,7 +268,7 @@ async fn sim_inventory_uses_nvidia_attribute_names() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_gpuslicectl_prints_the_documented_json() {
     let daemon = Daemon::start(1);
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpuslicectl"))
+    let out = std::process::Command::new(crate::binaries::gpuslicectl())
         .arg("--socket")
         .arg(&daemon.socket)
         .args([
@@ -297,7 +297,7 @@ async fn sim_gpuslicectl_prints_the_documented_json() {
         doc["devices"][0]["cdi_device_ids"][0],
         format!("k8s.gpuslice.dev/claim={A}-gpu-0")
     );
-    let table = std::process::Command::new(env!("CARGO_BIN_EXE_gpuslicectl"))
+    let table = std::process::Command::new(crate::binaries::gpuslicectl())
         .arg("--socket")
         .arg(&daemon.socket)
         .arg("claims")
@@ -306,7 +306,7 @@ async fn sim_gpuslicectl_prints_the_documented_json() {
     let text = String::from_utf8_lossy(&table.stdout);
     assert!(text.starts_with("UID"), "{text}");
     assert!(text.contains(A) && text.contains("ns/n"), "{text}");
-    let refused = std::process::Command::new(env!("CARGO_BIN_EXE_gpuslicectl"))
+    let refused = std::process::Command::new(crate::binaries::gpuslicectl())
         .arg("--socket")
         .arg(&daemon.socket)
         .args(["prepare", "--uid", B, "--device", "gpu-0"])

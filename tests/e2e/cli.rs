@@ -12,15 +12,16 @@ use std::process::{Command, Output};
 
 use crate::harness::{Daemon, answered, gpusliced_binary, write_config};
 
-/// This package's binaries (gpuslice-dra-plugin's are checked by
+/// gpusliced and gpuslicectl (gpuslice-dra-plugin's are checked by
 /// shim/tests/cli.rs).
 const BINARIES: [&str; 2] = ["gpusliced", "gpuslicectl"];
 
-/// The binary cargo built for this test.
+/// The binary cargo built for this test, or (gpuslicectl) built from its
+/// own package.
 fn binary(name: &str) -> std::path::PathBuf {
     match name {
         "gpusliced" => gpusliced_binary(),
-        _ => env!("CARGO_BIN_EXE_gpuslicectl").into(),
+        _ => crate::binaries::gpuslicectl(),
     }
 }
 

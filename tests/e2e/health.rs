@@ -51,7 +51,7 @@ fn inject(daemon: &Daemon, line: &str) {
 
 /// gpuslicectl against `daemon`: its exit status, stdout and stderr.
 fn ctl(daemon: &Daemon, args: &[&str]) -> (Option<i32>, String, String) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpuslicectl"))
+    let out = std::process::Command::new(crate::binaries::gpuslicectl())
         .arg("--socket")
         .arg(&daemon.socket)
         .args(args)

@@ -78,7 +78,7 @@ async fn sim_watch_inventory_sends_each_generation_and_ends_cleanly_at_shutdown(
     assert_eq!(after.devices[0].holders, vec![A.to_owned()]);
 
     // gpuslicectl follows the same stream.
-    let mut cli = Command::new(env!("CARGO_BIN_EXE_gpuslicectl"))
+    let mut cli = Command::new(crate::binaries::gpuslicectl())
         .arg("--socket")
         .arg(&daemon.socket)
         .args(["--output", "json", "inventory", "--watch"])
@@ -130,7 +130,7 @@ async fn sim_watch_inventory_refuses_other_users() {
     std::fs::set_permissions(&daemon.socket, std::fs::Permissions::from_mode(0o666)).unwrap();
     let out = Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(env!("CARGO_BIN_EXE_gpuslicectl"))
+        .arg(crate::binaries::gpuslicectl())
         .arg("--socket")
         .arg(&daemon.socket)
         .args(["inventory", "--watch"])

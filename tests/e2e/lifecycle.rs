@@ -142,7 +142,7 @@ async fn sim_socket_is_0660_and_other_users_are_refused() {
     std::fs::set_permissions(&daemon.socket, std::fs::Permissions::from_mode(0o666)).unwrap();
     let out = std::process::Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(env!("CARGO_BIN_EXE_gpuslicectl"))
+        .arg(crate::binaries::gpuslicectl())
         .arg("--socket")
         .arg(&daemon.socket)
         .arg("status")

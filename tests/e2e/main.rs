@@ -4,6 +4,7 @@
 
 mod activity;
 mod activity_sampler;
+mod binaries;
 mod cdi_schema;
 mod claims;
 mod cli;

@@ -58,7 +58,7 @@ fn daemon() -> Daemon {
 fn run(daemon: &Daemon, args: &[&str]) -> (i32, String, String) {
     let absent = daemon.dir.path().join("empty-plugin.toml");
     let has_config = args.contains(&"--plugin-config");
-    let mut command = Command::new(env!("CARGO_BIN_EXE_gpuslicectl"));
+    let mut command = Command::new(crate::binaries::gpuslicectl());
     command.arg("--socket").arg(&daemon.socket).args(args);
     if !has_config {
         write(&absent, "");
@@ -263,7 +263,7 @@ fn slices_claim(count: u32) -> String {
 
 /// Prepares a claim holding `device`, as the DRA plugin would.
 fn hold(daemon: &Daemon, uid: &str, device: &str) {
-    let out = Command::new(env!("CARGO_BIN_EXE_gpuslicectl"))
+    let out = Command::new(crate::binaries::gpuslicectl())
         .arg("--socket")
         .arg(&daemon.socket)
         .args(["prepare", "--uid", uid, "--device", device])

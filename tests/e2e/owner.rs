@@ -85,7 +85,7 @@ fn in_use(state_dir: &Path, pid: u32) -> String {
 
 /// `gpuslicectl --socket <socket> status`, which must answer.
 fn ctl_status(socket: &Path) -> String {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpuslicectl"))
+    let out = std::process::Command::new(crate::binaries::gpuslicectl())
         .arg("--socket")
         .arg(socket)
         .arg("status")

@@ -17,7 +17,7 @@ const C: &str = "c3c3c3c3-5e6f-4a7b-8c9d-0e1f2a3b4c5d";
 const T: &str = "d4d4d4d4-5e6f-4a7b-8c9d-0e1f2a3b4c5d";
 
 fn ctl(node: &SharedDaemon, args: &[&str]) -> String {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpuslicectl"))
+    let out = std::process::Command::new(crate::binaries::gpuslicectl())
         .arg("--socket")
         .arg(&node.socket)
         .args(args)
@@ -33,7 +33,7 @@ fn ctl(node: &SharedDaemon, args: &[&str]) -> String {
 
 /// gpuslicectl's stderr, which must fail.
 fn ctl_refused(node: &SharedDaemon, args: &[&str]) -> String {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpuslicectl"))
+    let out = std::process::Command::new(crate::binaries::gpuslicectl())
         .arg("--socket")
         .arg(&node.socket)
         .args(args)

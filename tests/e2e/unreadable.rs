@@ -16,7 +16,7 @@ const C: &str = "cccccccc-0000-4000-8000-0000000000d3";
 const GPU_1_LOST: (&str, &str) = ("GPUSLICE_SIM_FAULTS", "device_info:fail_gpu=1@gpu_lost");
 
 fn ctl(daemon: &Daemon, args: &[&str]) -> String {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpuslicectl"))
+    let out = std::process::Command::new(crate::binaries::gpuslicectl())
         .arg("--socket")
         .arg(&daemon.socket)
         .args(args)

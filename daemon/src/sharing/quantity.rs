@@ -1,13 +1,13 @@
 //! Kubernetes `resource.Quantity` strings ("10Gi", "512Mi", "1.5G", "1e9") read
 //! as a whole number of bytes. Pure.
 //!
-//! Parsing is gpuslice-selector's exact `Quantity` (the one `gpuslicectl
+//! Parsing is gpuslice-quantity's exact `Quantity` (the one `gpuslicectl
 //! match` evaluates selectors with), so a limit here reads as the same amount
 //! as in a selector. Fractions of a byte round up, as `Quantity.Value()` does.
 //! Negative amounts, and milli and smaller suffixes (which make no sense for
 //! memory), are refused.
 
-use gpuslice_selector::quantity::Quantity;
+use gpuslice_quantity::Quantity;
 
 /// Parses `text` as a byte count. The error says what is wrong with it.
 pub fn parse_bytes(text: &str) -> Result<u64, String> {

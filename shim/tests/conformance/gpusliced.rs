@@ -14,39 +14,9 @@ use crate::peers::{ChildGuard, log_file, read, stop, write};
 /// A bound on start-up, not a sleep.
 const READY_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// The gpusliced binary: next to this test's target dir, built when absent.
+/// The gpusliced binary, built from its package (`crate::binaries`).
 pub fn gpusliced_binary() -> PathBuf {
-    daemon_binary("gpusliced")
-}
-
-/// A binary of the gpuslice package (`gpusliced`, `gpuslicectl`), next to
-/// this test's target dir, built when absent.
-pub fn daemon_binary(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable");
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>");
-    let binary = profile_dir.join(name);
-    if !binary.is_file() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-        let mut build = Command::new(cargo);
-        build.args(["build", "-p", "gpuslice", "--bin", name]);
-        if profile_dir.file_name().is_some_and(|n| n == "release") {
-            build.arg("--release");
-        }
-        let status = build.status().expect("run cargo build for gpusliced");
-        assert!(
-            status.success(),
-            "cargo build -p gpuslice --bin {name} failed"
-        );
-    }
-    assert!(
-        binary.is_file(),
-        "{name} not at {} after building it",
-        binary.display()
-    );
-    binary
+    crate::binaries::workspace_binary("gpuslice", "gpusliced")
 }
 
 /// The stand-ins gpusliced runs instead of nvidia-cuda-mps-control and
@@ -186,7 +156,7 @@ impl Daemon {
 
     /// `gpuslicectl --output json status` against this gpusliced.
     pub fn status_json(&self) -> serde_json::Value {
-        let out = Command::new(daemon_binary("gpuslicectl"))
+        let out = Command::new(crate::binaries::gpuslicectl())
             .arg("--socket")
             .arg(&self.socket)
             .args(["--output", "json", "status"])
@@ -198,7 +168,7 @@ impl Daemon {
 
     /// `gpuslicectl status` (the table) against this gpusliced.
     pub fn status_text(&self) -> String {
-        let out = Command::new(daemon_binary("gpuslicectl"))
+        let out = Command::new(crate::binaries::gpuslicectl())
             .arg("--socket")
             .arg(&self.socket)
             .arg("status")

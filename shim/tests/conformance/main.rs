@@ -18,6 +18,8 @@
 //! under it.
 
 mod advertise;
+#[path = "../../../tests/e2e/binaries.rs"]
+mod binaries;
 mod extended;
 mod extended_claim;
 mod fake_apiserver;

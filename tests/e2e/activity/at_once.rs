@@ -149,7 +149,7 @@ fn claim_of(json: &Value) -> &Value {
 /// `sim exec` says its process runs; the next `top --once` and the next
 /// scrape show it, with no periodic sample in between.
 async fn process_seen_once_announced(node: &Daemon) {
-    let mut exec = Command::new(env!("CARGO_BIN_EXE_gpuslicectl"))
+    let mut exec = Command::new(crate::binaries::gpuslicectl())
         .arg("--socket")
         .arg(&node.socket)
         .args([

@@ -32,7 +32,7 @@ impl Processes {
     }
 
     fn sim_exec(&mut self, daemon: &Daemon, args: &[&str]) -> usize {
-        let child = Command::new(env!("CARGO_BIN_EXE_gpuslicectl"))
+        let child = Command::new(crate::binaries::gpuslicectl())
             .arg("--socket")
             .arg(&daemon.socket)
             .args(["sim", "exec"])

@@ -67,7 +67,7 @@ pub async fn follow_every_container(daemon: &Daemon, pod: &mut Pod) -> Followed 
         let (state, pid) = pod.cri.status(&id);
         assert_eq!(state, "CONTAINER_RUNNING", "{kind:?}");
         assert!(pid > 0, "{kind:?}: containerd reports no pid");
-        let mut exec = Command::new(env!("CARGO_BIN_EXE_gpuslicectl"))
+        let mut exec = Command::new(crate::binaries::gpuslicectl())
             .arg("--socket")
             .arg(&daemon.socket)
             .args(["sim", "exec", "--claim", kind.uid(), "--memory", "1GiB"])

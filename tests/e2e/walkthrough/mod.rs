@@ -239,7 +239,7 @@ fn run_page(root: &Path, page: &str, runs: &[Run]) -> Vec<String> {
         copy_tree(&root.join(folder), &repo.join(folder));
     }
     std::fs::create_dir_all(&scratch).expect("scratch folder");
-    let ctl = PathBuf::from(env!("CARGO_BIN_EXE_gpuslicectl"));
+    let ctl = crate::binaries::gpuslicectl();
     let gpusliced = gpusliced_binary();
     let session = Session::start(
         &repo,

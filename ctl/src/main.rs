@@ -244,7 +244,7 @@ impl Command {
 }
 
 /// The man page's own sections (gpuslice_cli::man_page).
-const MAN: &str = include_str!("../../../../packaging/man/gpuslicectl.roff");
+const MAN: &str = include_str!("../../packaging/man/gpuslicectl.roff");
 
 fn main() -> ExitCode {
     let matches = Args::command().get_matches();

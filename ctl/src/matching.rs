@@ -1,6 +1,7 @@
 //! `gpuslicectl match`: checks DRA CEL selectors against this node's devices
-//! as gpuslice-dra-plugin publishes them (its own slice builder over
-//! gpusliced's inventory), with Kubernetes' CEL rules (gpuslice-selector);
+//! as gpuslice-dra-plugin publishes them (gpuslice-publish, the plugin's own
+//! slice builder, over gpusliced's inventory), with Kubernetes' CEL rules
+//! (gpuslice-selector);
 //! with `-f`, also judges each claim whole with the scheduler's allocator
 //! ([`crate::match_verdict`]): counts, All, constraints, what is held.
 //!
@@ -16,9 +17,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use gpuslice_dra_plugin::config::Config as PluginConfig;
-use gpuslice_dra_plugin::slices::{PoolTarget, build_pool};
 use gpuslice_proto::gpuslice::v1 as pb;
+use gpuslice_publish::config::Config as PluginConfig;
+use gpuslice_publish::slices::{PoolTarget, build_pool};
 use gpuslice_selector::inputs::{self, ClaimDoc, Labeled, Target};
 use gpuslice_selector::{Catalog, DeviceView, Hint, Outcome, Selector};
 use k8s_openapi::api::resource::v1::ResourceSliceSpec;
@@ -32,11 +33,11 @@ pub const PLUGIN_CONFIG: &str = "/etc/gpuslice/gpuslice-dra-plugin.toml";
 /// The DeviceClasses packaged with gpuslice, the opt-in extended-resource ones
 /// (`nvidia.com/gpu`, `nvidia.com/mig-<profile>`) included.
 const PACKAGED: [&str; 5] = [
-    include_str!("../../../../packaging/deviceclasses/gpu.nvidia.com.yaml"),
-    include_str!("../../../../packaging/deviceclasses/mig.nvidia.com.yaml"),
-    include_str!("../../../../packaging/deviceclasses/shared-gpu.gpuslice.dev.yaml"),
-    include_str!("../../../../packaging/deviceclasses/extended-resources/nvidia.com-gpu.yaml"),
-    include_str!("../../../../packaging/deviceclasses/extended-resources/nvidia.com-mig.yaml"),
+    include_str!("../../packaging/deviceclasses/gpu.nvidia.com.yaml"),
+    include_str!("../../packaging/deviceclasses/mig.nvidia.com.yaml"),
+    include_str!("../../packaging/deviceclasses/shared-gpu.gpuslice.dev.yaml"),
+    include_str!("../../packaging/deviceclasses/extended-resources/nvidia.com-gpu.yaml"),
+    include_str!("../../packaging/deviceclasses/extended-resources/nvidia.com-mig.yaml"),
 ];
 
 /// What to match.

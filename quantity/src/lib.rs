@@ -1,5 +1,6 @@
-//! Kubernetes `resource.Quantity` values held exactly, for CEL's `quantity()`
-//! and the capacities of a device. Pure.
+//! gpuslice-quantity: Kubernetes `resource.Quantity` values held exactly, for
+//! CEL's `quantity()` and the capacities of a device (gpuslice-selector) and
+//! the memory amounts of gpusliced's config. Pure (std and thiserror).
 //!
 //! A quantity is kept as a whole number of nano-units in an `i128`, which is
 //! what `resource.ParseQuantity` keeps: it rounds a value finer than 1n up

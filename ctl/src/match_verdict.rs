@@ -12,9 +12,9 @@
 
 use std::collections::BTreeMap;
 
-use gpuslice_dra_plugin::slices::MEMORY;
-use gpuslice_dra_plugin::slices::quantity::quantity;
 use gpuslice_proto::gpuslice::v1 as pb;
+use gpuslice_publish::slices::MEMORY;
+use gpuslice_publish::slices::quantity::quantity;
 use gpuslice_selector::allocate::{Assigned, Fit, Held, Shortfall, judge};
 use gpuslice_selector::inputs::ClaimDoc;
 use gpuslice_selector::quantity::Quantity;
