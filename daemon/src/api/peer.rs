@@ -52,6 +52,12 @@ impl PeerPolicy {
             gid: cred.gid(),
             pid: cred.pid(),
         };
+        // Root, the daemon's user and the socket group's primary members are
+        // admitted without reading /proc: the supplementary groups are read
+        // only for a caller who would otherwise be refused.
+        if self.admits(peer, &[]) {
+            return Ok(req);
+        }
         let groups = peer.pid.map(supplementary_groups).unwrap_or_default();
         if self.admits(peer, &groups) {
             return Ok(req);
