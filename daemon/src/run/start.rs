@@ -19,7 +19,7 @@ use crate::gpu::sim::SimBackend;
 use crate::health::{Classifier, HealthStore};
 use crate::inventory::Inventory;
 use crate::mps::{
-    ChildSupervisor, MpsManager, MpsSettings, NoShmMount, ShmMounter, Supervisor,
+    ChildSupervisor, ControlProgram, MpsManager, MpsSettings, NoShmMount, ShmMounter, Supervisor,
     SystemdSupervisor, TmpfsMounter,
 };
 use crate::state::{BOOT_ID_PATH, Store, read_boot_id};
@@ -115,9 +115,10 @@ fn sharing_tools(config: &Config) -> Result<SharingTools, RunError> {
         nvidia_smi = %config.nvidia_smi().display(),
         "sharing tools"
     );
+    let control = Arc::new(ControlProgram::new(&settings.control_program));
     Ok(SharingTools {
-        mps: Arc::new(MpsManager::new(settings, supervisor, mounter)),
-        nvidia_smi: NvidiaSmi::new(&config.nvidia_smi()),
+        mps: Arc::new(MpsManager::new(settings, supervisor, control, mounter)),
+        timeslice: Arc::new(NvidiaSmi::new(&config.nvidia_smi())),
     })
 }
 

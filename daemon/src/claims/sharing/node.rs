@@ -12,7 +12,7 @@ use crate::driver::{DriverFiles, Roots};
 use crate::gpu::sim::{SimBackend, SimModel};
 use crate::gpu::{ComputeMode, GpuBackend};
 use crate::inventory::Inventory;
-use crate::mps::{ChildSupervisor, MpsManager, MpsSettings, NoShmMount};
+use crate::mps::{ChildSupervisor, ControlProgram, MpsManager, MpsSettings, NoShmMount};
 use crate::state::Store;
 use crate::timeslice::NvidiaSmi;
 
@@ -132,15 +132,16 @@ impl Node {
         let tools = SharingTools {
             mps: Arc::new(MpsManager::new(
                 MpsSettings {
-                    control_program: control,
+                    control_program: control.clone(),
                     mps_dir: d.join("run/mps"),
                     ready_bound: BOUND,
                     bind_shm: false,
                 },
                 Arc::new(ChildSupervisor::default()),
+                Arc::new(ControlProgram::new(&control)),
                 Arc::new(NoShmMount),
             )),
-            nvidia_smi: NvidiaSmi::new(&smi),
+            timeslice: Arc::new(NvidiaSmi::new(&smi)),
         };
         let engine = Engine::new(
             dyn_backend,

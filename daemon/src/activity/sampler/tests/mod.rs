@@ -15,7 +15,7 @@ use crate::config::{MigAdvertise, MigConfig, MigGpuConfig};
 use crate::gpu::GpuBackend;
 use crate::gpu::sim::{SimBackend, SimModel, SimProcess};
 use crate::mps::supervisor::DAEMON_MARKER;
-use crate::mps::{ChildSupervisor, MpsManager, MpsSettings, NoShmMount};
+use crate::mps::{ChildSupervisor, ControlProgram, MpsManager, MpsSettings, NoShmMount};
 use crate::timeslice::NvidiaSmi;
 
 mod at_once;
@@ -56,9 +56,10 @@ impl Node {
                     bind_shm: false,
                 },
                 Arc::new(ChildSupervisor::default()),
+                Arc::new(ControlProgram::new(&tool("fake-mps-control"))),
                 Arc::new(NoShmMount),
             )),
-            nvidia_smi: NvidiaSmi::new(&tool("fake-nvidia-smi")),
+            timeslice: Arc::new(NvidiaSmi::new(&tool("fake-nvidia-smi"))),
         };
         let engine = sim_engine(dir.path(), dyn_backend, mig).with_sharing(tools);
         engine.setup_mig(mig).unwrap();
