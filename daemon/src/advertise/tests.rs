@@ -2,14 +2,10 @@
 //! switch on a simulated node: both forms served, a claim prepared in one
 //! form unprepared and prepared again by name in the other.
 
-use std::sync::Arc;
-
 use super::{Advertiser, Asked, Form, in_force};
-use crate::claims::tests::sim_engine;
 use crate::claims::{DeviceRequest, Engine, PrepareRequest, Prepared, Unprepared};
 use crate::config::{MigAdvertise, MigConfig, MigCreate, MigGpuConfig};
-use crate::gpu::GpuBackend;
-use crate::gpu::sim::{SimBackend, SimModel};
+use crate::testkit::{SimNode, SimNodeBuilder};
 
 const A: &str = "aaaaaaaa-0000-4000-8000-00000000000a";
 const B: &str = "bbbbbbbb-0000-4000-8000-00000000000b";
@@ -73,17 +69,19 @@ fn an_explicit_form_or_ahead_wins_and_auto_follows_the_plugin() {
     }
 }
 
-/// Two simulated H100s, gpu-0 selected by `config`, applied through an
-/// advertiser.
-fn node(dir: &tempfile::TempDir, config: MigConfig) -> (Engine, Advertiser) {
-    let models = vec![SimModel::H100_80GB; 2];
-    let hardware = dir.path().join("sim-hardware.json");
-    let backend: Arc<dyn GpuBackend> =
-        Arc::new(SimBackend::open_at_boot(models, "advertise", &hardware, "b1").unwrap());
-    let engine = sim_engine(dir.path(), backend, &config);
+/// Two simulated H100s, gpu-0 selected by `config`, started as gpusliced
+/// starts (`Engine::start_up`) with its MIG applied through an advertiser.
+fn start(config: MigConfig) -> (SimNode, Advertiser) {
+    let node = SimNodeBuilder::h100s(2)
+        .seed("advertise")
+        .mig(config.clone())
+        .engine_only()
+        .start();
     let advertiser = Advertiser::new(config.clone());
-    advertiser.apply_config(&engine, config).unwrap();
-    (engine, advertiser)
+    node.engine()
+        .start_up(|engine| advertiser.apply_config(engine, config))
+        .unwrap();
+    (node, advertiser)
 }
 
 fn request(uid: &str, device: &str) -> PrepareRequest {
@@ -113,8 +111,8 @@ fn slice_names(engine: &Engine) -> Vec<String> {
 
 #[test]
 fn auto_serves_the_layout_until_asked_then_either_form() {
-    let dir = tempfile::tempdir().unwrap();
-    let (engine, advertiser) = node(&dir, mig(MigAdvertise::Auto, MigCreate::OnPrepare));
+    let (node, advertiser) = start(mig(MigAdvertise::Auto, MigCreate::OnPrepare));
+    let engine = node.engine();
     let layout = slice_names(&engine);
     assert_eq!(layout.len(), 2, "{layout:?}");
     assert!(!engine.inventory().partitionable);
@@ -144,8 +142,8 @@ fn auto_serves_the_layout_until_asked_then_either_form() {
 
 #[test]
 fn claims_outlive_a_switch_by_name() {
-    let dir = tempfile::tempdir().unwrap();
-    let (engine, advertiser) = node(&dir, mig(MigAdvertise::Auto, MigCreate::OnPrepare));
+    let (node, advertiser) = start(mig(MigAdvertise::Auto, MigCreate::OnPrepare));
+    let engine = node.engine();
     // A layout slice, prepared in layout form.
     let in_layout = slice_names(&engine)
         .into_iter()
@@ -171,8 +169,8 @@ fn claims_outlive_a_switch_by_name() {
 
 #[test]
 fn an_explicit_form_ignores_the_plugin() {
-    let dir = tempfile::tempdir().unwrap();
-    let (engine, advertiser) = node(&dir, mig(MigAdvertise::Layout, MigCreate::OnPrepare));
+    let (node, advertiser) = start(mig(MigAdvertise::Layout, MigCreate::OnPrepare));
+    let engine = node.engine();
     let now = advertiser.ask(&engine, asked(Form::Partitionable)).unwrap();
     assert_eq!(now.form, Form::Layout);
     assert_eq!(now.reason, "set in the config");

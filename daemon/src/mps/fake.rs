@@ -65,6 +65,8 @@ struct Gate {
 
 struct FakeDaemon {
     generation: u64,
+    /// Its line in the record, written again at each restart.
+    start_line: String,
     state: DaemonState,
     restarts: u32,
     /// The percentage the daemon starts with (its environment), and now.
@@ -136,7 +138,9 @@ impl FakeMps {
             daemon.state = DaemonState::Restarting;
             daemon.percentage = daemon.default_percentage.clone();
             daemon.pinned.clear();
-            Arc::clone(&daemon.hook)
+            let (line, hook) = (daemon.start_line.clone(), Arc::clone(&daemon.hook));
+            state.record.push(line);
+            hook
         };
         let outcome = hook(&|| true);
         if let Some(daemon) = lock(&self.shared).daemons.get_mut(hash) {
@@ -291,10 +295,11 @@ impl Supervisor for FakeMps {
             state.gate.waiting -= 1;
         }
         let percentage = env_value(spec, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE").unwrap_or("");
-        state.record.push(format!(
+        let start_line = format!(
             "start CUDA_VISIBLE_DEVICES={} ATP={percentage}",
             env_value(spec, "CUDA_VISIBLE_DEVICES").unwrap_or("")
-        ));
+        );
+        state.record.push(start_line.clone());
         state.starts += 1;
         let hash = spec.key.hash();
         if std::mem::take(&mut state.fail_next_start) {
@@ -314,6 +319,7 @@ impl Supervisor for FakeMps {
             hash.clone(),
             FakeDaemon {
                 generation,
+                start_line,
                 state: DaemonState::Running,
                 restarts: 0,
                 default_percentage: percentage.to_owned(),

@@ -22,7 +22,7 @@
 
 pub mod child;
 pub mod control;
-#[cfg(feature = "testkit")]
+#[cfg(any(test, feature = "testkit"))]
 pub mod fake;
 pub mod folders;
 pub mod key;
@@ -36,7 +36,7 @@ use std::path::PathBuf;
 
 pub use child::ChildSupervisor;
 pub use control::{Control, ControlProgram};
-#[cfg(feature = "testkit")]
+#[cfg(any(test, feature = "testkit"))]
 pub use fake::{FakeMps, StartGate};
 pub use folders::DaemonFolders;
 pub use key::MpsKey;

@@ -165,12 +165,13 @@ pub(super) fn start_engine(config: &Config, advertiser: &Advertiser) -> Result<E
         }
         Err(err) => tracing::error!(error = %err, "device health not restored"),
     }
-    let report = engine.reconcile().map_err(RunError::Reconcile)?;
-    tracing::info!(?report, "reconciled claim records and CDI specs");
-    advertiser
-        .apply_config(&engine, config.mig.clone())
+    let report = engine
+        .start_up(|engine| advertiser.apply_config(engine, config.mig.clone()))
         .map_err(RunError::Reconcile)?;
-    engine.restore_sharing();
+    tracing::info!(
+        ?report,
+        "reconciled claim records and CDI specs, MIG set up, sharing restored"
+    );
     for problem in &report.problems {
         tracing::error!(%problem, "reconcile");
     }

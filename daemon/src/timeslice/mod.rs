@@ -11,12 +11,12 @@
 //! once (MPS needs EXCLUSIVE_PROCESS, time-slicing DEFAULT). The engine sets
 //! compute mode DEFAULT itself before applying a time-slice.
 
-#[cfg(feature = "testkit")]
+#[cfg(any(test, feature = "testkit"))]
 mod fake;
 mod nvidia_smi;
 mod policy;
 
-#[cfg(feature = "testkit")]
+#[cfg(any(test, feature = "testkit"))]
 pub use fake::FakeNvidiaSmi;
 pub use nvidia_smi::{NvidiaSmi, SetOutcome};
 pub use policy::{Action, TimeSlicePolicy};
