@@ -168,10 +168,7 @@ pub(super) fn start_engine(config: &Config, advertiser: &Advertiser) -> Result<E
     let report = engine
         .start_up(|engine| advertiser.apply_config(engine, config.mig.clone()))
         .map_err(RunError::Reconcile)?;
-    tracing::info!(
-        ?report,
-        "reconciled claim records and CDI specs, MIG set up, sharing restored"
-    );
+    tracing::info!(?report, "reconciled claim records and CDI specs");
     for problem in &report.problems {
         tracing::error!(%problem, "reconcile");
     }
