@@ -113,18 +113,18 @@ fn slice_names(engine: &Engine) -> Vec<String> {
 fn auto_serves_the_layout_until_asked_then_either_form() {
     let (node, advertiser) = start(mig(MigAdvertise::Auto, MigCreate::OnPrepare));
     let engine = node.engine();
-    let layout = slice_names(&engine);
+    let layout = slice_names(engine);
     assert_eq!(layout.len(), 2, "{layout:?}");
     assert!(!engine.inventory().partitionable);
     assert_eq!(advertiser.in_force().form, Form::Layout);
 
     let before = engine.generation();
-    let now = advertiser.ask(&engine, asked(Form::Partitionable)).unwrap();
+    let now = advertiser.ask(engine, asked(Form::Partitionable)).unwrap();
     assert_eq!(now.form, Form::Partitionable);
     assert_eq!(now.reason, "auto: the probe said so");
     assert!(engine.inventory().partitionable);
     assert!(engine.generation() > before, "a new generation");
-    let every = slice_names(&engine);
+    let every = slice_names(engine);
     assert!(every.len() > layout.len(), "{every:?}");
     for name in &layout {
         assert!(every.contains(name), "{name} keeps its name: {every:?}");
@@ -132,12 +132,12 @@ fn auto_serves_the_layout_until_asked_then_either_form() {
 
     // The same request again changes nothing.
     let generation = engine.generation();
-    advertiser.ask(&engine, asked(Form::Partitionable)).unwrap();
+    advertiser.ask(engine, asked(Form::Partitionable)).unwrap();
     assert_eq!(engine.generation(), generation);
 
-    advertiser.ask(&engine, asked(Form::Layout)).unwrap();
+    advertiser.ask(engine, asked(Form::Layout)).unwrap();
     assert!(!engine.inventory().partitionable);
-    assert_eq!(slice_names(&engine), layout);
+    assert_eq!(slice_names(engine), layout);
 }
 
 #[test]
@@ -145,21 +145,21 @@ fn claims_outlive_a_switch_by_name() {
     let (node, advertiser) = start(mig(MigAdvertise::Auto, MigCreate::OnPrepare));
     let engine = node.engine();
     // A layout slice, prepared in layout form.
-    let in_layout = slice_names(&engine)
+    let in_layout = slice_names(engine)
         .into_iter()
         .find(|n| n.contains("3g40gb"))
         .unwrap();
     let first = engine.prepare(&request(A, &in_layout)).unwrap();
-    advertiser.ask(&engine, asked(Form::Partitionable)).unwrap();
+    advertiser.ask(engine, asked(Form::Partitionable)).unwrap();
     // Prepared again by the kubelet after the switch: the same claim.
     let again = engine.prepare(&request(A, &in_layout)).unwrap();
     assert!(matches!(again, Prepared::AlreadyPrepared(_)), "{again:?}");
     assert_eq!(again.record().devices, first.record().devices);
     // A slice only the partitionable form offers, then back to the layout.
     let only_partitionable = "gpu-0-mig-1g10gb-0";
-    assert!(slice_names(&engine).iter().any(|n| n == only_partitionable));
+    assert!(slice_names(engine).iter().any(|n| n == only_partitionable));
     engine.prepare(&request(B, only_partitionable)).unwrap();
-    advertiser.ask(&engine, asked(Form::Layout)).unwrap();
+    advertiser.ask(engine, asked(Form::Layout)).unwrap();
     assert_eq!(engine.unprepare(B).unwrap(), Unprepared::Removed);
     assert_eq!(engine.unprepare(A).unwrap(), Unprepared::Removed);
     assert!(engine.claims().is_empty());
@@ -171,7 +171,7 @@ fn claims_outlive_a_switch_by_name() {
 fn an_explicit_form_ignores_the_plugin() {
     let (node, advertiser) = start(mig(MigAdvertise::Layout, MigCreate::OnPrepare));
     let engine = node.engine();
-    let now = advertiser.ask(&engine, asked(Form::Partitionable)).unwrap();
+    let now = advertiser.ask(engine, asked(Form::Partitionable)).unwrap();
     assert_eq!(now.form, Form::Layout);
     assert_eq!(now.reason, "set in the config");
     assert!(!engine.inventory().partitionable);

@@ -10,18 +10,22 @@
 //! `start CUDA_VISIBLE_DEVICES=<uuids> ATP=<percentage>` line per start, then
 //! each command verbatim. A daemon outlives the manager that started it (as
 //! a process outlives gpusliced), so a new manager on the same fake adopts
-//! it; [`FakeMps::reboot`] ends them all.
+//! it; [`FakeMps::reboot`] ends them all. What the manager holds of one
+//! daemon, and the start gate, are in `handle`.
+
+mod handle;
+
+use handle::Handle;
+pub use handle::StartGate;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::MpsError;
 use super::control::Control;
 use super::folders::DaemonFolders;
-use super::supervisor::{
-    DaemonSpec, DaemonState, DaemonStatus, RestartHook, Supervised, Supervisor,
-};
+use super::supervisor::{DaemonSpec, DaemonState, RestartHook, Supervised, Supervisor};
 
 /// Recording, error-injecting MPS control daemons.
 #[derive(Debug, Default)]
@@ -166,108 +170,6 @@ impl FakeMps {
         StartGate {
             shared: Arc::clone(&self.shared),
         }
-    }
-}
-
-/// Holds starts until opened (see [`FakeMps::gate_starts`]).
-#[derive(Debug)]
-pub struct StartGate {
-    shared: Arc<Shared>,
-}
-
-impl StartGate {
-    /// Waits until a start is held at the gate.
-    pub fn wait_started(&self) {
-        let mut state = lock(&self.shared);
-        while state.gate.waiting == 0 {
-            state = self
-                .shared
-                .changed
-                .wait(state)
-                .unwrap_or_else(PoisonError::into_inner);
-        }
-    }
-
-    /// Lets every held start, and every later one, through.
-    pub fn open(&self) {
-        lock(&self.shared).gate.closed = false;
-        self.shared.changed.notify_all();
-    }
-}
-
-/// One daemon as the manager holds it.
-#[derive(Debug)]
-struct Handle {
-    shared: Arc<Shared>,
-    hash: String,
-    /// `None`: a start that failed (the process exited at once).
-    generation: Option<u64>,
-}
-
-impl Handle {
-    fn with_mine<T>(&self, f: impl FnOnce(Option<&mut FakeDaemon>) -> T) -> T {
-        let mut state = lock(&self.shared);
-        let mine = state
-            .daemons
-            .get_mut(&self.hash)
-            .filter(|d| Some(d.generation) == self.generation);
-        f(mine)
-    }
-}
-
-impl Supervised for Handle {
-    fn is_alive(&self) -> bool {
-        self.with_mine(|d| d.is_some())
-    }
-
-    fn status(&self) -> DaemonStatus {
-        let (state, restarts) =
-            self.with_mine(|d| d.map_or((DaemonState::Stopped, 0), |d| (d.state, d.restarts)));
-        DaemonStatus {
-            pid: None,
-            unit: None,
-            state,
-            restarts,
-        }
-    }
-
-    fn stop(&self, quit: &dyn Fn()) -> Result<(), MpsError> {
-        quit();
-        let mut state = lock(&self.shared);
-        let mine = state
-            .daemons
-            .get(&self.hash)
-            .is_some_and(|d| Some(d.generation) == self.generation);
-        if mine {
-            state.daemons.remove(&self.hash);
-        }
-        drop(state);
-        self.shared.changed.notify_all();
-        Ok(())
-    }
-
-    fn wait_for_restarts(&self, count: u32, bound: Duration) -> DaemonStatus {
-        let deadline = Instant::now() + bound;
-        let mut state = lock(&self.shared);
-        loop {
-            let done = state
-                .daemons
-                .get(&self.hash)
-                .filter(|d| Some(d.generation) == self.generation)
-                .is_none_or(|d| d.restarts >= count && d.state != DaemonState::Restarting);
-            let left = deadline.saturating_duration_since(Instant::now());
-            if done || left.is_zero() {
-                break;
-            }
-            state = self
-                .shared
-                .changed
-                .wait_timeout(state, left)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
-        drop(state);
-        self.status()
     }
 }
 
