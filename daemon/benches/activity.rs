@@ -22,8 +22,6 @@
 //! Env: `GPUSLICE_BENCH_ROUNDS` (5-second blocks per mode, default 3),
 //! `GPUSLICE_BENCH_DIR` (default a temp folder under the cargo target dir).
 
-#[path = "common/fake_root.rs"]
-mod fake_root;
 #[path = "activity/node.rs"]
 mod node;
 #[path = "activity/stats.rs"]

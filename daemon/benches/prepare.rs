@@ -20,13 +20,11 @@ use std::time::{Duration, Instant};
 mod durable;
 #[path = "common/engine.rs"]
 mod engine;
-#[path = "common/fake_root.rs"]
-mod fake_root;
 
 use durable::{durable_write, sync_dir};
-use engine::{Fixture, engine, request};
-use fake_root::fake_root;
+use engine::{node, request};
 use gpuslice::claims::Engine;
+use gpuslice::testkit::SimNode;
 
 const DEFAULT_SAMPLES: usize = 300;
 /// (live claims, simulated GPUs beyond live + samples). The last row is a
@@ -114,12 +112,12 @@ fn uid(level: usize, index: usize) -> String {
 
 fn run_level(base: &Path, live: usize, gpus: usize, samples: usize) -> Level {
     let dir = base.join(format!("live-{live}-gpus-{gpus}"));
-    let fx = Fixture::under(&dir);
-    fake_root(&fx.root, gpus);
-    let engine = engine(&fx, gpus);
-    populate(&engine, live);
-    let (spec_len, record_len) = sizes(&engine, &fx, live);
-    let records_dir = fx.state_dir.join("claims");
+    let node = node(&dir, gpus);
+    let engine = node.engine();
+    populate(engine, live);
+    let (spec_len, record_len) = sizes(&node, live);
+    let records_dir = node.state_dir().join("claims");
+    let cdi_dir = node.cdi_dir();
     let spec_bytes = vec![b's'; spec_len];
     let record_bytes = vec![b'r'; record_len];
     let mut level = Level {
@@ -134,14 +132,14 @@ fn run_level(base: &Path, live: usize, gpus: usize, samples: usize) -> Level {
         // place in the inventory.
         let id = uid(live, live + i);
         let gpu = gpus - samples + i;
-        let floor = || floor_sample(&fx.cdi_dir, &spec_bytes, &records_dir, &record_bytes, &id);
+        let floor = || floor_sample(&cdi_dir, &spec_bytes, &records_dir, &record_bytes, &id);
         // Alternate which goes first so neither always follows the other.
         if i % 2 == 0 {
-            level.prepare.push(prepare_sample(&engine, &id, gpu));
+            level.prepare.push(prepare_sample(engine, &id, gpu));
             level.floor.push(floor());
         } else {
             level.floor.push(floor());
-            level.prepare.push(prepare_sample(&engine, &id, gpu));
+            level.prepare.push(prepare_sample(engine, &id, gpu));
         }
     }
     level
@@ -165,18 +163,15 @@ fn populate(engine: &Engine, live: usize) {
 }
 
 /// Sizes of the spec and record a prepare writes, read back from disk.
-fn sizes(engine: &Engine, fx: &Fixture, live: usize) -> (usize, usize) {
-    let claims = engine.claims();
+fn sizes(node: &SimNode, live: usize) -> (usize, usize) {
+    let claims = node.engine().claims();
     let record = claims.first().expect("at least one live claim");
     let len = |path: PathBuf| {
         let meta = std::fs::metadata(&path).expect("a prepared claim's file is on disk");
         usize::try_from(meta.len()).expect("file size fits in usize")
     };
-    let spec = len(fx.cdi_dir.join(&record.cdi_spec_file));
-    let rec = len(fx
-        .state_dir
-        .join("claims")
-        .join(format!("{}.json", record.uid)));
+    let spec = len(node.cdi_dir().join(&record.cdi_spec_file));
+    let rec = len(node.record_path(&record.uid));
     println!("  live={live}: spec {spec} B, record {rec} B per claim");
     (spec, rec)
 }

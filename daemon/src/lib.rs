@@ -29,6 +29,9 @@
 //! 13. [`systemd`] and [`logging`]: sd_notify and journald.
 //! 14. [`run`]: start-up, the task set, shutdown; [`preflight`]: what
 //!     `gpusliced --check-config` judges beyond parsing.
+//! 15. [`testkit`](crate#floor-15): a simulated node for tests and benches,
+//!     and the fakes of the external programs it drives (feature `testkit`,
+//!     never in a release build).
 
 // Floor 0
 pub mod crash;
@@ -80,3 +83,7 @@ pub mod systemd;
 // Floor 14
 pub mod preflight;
 pub mod run;
+
+// Floor 15
+#[cfg(any(test, feature = "testkit"))]
+pub mod testkit;

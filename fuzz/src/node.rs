@@ -1,8 +1,9 @@
 //! The simulated node the prepare targets run on: the real claim engine over
 //! five simulated GPUs (an H100, an A100-40GB and an A30 in MIG layout mode
-//! with slices made at prepare, an H200 and an H100 whole), its state and CDI
-//! folders in a private temp folder, and what the node looked like when it
-//! started, so a target can tell that a request left nothing behind.
+//! with slices made at prepare, an H200 and an H100 whole), built by the
+//! daemon's test kit (`gpuslice::testkit`) with its state and CDI folders in
+//! a private temp folder, and what the node looked like when it started, so
+//! a target can tell that a request left nothing behind.
 //!
 //! One node per process, built on first use. "Touched" is measured two ways:
 //! inotify on the CDI, state and records folders (every file event), and the
@@ -11,14 +12,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use gpuslice::claims::{Engine, EngineSettings};
+use gpuslice::claims::Engine;
 use gpuslice::config::{MigAdvertise, MigConfig, MigCreate, MigGpuConfig};
-use gpuslice::driver::{DriverFiles, Roots};
 use gpuslice::gpu::sim::{SimBackend, SimModel, op};
 use gpuslice::gpu::{GpuBackend, GpuInstance};
 use gpuslice::inventory::Inventory;
-use gpuslice::mig::Ownership;
-use gpuslice::state::Store;
+use gpuslice::testkit::{SimNode, SimNodeBuilder};
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
 
 /// The simulated node: three MIG GPUs of different models, two whole.
@@ -40,7 +39,7 @@ const LAYOUTS: [&[&str]; 3] = [
 /// looked like when it started.
 pub struct Node {
     /// The engine under test.
-    pub engine: Engine,
+    pub engine: Arc<Engine>,
     sim: Arc<SimBackend>,
     watch: Inotify,
     folders: Vec<PathBuf>,
@@ -51,7 +50,7 @@ pub struct Node {
     pub device_names: Vec<String>,
     /// Kept for the process's life (statics are never dropped): run.sh points
     /// `GPUSLICE_FUZZ_TMP` at a folder it removes afterwards.
-    _dir: tempfile::TempDir,
+    _node: SimNode,
 }
 
 /// The one node of this process.
@@ -89,34 +88,23 @@ impl Node {
     fn start() -> Node {
         let base =
             std::env::var_os("GPUSLICE_FUZZ_TMP").map_or_else(std::env::temp_dir, PathBuf::from);
-        let dir = tempfile::Builder::new()
-            .prefix("gpuslice-fuzz-")
-            .tempdir_in(base)
-            .expect("temp folder");
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/sim-root");
-        let (cdi_dir, state_dir) = (dir.path().join("cdi"), dir.path().join("state"));
-        std::fs::create_dir_all(&cdi_dir).expect("CDI folder");
-        let sim = Arc::new(SimBackend::new(MODELS.to_vec(), "fuzz"));
-        let backend: Arc<dyn GpuBackend> = sim.clone();
-        let mig = mig_config();
-        let inventory = Inventory::from_backend(backend.as_ref(), &mig, &|_, _| Ownership::Foreign)
-            .expect("inventory");
-        let roots = Roots {
-            driver_root: &root,
-            dev_root: &root,
-        };
-        let driver = DriverFiles::discover(roots, &inventory.driver.driver_version);
-        let settings = EngineSettings {
-            cdi_dir: cdi_dir.clone(),
-            dev_root: root.clone(),
-            cdi_hook: None,
-            boot_id: "fuzz-boot".to_owned(),
-        };
-        let store = Store::open(&state_dir).expect("state folder");
-        let engine = Engine::new(backend, inventory, driver, store, settings);
-        engine.reconcile().expect("reconcile");
-        let problems = engine.setup_mig(&mig).expect("MIG setup");
-        assert!(problems.is_empty(), "MIG setup problems: {problems:?}");
+        let node = SimNodeBuilder::models(&MODELS)
+            .seed("fuzz")
+            .mig(mig_config())
+            .boot("fuzz-boot")
+            .in_dir(&base)
+            .hardware_in_memory()
+            .engine_only()
+            .start();
+        let engine = Arc::clone(node.engine());
+        engine
+            .start_up(|engine| {
+                let problems = engine.setup_mig(&mig_config())?;
+                assert!(problems.is_empty(), "MIG setup problems: {problems:?}");
+                Ok(problems)
+            })
+            .expect("start-up");
+        let (cdi_dir, state_dir, sim) = (node.cdi_dir(), node.state_dir(), Arc::clone(&node.sim));
         let folders = vec![cdi_dir, state_dir.clone(), state_dir.join("claims")];
         let watch = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC).expect("inotify");
         for folder in &folders {
@@ -139,7 +127,7 @@ impl Node {
             sim,
             watch,
             folders,
-            _dir: dir,
+            _node: node,
         };
         node.baseline_instances = node.instances();
         node

@@ -29,6 +29,7 @@ const FLOORS: FloorTable<'static> = FloorTable {
         (12, &["api"]),
         (13, &["systemd", "logging"]),
         (14, &["run", "preflight"]),
+        (15, &["testkit"]),
     ],
 };
 

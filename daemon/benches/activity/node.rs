@@ -1,27 +1,22 @@
 //! The bench node: a claim engine on 9 simulated H100s, 64 time-sliced claims
 //! on GPUs 0..8 with 4 real `sleep` processes each (their claim's marker in
 //! their environment, registered as GPU processes in the simulator), and
-//! GPU 8 free for timed prepares. Dropping it kills the children.
+//! GPU 8 free for timed prepares. The engine is the test kit's simulated node
+//! (`gpuslice::testkit`) with its fake nvidia-smi and a real-size driver
+//! root. Dropping it kills the children.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::fake_root::{DRIVER_VERSION, fake_root};
 use gpuslice::activity::{ActivitySnapshot, Sampler, SamplerSettings};
 use gpuslice::cdi_build::marker::claim_env;
-use gpuslice::claims::SharingTools;
-use gpuslice::claims::{ConfigRequest, DeviceRequest, Engine, EngineSettings, PrepareRequest};
-use gpuslice::config::MigConfig;
-use gpuslice::driver::{DriverFiles, Roots};
+use gpuslice::claims::{Engine, PrepareRequest};
 use gpuslice::gpu::GpuBackend;
-use gpuslice::gpu::sim::{SimBackend, SimModel, SimProcess};
-use gpuslice::inventory::Inventory;
-use gpuslice::mps::{ChildSupervisor, MpsManager, MpsSettings, NoShmMount};
-use gpuslice::sharing::ConfigSource;
-use gpuslice::state::Store;
-use gpuslice::timeslice::NvidiaSmi;
+use gpuslice::gpu::sim::SimProcess;
+use gpuslice::testkit::requests::{request_with, timeslicing};
+use gpuslice::testkit::{SimNode, SimNodeBuilder};
 
 /// GPUs that carry the claims.
 pub const LOADED_GPUS: usize = 8;
@@ -33,7 +28,8 @@ const PROCESSES_PER_CLAIM: usize = 4;
 const PROCESS_MEMORY: u64 = 2 << 30;
 
 pub struct BenchNode {
-    dir: tempfile::TempDir,
+    node: SimNode,
+    _dir: tempfile::TempDir,
     engine: Arc<Engine>,
     sampler: Mutex<Sampler>,
     children: Vec<Child>,
@@ -45,87 +41,35 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-fn timeslicing() -> String {
-    r#"{"apiVersion":"resource.nvidia.com/v1beta1","kind":"GpuConfig","sharing":{"strategy":"TimeSlicing","timeSlicingConfig":{"interval":"Default"}}}"#.to_owned()
-}
-
 fn uid(group: usize, index: usize) -> String {
     format!("{group:08x}-0000-4000-8000-{index:012x}")
 }
 
 fn request(uid: String, gpu: usize, shared: bool) -> PrepareRequest {
-    PrepareRequest {
-        uid,
-        namespace: "bench".to_owned(),
-        name: "claim".to_owned(),
-        devices: vec![DeviceRequest {
-            device: format!("gpu-{gpu}"),
-            request_names: vec!["gpu".to_owned()],
-            pool: "node".to_owned(),
-            consumed_memory: None,
-            share_id: String::new(),
-        }],
-        configs: if shared {
-            vec![ConfigRequest {
-                source: ConfigSource::Claim,
-                requests: vec![],
-                parameters_json: timeslicing(),
-            }]
-        } else {
-            vec![]
-        },
-    }
+    let configs = if shared {
+        vec![timeslicing("Default")]
+    } else {
+        vec![]
+    };
+    request_with(&uid, &[&format!("gpu-{gpu}")], &configs)
 }
 
 impl BenchNode {
     pub fn build() -> BenchNode {
         let dir = work_dir();
-        let d = dir.path();
-        let gpus = LOADED_GPUS + 1;
-        let sim = Arc::new(SimBackend::new(vec![SimModel::H100_80GB; gpus], "bench"));
-        let backend: Arc<dyn GpuBackend> = sim.clone();
-        let inventory =
-            Inventory::from_backend(backend.as_ref(), &MigConfig::default(), &|_, _| {
-                gpuslice::mig::Ownership::Foreign
-            })
-            .expect("sim inventory");
-        let root = d.join("root");
-        fake_root(&root, gpus);
-        let roots = Roots {
-            driver_root: &root,
-            dev_root: &root,
-        };
-        let tools = SharingTools {
-            mps: Arc::new(MpsManager::new(
-                MpsSettings {
-                    control_program: repo().join("tests/tools/fake-mps-control"),
-                    mps_dir: d.join("mps"),
-                    ready_bound: Duration::from_secs(10),
-                    bind_shm: false,
-                },
-                Arc::new(ChildSupervisor::default()),
-                Arc::new(NoShmMount),
-            )),
-            nvidia_smi: NvidiaSmi::new(&repo().join("tests/tools/fake-nvidia-smi")),
-        };
-        let engine = Engine::new(
-            backend.clone(),
-            inventory,
-            DriverFiles::discover(roots, DRIVER_VERSION),
-            Store::open(&d.join("state")).expect("records folder"),
-            EngineSettings {
-                cdi_dir: d.join("cdi"),
-                dev_root: root.clone(),
-                cdi_hook: None,
-                boot_id: "bench-boot".to_owned(),
-            },
-        )
-        .with_sharing(tools);
-        engine.reconcile().expect("reconcile of an empty state");
-        let engine = Arc::new(engine);
+        let node = SimNodeBuilder::h100s(LOADED_GPUS + 1)
+            .seed("bench")
+            .in_dir(dir.path())
+            .real_size_root()
+            .hardware_in_memory()
+            .boot("bench-boot")
+            .fake_tools()
+            .start();
+        let engine = Arc::clone(node.engine());
+        let sim = &node.sim;
         let mut children = Vec::new();
         for (gpu, index) in (0..LOADED_GPUS).zip(0u32..) {
-            let gpu_uuid = backend.device_info(index).expect("sim GPU").uuid;
+            let gpu_uuid = sim.device_info(index).expect("sim GPU").uuid;
             for c in 0..CLAIMS_PER_GPU {
                 let claim = uid(1, gpu * CLAIMS_PER_GPU + c);
                 engine
@@ -151,11 +95,12 @@ impl BenchNode {
                 interval: Duration::from_secs(5),
                 max_claim_series: 1024,
                 proc_root: PathBuf::from("/"),
-                state_dir: Some(d.join("state")),
+                state_dir: Some(node.state_dir()),
             },
         );
         BenchNode {
-            dir,
+            node,
+            _dir: dir,
             engine,
             sampler: Mutex::new(sampler),
             children,
@@ -165,7 +110,7 @@ impl BenchNode {
     }
 
     pub fn dir(&self) -> &Path {
-        self.dir.path()
+        self.node.dir.path()
     }
 
     pub fn processes(&self) -> usize {

@@ -7,26 +7,21 @@ use std::path::Path;
 use std::sync::Arc;
 
 use gpuslice::claims::Engine;
+use gpuslice::testkit::SimNode;
 
 use crate::crew::Worker;
-use crate::engine::{Fixture, engine, request};
-use crate::fake_root::fake_root;
+use crate::engine::{node, request};
 use crate::uid;
 
 /// The uid prefix of in-process claims.
 pub const MODE: u16 = 2;
 
 /// An engine on `gpus` GPUs in a fresh folder under `parent` (kept until
-/// the returned guard drops).
-pub fn start(parent: &Path, gpus: usize) -> (tempfile::TempDir, Arc<Engine>) {
-    let dir = tempfile::Builder::new()
-        .prefix(&format!("in-process-{gpus}-"))
-        .tempdir_in(parent)
-        .expect("cannot create the engine's folder");
-    let fx = Fixture::under(dir.path());
-    fake_root(&fx.root, gpus);
-    let engine = Arc::new(engine(&fx, gpus));
-    (dir, engine)
+/// the returned node drops).
+pub fn start(parent: &Path, gpus: usize) -> (SimNode, Arc<Engine>) {
+    let node = node(parent, gpus);
+    let engine = Arc::clone(node.engine());
+    (node, engine)
 }
 
 /// One thread's part: the shared engine and its GPU.

@@ -32,8 +32,6 @@ mod harness;
 
 #[path = "../common/engine.rs"]
 mod engine;
-#[path = "../common/fake_root.rs"]
-mod fake_root;
 
 mod crew;
 mod floor;
@@ -130,7 +128,7 @@ fn run_level(base: &Path, n: usize, rounds: usize) -> Level {
     sockets.burst(WARM_UP);
     let target = Arc::new(floor_target(&node));
     sockets.clean(WARM_UP);
-    let (engine_dir, engine) = in_process::start(base, n);
+    let (engine_node, engine) = in_process::start(base, n);
     let callers = Crew::new(
         (0..n)
             .map(|gpu| in_process::Caller {
@@ -151,13 +149,8 @@ fn run_level(base: &Path, n: usize, rounds: usize) -> Level {
     let claim = uid(in_process::MODE, WARM_UP, 0);
     println!(
         "N={n}: in-process spec {} B, record {} B per claim",
-        size(&engine_dir.path().join("cdi").join(spec_file_name(&claim))),
-        size(
-            &engine_dir
-                .path()
-                .join("state/claims")
-                .join(format!("{claim}.json"))
-        ),
+        size(&engine_node.cdi_dir().join(spec_file_name(&claim))),
+        size(&engine_node.record_path(&claim)),
     );
     callers.clean(WARM_UP);
     writers.burst(WARM_UP);

@@ -8,8 +8,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use gpuslice::testkit::root::real_size_root;
+
 use crate::crew::Worker;
-use crate::fake_root::fake_root;
 use crate::harness::{self, Client, Daemon, prepare_request, unprepare_request};
 use crate::uid;
 
@@ -29,7 +30,7 @@ impl Node {
             .prefix(&format!("socket-{gpus}-"))
             .tempdir_in(parent)
             .expect("cannot create the daemon's folder");
-        fake_root(&dir.path().join("root"), gpus);
+        real_size_root(&dir.path().join("root"), gpus);
         harness::write_config(dir.path(), gpus, "");
         Self {
             daemon: Daemon::start_logged(dir, &log_filter()),

@@ -2,14 +2,10 @@
 //! switch on a simulated node: both forms served, a claim prepared in one
 //! form unprepared and prepared again by name in the other.
 
-use std::sync::Arc;
-
 use super::{Advertiser, Asked, Form, in_force};
-use crate::claims::tests::sim_engine;
 use crate::claims::{DeviceRequest, Engine, PrepareRequest, Prepared, Unprepared};
 use crate::config::{MigAdvertise, MigConfig, MigCreate, MigGpuConfig};
-use crate::gpu::GpuBackend;
-use crate::gpu::sim::{SimBackend, SimModel};
+use crate::testkit::{SimNode, SimNodeBuilder};
 
 const A: &str = "aaaaaaaa-0000-4000-8000-00000000000a";
 const B: &str = "bbbbbbbb-0000-4000-8000-00000000000b";
@@ -73,17 +69,19 @@ fn an_explicit_form_or_ahead_wins_and_auto_follows_the_plugin() {
     }
 }
 
-/// Two simulated H100s, gpu-0 selected by `config`, applied through an
-/// advertiser.
-fn node(dir: &tempfile::TempDir, config: MigConfig) -> (Engine, Advertiser) {
-    let models = vec![SimModel::H100_80GB; 2];
-    let hardware = dir.path().join("sim-hardware.json");
-    let backend: Arc<dyn GpuBackend> =
-        Arc::new(SimBackend::open_at_boot(models, "advertise", &hardware, "b1").unwrap());
-    let engine = sim_engine(dir.path(), backend, &config);
+/// Two simulated H100s, gpu-0 selected by `config`, started as gpusliced
+/// starts (`Engine::start_up`) with its MIG applied through an advertiser.
+fn start(config: MigConfig) -> (SimNode, Advertiser) {
+    let node = SimNodeBuilder::h100s(2)
+        .seed("advertise")
+        .mig(config.clone())
+        .engine_only()
+        .start();
     let advertiser = Advertiser::new(config.clone());
-    advertiser.apply_config(&engine, config).unwrap();
-    (engine, advertiser)
+    node.engine()
+        .start_up(|engine| advertiser.apply_config(engine, config))
+        .unwrap();
+    (node, advertiser)
 }
 
 fn request(uid: &str, device: &str) -> PrepareRequest {
@@ -113,20 +111,20 @@ fn slice_names(engine: &Engine) -> Vec<String> {
 
 #[test]
 fn auto_serves_the_layout_until_asked_then_either_form() {
-    let dir = tempfile::tempdir().unwrap();
-    let (engine, advertiser) = node(&dir, mig(MigAdvertise::Auto, MigCreate::OnPrepare));
-    let layout = slice_names(&engine);
+    let (node, advertiser) = start(mig(MigAdvertise::Auto, MigCreate::OnPrepare));
+    let engine = node.engine();
+    let layout = slice_names(engine);
     assert_eq!(layout.len(), 2, "{layout:?}");
     assert!(!engine.inventory().partitionable);
     assert_eq!(advertiser.in_force().form, Form::Layout);
 
     let before = engine.generation();
-    let now = advertiser.ask(&engine, asked(Form::Partitionable)).unwrap();
+    let now = advertiser.ask(engine, asked(Form::Partitionable)).unwrap();
     assert_eq!(now.form, Form::Partitionable);
     assert_eq!(now.reason, "auto: the probe said so");
     assert!(engine.inventory().partitionable);
     assert!(engine.generation() > before, "a new generation");
-    let every = slice_names(&engine);
+    let every = slice_names(engine);
     assert!(every.len() > layout.len(), "{every:?}");
     for name in &layout {
         assert!(every.contains(name), "{name} keeps its name: {every:?}");
@@ -134,34 +132,34 @@ fn auto_serves_the_layout_until_asked_then_either_form() {
 
     // The same request again changes nothing.
     let generation = engine.generation();
-    advertiser.ask(&engine, asked(Form::Partitionable)).unwrap();
+    advertiser.ask(engine, asked(Form::Partitionable)).unwrap();
     assert_eq!(engine.generation(), generation);
 
-    advertiser.ask(&engine, asked(Form::Layout)).unwrap();
+    advertiser.ask(engine, asked(Form::Layout)).unwrap();
     assert!(!engine.inventory().partitionable);
-    assert_eq!(slice_names(&engine), layout);
+    assert_eq!(slice_names(engine), layout);
 }
 
 #[test]
 fn claims_outlive_a_switch_by_name() {
-    let dir = tempfile::tempdir().unwrap();
-    let (engine, advertiser) = node(&dir, mig(MigAdvertise::Auto, MigCreate::OnPrepare));
+    let (node, advertiser) = start(mig(MigAdvertise::Auto, MigCreate::OnPrepare));
+    let engine = node.engine();
     // A layout slice, prepared in layout form.
-    let in_layout = slice_names(&engine)
+    let in_layout = slice_names(engine)
         .into_iter()
         .find(|n| n.contains("3g40gb"))
         .unwrap();
     let first = engine.prepare(&request(A, &in_layout)).unwrap();
-    advertiser.ask(&engine, asked(Form::Partitionable)).unwrap();
+    advertiser.ask(engine, asked(Form::Partitionable)).unwrap();
     // Prepared again by the kubelet after the switch: the same claim.
     let again = engine.prepare(&request(A, &in_layout)).unwrap();
     assert!(matches!(again, Prepared::AlreadyPrepared(_)), "{again:?}");
     assert_eq!(again.record().devices, first.record().devices);
     // A slice only the partitionable form offers, then back to the layout.
     let only_partitionable = "gpu-0-mig-1g10gb-0";
-    assert!(slice_names(&engine).iter().any(|n| n == only_partitionable));
+    assert!(slice_names(engine).iter().any(|n| n == only_partitionable));
     engine.prepare(&request(B, only_partitionable)).unwrap();
-    advertiser.ask(&engine, asked(Form::Layout)).unwrap();
+    advertiser.ask(engine, asked(Form::Layout)).unwrap();
     assert_eq!(engine.unprepare(B).unwrap(), Unprepared::Removed);
     assert_eq!(engine.unprepare(A).unwrap(), Unprepared::Removed);
     assert!(engine.claims().is_empty());
@@ -171,9 +169,9 @@ fn claims_outlive_a_switch_by_name() {
 
 #[test]
 fn an_explicit_form_ignores_the_plugin() {
-    let dir = tempfile::tempdir().unwrap();
-    let (engine, advertiser) = node(&dir, mig(MigAdvertise::Layout, MigCreate::OnPrepare));
-    let now = advertiser.ask(&engine, asked(Form::Partitionable)).unwrap();
+    let (node, advertiser) = start(mig(MigAdvertise::Layout, MigCreate::OnPrepare));
+    let engine = node.engine();
+    let now = advertiser.ask(engine, asked(Form::Partitionable)).unwrap();
     assert_eq!(now.form, Form::Layout);
     assert_eq!(now.reason, "set in the config");
     assert!(!engine.inventory().partitionable);

@@ -8,32 +8,32 @@ use std::sync::Arc;
 use gpuslice_proto::gpuslice::v1 as pb;
 
 use crate::claims::Engine;
-use crate::claims::tests::{requests::request, sim_engine};
 use crate::config::MigConfig;
 use crate::crash::test_hook::{self, ArmedHook};
 use crate::gpu::GpuError;
-use crate::gpu::sim::{SimBackend, SimModel, op};
+use crate::gpu::sim::{SimBackend, op};
 use crate::health::{Cause, Fault, Target};
+use crate::testkit::requests::request;
+use crate::testkit::{SimNode, SimNodeBuilder};
 
 const A: &str = "aaaaaaaa-0000-4000-8000-0000000000a1";
 
 /// Three simulated H100s; claim A holds gpu-2.
 struct Node {
-    _dir: tempfile::TempDir,
+    _node: SimNode,
     sim: Arc<SimBackend>,
     engine: Arc<Engine>,
 }
 
 impl Node {
     fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let sim = Arc::new(SimBackend::new(vec![SimModel::H100_80GB; 3], "test"));
-        let engine = Arc::new(sim_engine(dir.path(), sim.clone(), &MigConfig::default()));
+        let node = SimNodeBuilder::h100s(3).hardware_in_memory().start();
+        let engine = Arc::clone(node.engine());
         engine.prepare(&request(A, &["gpu-2"])).unwrap();
         Self {
-            _dir: dir,
-            sim,
+            sim: Arc::clone(&node.sim),
             engine,
+            _node: node,
         }
     }
 

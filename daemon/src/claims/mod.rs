@@ -41,6 +41,7 @@ mod reconcile;
 mod request;
 mod sharing;
 mod spec_file;
+mod start_up;
 mod table;
 mod unprepare;
 mod usage;

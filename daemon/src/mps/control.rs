@@ -1,7 +1,9 @@
 //! Talking to a running control daemon the way NVIDIA's own projects do: run
 //! `nvidia-cuda-mps-control` with one command on its stdin and read its
 //! answer (the socket protocol behind it is undocumented). Also the one
-//! bounded wait for a started daemon to answer.
+//! bounded wait for a started daemon to answer. The manager reaches a daemon
+//! only through the [`Control`] trait, so tests can answer in the program's
+//! place.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -12,40 +14,61 @@ use std::time::{Duration, Instant};
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
 
 use super::MpsError;
+use super::folders::DaemonFolders;
 
 /// Upper bound for one control command; only a hung daemon reaches it.
 const COMMAND_BOUND: Duration = Duration::from_secs(30);
 /// The socket the control daemon creates in its pipe dir.
 pub const CONTROL_SOCKET: &str = "control";
 
-/// One control daemon, as its clients reach it.
-#[derive(Debug, Clone)]
-pub struct ControlClient {
-    program: PathBuf,
-    pipe_dir: PathBuf,
-    log_dir: PathBuf,
+/// How the manager talks to one control daemon, given by its folders: the
+/// two verbs it needs of `nvidia-cuda-mps-control`. [`ControlProgram`] runs
+/// the real program; under the `testkit` feature `super::fake::FakeMps`
+/// answers in its place.
+pub trait Control: Send + Sync + std::fmt::Debug {
+    /// Sends `command` to the daemon of `folders` and returns its answer,
+    /// trimmed.
+    fn send(&self, folders: &DaemonFolders, command: &str) -> Result<String, MpsError>;
+
+    /// Waits until the daemon of `folders` answers `command` (a read-only
+    /// one, such as `get_server_list`), at most `bound`, and returns the
+    /// answer; `alive` says whether the daemon's process still runs, so one
+    /// that died is reported at once ([`MpsError::DiedDuringStart`]).
+    fn wait_until_answering(
+        &self,
+        folders: &DaemonFolders,
+        command: &str,
+        bound: Duration,
+        alive: &dyn Fn() -> bool,
+    ) -> Result<String, MpsError>;
 }
 
-impl ControlClient {
-    /// The daemon whose pipe dir is `pipe_dir`, reached with `program`.
-    pub fn new(program: &Path, pipe_dir: &Path, log_dir: &Path) -> Self {
+/// The control program, run once per command.
+#[derive(Debug, Clone)]
+pub struct ControlProgram {
+    program: PathBuf,
+}
+
+impl ControlProgram {
+    /// `nvidia-cuda-mps-control` at `program` (a host path, driver root applied).
+    pub fn new(program: &Path) -> Self {
         Self {
             program: program.to_path_buf(),
-            pipe_dir: pipe_dir.to_path_buf(),
-            log_dir: log_dir.to_path_buf(),
         }
     }
+}
 
-    /// Sends `command` and returns the daemon's answer, trimmed.
-    pub fn send(&self, command: &str) -> Result<String, MpsError> {
+impl Control for ControlProgram {
+    fn send(&self, folders: &DaemonFolders, command: &str) -> Result<String, MpsError> {
+        let pipe_dir = folders.pipe_dir();
         let failed = |problem: String| MpsError::Command {
             command: command.to_owned(),
-            pipe_dir: self.pipe_dir.clone(),
+            pipe_dir: pipe_dir.clone(),
             problem,
         };
         let mut child = Command::new(&self.program)
-            .env("CUDA_MPS_PIPE_DIRECTORY", &self.pipe_dir)
-            .env("CUDA_MPS_LOG_DIRECTORY", &self.log_dir)
+            .env("CUDA_MPS_PIPE_DIRECTORY", &pipe_dir)
+            .env("CUDA_MPS_LOG_DIRECTORY", folders.log_dir())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -89,25 +112,25 @@ impl ControlClient {
         }
     }
 
-    /// Waits until the daemon answers `command` (a read-only one, such as
-    /// `get_server_list`) and returns the answer. The control socket existing
-    /// is not enough: a daemon that was killed leaves its socket behind, and
-    /// until the restarted one replaces it a client is refused. So the
-    /// command is sent whenever the pipe dir changes (and at the latest every
-    /// half second) once the socket exists; `alive` is asked on every
-    /// wake-up so a daemon that died is reported at once.
-    pub fn wait_until_answering(
+    /// The control socket existing is not enough: a daemon that was killed
+    /// leaves its socket behind, and until the restarted one replaces it a
+    /// client is refused. So the command is sent whenever the pipe dir
+    /// changes (and at the latest every half second) once the socket
+    /// exists; `alive` is asked on every wake-up.
+    fn wait_until_answering(
         &self,
+        folders: &DaemonFolders,
         command: &str,
         bound: Duration,
         alive: &dyn Fn() -> bool,
     ) -> Result<String, MpsError> {
-        let socket = self.pipe_dir.join(CONTROL_SOCKET);
+        let pipe_dir = folders.pipe_dir();
+        let socket = pipe_dir.join(CONTROL_SOCKET);
         let answer = std::cell::RefCell::new(None);
         let last_problem = std::cell::RefCell::new(None);
-        let done = wait_on_dir(&self.pipe_dir, bound, &|| {
+        let done = wait_on_dir(&pipe_dir, bound, &|| {
             if socket.exists() {
-                match self.send(command) {
+                match self.send(folders, command) {
                     Ok(text) => {
                         *answer.borrow_mut() = Some(text);
                         return Ok(true);
@@ -119,14 +142,14 @@ impl ControlClient {
                 Ok(false)
             } else {
                 Err(MpsError::DiedDuringStart {
-                    pipe_dir: self.pipe_dir.clone(),
+                    pipe_dir: pipe_dir.clone(),
                 })
             }
         })?;
         match answer.into_inner() {
             Some(text) if done => Ok(text),
             _ => Err(MpsError::NotReady {
-                pipe_dir: self.pipe_dir.clone(),
+                pipe_dir: pipe_dir.clone(),
                 seconds: bound.as_secs(),
                 last_problem: last_problem
                     .into_inner()

@@ -33,6 +33,7 @@ use std::time::Duration;
 use gpuslice_cdi::ContainerEdits;
 
 use super::MpsError;
+use super::control::Control;
 use super::folders::DaemonFolders;
 use super::key::MpsKey;
 use super::limits::{MpsLimits, client_memory_env};
@@ -169,6 +170,7 @@ type Slot = Arc<SlotCell>;
 pub struct MpsManager {
     settings: MpsSettings,
     supervisor: Arc<dyn Supervisor>,
+    control: Arc<dyn Control>,
     mounter: Arc<dyn ShmMounter>,
     slots: Mutex<HashMap<MpsKey, Slot>>,
 }
@@ -178,15 +180,20 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl MpsManager {
-    /// A manager with no daemons yet (call [`Self::cleanup_stale`] next).
+    /// A manager with no daemons yet (call [`Self::cleanup_stale`] next):
+    /// `supervisor` keeps the daemons' processes running, `control` talks to
+    /// them (normally [`super::control::ControlProgram`] on
+    /// `settings.control_program`), `mounter` gives each its shm.
     pub fn new(
         settings: MpsSettings,
         supervisor: Arc<dyn Supervisor>,
+        control: Arc<dyn Control>,
         mounter: Arc<dyn ShmMounter>,
     ) -> Self {
         Self {
             settings,
             supervisor,
+            control,
             mounter,
             slots: Mutex::new(HashMap::new()),
         }

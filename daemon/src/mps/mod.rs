@@ -5,20 +5,25 @@
 //! child process or a transient systemd unit, and stopped with `quit`.
 //!
 //! Reading order: [`key`] and [`limits`] (pure), [`folders`] (its folders
-//! and their CDI edits), [`control`] (the stdin command protocol),
+//! and their CDI edits), [`control`] (the [`Control`] trait and
+//! [`ControlProgram`], the stdin command protocol),
 //! [`supervisor`] and its two implementations, each a module: [`child`] (with
 //! `adopted`: the children of an earlier gpusliced, found again) and
 //! [`systemd`] (with [`systemd::unit`], one unit, and
 //! [`systemd::unit_state`], what its properties mean), [`mount`] (the shm
 //! tmpfs), [`manager`] (reference counting, start, stop, start-up cleanup;
 //! with `cleanup` and `lifecycle`).
-//! The tests against the stand-in control program are in `tests`.
+//! The tests against the stand-in control program are in `tests`. Under the
+//! `testkit` feature, `fake` has `FakeMps`, which plays the supervisor and
+//! the control program at once for the engine's tests.
 //!
 //! This module never touches the GPU backend: compute mode is the engine's
 //! (see [`manager`]).
 
 pub mod child;
 pub mod control;
+#[cfg(any(test, feature = "testkit"))]
+pub mod fake;
 pub mod folders;
 pub mod key;
 pub mod limits;
@@ -30,6 +35,9 @@ pub mod systemd;
 use std::path::PathBuf;
 
 pub use child::ChildSupervisor;
+pub use control::{Control, ControlProgram};
+#[cfg(any(test, feature = "testkit"))]
+pub use fake::{FakeMps, StartGate};
 pub use folders::DaemonFolders;
 pub use key::MpsKey;
 pub use limits::{MpsLimits, client_memory_env};

@@ -19,7 +19,7 @@ use crate::gpu::sim::SimBackend;
 use crate::health::{Classifier, HealthStore};
 use crate::inventory::Inventory;
 use crate::mps::{
-    ChildSupervisor, MpsManager, MpsSettings, NoShmMount, ShmMounter, Supervisor,
+    ChildSupervisor, ControlProgram, MpsManager, MpsSettings, NoShmMount, ShmMounter, Supervisor,
     SystemdSupervisor, TmpfsMounter,
 };
 use crate::state::{BOOT_ID_PATH, Store, read_boot_id};
@@ -115,9 +115,10 @@ fn sharing_tools(config: &Config) -> Result<SharingTools, RunError> {
         nvidia_smi = %config.nvidia_smi().display(),
         "sharing tools"
     );
+    let control = Arc::new(ControlProgram::new(&settings.control_program));
     Ok(SharingTools {
-        mps: Arc::new(MpsManager::new(settings, supervisor, mounter)),
-        nvidia_smi: NvidiaSmi::new(&config.nvidia_smi()),
+        mps: Arc::new(MpsManager::new(settings, supervisor, control, mounter)),
+        timeslice: Arc::new(NvidiaSmi::new(&config.nvidia_smi())),
     })
 }
 
@@ -164,12 +165,10 @@ pub(super) fn start_engine(config: &Config, advertiser: &Advertiser) -> Result<E
         }
         Err(err) => tracing::error!(error = %err, "device health not restored"),
     }
-    let report = engine.reconcile().map_err(RunError::Reconcile)?;
-    tracing::info!(?report, "reconciled claim records and CDI specs");
-    advertiser
-        .apply_config(&engine, config.mig.clone())
+    let report = engine
+        .start_up(|engine| advertiser.apply_config(engine, config.mig.clone()))
         .map_err(RunError::Reconcile)?;
-    engine.restore_sharing();
+    tracing::info!(?report, "reconciled claim records and CDI specs");
     for problem in &report.problems {
         tracing::error!(%problem, "reconcile");
     }

@@ -1,7 +1,9 @@
 //! Compute time-slicing: [`TimeSlicePolicy`] (pure) decides, per physical
-//! GPU, what the claims on it need and refuses what cannot be; [`NvidiaSmi`]
-//! applies a level with `nvidia-smi compute-policy` (NVML has no public call
-//! for it).
+//! GPU, what the claims on it need and refuses what cannot be; a
+//! [`TimeSliceSetter`] applies a level: [`NvidiaSmi`] with `nvidia-smi
+//! compute-policy` (NVML has no public call for it), and, for tests only
+//! (feature `testkit`), `FakeNvidiaSmi`, which records the same command
+//! lines and can be told to fail.
 //!
 //! Rules: the time-slice is a property of the whole GPU, so claims that share
 //! a GPU must ask for the same interval; the first claim sets it, the last one
@@ -9,11 +11,25 @@
 //! once (MPS needs EXCLUSIVE_PROCESS, time-slicing DEFAULT). The engine sets
 //! compute mode DEFAULT itself before applying a time-slice.
 
+#[cfg(any(test, feature = "testkit"))]
+mod fake;
 mod nvidia_smi;
 mod policy;
 
+#[cfg(any(test, feature = "testkit"))]
+pub use fake::FakeNvidiaSmi;
 pub use nvidia_smi::{NvidiaSmi, SetOutcome};
 pub use policy::{Action, TimeSlicePolicy};
+
+/// Sets a GPU's time-slice: the one verb the engine needs of nvidia-smi.
+pub trait TimeSliceSetter: Send + Sync + std::fmt::Debug {
+    /// Sets the time-slice of GPU `uuid` to `interval`.
+    fn set_timeslice(
+        &self,
+        uuid: &str,
+        interval: TimeSliceInterval,
+    ) -> Result<SetOutcome, TimeSliceError>;
+}
 
 use crate::sharing::TimeSliceInterval;
 

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::TimeSliceError;
+use super::{TimeSliceError, TimeSliceSetter};
 use crate::sharing::TimeSliceInterval;
 
 /// What a set did.
@@ -35,9 +35,10 @@ impl NvidiaSmi {
             program: program.to_path_buf(),
         }
     }
+}
 
-    /// Sets the time-slice of GPU `uuid`.
-    pub fn set_timeslice(
+impl TimeSliceSetter for NvidiaSmi {
+    fn set_timeslice(
         &self,
         uuid: &str,
         interval: TimeSliceInterval,

@@ -33,15 +33,12 @@ fn node(mig_on_gpu_4: bool) -> Node {
             fault: None,
         })
         .collect();
-    Node::start(
-        &NodePlan {
-            gpus,
-            advertise: MigAdvertise::Layout,
-            create: MigCreate::OnPrepare,
-            consumable_capacity: false,
-        },
-        false,
-    )
+    Node::start(&NodePlan {
+        gpus,
+        advertise: MigAdvertise::Layout,
+        create: MigCreate::OnPrepare,
+        consumable_capacity: false,
+    })
 }
 
 /// A request for `count` devices of `class` (MIG slices of 3g.40gb).

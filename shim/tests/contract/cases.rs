@@ -258,19 +258,19 @@ pub fn uuid(kind: u16, n: u64) -> String {
 }
 
 impl GenClaim {
-    /// The claim, its profiles picked from `names` (the node's profiles);
-    /// shared requests only when MPS can run. The extended-resource classes
+    /// The claim, its profiles picked from `names` (the node's profiles).
+    /// The extended-resource classes
     /// are asked as the scheduler asks them for a pod's `nvidia.com/gpu` or
     /// `nvidia.com/mig-<profile>` (a class of one profile, no selector of
     /// the claim's own).
-    pub fn resolve(&self, uid: String, names: &[String], mps: bool) -> ResourceClaim {
+    pub fn resolve(&self, uid: String, names: &[String]) -> ResourceClaim {
         let pick = |p: u8| names[usize::from(p) % names.len()].clone();
         let requests = (0u8..)
             .zip(&self.requests)
             .map(|(i, r)| {
                 let class = match r.class {
                     1 => MIG_CLASS.to_owned(),
-                    2 if mps => SHARED_CLASS.to_owned(),
+                    2 => SHARED_CLASS.to_owned(),
                     3 => EXTENDED_GPU_CLASS.to_owned(),
                     4 if !names.is_empty() => extended_mig_class(&pick(r.profile.unwrap_or(0))),
                     _ => GPU_CLASS.to_owned(),

@@ -34,9 +34,8 @@
 //! Cases: `GPUSLICE_CONTRACT_CASES` (default 64). A failure is shrunk and
 //! printed as the case; proptest keeps its seed in
 //! `proptest-regressions/` next to this folder and runs it first next time.
-//! MPS needs python3 (the stand-in control program): without it shared
-//! requests become plain ones, said once, and `GPUSLICE_REQUIRE_TOOLS=1`
-//! makes that a failure.
+//! MPS claims run on the test kit's fake control daemons
+//! (`gpuslice::mps::FakeMps`), so every case may ask for them.
 
 mod alignment;
 mod beta;
@@ -76,18 +75,6 @@ fn cases() -> u32 {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(64)
-}
-
-fn mps_available() -> bool {
-    if node::python3() {
-        return true;
-    }
-    assert!(
-        std::env::var("GPUSLICE_REQUIRE_TOOLS").as_deref() != Ok("1"),
-        "python3 (the MPS stand-in's interpreter) is missing and GPUSLICE_REQUIRE_TOOLS=1"
-    );
-    eprintln!("python3 missing: shared (MPS) requests are generated as plain whole-GPU ones");
-    false
 }
 
 /// The slices the scheduler reads now.
@@ -206,8 +193,8 @@ fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// Runs one case; the broken promise, naming the claim, as the error.
-fn run(case: &Case, mps: bool, real: Option<&Real>) -> Result<(), String> {
-    let node = Node::start(&case.node(), mps);
+fn run(case: &Case, real: Option<&Real>) -> Result<(), String> {
+    let node = Node::start(&case.node());
     if real.is_some() {
         lock(&TALLY).case();
     }
@@ -229,7 +216,7 @@ fn run(case: &Case, mps: bool, real: Option<&Real>) -> Result<(), String> {
                 .iter()
                 .map(|c| {
                     claims_made += 1;
-                    c.resolve(uuid(1, claims_made), &names, node.mps)
+                    c.resolve(uuid(1, claims_made), &names)
                 })
                 .collect();
             let order = scheduler::in_order(&slices, case.random_order.then_some(&mut rng));
@@ -311,7 +298,6 @@ fn run(case: &Case, mps: bool, real: Option<&Real>) -> Result<(), String> {
 
 #[test]
 fn sim_every_allocation_from_the_published_slices_prepares() {
-    let mps = mps_available();
     let real = Real::available();
     let config = Config {
         cases: cases(),
@@ -322,7 +308,7 @@ fn sim_every_allocation_from_the_published_slices_prepares() {
     };
     let mut runner = TestRunner::new(config);
     let result = runner.run(&cases::case(), |case| {
-        run(&case, mps, real.as_ref()).map_err(TestCaseError::fail)
+        run(&case, real.as_ref()).map_err(TestCaseError::fail)
     });
     if real.is_some() {
         eprintln!("{}", lock(&TALLY));

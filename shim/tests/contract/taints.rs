@@ -29,21 +29,18 @@ fn node() -> Node {
         foreign: None,
         fault,
     };
-    Node::start(
-        &NodePlan {
-            gpus: vec![
-                h100(
-                    Some(vec!["1g.10gb".to_owned()]),
-                    Some(FaultPlan::Instance("1g.10gb".to_owned(), 0)),
-                ),
-                h100(None, None),
-            ],
-            advertise: MigAdvertise::Partitionable,
-            create: MigCreate::OnPrepare,
-            consumable_capacity: false,
-        },
-        false,
-    )
+    Node::start(&NodePlan {
+        gpus: vec![
+            h100(
+                Some(vec!["1g.10gb".to_owned()]),
+                Some(FaultPlan::Instance("1g.10gb".to_owned(), 0)),
+            ),
+            h100(None, None),
+        ],
+        advertise: MigAdvertise::Partitionable,
+        create: MigCreate::OnPrepare,
+        consumable_capacity: false,
+    })
 }
 
 /// A whole GPU and a 1g.10gb slice, in one claim.

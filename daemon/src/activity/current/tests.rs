@@ -5,7 +5,7 @@ use crate::activity::attribute::empty_claim;
 use crate::activity::fixtures::{A, B, C, GIB, record, whole};
 use crate::activity::held::{HeldClaim, held_claims};
 use crate::activity::snapshot::{ActivitySnapshot, ClaimActivity, ProcessActivity};
-use crate::claims::tests::fixture_inventory;
+use crate::testkit::inventory as fixture_inventory;
 
 /// Claims of `uids` (of A, B, C) on gpu-0, gpu-1, gpu-2 in that order,
 /// prepared at `prepared_at`.

@@ -1,8 +1,8 @@
 use super::held_claims;
 use crate::activity::fixtures::{A, B, C, GIB, mps, record, slice, timesliced, whole};
 use crate::claims::ClaimKind;
-use crate::claims::tests::fixture_inventory;
 use crate::inventory::Inventory;
+use crate::testkit::inventory as fixture_inventory;
 
 fn uuid(inventory: &Inventory, i: usize) -> String {
     inventory.gpus[i].info.uuid.clone()

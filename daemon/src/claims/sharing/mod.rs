@@ -43,15 +43,15 @@ use crate::inventory::Inventory;
 use crate::mps::{MpsKey, MpsLimits, MpsManager};
 use crate::sharing::TimeSliceInterval;
 use crate::state::{ClaimRecord, DeviceSharing, MpsSharing};
-use crate::timeslice::{NvidiaSmi, TimeSlicePolicy};
+use crate::timeslice::{TimeSlicePolicy, TimeSliceSetter};
 
 /// The processes the engine drives to share GPUs.
 #[derive(Debug, Clone)]
 pub struct SharingTools {
     /// MPS control daemons.
     pub mps: Arc<MpsManager>,
-    /// `nvidia-smi compute-policy`.
-    pub nvidia_smi: NvidiaSmi,
+    /// Sets a GPU's time-slice (`nvidia-smi compute-policy`, or a fake).
+    pub timeslice: Arc<dyn TimeSliceSetter>,
 }
 
 /// What the last time-slice set on a GPU did.

@@ -71,7 +71,7 @@ impl Engine {
                     .sharing_tools(&record.uid)
                     .and_then(|tools| {
                         Ok(tools
-                            .nvidia_smi
+                            .timeslice
                             .set_timeslice(&d.uuid, TimeSliceInterval::Default)?)
                     })
                     .map(drop),

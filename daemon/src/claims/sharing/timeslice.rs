@@ -59,7 +59,7 @@ impl Engine {
         interval: TimeSliceInterval,
     ) -> Result<(), ClaimError> {
         let tools = self.sharing_tools(uid)?;
-        let outcome = match tools.nvidia_smi.set_timeslice(gpu, interval)? {
+        let outcome = match tools.timeslice.set_timeslice(gpu, interval)? {
             SetOutcome::Applied => {
                 tracing::info!(claim_uid = %uid, gpu, interval = <&str>::from(interval), "time-slice set");
                 TimeSliceOutcome::Applied(interval)
@@ -101,7 +101,7 @@ impl Engine {
     fn reset_timeslice(&self, uid: &str, gpu: &str, interval: TimeSliceInterval) {
         let reset = self
             .sharing_tools(uid)
-            .and_then(|tools| Ok(tools.nvidia_smi.set_timeslice(gpu, interval)?));
+            .and_then(|tools| Ok(tools.timeslice.set_timeslice(gpu, interval)?));
         match reset {
             Ok(SetOutcome::Applied | SetOutcome::NotSupported { .. }) => {
                 lock(&self.sharing.state).timeslice.remove(gpu);

@@ -49,9 +49,8 @@ impl MpsManager {
             let folders = DaemonFolders::at(self.settings.mps_dir.join(&hash));
             let devices = folders.read_key();
             tracing::info!(daemon = %hash, "stopping an MPS control daemon left from a claim that is gone");
-            let control = self.control(&folders);
             self.supervisor.stop_stale(&hash, &folders, &|| {
-                let _ = control.send("quit");
+                let _ = self.control.send(&folders, "quit");
             })?;
             crate::crash::crash_point("mps.after_stale_stopped");
             self.remove(&folders)?;

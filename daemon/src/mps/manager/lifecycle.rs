@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::super::MpsError;
-use super::super::control::ControlClient;
+use super::super::control::Control;
 use super::super::folders::DaemonFolders;
 use super::super::key::MpsKey;
 use super::super::limits::MpsLimits;
@@ -17,14 +17,6 @@ use super::{MpsManager, Running};
 use crate::crash::crash_point;
 
 impl MpsManager {
-    pub(super) fn control(&self, folders: &DaemonFolders) -> ControlClient {
-        ControlClient::new(
-            &self.settings.control_program,
-            &folders.pipe_dir(),
-            &folders.log_dir(),
-        )
-    }
-
     fn spec(&self, key: &MpsKey, limits: &MpsLimits) -> DaemonSpec {
         let folders = DaemonFolders::new(&self.settings.mps_dir, key);
         let mut env = vec![
@@ -53,21 +45,28 @@ impl MpsManager {
     pub(super) fn start(&self, key: &MpsKey, limits: &MpsLimits) -> Result<Running, MpsError> {
         let spec = self.spec(key, limits);
         let folders = spec.folders.clone();
-        let control = self.control(&folders);
+        let control = self.control.as_ref();
         let bound = self.settings.ready_bound;
-        let hook_control = control.clone();
+        let hook_control = Arc::clone(&self.control);
+        let hook_folders = folders.clone();
         let hook_limits = limits.clone();
         let hook: RestartHook = Arc::new(move |alive: &dyn Fn() -> bool| {
-            bring_up(&hook_control, &hook_limits, bound, alive)
+            bring_up(
+                hook_control.as_ref(),
+                &hook_folders,
+                &hook_limits,
+                bound,
+                alive,
+            )
         });
         if let Some(daemon) = self.supervisor.adopt(&spec, Arc::clone(&hook))? {
             let alive = || daemon.is_alive();
-            if bring_up(&control, limits, bound, &alive).is_ok() {
+            if bring_up(control, &folders, limits, bound, &alive).is_ok() {
                 tracing::info!(daemon = %key, "took over a running MPS control daemon");
                 return Ok(running(limits, folders, daemon));
             }
             daemon.stop(&|| {
-                let _ = control.send("quit");
+                let _ = control.send(&folders, "quit");
             })?;
         }
         folders.create(key).map_err(|error| MpsError::Io {
@@ -81,14 +80,14 @@ impl MpsManager {
             let daemon = self.supervisor.start(&spec, hook)?;
             crash_point("mps.after_daemon_spawned");
             let alive = || daemon.is_alive();
-            match bring_up(&control, limits, bound, &alive) {
+            match bring_up(control, &folders, limits, bound, &alive) {
                 Ok(()) => {
                     crash_point("mps.after_limits_applied");
                     Ok(daemon)
                 }
                 Err(err) => {
                     let _ = daemon.stop(&|| {
-                        let _ = control.send("quit");
+                        let _ = control.send(&folders, "quit");
                     });
                     Err(err)
                 }
@@ -112,9 +111,8 @@ impl MpsManager {
         folders: &DaemonFolders,
         daemon: &dyn Supervised,
     ) -> Result<(), MpsError> {
-        let control = self.control(folders);
         daemon.stop(&|| {
-            if let Err(err) = control.send("quit") {
+            if let Err(err) = self.control.send(folders, "quit") {
                 tracing::warn!(daemon = %key, error = %err, "quit was not answered; stopping the process");
             }
         })?;
@@ -151,17 +149,18 @@ fn path_text(path: &Path) -> String {
 /// Readiness through the control program: the daemon answers
 /// `get_server_list`, the limits are set and read back as asked.
 pub fn bring_up(
-    control: &ControlClient,
+    control: &dyn Control,
+    folders: &DaemonFolders,
     limits: &MpsLimits,
     bound: Duration,
     alive: &dyn Fn() -> bool,
 ) -> Result<(), MpsError> {
-    control.wait_until_answering("get_server_list", bound, alive)?;
+    control.wait_until_answering(folders, "get_server_list", bound, alive)?;
     for command in limits.commands() {
-        control.send(&command)?;
+        control.send(folders, &command)?;
     }
     for (command, expected) in limits.checks() {
-        let answer = control.send(&command)?;
+        let answer = control.send(folders, &command)?;
         if !expected.matches(&answer) {
             return Err(MpsError::LimitNotApplied {
                 command,

@@ -32,13 +32,9 @@ fn a_daemon_without_its_pid_file_is_found_by_its_marker_and_taken_over() {
     let folders = DaemonFolders::new(&f.mps_dir(), &k);
     folders.create(&k).unwrap();
     let mut daemon = spawn_marked(&f.dir.path().join("mps-control"), &["-f"], &folders);
-    control::ControlClient::new(
-        &f.dir.path().join("mps-control"),
-        &folders.pipe_dir(),
-        &folders.log_dir(),
-    )
-    .wait_until_answering("get_server_list", BOUND, &|| true)
-    .unwrap();
+    control::ControlProgram::new(&f.dir.path().join("mps-control"))
+        .wait_until_answering(&folders, "get_server_list", BOUND, &|| true)
+        .unwrap();
     // As the gpusliced that started it last saw it: no pid file yet.
     std::fs::remove_file(folders.pipe_dir().join(child::PID_FILE)).unwrap();
     let starts = |f: &Fixture| {

@@ -69,6 +69,7 @@ fn manager(dir: &Path) -> MpsManager {
             bind_shm: false,
         },
         Arc::new(ChildSupervisor::default()),
+        Arc::new(control::ControlProgram::new(&dir.join("mps-control"))),
         Arc::new(NoShmMount),
     )
 }
@@ -281,6 +282,7 @@ fn sim_a_daemon_that_cannot_start_fails_the_acquire_and_leaves_nothing() {
             bind_shm: false,
         },
         Arc::new(ChildSupervisor::default()),
+        Arc::new(control::ControlProgram::new(&f.dir.path().join("failing"))),
         Arc::new(NoShmMount),
     );
     let k = key(&[GPU_A]);
@@ -308,13 +310,9 @@ fn leftover(f: &Fixture, k: &MpsKey) -> DaemonFolders {
     let folders = DaemonFolders::new(&f.mps_dir(), k);
     folders.create(k).unwrap();
     start_detached(f, k, &folders);
-    control::ControlClient::new(
-        &f.dir.path().join("mps-control"),
-        &folders.pipe_dir(),
-        &folders.log_dir(),
-    )
-    .wait_until_answering("get_server_list", BOUND, &|| true)
-    .unwrap();
+    control::ControlProgram::new(&f.dir.path().join("mps-control"))
+        .wait_until_answering(&folders, "get_server_list", BOUND, &|| true)
+        .unwrap();
     folders
 }
 
@@ -338,18 +336,14 @@ fn sim_a_socket_left_by_a_killed_daemon_is_not_taken_for_readiness() {
     folders.create(&k).unwrap();
     // What a SIGKILLed daemon leaves: its socket file, refusing connections.
     drop(std::os::unix::net::UnixListener::bind(folders.pipe_dir().join("control")).unwrap());
-    let client = control::ControlClient::new(
-        &f.dir.path().join("mps-control"),
-        &folders.pipe_dir(),
-        &folders.log_dir(),
-    );
+    let client = control::ControlProgram::new(&f.dir.path().join("mps-control"));
     assert!(
-        client.send("get_server_list").is_err(),
+        client.send(&folders, "get_server_list").is_err(),
         "the left socket refuses"
     );
     // The restarted daemon comes up only once the wait has seen the left socket refuse.
     let started = std::cell::Cell::new(false);
-    let answer = client.wait_until_answering("get_server_list", BOUND, &|| {
+    let answer = client.wait_until_answering(&folders, "get_server_list", BOUND, &|| {
         if !started.replace(true) {
             start_detached(&f, &k, &folders);
         }
@@ -357,7 +351,7 @@ fn sim_a_socket_left_by_a_killed_daemon_is_not_taken_for_readiness() {
     });
     assert_eq!(answer.unwrap(), "");
     assert!(started.get());
-    client.send("quit").unwrap();
+    client.send(&folders, "quit").unwrap();
 }
 
 #[test]
@@ -367,13 +361,14 @@ fn sim_a_daemon_that_never_answers_is_not_ready_and_says_why() {
     let folders = DaemonFolders::new(&f.mps_dir(), &k);
     folders.create(&k).unwrap();
     drop(std::os::unix::net::UnixListener::bind(folders.pipe_dir().join("control")).unwrap());
-    let client = control::ControlClient::new(
-        &f.dir.path().join("mps-control"),
-        &folders.pipe_dir(),
-        &folders.log_dir(),
-    );
+    let client = control::ControlProgram::new(&f.dir.path().join("mps-control"));
     let err = client
-        .wait_until_answering("get_server_list", Duration::from_millis(300), &|| true)
+        .wait_until_answering(
+            &folders,
+            "get_server_list",
+            Duration::from_millis(300),
+            &|| true,
+        )
         .unwrap_err();
     assert!(matches!(err, MpsError::NotReady { .. }), "{err}");
     assert!(

@@ -45,14 +45,16 @@ fn sim_listing_daemons_does_not_wait_for_one_that_is_starting() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
+    let program = gated_program(dir.path());
     let manager = Arc::new(MpsManager::new(
         MpsSettings {
-            control_program: gated_program(dir.path()),
+            control_program: program.clone(),
             mps_dir: dir.path().join("run/mps"),
             ready_bound: BOUND,
             bind_shm: false,
         },
         Arc::new(ChildSupervisor::default()),
+        Arc::new(ControlProgram::new(&program)),
         Arc::new(NoShmMount),
     ));
     let key = MpsKey::new([GPU_A]);

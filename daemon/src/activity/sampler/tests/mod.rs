@@ -1,5 +1,6 @@
 //! The sampler on the simulated backend, with a real engine and real
-//! prepared claims in temp folders.
+//! prepared claims: the test kit's node, with the fake nvidia-smi and MPS
+//! control daemons.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -9,14 +10,11 @@ use super::{Sampler, SamplerSettings};
 use crate::activity::WarningKind;
 use crate::activity::fixtures::{A, B, GIB};
 use crate::cdi_build::marker::claim_var_name;
-use crate::claims::tests::{requests, sim_engine};
-use crate::claims::{Engine, PrepareRequest, SharingTools};
+use crate::claims::{Engine, PrepareRequest};
 use crate::config::{MigAdvertise, MigConfig, MigGpuConfig};
-use crate::gpu::GpuBackend;
-use crate::gpu::sim::{SimBackend, SimModel, SimProcess};
+use crate::gpu::sim::{SimBackend, SimProcess};
 use crate::mps::supervisor::DAEMON_MARKER;
-use crate::mps::{ChildSupervisor, MpsManager, MpsSettings, NoShmMount};
-use crate::timeslice::NvidiaSmi;
+use crate::testkit::{SimNode, SimNodeBuilder, requests};
 
 mod at_once;
 mod episodes;
@@ -24,17 +22,11 @@ mod processes;
 mod samples;
 
 /// A simulated node: the backend (to start fake processes on), an engine
-/// with the stand-in nvidia-smi (time-slicing), its state in `dir`.
+/// with the fake tools, its state in the node's folder.
 struct Node {
-    dir: tempfile::TempDir,
+    node: SimNode,
     backend: Arc<SimBackend>,
     engine: Arc<Engine>,
-}
-
-fn tool(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/tools")
-        .join(name)
 }
 
 impl Node {
@@ -44,33 +36,19 @@ impl Node {
 
     /// A node whose GPUs `mig` selects run in MIG mode.
     fn with_mig(gpus: usize, mig: &MigConfig) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let backend = Arc::new(SimBackend::new(vec![SimModel::H100_80GB; gpus], "test"));
-        let dyn_backend: Arc<dyn GpuBackend> = backend.clone();
-        let tools = SharingTools {
-            mps: Arc::new(MpsManager::new(
-                MpsSettings {
-                    control_program: tool("fake-mps-control"),
-                    mps_dir: dir.path().join("run/mps"),
-                    ready_bound: Duration::from_secs(30),
-                    bind_shm: false,
-                },
-                Arc::new(ChildSupervisor::default()),
-                Arc::new(NoShmMount),
-            )),
-            nvidia_smi: NvidiaSmi::new(&tool("fake-nvidia-smi")),
-        };
-        let engine = sim_engine(dir.path(), dyn_backend, mig).with_sharing(tools);
-        engine.setup_mig(mig).unwrap();
+        let node = SimNodeBuilder::h100s(gpus)
+            .mig(mig.clone())
+            .fake_tools()
+            .start();
         Self {
-            dir,
-            backend,
-            engine: Arc::new(engine),
+            backend: Arc::clone(&node.sim),
+            engine: Arc::clone(node.engine()),
+            node,
         }
     }
 
     fn state_dir(&self) -> PathBuf {
-        self.dir.path().join("state")
+        self.node.state_dir()
     }
 
     fn sampler(&self) -> Sampler {
@@ -100,7 +78,7 @@ fn request(uid: &str, devices: &[&str]) -> PrepareRequest {
 }
 
 fn timeslicing() -> String {
-    r#"{"apiVersion":"resource.nvidia.com/v1beta1","kind":"GpuConfig","sharing":{"strategy":"TimeSlicing","timeSlicingConfig":{"interval":"Default"}}}"#.to_owned()
+    requests::timeslicing("Default")
 }
 
 /// A time in the past: the simulator samples utilization only up to now.

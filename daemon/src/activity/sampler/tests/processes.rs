@@ -113,15 +113,6 @@ fn sim_a_time_sliced_claim_over_its_share_raises_one_warning_per_episode() {
 
 #[test]
 fn sim_an_mps_client_over_its_memory_share_raises_one_warning() {
-    if std::process::Command::new("python3")
-        .arg("-c")
-        .arg("pass")
-        .status()
-        .is_err()
-    {
-        eprintln!("skipping: python3 (the stand-in MPS control program's interpreter) is missing");
-        return;
-    }
     let node = Node::new(1);
     let mps = r#"{"apiVersion":"resource.nvidia.com/v1beta1","kind":"GpuConfig","sharing":{"strategy":"MPS","mpsConfig":{"defaultActiveThreadPercentage":50}}}"#;
     let memory =
@@ -135,6 +126,10 @@ fn sim_an_mps_client_over_its_memory_share_raises_one_warning() {
         .unwrap();
     let a = Sleeper::in_claim(A);
     node.run(&a, 0, 6 * GIB, 20, true);
+    // The MPS server on the GPU, as the control daemon starts it (the fake
+    // starts no process): gpuslice's own, never unclaimed.
+    let server = Sleeper::new(&[(DAEMON_MARKER.to_owned(), "/run/gpuslice/mps/x")]);
+    node.run(&server, 0, GIB, 0, false);
     let mut sampler = node.sampler();
     let first = sampler.sample_once();
     let d = &first.claims[0].devices[0];

@@ -1,20 +1,26 @@
-//! A fake host root for benches: `dev/nvidiaN -> /dev/null` for `gpus`
-//! GPUs and the control nodes, and a driver tree holding every library and
-//! binary the daemon mounts (empty files), so a claim's CDI spec has its real
-//! size.
+//! Driver roots for a simulated node: the small stand-in tree in the
+//! repository (`examples/sim-root`), or a real-size one made in a folder
+//! (`dev/nvidiaN -> /dev/null` for each GPU and the control nodes, and
+//! every library and binary the daemon mounts, as empty files), so a
+//! claim's CDI spec has the size it has on a real node (benches).
 
 use std::fs::OpenOptions;
 use std::os::unix::fs::symlink;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use gpuslice::driver::{BINARIES, COMMON_NODES, LIBRARIES};
+use crate::driver::{BINARIES, COMMON_NODES, LIBRARIES};
 
-/// The driver version the fake libraries carry.
-pub const DRIVER_VERSION: &str = "580.95.05";
+/// The driver version the simulated GPUs report, which the real-size
+/// root's libraries carry.
+pub use crate::gpu::sim::DRIVER_VERSION;
 
-/// A fake host: /dev nodes for `gpus` GPUs and the control nodes, and a
-/// driver root with every library and binary, so the spec has a real size.
-pub fn fake_root(root: &Path, gpus: usize) {
+/// `examples/sim-root` in the repository.
+pub fn sim_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/sim-root")
+}
+
+/// Makes a real-size driver root at `root` for `gpus` GPUs.
+pub fn real_size_root(root: &Path, gpus: usize) {
     let dev = root.join("dev");
     let lib = root.join("usr/lib/x86_64-linux-gnu");
     let bin = root.join("usr/bin");
