@@ -41,7 +41,10 @@ impl Engine {
                 asked: differs.asked,
             });
         }
-        self.with_gpu_locks(&record, || self.ensure_mps(&record))?;
+        {
+            let _gpus = self.lock_gpus(&record);
+            self.ensure_mps(&record)?;
+        }
         if self.ensure_spec(&record)? {
             tracing::warn!(claim_uid = %record.uid, "CDI spec of a prepared claim was missing or changed; rewrote it");
         }

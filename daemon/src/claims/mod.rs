@@ -31,6 +31,7 @@
 //! (see `quiet`).
 
 mod again;
+mod env;
 mod error;
 mod exclusive;
 mod health;
@@ -48,7 +49,6 @@ mod view;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Instant;
 
 pub use error::ClaimError;
 pub use health::{Cleared, UnhealthyDevice};
@@ -111,13 +111,14 @@ pub struct EngineSettings {
 }
 
 /// The claim engine. Cheap to share behind an `Arc`.
+///
+/// Lock order: `quiet` (read) → the claim's lock → the GPU locks (sorted)
+/// → at most one of {`table`, the sharing books, the MIG books} at a time,
+/// never nested, and none held across I/O but the claim and GPU locks.
+/// `rescanning` is taken before the table snapshot of a rescan.
 #[derive(Debug)]
 pub struct Engine {
-    backend: Arc<dyn GpuBackend>,
-    inventory: RwLock<Arc<Inventory>>,
-    driver: RwLock<Arc<DriverFiles>>,
-    store: Store,
-    settings: EngineSettings,
+    env: env::Env,
     table: Mutex<ClaimTable>,
     claim_locks: KeyedLocks,
     problems: Mutex<Vec<String>>,
@@ -127,14 +128,8 @@ pub struct Engine {
     rescanning: Mutex<()>,
     /// The `[mig]` in force (set by [`Engine::setup_mig`]).
     mig_config: RwLock<crate::config::MigConfig>,
-    /// Faults of GPUs and slices (see `health`).
-    health: crate::health::DeviceHealth,
     /// MPS and time-slicing: tools, books, per-GPU locks.
     sharing: sharing::Sharing,
-    /// The inventory generation; receivers (WatchInventory) see each change,
-    /// coalesced to the latest.
-    generation: tokio::sync::watch::Sender<u64>,
-    started: Instant,
     /// Prepares and unprepares hold it shared for their whole run; the
     /// reload steps that read the claim table, the hardware and the CDI dir
     /// together ([`Engine::setup_mig`], [`Engine::refresh`]) hold it
@@ -156,105 +151,59 @@ impl Engine {
         settings: EngineSettings,
     ) -> Self {
         Self {
-            backend: crate::gpu::observed::observe(backend),
-            inventory: RwLock::new(Arc::new(inventory)),
-            driver: RwLock::new(Arc::new(driver)),
-            store,
-            settings,
+            env: env::Env::new(backend, inventory, driver, store, settings),
             table: Mutex::new(ClaimTable::default()),
             claim_locks: KeyedLocks::default(),
             problems: Mutex::new(Vec::new()),
             mig_problems: Mutex::new(Vec::new()),
             rescanning: Mutex::new(()),
             mig_config: RwLock::new(crate::config::MigConfig::default()),
-            health: crate::health::DeviceHealth::default(),
             sharing: sharing::Sharing::default(),
-            generation: tokio::sync::watch::Sender::new(1),
-            started: Instant::now(),
             quiet: RwLock::new(()),
         }
     }
 
     /// The hardware backend.
     pub fn backend(&self) -> &dyn GpuBackend {
-        self.backend.as_ref()
+        self.env.backend.as_ref()
     }
 
     /// The backend's name ("sim" or "nvml").
     pub fn backend_name(&self) -> &'static str {
-        self.backend.name()
+        self.env.backend.name()
     }
 
     /// The current inventory.
     pub fn inventory(&self) -> Arc<Inventory> {
-        self.inventory
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
-    }
-
-    fn driver(&self) -> Arc<DriverFiles> {
-        self.driver
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        self.env.inventory()
     }
 
     /// The inventory generation: bumped whenever anything GetInventory
     /// answers may have changed (devices, attributes, health, holders,
     /// availability).
     pub fn generation(&self) -> u64 {
-        *self.generation.borrow()
+        self.env.generation()
     }
 
     /// Follows the inventory generation: the receiver sees the value now and
     /// then the latest after each change (never a backlog).
     pub fn watch_generation(&self) -> tokio::sync::watch::Receiver<u64> {
-        self.generation.subscribe()
-    }
-
-    /// Replaces the inventory after a rescan; true (and a new generation)
-    /// when it changed.
-    pub fn set_inventory(&self, mut inventory: Inventory) -> bool {
-        let mut current = self
-            .inventory
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        inventory.carry_over_unreadable(&current);
-        for gpu in &inventory.unreadable {
-            if !current.unreadable.iter().any(|u| u.index == gpu.index) {
-                tracing::error!(gpu = %gpu.label(), what = gpu.what, error = %gpu.error, "GPU cannot be read; left out of the offer");
-            }
-        }
-        if **current == inventory {
-            return false;
-        }
-        *current = Arc::new(inventory);
-        self.bump_generation();
-        true
-    }
-
-    /// A new inventory generation: what the devices look like changed.
-    fn bump_generation(&self) {
-        self.generation.send_modify(|g| *g = g.wrapping_add(1));
+        self.env.watch()
     }
 
     /// Replaces the driver files (after a rescan on SIGHUP).
     pub fn set_driver_files(&self, driver: DriverFiles) {
-        *self
-            .driver
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(driver);
+        self.env.set_driver_files(driver);
     }
 
     /// The state folder (parent of the records folder).
     pub fn state_dir(&self) -> &std::path::Path {
-        self.store.dir().parent().unwrap_or(self.store.dir())
+        self.env.state_dir()
     }
 
     /// Settings in force.
     pub fn settings(&self) -> &EngineSettings {
-        &self.settings
+        &self.env.settings
     }
 
     /// Every claim, sorted by uid.
@@ -271,7 +220,7 @@ impl Engine {
     /// cannot be read, records that could not be read or matched, unhealthy
     /// devices and the claims on them.
     pub fn problems(&self) -> Vec<String> {
-        let mut all = self.driver().problems.clone();
+        let mut all = self.env.driver().problems.clone();
         all.extend(self.inventory().unreadable.iter().map(|u| u.problem()));
         all.extend(lock(&self.problems).iter().cloned());
         all.extend(lock(&self.mig_problems).iter().cloned());
@@ -282,7 +231,7 @@ impl Engine {
 
     /// Seconds since the engine was built.
     pub fn uptime_seconds(&self) -> u64 {
-        self.started.elapsed().as_secs()
+        self.env.started.elapsed().as_secs()
     }
 
     /// Held by a prepare or unprepare for its whole run (see `quiet`).

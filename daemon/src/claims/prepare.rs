@@ -31,8 +31,8 @@ impl Engine {
         let sharing = req
             .validate(&inventory)
             .map_err(|err| self.gone_rather_than_unknown(req, &inventory, err))?;
-        self.claim_locks
-            .run(&req.uid, || self.prepare_locked(req, &inventory, sharing))
+        let _claim = self.claim_locks.lock(&req.uid);
+        self.prepare_locked(req, &inventory, sharing)
     }
 
     fn prepare_locked(
@@ -77,7 +77,10 @@ impl Engine {
             .map(|(device, d)| want(device, d.sharing.as_ref()))
             .collect();
         lock(&self.table).reserve(&req.uid, &wants)?;
-        let brought = self.with_gpu_locks(&record, || self.bring_up(record.clone(), &devices));
+        let brought = {
+            let _gpus = self.lock_gpus(&record);
+            self.bring_up(record.clone(), &devices)
+        };
         match brought {
             Ok(record) => {
                 lock(&self.table).insert(record.clone());
@@ -88,7 +91,7 @@ impl Engine {
                 {
                     self.refresh_offer();
                 }
-                self.bump_generation();
+                self.env.bump();
                 tracing::info!(claim_uid = %record.uid, devices = ?device_names(&record), "claim prepared");
                 Ok(Prepared::Created(record))
             }
@@ -96,7 +99,7 @@ impl Engine {
                 let uuids = wants.iter().map(|w| w.gpu_uuid.as_str());
                 lock(&self.table).release(&req.uid, uuids);
                 // The reservation was visible (held, not available) meanwhile.
-                self.bump_generation();
+                self.env.bump();
                 Err(err)
             }
         }
@@ -119,7 +122,7 @@ impl Engine {
             }
             self.reserve_sharing(&record)?;
             record.phase = Phase::Preparing;
-            if let Err(err) = self.store.save(&record) {
+            if let Err(err) = self.env.store.save(&record) {
                 self.unreserve_sharing(&record);
                 return Err(err.into());
             }
@@ -241,7 +244,7 @@ impl Engine {
     }
 
     fn forget_record(&self, record: &ClaimRecord) {
-        if let Err(err) = self.store.remove(&record.uid) {
+        if let Err(err) = self.env.store.remove(&record.uid) {
             tracing::warn!(claim_uid = %record.uid, error = %err, "could not remove the record of a failed prepare; start-up reconcile rolls it back");
         }
     }
@@ -250,7 +253,7 @@ impl Engine {
     /// record (or with a `preparing` one), which reconcile removes.
     fn write_new_claim(&self, record: &ClaimRecord) -> Result<(), ClaimError> {
         self.write_spec(record)?;
-        if let Err(err) = self.store.save(record) {
+        if let Err(err) = self.env.store.save(record) {
             if let Err(undo) = self.remove_spec(record) {
                 tracing::warn!(claim_uid = %record.uid, error = %undo, "could not remove CDI spec after failed record write; reconcile will");
             }
@@ -306,7 +309,7 @@ impl Engine {
             namespace: req.namespace.clone(),
             name: req.name.clone(),
             phase: Phase::Prepared,
-            boot_id: self.settings.boot_id.clone(),
+            boot_id: self.env.settings.boot_id.clone(),
             devices,
             configs: req
                 .configs

@@ -49,7 +49,7 @@ impl Engine {
     /// Start-up: loads every record into the table, then repairs the CDI dir.
     pub fn reconcile(&self) -> Result<ReconcileReport, ClaimError> {
         let mut report = ReconcileReport::default();
-        let loaded = self.store.load_all()?;
+        let loaded = self.env.store.load_all()?;
         self.remove_state_temps();
         report.problems.extend(
             loaded
@@ -101,7 +101,7 @@ impl Engine {
             ));
             return Ok(());
         }
-        self.store.remove(&record.uid)?;
+        self.env.store.remove(&record.uid)?;
         report.rolled_back += 1;
         tracing::warn!(claim_uid = %record.uid, "rolled back a prepare that was cut short");
         Ok(())
@@ -112,9 +112,9 @@ impl Engine {
         mut record: ClaimRecord,
         report: &mut ReconcileReport,
     ) -> Result<(), ClaimError> {
-        if record.boot_id != self.settings.boot_id {
-            record.boot_id.clone_from(&self.settings.boot_id);
-            self.store.save(&record)?;
+        if record.boot_id != self.env.settings.boot_id {
+            record.boot_id.clone_from(&self.env.settings.boot_id);
+            self.env.store.save(&record)?;
             report.from_earlier_boot += 1;
         }
         let wants: Vec<Want> = record.devices.iter().map(record_want).collect();
@@ -138,7 +138,7 @@ impl Engine {
     }
 
     fn repair_cdi_dir(&self, report: &mut ReconcileReport) -> Result<(), ClaimError> {
-        let dir = &self.settings.cdi_dir;
+        let dir = &self.env.settings.cdi_dir;
         std::fs::create_dir_all(dir).map_err(|e| self.dir_error(e))?;
         let records = self.claims();
         for record in &records {
@@ -189,7 +189,7 @@ impl Engine {
             uid: "(all claims)".to_owned(),
             error: gpuslice_cdi::atomic::AtomicError::Io {
                 step: "read CDI dir",
-                path: self.settings.cdi_dir.clone(),
+                path: self.env.settings.cdi_dir.clone(),
                 error,
             },
         }

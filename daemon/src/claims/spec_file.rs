@@ -22,7 +22,7 @@ impl Engine {
     /// The spec file's bytes as they should be now.
     fn spec_bytes(&self, record: &ClaimRecord) -> Result<Vec<u8>, ClaimError> {
         let inventory = self.inventory();
-        let driver = self.driver();
+        let driver = self.env.driver();
         let devices = record
             .devices
             .iter()
@@ -39,10 +39,10 @@ impl Engine {
                         gpu,
                         slice,
                         &d.device,
-                        &self.settings.dev_root,
+                        &self.env.settings.dev_root,
                         &driver,
                     ),
-                    None => exclusive::claim_device(gpu, &d.device, &self.settings.dev_root),
+                    None => exclusive::claim_device(gpu, &d.device, &self.env.settings.dev_root),
                 }
             })
             .collect::<Result<Vec<ClaimDevice>, _>>()?;
@@ -52,7 +52,7 @@ impl Engine {
             &record.uid,
             &devices,
             &driver,
-            self.settings.cdi_hook.as_deref(),
+            self.env.settings.cdi_hook.as_deref(),
         );
         gpuslice_cdi::to_json(&spec).map_err(|error| ClaimError::InvalidSpec {
             uid: record.uid.clone(),
@@ -87,7 +87,7 @@ impl Engine {
     pub(super) fn write_spec(&self, record: &ClaimRecord) -> Result<(), ClaimError> {
         let bytes = self.spec_bytes(record)?;
         write_atomic_observed(
-            &self.settings.cdi_dir,
+            &self.env.settings.cdi_dir,
             &record.cdi_spec_file,
             &bytes,
             SPEC_MODE,
@@ -105,7 +105,7 @@ impl Engine {
     pub(super) fn ensure_spec(&self, record: &ClaimRecord) -> Result<bool, ClaimError> {
         let want = self.spec_bytes(record)?;
         match read_regular(
-            &self.settings.cdi_dir,
+            &self.env.settings.cdi_dir,
             &record.cdi_spec_file,
             MAX_SPEC_BYTES,
         ) {
@@ -116,7 +116,7 @@ impl Engine {
             }
         }
         write_atomic_observed(
-            &self.settings.cdi_dir,
+            &self.env.settings.cdi_dir,
             &record.cdi_spec_file,
             &want,
             SPEC_MODE,
@@ -131,7 +131,7 @@ impl Engine {
 
     /// Removes the claim's spec; a missing spec is fine.
     pub(super) fn remove_spec(&self, record: &ClaimRecord) -> Result<(), ClaimError> {
-        remove_durable_observed(&self.settings.cdi_dir, &record.cdi_spec_file, &spec_steps)
+        remove_durable_observed(&self.env.settings.cdi_dir, &record.cdi_spec_file, &spec_steps)
             .map(drop)
             .map_err(|error| ClaimError::CdiFile {
                 uid: record.uid.clone(),

@@ -13,16 +13,18 @@ impl Engine {
     pub fn unprepare(&self, uid: &str) -> Result<Unprepared, ClaimError> {
         validate_uid(uid)?;
         let _operation = self.claim_operation();
-        self.claim_locks.run(uid, || {
-            let Some(record) = lock(&self.table).get(uid).cloned() else {
-                return Ok(Unprepared::NotPresent);
-            };
-            let done = self.with_gpu_locks(&record, || self.take_down(&record));
-            // Even a take-down cut short may have released sharing (memory
-            // left) before it stopped: readers look again either way.
-            self.bump_generation();
-            done
-        })
+        let _claim = self.claim_locks.lock(uid);
+        let Some(record) = lock(&self.table).get(uid).cloned() else {
+            return Ok(Unprepared::NotPresent);
+        };
+        let done = {
+            let _gpus = self.lock_gpus(&record);
+            self.take_down(&record)
+        };
+        // Even a take-down cut short may have released sharing (memory
+        // left) before it stopped: readers look again either way.
+        self.env.bump();
+        done
     }
 
     fn take_down(&self, record: &ClaimRecord) -> Result<Unprepared, ClaimError> {
@@ -37,7 +39,7 @@ impl Engine {
         // MIG hardware last: a slice in use (the container has not stopped
         // yet) fails here, the record stays, and the retry finishes.
         self.release_hardware(record)?;
-        self.store.remove(uid)?;
+        self.env.store.remove(uid)?;
         lock(&self.table).remove(uid);
         if record
             .devices

@@ -161,7 +161,7 @@ impl Engine {
         let ledger = self.made_ahead();
         for gpu in &inventory.gpus {
             let Some(gpu_mig) = &gpu.mig else { continue };
-            let instances = match self.backend.gpu_instances(gpu.info.index) {
+            let instances = match self.env.backend.gpu_instances(gpu.info.index) {
                 Ok(list) => list,
                 Err(err) => {
                     tracing::debug!(gpu = %gpu.name, error = %err, "metrics: cannot list MIG instances");

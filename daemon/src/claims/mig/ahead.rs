@@ -113,7 +113,7 @@ impl Engine {
         };
         let index = gpu.info.index;
         self.complete_made_ahead(gpu, ledger)?;
-        let instances = self.backend.gpu_instances(index)?;
+        let instances = self.env.backend.gpu_instances(index)?;
         let held = lock(&self.table).held_slices();
         let occupants: Vec<Occupant> = instances
             .iter()
@@ -155,9 +155,9 @@ impl Engine {
                 Step::Destroy { gi_id } => {
                     let gi = instances.iter().find(|g| g.id == gi_id);
                     for ci in gi.map(|g| g.compute_instances.as_slice()).unwrap_or(&[]) {
-                        self.backend.destroy_compute_instance(index, gi_id, ci.id)?;
+                        self.env.backend.destroy_compute_instance(index, gi_id, ci.id)?;
                     }
-                    self.backend.destroy_gpu_instance(index, gi_id)?;
+                    self.env.backend.destroy_gpu_instance(index, gi_id)?;
                     if let Some(gi) = gi {
                         ledger.retain(|m| !m.is(&gpu.info.uuid, gi));
                         self.save_ledger(ledger)?;
@@ -181,10 +181,10 @@ impl Engine {
         ledger: &BTreeSet<Made>,
     ) -> Result<(), ClaimError> {
         let index = gpu.info.index;
-        for gi in self.backend.gpu_instances(index)? {
+        for gi in self.env.backend.gpu_instances(index)? {
             if gi.compute_instances.is_empty() && ledger.iter().any(|m| m.is(&gpu.info.uuid, &gi)) {
                 tracing::warn!(gpu = %gpu.name, gi = gi.id, "a slice made ahead has no compute instance (a crash cut its creation short); making it");
-                self.backend.create_compute_instance(index, gi.id)?;
+                self.env.backend.create_compute_instance(index, gi.id)?;
             }
         }
         Ok(())
@@ -206,10 +206,11 @@ impl Engine {
         });
         self.save_ledger(ledger)?;
         let gi = self
+            .env
             .backend
             .create_gpu_instance(index, profile_id, placement)?;
-        if let Err(err) = self.backend.create_compute_instance(index, gi.id) {
-            if let Err(undo) = self.backend.destroy_gpu_instance(index, gi.id) {
+        if let Err(err) = self.env.backend.create_compute_instance(index, gi.id) {
+            if let Err(undo) = self.env.backend.destroy_gpu_instance(index, gi.id) {
                 tracing::error!(gpu = %gpu.name, gi = gi.id, error = %undo, "could not destroy a GPU instance after its compute instance failed");
             }
             return Err(err.into());

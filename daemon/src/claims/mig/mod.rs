@@ -48,7 +48,7 @@ impl Engine {
         let index = gpu.info.index;
         self.ensure_mig_enabled(gpu)?;
         let placement = slice_placement(slice);
-        let instances = self.backend.gpu_instances(index)?;
+        let instances = self.env.backend.gpu_instances(index)?;
         if let Some(gi) = instances
             .iter()
             .find(|gi| gi.profile_id == slice.profile_id && gi.placement == placement)
@@ -80,17 +80,17 @@ impl Engine {
         }
         let index = gpu.info.index;
         let gi =
-            self.backend
+            self.env.backend
                 .create_gpu_instance(index, slice.profile_id, slice_placement(slice))?;
         slice.gpu_instance = Some(gi.id);
-        match self.backend.create_compute_instance(index, gi.id) {
+        match self.env.backend.create_compute_instance(index, gi.id) {
             Ok(ci) => {
                 slice.compute_instance = Some(ci.id);
                 slice.mig_uuid = Some(ci.uuid);
                 Ok(())
             }
             Err(err) => {
-                if let Err(undo) = self.backend.destroy_gpu_instance(index, gi.id) {
+                if let Err(undo) = self.env.backend.destroy_gpu_instance(index, gi.id) {
                     tracing::error!(gpu = %gpu.name, gi = gi.id, error = %undo, "could not destroy a GPU instance after its compute instance failed; start-up reconcile retries");
                 }
                 slice.gpu_instance = None;
@@ -108,7 +108,7 @@ impl Engine {
         slice.gpu_instance = Some(gi.id);
         let ci = match gi.compute_instances.first() {
             Some(ci) => ci.clone(),
-            None => self.backend.create_compute_instance(index, gi.id)?,
+            None => self.env.backend.create_compute_instance(index, gi.id)?,
         };
         slice.compute_instance = Some(ci.id);
         slice.mig_uuid = Some(ci.uuid);
@@ -123,7 +123,7 @@ impl Engine {
             return Ok(());
         }
         let placement = slice_placement(slice);
-        let instances = self.backend.gpu_instances(gpu_index)?;
+        let instances = self.env.backend.gpu_instances(gpu_index)?;
         let Some(gi) = instances
             .iter()
             .find(|gi| gi.profile_id == slice.profile_id && gi.placement == placement)
@@ -132,11 +132,11 @@ impl Engine {
         };
         for ci in &gi.compute_instances {
             ignore_not_found(
-                self.backend
+                self.env.backend
                     .destroy_compute_instance(gpu_index, gi.id, ci.id),
             )?;
         }
-        ignore_not_found(self.backend.destroy_gpu_instance(gpu_index, gi.id))?;
+        ignore_not_found(self.env.backend.destroy_gpu_instance(gpu_index, gi.id))?;
         Ok(())
     }
 
@@ -144,7 +144,7 @@ impl Engine {
     /// whole-GPU claim may have switched it off and failed to restore it).
     fn ensure_mig_enabled(&self, gpu: &GpuDevice) -> Result<(), ClaimError> {
         let index = gpu.info.index;
-        let current = self.backend.device_info(index)?.mig;
+        let current = self.env.backend.device_info(index)?.mig;
         if let MigSupport::Supported {
             current: MigMode::Enabled,
             ..
@@ -152,7 +152,7 @@ impl Engine {
         {
             return Ok(());
         }
-        match self.backend.set_mig_mode(index, MigMode::Enabled)? {
+        match self.env.backend.set_mig_mode(index, MigMode::Enabled)? {
             MigSupport::Supported {
                 current: MigMode::Enabled,
                 ..
@@ -173,11 +173,11 @@ impl Engine {
         let MigSupport::Supported {
             current: MigMode::Enabled,
             ..
-        } = self.backend.device_info(index)?.mig
+        } = self.env.backend.device_info(index)?.mig
         else {
             return Ok(false);
         };
-        let instances = self.backend.gpu_instances(index)?;
+        let instances = self.env.backend.gpu_instances(index)?;
         if let Some(gi) = instances.first() {
             return Err(ClaimError::GpuPartitioned {
                 gpu: gpu.name.clone(),
@@ -185,7 +185,7 @@ impl Engine {
                 first: gi.id,
             });
         }
-        let outcome = self.backend.set_mig_mode(index, MigMode::Disabled);
+        let outcome = self.env.backend.set_mig_mode(index, MigMode::Disabled);
         if let Ok(MigSupport::Supported {
             current: MigMode::Disabled,
             ..
@@ -195,7 +195,7 @@ impl Engine {
         }
         // Not switched (Ampere with work on it): cancel the pending change so
         // the next reboot does not take the GPU out of MIG mode.
-        if let Err(err) = self.backend.set_mig_mode(index, MigMode::Enabled) {
+        if let Err(err) = self.env.backend.set_mig_mode(index, MigMode::Enabled) {
             tracing::warn!(gpu = %gpu.name, error = %err, "could not cancel a pending MIG mode change");
         }
         Err(match outcome {
@@ -214,7 +214,7 @@ impl Engine {
 
     /// Undoes [`Engine::take_whole_gpu`].
     pub(super) fn return_whole_gpu(&self, gpu_index: u32) -> Result<(), ClaimError> {
-        self.backend.set_mig_mode(gpu_index, MigMode::Enabled)?;
+        self.env.backend.set_mig_mode(gpu_index, MigMode::Enabled)?;
         Ok(())
     }
 }

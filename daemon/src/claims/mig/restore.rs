@@ -42,7 +42,7 @@ impl Engine {
             }
             if changed {
                 tracing::info!(claim_uid = %record.uid, "MIG slices made to match the claim again");
-                let saved = self.store.save(&record).map_err(ClaimError::from);
+                let saved = self.env.store.save(&record).map_err(ClaimError::from);
                 lock(&self.table).insert(record.clone());
                 if let Err(err) = saved.and_then(|()| self.ensure_spec(&record).map(drop)) {
                     problems.push(format!("claim {}: {err}", record.uid));
@@ -56,7 +56,7 @@ impl Engine {
     fn restore_slice(&self, gpu: &GpuDevice, slice: &mut MigSlice) -> Result<bool, ClaimError> {
         let index = gpu.info.index;
         let placement = slice_placement(slice);
-        let instances = self.backend.gpu_instances(index)?;
+        let instances = self.env.backend.gpu_instances(index)?;
         let Some(gi) = instances
             .iter()
             .find(|gi| gi.profile_id == slice.profile_id && gi.placement == placement)
@@ -73,7 +73,7 @@ impl Engine {
             Some(ci) => ci.clone(),
             None => {
                 tracing::warn!(gpu = %gpu.name, gi = gi.id, "a claim's GPU instance has no compute instance (a crash cut a create or destroy short); making it");
-                self.backend.create_compute_instance(index, gi.id)?
+                self.env.backend.create_compute_instance(index, gi.id)?
             }
         };
         let now = (Some(gi.id), Some(ci.id), Some(ci.uuid));
@@ -99,7 +99,7 @@ impl Engine {
                     continue;
                 };
                 let enabled = matches!(
-                    self.backend.device_info(gpu.info.index).map(|i| i.mig),
+                    self.env.backend.device_info(gpu.info.index).map(|i| i.mig),
                     Ok(MigSupport::Supported {
                         current: MigMode::Enabled,
                         ..

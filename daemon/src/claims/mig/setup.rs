@@ -98,7 +98,7 @@ impl Engine {
             }
             attempt += 1;
         };
-        if self.set_inventory(inventory) {
+        if self.env.set_inventory(inventory) {
             tracing::info!(generation = self.generation(), "inventory changed");
         }
         Ok(self.inventory())
@@ -122,7 +122,7 @@ impl Engine {
             }
         };
         let held_whole = |gpu: &str| whole.contains(gpu);
-        Ok(Inventory::scan(self.backend(), mig, &owner, &held_whole)?)
+        Ok(Inventory::scan(self.env.backend.as_ref(), mig, &owner, &held_whole)?)
     }
 
     fn enable_mig_mode(&self, gpu: &GpuDevice) -> Option<String> {
@@ -141,7 +141,7 @@ impl Engine {
             } => None,
             MigSupport::Supported { .. } if held_whole => None,
             MigSupport::Supported { .. } => {
-                match self.backend.set_mig_mode(gpu.info.index, MigMode::Enabled) {
+                match self.env.backend.set_mig_mode(gpu.info.index, MigMode::Enabled) {
                     Ok(MigSupport::Supported {
                         current: MigMode::Enabled,
                         ..
@@ -168,7 +168,7 @@ impl Engine {
         let records = self.claims();
         let mut found = Vec::new();
         for gpu in inventory.gpus.iter().filter(|g| g.mig.is_some()) {
-            for gi in self.backend.gpu_instances(gpu.info.index)? {
+            for gi in self.env.backend.gpu_instances(gpu.info.index)? {
                 let ours = records.iter().flat_map(|r| &r.devices).any(|d| {
                     d.uuid == gpu.info.uuid
                         && d.mig.as_ref().is_some_and(|m| {

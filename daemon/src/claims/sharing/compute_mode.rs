@@ -29,11 +29,11 @@ impl Engine {
             return Ok(None);
         };
         let index = gpu.info.index;
-        let before = self.backend.compute_mode(index)?;
+        let before = self.env.backend.compute_mode(index)?;
         if before == mode {
             return Ok(None);
         }
-        self.backend.set_compute_mode(index, mode)?;
+        self.env.backend.set_compute_mode(index, mode)?;
         tracing::info!(gpu = %gpu.name, ?before, now = ?mode, "compute mode set");
         Ok(Some(ModeChange {
             uuid: uuid.to_owned(),

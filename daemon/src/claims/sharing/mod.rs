@@ -37,7 +37,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use super::error::ClaimError;
-use super::keyed::KeyedLocks;
+use super::keyed::{KeyGuard, KeyedLocks};
 use super::{Engine, lock};
 use crate::inventory::Inventory;
 use crate::mps::{MpsKey, MpsLimits, MpsManager};
@@ -345,8 +345,8 @@ impl Engine {
         lock(&self.sharing.state).degraded.remove(gpu);
     }
 
-    /// Runs `f` holding the locks of `record`'s shared GPUs.
-    pub(super) fn with_gpu_locks<T>(&self, record: &ClaimRecord, f: impl FnOnce() -> T) -> T {
-        self.sharing.gpu_locks.run_all(&shared_gpus(record), f)
+    /// The locks of `record`'s shared GPUs, held until the guards go.
+    pub(super) fn lock_gpus(&self, record: &ClaimRecord) -> Vec<KeyGuard<'_>> {
+        self.sharing.gpu_locks.lock_all(&shared_gpus(record))
     }
 }

@@ -132,7 +132,7 @@ impl Engine {
                     device: gpu.name.clone(),
                     uuid: uuid.clone(),
                     mode,
-                    compute_mode: self.backend.compute_mode(gpu.info.index).ok(),
+                    compute_mode: self.env.backend.compute_mode(gpu.info.index).ok(),
                     interval,
                     interval_state: interval_words(state.timeslice.get(uuid)),
                     daemons: on_gpu,

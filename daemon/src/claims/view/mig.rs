@@ -69,7 +69,7 @@ impl Engine {
         if gpu.mig.is_none() {
             return Vec::new();
         }
-        self.backend
+        self.env.backend
             .gpu_instances(gpu.info.index)
             .unwrap_or_else(|err| {
                 tracing::warn!(gpu = %gpu.name, error = %err, "cannot list MIG instances");
