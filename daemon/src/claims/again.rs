@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use super::error::ClaimError;
 use super::request::PrepareRequest;
-use super::{Engine, Prepared};
+use super::{Engine, Prepared, spec};
 use crate::state::{ClaimRecord, DeviceSharing};
 
 /// What a refused prepare asked for, against what the claim has, in words.
@@ -41,11 +41,14 @@ impl Engine {
                 asked: differs.asked,
             });
         }
+        let cx = self.cx();
         {
-            let _gpus = self.lock_gpus(&record);
-            self.ensure_mps(&record)?;
+            let _gpus = self.kinds.shared.lock_gpus(&record);
+            for kind in self.kinds.in_order() {
+                kind.ensure(&cx, &record)?;
+            }
         }
-        if self.ensure_spec(&record)? {
+        if spec::ensure(&cx, &self.kinds, &record)? {
             tracing::warn!(claim_uid = %record.uid, "CDI spec of a prepared claim was missing or changed; rewrote it");
         }
         Ok(Prepared::AlreadyPrepared(record))

@@ -87,7 +87,8 @@ impl Engine {
 
     /// How many faults are in force (GPUs plus GPU instances).
     pub fn fault_count(&self) -> usize {
-        self.env.health
+        self.env
+            .health
             .table()
             .gpus()
             .map(|(_, f)| usize::from(f.whole.is_some()) + f.instances.len())
@@ -96,7 +97,8 @@ impl Engine {
 
     /// Why `device` is unhealthy, if it is.
     pub fn device_fault(&self, device: &DeviceRef<'_>) -> Option<DeviceFault> {
-        self.env.health
+        self.env
+            .health
             .fault_of(&device.gpu().info.uuid, slice_of(device))
     }
 

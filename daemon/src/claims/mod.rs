@@ -30,19 +30,18 @@
 //! the prepares and unprepares in flight and hold new ones back until done
 //! (see `quiet`).
 
+mod access;
 mod again;
 mod env;
 mod error;
-mod exclusive;
 mod health;
 mod keyed;
-mod mig;
 mod prepare;
 mod reconcile;
 mod request;
-mod sharing;
-mod spec_file;
+mod spec;
 mod table;
+mod undo;
 mod unprepare;
 mod usage;
 mod view;
@@ -50,14 +49,14 @@ mod view;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 
+pub use access::shared_gpu::{SharingTools, TimeSliceOutcome};
 pub use error::ClaimError;
 pub use health::{Cleared, UnhealthyDevice};
 pub use reconcile::ReconcileReport;
 pub use request::{ConfigRequest, DeviceRequest, PrepareRequest, validate_uid};
-pub use sharing::view::{DaemonView, GpuSharingView};
-pub use sharing::{SharingTools, TimeSliceOutcome};
 pub use table::SharedMode;
 pub use usage::{ClaimKind, NodeUsage, SliceState, SliceUse};
+pub use view::sharing::{DaemonView, GpuSharingView};
 pub use view::{
     DeviceAt, DeviceState, GpuMigView, MigHolder, MigInstanceView, NodeView, UnreadableState,
 };
@@ -122,14 +121,8 @@ pub struct Engine {
     table: Mutex<ClaimTable>,
     claim_locks: KeyedLocks,
     problems: Mutex<Vec<String>>,
-    mig_problems: Mutex<Vec<String>>,
-    /// Held by a MIG rescan from its snapshot of the holdings to installing
-    /// what it read (see `mig::setup`).
-    rescanning: Mutex<()>,
-    /// The `[mig]` in force (set by [`Engine::setup_mig`]).
-    mig_config: RwLock<crate::config::MigConfig>,
-    /// MPS and time-slicing: tools, books, per-GPU locks.
-    sharing: sharing::Sharing,
+    /// The kinds of access, each with its own books.
+    kinds: access::Kinds,
     /// Prepares and unprepares hold it shared for their whole run; the
     /// reload steps that read the claim table, the hardware and the CDI dir
     /// together ([`Engine::setup_mig`], [`Engine::refresh`]) hold it
@@ -155,12 +148,16 @@ impl Engine {
             table: Mutex::new(ClaimTable::default()),
             claim_locks: KeyedLocks::default(),
             problems: Mutex::new(Vec::new()),
-            mig_problems: Mutex::new(Vec::new()),
-            rescanning: Mutex::new(()),
-            mig_config: RwLock::new(crate::config::MigConfig::default()),
-            sharing: sharing::Sharing::default(),
+            kinds: access::Kinds::default(),
             quiet: RwLock::new(()),
         }
+    }
+
+    /// Sets the tools the engine shares GPUs with (call before `reconcile`).
+    #[must_use]
+    pub fn with_sharing(mut self, tools: SharingTools) -> Self {
+        self.kinds.shared.tools = Some(tools);
+        self
     }
 
     /// The hardware backend.
@@ -223,7 +220,7 @@ impl Engine {
         let mut all = self.env.driver().problems.clone();
         all.extend(self.inventory().unreadable.iter().map(|u| u.problem()));
         all.extend(lock(&self.problems).iter().cloned());
-        all.extend(lock(&self.mig_problems).iter().cloned());
+        all.extend(self.kinds.mig.problems());
         all.extend(self.health_problems());
         all.extend(self.sharing_problems());
         all
@@ -232,6 +229,15 @@ impl Engine {
     /// Seconds since the engine was built.
     pub fn uptime_seconds(&self) -> u64 {
         self.env.started.elapsed().as_secs()
+    }
+
+    /// What the kinds of access may read.
+    fn cx(&self) -> access::Cx<'_> {
+        access::Cx {
+            env: &self.env,
+            table: &self.table,
+            shared: &self.kinds.shared,
+        }
     }
 
     /// Held by a prepare or unprepare for its whole run (see `quiet`).

@@ -137,7 +137,10 @@ impl Engine {
                 else {
                     continue;
                 };
-                held.insert((device.uuid.clone(), super::mig::slice_placement(slice)));
+                held.insert((
+                    device.uuid.clone(),
+                    super::access::mig::slice_placement(slice),
+                ));
                 held_slices.push(SliceUse {
                     gpu: gpu.name.clone(),
                     profile: slice.profile.clone(),
@@ -158,7 +161,7 @@ impl Engine {
                 .collect();
             (claims, held_slices, held, open)
         };
-        let ledger = self.made_ahead();
+        let ledger = self.kinds.mig.made_ahead(&self.cx());
         for gpu in &inventory.gpus {
             let Some(gpu_mig) = &gpu.mig else { continue };
             let instances = match self.env.backend.gpu_instances(gpu.info.index) {

@@ -14,6 +14,7 @@
 //! `mig` reads the MIG instances of every GPU for GetMigLayout.
 
 mod mig;
+pub(super) mod sharing;
 
 use std::sync::Arc;
 
@@ -197,7 +198,7 @@ impl Engine {
             .map(|(_, device)| self.device_fault(device))
             .collect();
         let promised: Vec<u64> = {
-            let books = lock(&self.sharing.state);
+            let books = lock(&self.kinds.shared.books);
             (places.iter())
                 .map(|(_, device)| match device {
                     DeviceRef::Gpu(gpu) => books.promised_on(&gpu.info.uuid),
