@@ -10,17 +10,19 @@
 //! record last, so a crash in between leaves a record whose spec reconcile
 //! rewrites, never a spec nobody owns.
 //!
-//! Each kind of access is a small module with the same verbs (reserve,
-//! apply, release, restore): `exclusive`, MIG (the module `mig`), MPS and
-//! time-slicing (the module `sharing`). The generic pieces sit here: the
-//! request (`request`), the claim table and per-claim locks (`table`,
-//! `keyed`), the verbs (`prepare`, `again` for a claim prepared already,
-//! `unprepare`, `reconcile`), the CDI
-//! spec of a claim (`spec_file`), health and usage (`health`,
-//! `usage`), the one consistent view of the node the read answers are
-//! built from (`view`: each device of one inventory with its holders,
-//! availability and fault; the MIG instances), errors (`error`); the
-//! engine's own tests are in `tests`.
+//! Each kind of access is a component with the same verbs (reserve, apply,
+//! release, adopt, restore, roll back, ensure, its CDI piece) behind one
+//! trait, in `access`: `exclusive`, `mig`, `timeslice` and `mps` (with
+//! `shared_gpu`, what the last two share). The verbs drive them: `prepare`
+//! (one loop over the kinds a claim needs, with the undo stack of `undo`;
+//! `again` says what differs when a prepared claim is asked for again),
+//! `unprepare`, `reconcile` (start-up, SIGHUP, the MIG set-up and the
+//! sharing restore) and `health` (an operator's clear). Only those files and
+//! `view` (the reads: one consistent view of the node, the MIG instances,
+//! sharing, usage, the claims and problems) add methods to `Engine`. The
+//! generic pieces: the request (`request`), the claim table and per-key
+//! locks (`table`, `keyed`), what every part reads (`env`), a claim's CDI
+//! spec (`spec`), errors (`error`); the engine's own tests are in `tests`.
 //!
 //! The engine is synchronous and thread-safe; the API calls it through
 //! `spawn_blocking`. The table lock is held only to check and reserve, never
@@ -43,7 +45,6 @@ mod spec;
 mod table;
 mod undo;
 mod unprepare;
-mod usage;
 mod view;
 
 use std::path::PathBuf;
@@ -55,8 +56,8 @@ pub use health::{Cleared, UnhealthyDevice};
 pub use reconcile::ReconcileReport;
 pub use request::{ConfigRequest, DeviceRequest, PrepareRequest, validate_uid};
 pub use table::SharedMode;
-pub use usage::{ClaimKind, NodeUsage, SliceState, SliceUse};
 pub use view::sharing::{DaemonView, GpuSharingView};
+pub use view::usage::{ClaimKind, NodeUsage, SliceState, SliceUse};
 pub use view::{
     DeviceAt, DeviceState, GpuMigView, MigHolder, MigInstanceView, NodeView, UnreadableState,
 };
@@ -160,77 +161,6 @@ impl Engine {
         self
     }
 
-    /// The hardware backend.
-    pub fn backend(&self) -> &dyn GpuBackend {
-        self.env.backend.as_ref()
-    }
-
-    /// The backend's name ("sim" or "nvml").
-    pub fn backend_name(&self) -> &'static str {
-        self.env.backend.name()
-    }
-
-    /// The current inventory.
-    pub fn inventory(&self) -> Arc<Inventory> {
-        self.env.inventory()
-    }
-
-    /// The inventory generation: bumped whenever anything GetInventory
-    /// answers may have changed (devices, attributes, health, holders,
-    /// availability).
-    pub fn generation(&self) -> u64 {
-        self.env.generation()
-    }
-
-    /// Follows the inventory generation: the receiver sees the value now and
-    /// then the latest after each change (never a backlog).
-    pub fn watch_generation(&self) -> tokio::sync::watch::Receiver<u64> {
-        self.env.watch()
-    }
-
-    /// Replaces the driver files (after a rescan on SIGHUP).
-    pub fn set_driver_files(&self, driver: DriverFiles) {
-        self.env.set_driver_files(driver);
-    }
-
-    /// The state folder (parent of the records folder).
-    pub fn state_dir(&self) -> &std::path::Path {
-        self.env.state_dir()
-    }
-
-    /// Settings in force.
-    pub fn settings(&self) -> &EngineSettings {
-        &self.env.settings
-    }
-
-    /// Every claim, sorted by uid.
-    pub fn claims(&self) -> Vec<ClaimRecord> {
-        lock(&self.table).records()
-    }
-
-    /// How many claims there are, without copying them.
-    pub fn claim_count(&self) -> usize {
-        lock(&self.table).count()
-    }
-
-    /// Problems an operator should act on: missing driver files, GPUs that
-    /// cannot be read, records that could not be read or matched, unhealthy
-    /// devices and the claims on them.
-    pub fn problems(&self) -> Vec<String> {
-        let mut all = self.env.driver().problems.clone();
-        all.extend(self.inventory().unreadable.iter().map(|u| u.problem()));
-        all.extend(lock(&self.problems).iter().cloned());
-        all.extend(self.kinds.mig.problems());
-        all.extend(self.health_problems());
-        all.extend(self.sharing_problems());
-        all
-    }
-
-    /// Seconds since the engine was built.
-    pub fn uptime_seconds(&self) -> u64 {
-        self.env.started.elapsed().as_secs()
-    }
-
     /// What the kinds of access may read.
     fn cx(&self) -> access::Cx<'_> {
         access::Cx {
@@ -252,12 +182,6 @@ impl Engine {
         self.quiet
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// True if the table lock can be taken: the watchdog pings only then.
-    pub fn responsive(&self) -> bool {
-        drop(lock(&self.table));
-        true
     }
 }
 

@@ -17,6 +17,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::access::{Access, Cx};
+use super::again::difference;
 use super::error::ClaimError;
 use super::request::PrepareRequest;
 use super::table::{Share, SharedMode, Want};
@@ -101,6 +102,34 @@ impl Engine {
         self.env.bump();
         tracing::info!(claim_uid = %record.uid, devices = ?device_names(&record), "claim prepared");
         Ok(Prepared::Created(record))
+    }
+
+    /// `req` for the claim `record` holds: the claim again, or a refusal.
+    /// `sharing` is the request's sharing, per device in request order.
+    pub(super) fn prepare_again(
+        &self,
+        req: &PrepareRequest,
+        record: ClaimRecord,
+        sharing: &[Option<DeviceSharing>],
+    ) -> Result<Prepared, ClaimError> {
+        if let Some(differs) = difference(&record, req, sharing) {
+            return Err(ClaimError::PreparedDifferently {
+                uid: record.uid.clone(),
+                prepared: differs.prepared,
+                asked: differs.asked,
+            });
+        }
+        let cx = self.cx();
+        {
+            let _gpus = self.kinds.shared.lock_gpus(&record);
+            for kind in self.kinds.in_order() {
+                kind.ensure(&cx, &record)?;
+            }
+        }
+        if spec::ensure(&cx, &self.kinds, &record)? {
+            tracing::warn!(claim_uid = %record.uid, "CDI spec of a prepared claim was missing or changed; rewrote it");
+        }
+        Ok(Prepared::AlreadyPrepared(record))
     }
 
     /// Each kind's reserve, then (when any kind takes part) the `preparing`

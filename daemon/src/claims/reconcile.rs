@@ -28,6 +28,7 @@ use super::table::{Share, SharedMode, Want};
 use super::{Engine, lock, spec};
 use crate::cdi_build::{CDI_CLASS, CDI_VENDOR, claim_uid_of_spec_file};
 use crate::config::MigConfig;
+use crate::driver::DriverFiles;
 use crate::state::{ClaimRecord, DeviceSharing, Phase, RecordDevice};
 
 /// What a reconcile found and did.
@@ -50,6 +51,11 @@ pub struct ReconcileReport {
 }
 
 impl Engine {
+    /// Replaces the driver files (after a rescan on SIGHUP).
+    pub fn set_driver_files(&self, driver: DriverFiles) {
+        self.env.set_driver_files(driver);
+    }
+
     /// Start-up: loads every record into the table, then repairs the CDI dir.
     pub fn reconcile(&self) -> Result<ReconcileReport, ClaimError> {
         let mut report = ReconcileReport::default();

@@ -12,8 +12,8 @@
 
 use std::collections::HashSet;
 
-use super::table::Share;
-use super::{Engine, lock};
+use crate::claims::table::Share;
+use crate::claims::{Engine, lock};
 use crate::gpu::{GpuInstance, Placement};
 use crate::inventory::GpuMig;
 use crate::mps::DaemonState;
@@ -139,7 +139,7 @@ impl Engine {
                 };
                 held.insert((
                     device.uuid.clone(),
-                    super::access::mig::slice_placement(slice),
+                    crate::claims::access::mig::slice_placement(slice),
                 ));
                 held_slices.push(SliceUse {
                     gpu: gpu.name.clone(),
