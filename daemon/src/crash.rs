@@ -41,11 +41,11 @@ pub const ALL: &[&str] = &[
     "record.after_temp_synced",
     "record.after_rename",
     "record.after_unlink",
-    // CDI specs (claims/spec_file.rs).
+    // CDI specs (claims/spec.rs).
     "spec.after_temp_synced",
     "spec.after_rename",
     "spec.after_unlink",
-    // The ledger of MIG slices made ahead (claims/mig/ahead.rs).
+    // The ledger of MIG slices made ahead (claims/access/mig/ahead.rs).
     "mig_ledger.after_temp_synced",
     "mig_ledger.after_rename",
     // Hardware, through the backend (gpu/observed.rs).

@@ -5,6 +5,11 @@
 //!
 //! The files are found as rustc finds them: from `lib.rs`, through every
 //! `mod name;` outside test code. Test code may import anything.
+//!
+//! Two more rules keep the claim engine's shape: `impl Engine` blocks live
+//! only in the files of its verbs and its view (a kind of access is a
+//! component in `claims/access`, never more methods on `Engine`), and `api/`
+//! never calls the hardware backend (it maps what the engine answers).
 
 use std::path::{Path, PathBuf};
 
@@ -172,4 +177,93 @@ fn the_floor_table_is_lib_rs_reading_order_and_lists_every_module() {
         declared, tabled,
         "every module lib.rs declares needs a floor, and every floor's module must exist"
     );
+}
+
+/// The files whose module may add methods to `Engine`: the verbs and the view.
+const ENGINE_IMPLS: &[&str] = &[
+    "claims",
+    "claims::prepare",
+    "claims::unprepare",
+    "claims::reconcile",
+    "claims::health",
+    "claims::view",
+];
+
+/// Lines of `text` outside comments, numbered from 1.
+fn code_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    (text.lines().enumerate()).map(|(i, line)| (i + 1, line.split("//").next().unwrap_or_default()))
+}
+
+/// `file:line` of each `impl Engine` outside the verbs and the view.
+fn engine_impls_elsewhere(file: &str, module: &[String], text: &str) -> Vec<String> {
+    let name = module.join("::");
+    let allowed = (ENGINE_IMPLS.iter())
+        .any(|m| name == *m || (*m == "claims::view" && name.starts_with("claims::view::")));
+    if allowed {
+        return Vec::new();
+    }
+    code_lines(text)
+        .filter(|(_, code)| {
+            let code = code.trim_start();
+            code.starts_with("impl Engine ") || code.starts_with("impl Engine{")
+        })
+        .map(|(line, _)| format!("{file}:{line}: impl Engine in {name}"))
+        .collect()
+}
+
+/// `file:line` of each `.backend()` call in `api`.
+fn backend_calls_in_api(file: &str, module: &[String], text: &str) -> Vec<String> {
+    if module.first().map(String::as_str) != Some("api") {
+        return Vec::new();
+    }
+    code_lines(text)
+        .filter(|(_, code)| code.contains(".backend()"))
+        .map(|(line, _)| format!("{file}:{line}: api calls the hardware backend"))
+        .collect()
+}
+
+fn module(path: &str) -> ModulePath {
+    path.split("::").map(str::to_owned).collect()
+}
+
+#[test]
+fn engine_methods_live_only_in_the_verbs_and_the_view_and_api_calls_no_backend() {
+    let mut problems = Vec::new();
+    let files = library_files(&mut problems);
+    for source in &files {
+        problems.extend(engine_impls_elsewhere(
+            &source.file,
+            &source.module,
+            &source.text,
+        ));
+        problems.extend(backend_calls_in_api(
+            &source.file,
+            &source.module,
+            &source.text,
+        ));
+    }
+    assert!(
+        problems.is_empty(),
+        "the claim engine's methods belong to its verbs (claims/{{mod,prepare,unprepare,\
+         reconcile,health}}.rs) and its view (claims/view/); a kind of access is a component in \
+         claims/access; api/ maps what the engine answers:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn the_engine_checks_name_what_breaks_them() {
+    let text = "// impl Engine in a comment\nimpl Engine {\n    fn f() {}\n}\n";
+    assert_eq!(
+        engine_impls_elsewhere("x.rs", &module("claims::access::mps"), text),
+        ["x.rs:2: impl Engine in claims::access::mps"]
+    );
+    assert!(engine_impls_elsewhere("x.rs", &module("claims::view::usage"), text).is_empty());
+    assert!(engine_impls_elsewhere("x.rs", &module("claims::prepare"), text).is_empty());
+    let api = "let b = engine.backend(); // engine.backend()\n// engine.backend()\n";
+    assert_eq!(
+        backend_calls_in_api("a.rs", &module("api::convert"), api),
+        ["a.rs:1: api calls the hardware backend"]
+    );
+    assert!(backend_calls_in_api("a.rs", &module("run"), api).is_empty());
 }

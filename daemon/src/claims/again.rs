@@ -1,7 +1,8 @@
-//! A prepare of a claim already prepared. The same devices and configs: the
-//! same claim again (the kubelet retries, the plugin restarts), answered
-//! with its record after its MPS daemon and CDI spec are checked. Anything
-//! else is refused, and the refusal says what differs, in the terms a user
+//! A prepare of a claim already prepared (`Engine::prepare_again`, in
+//! `prepare`). The same devices and configs: the same claim again (the
+//! kubelet retries, the plugin restarts), answered with its record after
+//! each kind's effects (its MPS daemon) and its CDI spec are checked.
+//! Anything else is refused, and the refusal says what differs, in the terms a user
 //! wrote it ([`difference`], pure): the devices; else the sharing of the
 //! devices where it differs ("gpu-3 time-sliced (interval Long)" against
 //! "gpu-3 shared by MPS (active threads 50%)"); else the opaque configs
@@ -11,9 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use super::error::ClaimError;
 use super::request::PrepareRequest;
-use super::{Engine, Prepared};
 use crate::state::{ClaimRecord, DeviceSharing};
 
 /// What a refused prepare asked for, against what the claim has, in words.
@@ -23,30 +22,6 @@ pub(super) struct Difference {
     pub prepared: String,
     /// What this prepare asks for, in the same terms.
     pub asked: String,
-}
-
-impl Engine {
-    /// `req` for the claim `record` holds: the claim again, or a refusal.
-    /// `sharing` is the request's sharing, per device in request order.
-    pub(super) fn prepare_again(
-        &self,
-        req: &PrepareRequest,
-        record: ClaimRecord,
-        sharing: &[Option<DeviceSharing>],
-    ) -> Result<Prepared, ClaimError> {
-        if let Some(differs) = difference(&record, req, sharing) {
-            return Err(ClaimError::PreparedDifferently {
-                uid: record.uid.clone(),
-                prepared: differs.prepared,
-                asked: differs.asked,
-            });
-        }
-        self.with_gpu_locks(&record, || self.ensure_mps(&record))?;
-        if self.ensure_spec(&record)? {
-            tracing::warn!(claim_uid = %record.uid, "CDI spec of a prepared claim was missing or changed; rewrote it");
-        }
-        Ok(Prepared::AlreadyPrepared(record))
-    }
 }
 
 /// Device name → its sharing (`None`: the claim's alone), sorted by name.

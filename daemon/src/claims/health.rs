@@ -75,19 +75,20 @@ fn recorded_slice(device: &RecordDevice) -> Option<Placement> {
 impl Engine {
     /// The node's device health.
     pub fn health(&self) -> &DeviceHealth {
-        &self.health
+        &self.env.health
     }
 
     /// Called after the faults in force changed: a new inventory generation,
     /// so the DRA plugin republishes (and taints) the devices and the daemon
     /// updates its systemd status line.
     pub fn health_changed(&self) {
-        self.bump_generation();
+        self.env.bump();
     }
 
     /// How many faults are in force (GPUs plus GPU instances).
     pub fn fault_count(&self) -> usize {
-        self.health
+        self.env
+            .health
             .table()
             .gpus()
             .map(|(_, f)| usize::from(f.whole.is_some()) + f.instances.len())
@@ -96,7 +97,8 @@ impl Engine {
 
     /// Why `device` is unhealthy, if it is.
     pub fn device_fault(&self, device: &DeviceRef<'_>) -> Option<DeviceFault> {
-        self.health
+        self.env
+            .health
             .fault_of(&device.gpu().info.uuid, slice_of(device))
     }
 
@@ -158,7 +160,7 @@ impl Engine {
                         gpu.reason()
                     ));
                 }
-                let fault = self.health.fault_of(&d.uuid, recorded_slice(d))?;
+                let fault = self.env.health.fault_of(&d.uuid, recorded_slice(d))?;
                 Some(format!("{} is unhealthy: {}", d.device, fault.reason))
             })
             .collect()
@@ -167,9 +169,9 @@ impl Engine {
     /// Health lines for the status: each fault in force, each claim on an
     /// unhealthy device, and what keeps events from being watched.
     pub(super) fn health_problems(&self) -> Vec<String> {
-        let table = self.health.table();
+        let table = self.env.health.table();
         if table.is_empty() {
-            return self.health.watch_problems();
+            return self.env.health.watch_problems();
         }
         let inventory = self.inventory();
         let mut problems = Vec::new();
@@ -209,7 +211,7 @@ impl Engine {
                 ));
             }
         }
-        problems.extend(self.health.watch_problems());
+        problems.extend(self.env.health.watch_problems());
         problems
     }
 
@@ -223,7 +225,7 @@ impl Engine {
                 known: inventory.device_names().join(", "),
             })?;
         let uuid = &found.gpu().info.uuid;
-        let faults = self.health.clear(uuid, slice_of(&found));
+        let faults = self.env.health.clear(uuid, slice_of(&found));
         if faults > 0 {
             tracing::info!(device, faults, "device health cleared by an operator");
             self.health_changed();

@@ -1,14 +1,31 @@
-//! One lock per key (claim uid): two calls for the same claim run one after
-//! the other, calls for different claims never wait for each other. Entries
-//! are dropped as soon as nobody holds or waits for them.
+//! One lock per key (a claim uid, a GPU UUID): two holders of the same key
+//! run one after the other, holders of different keys never wait for each
+//! other. A lock is held as long as its [`KeyGuard`] lives. Entries are
+//! dropped as soon as nobody holds or waits for them.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 /// Locks by string key.
 #[derive(Debug, Default)]
 pub struct KeyedLocks {
-    map: Mutex<HashMap<String, Arc<Mutex<()>>>>,
+    map: Mutex<HashMap<String, Arc<Entry>>>,
+}
+
+/// One key's lock: whether it is held, and its waiters' wake-up.
+#[derive(Debug, Default)]
+struct Entry {
+    held: Mutex<bool>,
+    freed: Condvar,
+}
+
+/// The lock of one key, held until dropped.
+#[derive(Debug)]
+#[must_use = "the key is unlocked when the guard is dropped"]
+pub struct KeyGuard<'a> {
+    locks: &'a KeyedLocks,
+    key: String,
+    entry: Arc<Entry>,
 }
 
 /// Locks `m`, taking the data even if a panicking thread poisoned it: every
@@ -18,30 +35,30 @@ pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl KeyedLocks {
-    /// Runs `f` while holding the lock of `key`.
-    pub fn run<T>(&self, key: &str, f: impl FnOnce() -> T) -> T {
+    /// Waits for and takes the lock of `key`.
+    pub fn lock(&self, key: &str) -> KeyGuard<'_> {
         let entry = lock(&self.map).entry(key.to_owned()).or_default().clone();
-        let result = {
-            let _held = lock(&entry);
-            f()
-        };
-        let mut map = lock(&self.map);
-        // Two owners left (the map and us) means nobody else holds or waits:
-        // cloning the entry needs the map lock, which we hold.
-        if Arc::strong_count(&entry) == 2 {
-            map.remove(key);
+        let mut held = lock(&entry.held);
+        while *held {
+            held = entry
+                .freed
+                .wait(held)
+                .unwrap_or_else(PoisonError::into_inner);
         }
-        result
+        *held = true;
+        drop(held);
+        KeyGuard {
+            locks: self,
+            key: key.to_owned(),
+            entry,
+        }
     }
 
-    /// Runs `f` while holding the locks of every key in `keys`, taken in the
-    /// order given (callers pass them sorted, so two callers never wait for
-    /// each other in a cycle).
-    pub fn run_all<T>(&self, keys: &[String], f: impl FnOnce() -> T) -> T {
-        match keys.split_first() {
-            None => f(),
-            Some((first, rest)) => self.run(first, || self.run_all(rest, f)),
-        }
+    /// Takes the locks of every key in `keys`, in the order given (callers
+    /// pass them sorted, so two callers never wait for each other in a
+    /// cycle).
+    pub fn lock_all(&self, keys: &[String]) -> Vec<KeyGuard<'_>> {
+        keys.iter().map(|key| self.lock(key)).collect()
     }
 
     /// Number of keys currently held or waited for.
@@ -54,6 +71,19 @@ impl KeyedLocks {
     #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+impl Drop for KeyGuard<'_> {
+    fn drop(&mut self) {
+        *lock(&self.entry.held) = false;
+        self.entry.freed.notify_one();
+        let mut map = lock(&self.locks.map);
+        // Two owners left (the map and us) means nobody else holds or waits:
+        // cloning the entry needs the map lock, which we hold.
+        if Arc::strong_count(&self.entry) == 2 {
+            map.remove(&self.key);
+        }
     }
 }
 
@@ -74,11 +104,10 @@ mod tests {
                 let (locks, inside, max_seen) = (locks.clone(), inside.clone(), max_seen.clone());
                 std::thread::spawn(move || {
                     for _ in 0..200 {
-                        locks.run("claim", || {
-                            let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
-                            max_seen.fetch_max(now, Ordering::SeqCst);
-                            inside.fetch_sub(1, Ordering::SeqCst);
-                        });
+                        let _held = locks.lock("claim");
+                        let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                        max_seen.fetch_max(now, Ordering::SeqCst);
+                        inside.fetch_sub(1, Ordering::SeqCst);
                     }
                 })
             })
@@ -96,11 +125,28 @@ mod tests {
         let barrier = Arc::new(Barrier::new(2));
         let other = {
             let (locks, barrier) = (locks.clone(), barrier.clone());
-            std::thread::spawn(move || locks.run("b", || barrier.wait()))
+            std::thread::spawn(move || {
+                let _held = locks.lock("b");
+                barrier.wait();
+            })
         };
         // Holding "a" while "b" is held too: if keys shared a lock, both
         // threads would block at the barrier forever.
-        locks.run("a", || barrier.wait());
+        let held = locks.lock("a");
+        barrier.wait();
         other.join().unwrap();
+        drop(held);
+        assert!(locks.is_empty());
+    }
+
+    #[test]
+    fn lock_all_holds_every_key_until_the_guards_go() {
+        let locks = KeyedLocks::default();
+        let keys = vec!["gpu-a".to_owned(), "gpu-b".to_owned()];
+        let guards = locks.lock_all(&keys);
+        assert_eq!(locks.len(), 2);
+        drop(guards);
+        assert!(locks.is_empty());
+        assert!(locks.lock_all(&[]).is_empty());
     }
 }

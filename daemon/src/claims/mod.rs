@@ -10,17 +10,19 @@
 //! record last, so a crash in between leaves a record whose spec reconcile
 //! rewrites, never a spec nobody owns.
 //!
-//! Each kind of access is a small module with the same verbs (reserve,
-//! apply, release, restore): `exclusive`, MIG (the module `mig`), MPS and
-//! time-slicing (the module `sharing`). The generic pieces sit here: the
-//! request (`request`), the claim table and per-claim locks (`table`,
-//! `keyed`), the verbs (`prepare`, `again` for a claim prepared already,
-//! `unprepare`, `reconcile`), the CDI
-//! spec of a claim (`spec_file`), health and usage (`health`,
-//! `usage`), the one consistent view of the node the read answers are
-//! built from (`view`: each device of one inventory with its holders,
-//! availability and fault; the MIG instances), errors (`error`); the
-//! engine's own tests are in `tests`.
+//! Each kind of access is a component with the same verbs (reserve, apply,
+//! release, adopt, restore, roll back, ensure, its CDI piece) behind one
+//! trait, in `access`: `exclusive`, `mig`, `timeslice` and `mps` (with
+//! `shared_gpu`, what the last two share). The verbs drive them: `prepare`
+//! (one loop over the kinds a claim needs, with the undo stack of `undo`;
+//! `again` says what differs when a prepared claim is asked for again),
+//! `unprepare`, `reconcile` (start-up, SIGHUP, the MIG set-up and the
+//! sharing restore) and `health` (an operator's clear). Only those files and
+//! `view` (the reads: one consistent view of the node, the MIG instances,
+//! sharing, usage, the claims and problems) add methods to `Engine`. The
+//! generic pieces: the request (`request`), the claim table and per-key
+//! locks (`table`, `keyed`), what every part reads (`env`), a claim's CDI
+//! spec (`spec`), errors (`error`); the engine's own tests are in `tests`.
 //!
 //! The engine is synchronous and thread-safe; the API calls it through
 //! `spawn_blocking`. The table lock is held only to check and reserve, never
@@ -30,35 +32,32 @@
 //! the prepares and unprepares in flight and hold new ones back until done
 //! (see `quiet`).
 
+mod access;
 mod again;
+mod env;
 mod error;
-mod exclusive;
 mod health;
 mod keyed;
-mod mig;
 mod prepare;
 mod reconcile;
 mod request;
-mod sharing;
-mod spec_file;
-mod start_up;
+mod spec;
 mod table;
+mod undo;
 mod unprepare;
-mod usage;
 mod view;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Instant;
 
+pub use access::shared_gpu::{SharingTools, TimeSliceOutcome};
 pub use error::ClaimError;
 pub use health::{Cleared, UnhealthyDevice};
 pub use reconcile::ReconcileReport;
 pub use request::{ConfigRequest, DeviceRequest, PrepareRequest, validate_uid};
-pub use sharing::view::{DaemonView, GpuSharingView};
-pub use sharing::{SharingTools, TimeSliceOutcome};
 pub use table::SharedMode;
-pub use usage::{ClaimKind, NodeUsage, SliceState, SliceUse};
+pub use view::sharing::{DaemonView, GpuSharingView};
+pub use view::usage::{ClaimKind, NodeUsage, SliceState, SliceUse};
 pub use view::{
     DeviceAt, DeviceState, GpuMigView, MigHolder, MigInstanceView, NodeView, UnreadableState,
 };
@@ -112,30 +111,19 @@ pub struct EngineSettings {
 }
 
 /// The claim engine. Cheap to share behind an `Arc`.
+///
+/// Lock order: `quiet` (read) → the claim's lock → the GPU locks (sorted)
+/// → at most one of {`table`, the sharing books, the MIG books} at a time,
+/// never nested, and none held across I/O but the claim and GPU locks.
+/// `rescanning` is taken before the table snapshot of a rescan.
 #[derive(Debug)]
 pub struct Engine {
-    backend: Arc<dyn GpuBackend>,
-    inventory: RwLock<Arc<Inventory>>,
-    driver: RwLock<Arc<DriverFiles>>,
-    store: Store,
-    settings: EngineSettings,
+    env: env::Env,
     table: Mutex<ClaimTable>,
     claim_locks: KeyedLocks,
     problems: Mutex<Vec<String>>,
-    mig_problems: Mutex<Vec<String>>,
-    /// Held by a MIG rescan from its snapshot of the holdings to installing
-    /// what it read (see `mig::setup`).
-    rescanning: Mutex<()>,
-    /// The `[mig]` in force (set by [`Engine::setup_mig`]).
-    mig_config: RwLock<crate::config::MigConfig>,
-    /// Faults of GPUs and slices (see `health`).
-    health: crate::health::DeviceHealth,
-    /// MPS and time-slicing: tools, books, per-GPU locks.
-    sharing: sharing::Sharing,
-    /// The inventory generation; receivers (WatchInventory) see each change,
-    /// coalesced to the latest.
-    generation: tokio::sync::watch::Sender<u64>,
-    started: Instant,
+    /// The kinds of access, each with its own books.
+    kinds: access::Kinds,
     /// Prepares and unprepares hold it shared for their whole run; the
     /// reload steps that read the claim table, the hardware and the CDI dir
     /// together ([`Engine::setup_mig`], [`Engine::refresh`]) hold it
@@ -157,133 +145,29 @@ impl Engine {
         settings: EngineSettings,
     ) -> Self {
         Self {
-            backend: crate::gpu::observed::observe(backend),
-            inventory: RwLock::new(Arc::new(inventory)),
-            driver: RwLock::new(Arc::new(driver)),
-            store,
-            settings,
+            env: env::Env::new(backend, inventory, driver, store, settings),
             table: Mutex::new(ClaimTable::default()),
             claim_locks: KeyedLocks::default(),
             problems: Mutex::new(Vec::new()),
-            mig_problems: Mutex::new(Vec::new()),
-            rescanning: Mutex::new(()),
-            mig_config: RwLock::new(crate::config::MigConfig::default()),
-            health: crate::health::DeviceHealth::default(),
-            sharing: sharing::Sharing::default(),
-            generation: tokio::sync::watch::Sender::new(1),
-            started: Instant::now(),
+            kinds: access::Kinds::default(),
             quiet: RwLock::new(()),
         }
     }
 
-    /// The hardware backend.
-    pub fn backend(&self) -> &dyn GpuBackend {
-        self.backend.as_ref()
+    /// Sets the tools the engine shares GPUs with (call before `reconcile`).
+    #[must_use]
+    pub fn with_sharing(mut self, tools: SharingTools) -> Self {
+        self.kinds.shared.tools = Some(tools);
+        self
     }
 
-    /// The backend's name ("sim" or "nvml").
-    pub fn backend_name(&self) -> &'static str {
-        self.backend.name()
-    }
-
-    /// The current inventory.
-    pub fn inventory(&self) -> Arc<Inventory> {
-        self.inventory
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
-    }
-
-    fn driver(&self) -> Arc<DriverFiles> {
-        self.driver
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
-    }
-
-    /// The inventory generation: bumped whenever anything GetInventory
-    /// answers may have changed (devices, attributes, health, holders,
-    /// availability).
-    pub fn generation(&self) -> u64 {
-        *self.generation.borrow()
-    }
-
-    /// Follows the inventory generation: the receiver sees the value now and
-    /// then the latest after each change (never a backlog).
-    pub fn watch_generation(&self) -> tokio::sync::watch::Receiver<u64> {
-        self.generation.subscribe()
-    }
-
-    /// Replaces the inventory after a rescan; true (and a new generation)
-    /// when it changed.
-    pub fn set_inventory(&self, mut inventory: Inventory) -> bool {
-        let mut current = self
-            .inventory
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        inventory.carry_over_unreadable(&current);
-        for gpu in &inventory.unreadable {
-            if !current.unreadable.iter().any(|u| u.index == gpu.index) {
-                tracing::error!(gpu = %gpu.label(), what = gpu.what, error = %gpu.error, "GPU cannot be read; left out of the offer");
-            }
+    /// What the kinds of access may read.
+    fn cx(&self) -> access::Cx<'_> {
+        access::Cx {
+            env: &self.env,
+            table: &self.table,
+            shared: &self.kinds.shared,
         }
-        if **current == inventory {
-            return false;
-        }
-        *current = Arc::new(inventory);
-        self.bump_generation();
-        true
-    }
-
-    /// A new inventory generation: what the devices look like changed.
-    fn bump_generation(&self) {
-        self.generation.send_modify(|g| *g = g.wrapping_add(1));
-    }
-
-    /// Replaces the driver files (after a rescan on SIGHUP).
-    pub fn set_driver_files(&self, driver: DriverFiles) {
-        *self
-            .driver
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(driver);
-    }
-
-    /// The state folder (parent of the records folder).
-    pub fn state_dir(&self) -> &std::path::Path {
-        self.store.dir().parent().unwrap_or(self.store.dir())
-    }
-
-    /// Settings in force.
-    pub fn settings(&self) -> &EngineSettings {
-        &self.settings
-    }
-
-    /// Every claim, sorted by uid.
-    pub fn claims(&self) -> Vec<ClaimRecord> {
-        lock(&self.table).records()
-    }
-
-    /// How many claims there are, without copying them.
-    pub fn claim_count(&self) -> usize {
-        lock(&self.table).count()
-    }
-
-    /// Problems an operator should act on: missing driver files, GPUs that
-    /// cannot be read, records that could not be read or matched, unhealthy
-    /// devices and the claims on them.
-    pub fn problems(&self) -> Vec<String> {
-        let mut all = self.driver().problems.clone();
-        all.extend(self.inventory().unreadable.iter().map(|u| u.problem()));
-        all.extend(lock(&self.problems).iter().cloned());
-        all.extend(lock(&self.mig_problems).iter().cloned());
-        all.extend(self.health_problems());
-        all.extend(self.sharing_problems());
-        all
-    }
-
-    /// Seconds since the engine was built.
-    pub fn uptime_seconds(&self) -> u64 {
-        self.started.elapsed().as_secs()
     }
 
     /// Held by a prepare or unprepare for its whole run (see `quiet`).
@@ -298,12 +182,6 @@ impl Engine {
         self.quiet
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// True if the table lock can be taken: the watchdog pings only then.
-    pub fn responsive(&self) -> bool {
-        drop(lock(&self.table));
-        true
     }
 }
 

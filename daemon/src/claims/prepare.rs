@@ -1,23 +1,28 @@
-//! Prepare: the idempotent path from a validated request to a usable claim.
+//! Prepare: the idempotent path from a validated request to a usable claim,
+//! as one loop over the kinds of access the claim needs.
 //!
-//! Whole GPUs alone need no hardware step: one spec write and one record
-//! write. A claim with a hardware step (a MIG slice, a MIG mode switch, an MPS
-//! daemon, a time-slice, a compute mode) first writes its record in phase
+//! Whole GPUs alone need no step: one spec write and one record write. A
+//! claim with a step (a MIG slice, a MIG mode switch, an MPS daemon, a
+//! time-slice, a compute mode) first writes its record in phase
 //! `preparing`, so a crash at any later point leaves a record that start-up
 //! reconcile rolls back, never an orphaned instance or daemon.
 //!
-//! Order: reserve (MIG placements, then sharing: policy and memory), the
-//! `preparing` record, MIG steps, sharing steps (a MIG slice's MPS daemon
-//! needs the slice's UUID), the CDI spec, the `prepared` record. Claims that
-//! share a GPU hold its lock from reserve to record.
+//! Order: the table reservation, the shared GPUs' locks, each kind's reserve
+//! (MIG placements, then time-slicing, then MPS: policy and memory), the
+//! `preparing` record, each kind's apply in the same order (a MIG slice's MPS
+//! daemon needs the slice's UUID), the CDI spec, the `prepared` record. Each
+//! step pushes its undo ([`super::undo`]); a failure unwinds them in reverse.
+//! Claims that share a GPU hold its lock from reserve to record.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use super::access::{Access, Cx};
+use super::again::difference;
 use super::error::ClaimError;
 use super::request::PrepareRequest;
-use super::sharing::has_sharing;
 use super::table::{Share, SharedMode, Want};
-use super::{Engine, Prepared, lock};
+use super::undo::{Step, Undo};
+use super::{Engine, Prepared, lock, spec};
 use crate::cdi_build::{cdi_device_id, spec_file_name};
 use crate::inventory::{DeviceRef, Inventory};
 use crate::state::{ClaimRecord, DeviceKind, DeviceSharing, MigSlice, Phase, RecordDevice};
@@ -31,8 +36,8 @@ impl Engine {
         let sharing = req
             .validate(&inventory)
             .map_err(|err| self.gone_rather_than_unknown(req, &inventory, err))?;
-        self.claim_locks
-            .run(&req.uid, || self.prepare_locked(req, &inventory, sharing))
+        let _claim = self.claim_locks.lock(&req.uid);
+        self.prepare_locked(req, &inventory, sharing)
     }
 
     fn prepare_locked(
@@ -70,193 +75,125 @@ impl Engine {
                 });
             }
         }
-        let record = self.new_record(req, &devices, sharing);
+        let mut record = self.new_record(req, &devices, sharing);
         let wants: Vec<Want> = devices
             .iter()
             .zip(&record.devices)
             .map(|(device, d)| want(device, d.sharing.as_ref()))
             .collect();
         lock(&self.table).reserve(&req.uid, &wants)?;
-        let brought = self.with_gpu_locks(&record, || self.bring_up(record.clone(), &devices));
-        match brought {
-            Ok(record) => {
-                lock(&self.table).insert(record.clone());
-                if record
-                    .devices
-                    .iter()
-                    .any(|d| d.mig.is_some() || d.restore_mig_mode)
-                {
-                    self.refresh_offer();
-                }
-                self.bump_generation();
-                tracing::info!(claim_uid = %record.uid, devices = ?device_names(&record), "claim prepared");
-                Ok(Prepared::Created(record))
-            }
-            Err(err) => {
-                let uuids = wants.iter().map(|w| w.gpu_uuid.as_str());
-                lock(&self.table).release(&req.uid, uuids);
-                // The reservation was visible (held, not available) meanwhile.
-                self.bump_generation();
-                Err(err)
-            }
+        let cx = self.cx();
+        let mut undo = Undo::default();
+        undo.push(Step::Table);
+        undo.push(Step::GpuLocks(self.kinds.shared.lock_gpus(&record)));
+        if let Err(err) = self.bring_up(&cx, &mut undo, &mut record, &devices) {
+            undo.unwind(|step| self.undo_step(&cx, step, &record, &wants));
+            return Err(err);
         }
+        undo.disarm();
+        let mig_changed = record
+            .devices
+            .iter()
+            .any(|d| d.mig.is_some() || d.restore_mig_mode);
+        lock(&self.table).insert(record.clone());
+        if mig_changed {
+            self.kinds.mig.refresh_offer(&cx);
+        }
+        self.env.bump();
+        tracing::info!(claim_uid = %record.uid, devices = ?device_names(&record), "claim prepared");
+        Ok(Prepared::Created(record))
     }
 
-    /// Hardware steps (if any) under a `preparing` record, then spec, then
-    /// the `prepared` record. Undoes everything on failure.
-    fn bring_up(
+    /// `req` for the claim `record` holds: the claim again, or a refusal.
+    /// `sharing` is the request's sharing, per device in request order.
+    pub(super) fn prepare_again(
         &self,
-        mut record: ClaimRecord,
+        req: &PrepareRequest,
+        record: ClaimRecord,
+        sharing: &[Option<DeviceSharing>],
+    ) -> Result<Prepared, ClaimError> {
+        if let Some(differs) = difference(&record, req, sharing) {
+            return Err(ClaimError::PreparedDifferently {
+                uid: record.uid.clone(),
+                prepared: differs.prepared,
+                asked: differs.asked,
+            });
+        }
+        let cx = self.cx();
+        {
+            let _gpus = self.kinds.shared.lock_gpus(&record);
+            for kind in self.kinds.in_order() {
+                kind.ensure(&cx, &record)?;
+            }
+        }
+        if spec::ensure(&cx, &self.kinds, &record)? {
+            tracing::warn!(claim_uid = %record.uid, "CDI spec of a prepared claim was missing or changed; rewrote it");
+        }
+        Ok(Prepared::AlreadyPrepared(record))
+    }
+
+    /// Each kind's reserve, then (when any kind takes part) the `preparing`
+    /// record and each kind's apply; then the spec and the `prepared`
+    /// record. Every step taken is pushed on `undo`.
+    fn bring_up<'a>(
+        &'a self,
+        cx: &Cx<'_>,
+        undo: &mut Undo<'a>,
+        record: &mut ClaimRecord,
         devices: &[DeviceRef<'_>],
-    ) -> Result<ClaimRecord, ClaimError> {
-        let mig = devices
-            .iter()
-            .any(|d| matches!(d, DeviceRef::Mig(..)) || d.gpu().mig.is_some());
-        let steps = mig || has_sharing(&record);
-        if steps {
-            if mig {
-                self.reserve_hardware(&mut record, devices)?;
-            }
-            self.reserve_sharing(&record)?;
+    ) -> Result<(), ClaimError> {
+        let kinds: Vec<&'a dyn Access> = (self.kinds.in_order().into_iter())
+            .filter(|kind| kind.takes_part(record, devices))
+            .collect();
+        for kind in &kinds {
+            kind.reserve(cx, record, devices)?;
+            undo.push(Step::Unreserve(*kind));
+        }
+        if !kinds.is_empty() {
             record.phase = Phase::Preparing;
-            if let Err(err) = self.store.save(&record) {
-                self.unreserve_sharing(&record);
-                return Err(err.into());
-            }
-            if let Err(err) = self.hardware_up(&mut record, devices) {
-                self.unreserve_sharing(&record);
-                self.forget_record(&record);
-                return Err(err);
-            }
-            if let Err(err) = self.sharing_up(&record) {
-                self.hardware_down(&record);
-                self.forget_record(&record);
-                return Err(err);
+            self.env.store.save(record)?;
+            undo.push(Step::Record);
+            for kind in &kinds {
+                kind.apply(cx, record, devices)?;
+                undo.applied(*kind);
             }
             record.phase = Phase::Prepared;
         }
-        if let Err(err) = self.write_new_claim(&record) {
-            self.sharing_down(&record);
-            self.hardware_down(&record);
-            if steps {
-                self.forget_record(&record);
-            }
-            return Err(err);
-        }
-        Ok(record)
-    }
-
-    /// Applies the claim's sharing (time-slices, then MPS daemons); on
-    /// failure nothing of it is left, in the state or on the GPUs.
-    fn sharing_up(&self, record: &ClaimRecord) -> Result<(), ClaimError> {
-        if !has_sharing(record) {
-            return Ok(());
-        }
-        if let Err(err) = self.apply_timeslices(record) {
-            self.unreserve_sharing(record);
-            return Err(err);
-        }
-        if let Err(err) = self.apply_mps(record) {
-            self.release_timeslices(record);
-            self.unreserve_sharing(record);
-            return Err(err);
-        }
+        // Spec first, record second: a crash in between leaves a spec without
+        // a record (or with a `preparing` one), which reconcile removes.
+        spec::write(cx, &self.kinds, record)?;
+        undo.push(Step::Spec);
+        self.env.store.save(record)?;
         Ok(())
     }
 
-    /// Releases the claim's sharing (never fails; see `release_mps`).
-    pub(super) fn sharing_down(&self, record: &ClaimRecord) {
-        if has_sharing(record) {
-            self.release_timeslices(record);
-            self.release_mps(record);
-        }
-    }
-
-    /// Decides every slice's fate before the `preparing` record is written.
-    fn reserve_hardware(
-        &self,
-        record: &mut ClaimRecord,
-        devices: &[DeviceRef<'_>],
-    ) -> Result<(), ClaimError> {
-        for (device, slot) in devices.iter().zip(record.devices.iter_mut()) {
-            if let (DeviceRef::Mig(_, gpu), Some(slice)) = (device, slot.mig.as_mut()) {
-                self.reserve_slice(gpu, slice)?;
-            }
-        }
-        Ok(())
-    }
-
-    fn hardware_up(
-        &self,
-        record: &mut ClaimRecord,
-        devices: &[DeviceRef<'_>],
-    ) -> Result<(), ClaimError> {
-        for i in 0..record.devices.len() {
-            let (Some(device), Some(slot)) = (devices.get(i), record.devices.get_mut(i)) else {
-                break;
-            };
-            let step = match (device, slot.mig.as_mut()) {
-                (DeviceRef::Mig(_, gpu), Some(slice)) => self.create_slice(gpu, slice),
-                (DeviceRef::Gpu(gpu), None) if gpu.mig.is_some() => {
-                    self.take_whole_gpu(gpu).map(|switched| {
-                        slot.restore_mig_mode = switched;
-                    })
+    /// Undoes one step of a prepare that failed.
+    fn undo_step(&self, cx: &Cx<'_>, step: Step<'_>, record: &ClaimRecord, wants: &[Want]) {
+        match step {
+            Step::Spec => {
+                if let Err(undo) = spec::remove(&self.env, record) {
+                    tracing::warn!(claim_uid = %record.uid, error = %undo, "could not remove CDI spec after failed record write; reconcile will");
                 }
-                _ => Ok(()),
-            };
-            if let Err(err) = step {
-                self.hardware_down(record);
-                return Err(err);
+            }
+            Step::Release(kind) => {
+                if let Err(err) = kind.release(cx, record) {
+                    tracing::error!(claim_uid = %record.uid, error = %err, "could not undo a hardware step; start-up reconcile retries");
+                }
+            }
+            Step::Record => {
+                if let Err(err) = self.env.store.remove(&record.uid) {
+                    tracing::warn!(claim_uid = %record.uid, error = %err, "could not remove the record of a failed prepare; start-up reconcile rolls it back");
+                }
+            }
+            Step::Unreserve(kind) => kind.unreserve(cx, record),
+            Step::GpuLocks(guards) => drop(guards),
+            Step::Table => {
+                let uuids = wants.iter().map(|w| w.gpu_uuid.as_str());
+                lock(&self.table).release(&record.uid, uuids);
+                // The reservation was visible (held, not available) meanwhile.
+                self.env.bump();
             }
         }
-        Ok(())
-    }
-
-    /// Best effort: undoes the hardware steps a record says were taken.
-    pub(super) fn hardware_down(&self, record: &ClaimRecord) {
-        if let Err(err) = self.release_hardware(record) {
-            tracing::error!(claim_uid = %record.uid, error = %err, "could not undo a hardware step; start-up reconcile retries");
-        }
-    }
-
-    /// Undoes every hardware step of the record, trying all of them; the
-    /// first failure is returned.
-    pub(super) fn release_hardware(&self, record: &ClaimRecord) -> Result<(), ClaimError> {
-        let inventory = self.inventory();
-        let mut first_error = None;
-        for d in &record.devices {
-            let Some(gpu) = inventory.gpu_by_uuid(&d.uuid) else {
-                continue;
-            };
-            let undone = match &d.mig {
-                Some(slice) => self.release_slice(gpu.info.index, slice),
-                None if d.restore_mig_mode => self.return_whole_gpu(gpu.info.index),
-                None => Ok(()),
-            };
-            if let Err(err) = undone {
-                first_error.get_or_insert(err);
-            }
-        }
-        first_error.map_or(Ok(()), Err)
-    }
-
-    fn forget_record(&self, record: &ClaimRecord) {
-        if let Err(err) = self.store.remove(&record.uid) {
-            tracing::warn!(claim_uid = %record.uid, error = %err, "could not remove the record of a failed prepare; start-up reconcile rolls it back");
-        }
-    }
-
-    /// Spec first, record second: a crash in between leaves a spec without a
-    /// record (or with a `preparing` one), which reconcile removes.
-    fn write_new_claim(&self, record: &ClaimRecord) -> Result<(), ClaimError> {
-        self.write_spec(record)?;
-        if let Err(err) = self.store.save(record) {
-            if let Err(undo) = self.remove_spec(record) {
-                tracing::warn!(claim_uid = %record.uid, error = %undo, "could not remove CDI spec after failed record write; reconcile will");
-            }
-            return Err(err.into());
-        }
-        Ok(())
     }
 
     fn new_record(
@@ -306,7 +243,7 @@ impl Engine {
             namespace: req.namespace.clone(),
             name: req.name.clone(),
             phase: Phase::Prepared,
-            boot_id: self.settings.boot_id.clone(),
+            boot_id: self.env.settings.boot_id.clone(),
             devices,
             configs: req
                 .configs

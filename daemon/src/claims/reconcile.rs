@@ -20,10 +20,15 @@ use std::collections::BTreeSet;
 
 use gpuslice_cdi::atomic::{is_temp_name, remove_durable_observed};
 
+use super::access::mig::slice_placement;
+use super::access::shared_gpu::has_sharing;
+use super::access::{Access, Restored};
 use super::error::ClaimError;
 use super::table::{Share, SharedMode, Want};
-use super::{Engine, lock};
+use super::{Engine, lock, spec};
 use crate::cdi_build::{CDI_CLASS, CDI_VENDOR, claim_uid_of_spec_file};
+use crate::config::MigConfig;
+use crate::driver::DriverFiles;
 use crate::state::{ClaimRecord, DeviceSharing, Phase, RecordDevice};
 
 /// What a reconcile found and did.
@@ -46,10 +51,15 @@ pub struct ReconcileReport {
 }
 
 impl Engine {
+    /// Replaces the driver files (after a rescan on SIGHUP).
+    pub fn set_driver_files(&self, driver: DriverFiles) {
+        self.env.set_driver_files(driver);
+    }
+
     /// Start-up: loads every record into the table, then repairs the CDI dir.
     pub fn reconcile(&self) -> Result<ReconcileReport, ClaimError> {
         let mut report = ReconcileReport::default();
-        let loaded = self.store.load_all()?;
+        let loaded = self.env.store.load_all()?;
         self.remove_state_temps();
         report.problems.extend(
             loaded
@@ -64,7 +74,10 @@ impl Engine {
         for record in prepared {
             self.adopt(record, &mut report)?;
         }
-        self.stop_stale_daemons(&mut report);
+        match self.kinds.mps.stop_stale(&self.cx()) {
+            Ok(stopped) => report.daemons_stopped += stopped,
+            Err(problem) => report.problems.push(problem),
+        }
         for record in preparing {
             self.roll_back(&record, &mut report)?;
         }
@@ -85,15 +98,67 @@ impl Engine {
         Ok(report)
     }
 
+    /// Applies `[mig]` (MIG mode per the config, the claims' slices made to
+    /// match their records, the layouts made ahead, the inventory
+    /// rescanned); returns the problems found (also kept for status). Waits
+    /// for the prepares and unprepares in flight and holds new ones back
+    /// meanwhile: it reads the table and the hardware together.
+    pub fn setup_mig(&self, mig: &MigConfig) -> Result<Vec<String>, ClaimError> {
+        let _quiet = self.quiet_node();
+        let cx = self.cx();
+        let kind = &self.kinds.mig;
+        kind.set_config(mig);
+        let mut problems = kind.restore_whole_gpus(&cx);
+        problems.extend(kind.enable_configured(&cx, mig));
+        problems.extend(self.restore_slices());
+        problems.extend(kind.place_layouts(&cx, mig)?);
+        kind.keep_problems(&problems);
+        Ok(problems)
+    }
+
+    /// The slices of prepared claims made to match their records; a record
+    /// whose slice ids changed is saved and its spec rewritten. Returns the
+    /// problems.
+    fn restore_slices(&self) -> Vec<String> {
+        let cx = self.cx();
+        let mut problems = Vec::new();
+        for mut record in self.claims() {
+            let Restored {
+                problems: found,
+                record_changed,
+            } = self.kinds.mig.restore(&cx, &mut record);
+            problems.extend(found);
+            if record_changed {
+                tracing::info!(claim_uid = %record.uid, "MIG slices made to match the claim again");
+                let saved = self.env.store.save(&record).map_err(ClaimError::from);
+                lock(&self.table).insert(record.clone());
+                let ensured = |()| spec::ensure(&cx, &self.kinds, &record).map(drop);
+                if let Err(err) = saved.and_then(ensured) {
+                    problems.push(format!("claim {}: {err}", record.uid));
+                }
+            }
+        }
+        problems
+    }
+
     /// A prepare cut short: spec, sharing state, MIG hardware, record.
     fn roll_back(
         &self,
         record: &ClaimRecord,
         report: &mut ReconcileReport,
     ) -> Result<(), ClaimError> {
-        self.remove_spec(record)?;
-        report.problems.extend(self.roll_back_sharing(record));
-        if let Err(err) = self.release_hardware(record) {
+        spec::remove(&self.env, record)?;
+        let cx = self.cx();
+        let kinds = self.kinds.in_order();
+        let (hardware, sharing) = kinds.split_at(2);
+        // Sharing first (MPS, then time-slicing): problems, never a kept
+        // record; then MIG, whose slice in use keeps the record.
+        for kind in sharing.iter().rev() {
+            report.problems.extend(kind.roll_back(&cx, record)?);
+        }
+        let undone =
+            (hardware.iter().rev()).try_for_each(|kind| kind.roll_back(&cx, record).map(drop));
+        if let Err(err) = undone {
             report.problems.push(format!(
                 "claim {}: a prepare cut short left MIG state that cannot be undone yet \
                  ({err}); retried at the next start",
@@ -101,7 +166,7 @@ impl Engine {
             ));
             return Ok(());
         }
-        self.store.remove(&record.uid)?;
+        self.env.store.remove(&record.uid)?;
         report.rolled_back += 1;
         tracing::warn!(claim_uid = %record.uid, "rolled back a prepare that was cut short");
         Ok(())
@@ -112,9 +177,9 @@ impl Engine {
         mut record: ClaimRecord,
         report: &mut ReconcileReport,
     ) -> Result<(), ClaimError> {
-        if record.boot_id != self.settings.boot_id {
-            record.boot_id.clone_from(&self.settings.boot_id);
-            self.store.save(&record)?;
+        if record.boot_id != self.env.settings.boot_id {
+            record.boot_id.clone_from(&self.env.settings.boot_id);
+            self.env.store.save(&record)?;
             report.from_earlier_boot += 1;
         }
         let wants: Vec<Want> = record.devices.iter().map(record_want).collect();
@@ -126,7 +191,7 @@ impl Engine {
             ));
         }
         drop(table);
-        if let Err(err) = lock(&self.sharing.state).join(&record, &self.inventory()) {
+        if let Err(err) = self.adopt_kinds(&record) {
             report.problems.push(format!(
                 "claim {} cannot share its GPUs with the other records: {err}",
                 record.uid
@@ -137,12 +202,54 @@ impl Engine {
         Ok(())
     }
 
+    /// Puts `record` back in each kind's books, or in none: the first kind
+    /// that refuses undoes the kinds before it.
+    fn adopt_kinds(&self, record: &ClaimRecord) -> Result<(), ClaimError> {
+        let cx = self.cx();
+        let kinds = self.kinds.in_order();
+        for (i, kind) in kinds.iter().enumerate() {
+            if let Err(err) = kind.adopt(&cx, record) {
+                for earlier in kinds.iter().take(i).rev() {
+                    earlier.unreserve(&cx, record);
+                }
+                return Err(err);
+            }
+        }
+        Ok(())
+    }
+
+    /// Brings back the sharing of every prepared claim (time-slices, then
+    /// MPS daemons: a running one is adopted, not restarted; after a reboot
+    /// it is started again under the same key hash, so the same pipe dir and
+    /// CDI ids). Call after the MIG set-up: a MIG slice's daemon needs the
+    /// slice. Returns the problems (also kept for status); a claim whose
+    /// daemon cannot start is a problem, not a failed start.
+    pub fn restore_sharing(&self) -> Vec<String> {
+        let cx = self.cx();
+        let mut problems = Vec::new();
+        for mut record in self.claims() {
+            if record.phase != Phase::Prepared || !has_sharing(&record) {
+                continue;
+            }
+            problems.extend(self.kinds.timeslice.restore(&cx, &mut record).problems);
+            problems.extend(self.kinds.mps.restore(&cx, &mut record).problems);
+        }
+        for problem in &problems {
+            tracing::error!(%problem, "sharing");
+        }
+        lock(&self.kinds.shared.books)
+            .problems
+            .clone_from(&problems);
+        problems
+    }
+
     fn repair_cdi_dir(&self, report: &mut ReconcileReport) -> Result<(), ClaimError> {
-        let dir = &self.settings.cdi_dir;
+        let dir = &self.env.settings.cdi_dir;
         std::fs::create_dir_all(dir).map_err(|e| self.dir_error(e))?;
         let records = self.claims();
+        let cx = self.cx();
         for record in &records {
-            match self.ensure_spec(record) {
+            match spec::ensure(&cx, &self.kinds, record) {
                 Ok(true) => report.specs_written += 1,
                 Ok(false) => {}
                 Err(err) => report.problems.push(format!("claim {}: {err}", record.uid)),
@@ -158,12 +265,12 @@ impl Engine {
                 None => is_temp_name(&name) && name.starts_with(&prefix),
             };
             if stray {
-                remove_durable_observed(dir, &name, &super::spec_file::spec_steps).map_err(
-                    |error| ClaimError::CdiFile {
+                remove_durable_observed(dir, &name, &spec::spec_steps).map_err(|error| {
+                    ClaimError::CdiFile {
                         uid: name.to_string(),
                         error,
-                    },
-                )?;
+                    }
+                })?;
                 report.specs_removed += 1;
             }
         }
@@ -189,7 +296,7 @@ impl Engine {
             uid: "(all claims)".to_owned(),
             error: gpuslice_cdi::atomic::AtomicError::Io {
                 step: "read CDI dir",
-                path: self.settings.cdi_dir.clone(),
+                path: self.env.settings.cdi_dir.clone(),
                 error,
             },
         }
@@ -199,7 +306,7 @@ impl Engine {
 /// What of its GPU a recorded device holds.
 fn record_want(d: &RecordDevice) -> Want {
     let share = match (&d.mig, &d.sharing) {
-        (Some(m), _) => Share::Slice(super::mig::slice_placement(m)),
+        (Some(m), _) => Share::Slice(slice_placement(m)),
         (None, None) => Share::Whole,
         (None, Some(DeviceSharing::Mps(_))) => Share::Shared(SharedMode::Mps),
         (None, Some(DeviceSharing::Timeslicing { .. })) => Share::Shared(SharedMode::Timeslicing),
@@ -208,5 +315,26 @@ fn record_want(d: &RecordDevice) -> Want {
         gpu_uuid: d.uuid.clone(),
         device: d.device.clone(),
         share,
+    }
+}
+
+/// The engine's start-up, in the one order production and the test kit
+/// share: reconcile the records and CDI specs, apply the MIG config, then
+/// bring back the sharing (MPS daemons, time-slices) of prepared claims.
+impl Engine {
+    /// Reconciles, runs `apply_mig` (the MIG set-up: gpusliced goes through
+    /// its advertiser, a test calls [`Engine::setup_mig`]), then restores
+    /// sharing. Call once, before the first prepare, after
+    /// [`Engine::with_sharing`] and the device health restore. A MIG
+    /// set-up that fails stops the start-up; its problems and the sharing
+    /// restore's are kept for status.
+    pub fn start_up(
+        &self,
+        apply_mig: impl FnOnce(&Engine) -> Result<Vec<String>, ClaimError>,
+    ) -> Result<ReconcileReport, ClaimError> {
+        let report = self.reconcile()?;
+        apply_mig(self)?;
+        self.restore_sharing();
+        Ok(report)
     }
 }

@@ -12,7 +12,7 @@ use std::io::Write;
 
 use super::requests::{request, request_with as req};
 use crate::claims::ClaimError;
-use crate::claims::sharing::node::Node;
+use crate::claims::access::shared_gpu::node::Node;
 use crate::config::{MigAdvertise, MigConfig, MigGpuConfig};
 use crate::gpu::{GpuBackend, MigMode, MigSupport};
 

@@ -73,7 +73,7 @@ fn v0_mig_ledger_loads_and_is_written_back_byte_for_byte() {
     let node = tempfile::tempdir().unwrap();
     std::fs::rename(dir.path(), node.path().join("state")).unwrap();
     let engine = sim_engine(node.path(), sim_backend(5), &MigConfig::default());
-    let made = engine.made_ahead();
+    let made = engine.kinds.mig.made_ahead(&engine.cx());
     assert_eq!(made.len(), 2, "both slices made ahead");
     assert_eq!(
         serde_json::to_vec_pretty(&made).unwrap(),

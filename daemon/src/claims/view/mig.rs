@@ -3,7 +3,7 @@
 //! `gpuslicectl mig` draws). The instances come from the hardware backend;
 //! a GPU whose instances cannot be listed shows none, with a warning.
 
-use crate::claims::mig::slice_placement;
+use crate::claims::access::mig::slice_placement;
 use crate::claims::{Engine, lock};
 use crate::gpu::GpuInstance;
 use crate::inventory::{GpuDevice, Inventory};
@@ -69,7 +69,8 @@ impl Engine {
         if gpu.mig.is_none() {
             return Vec::new();
         }
-        self.backend
+        self.env
+            .backend
             .gpu_instances(gpu.info.index)
             .unwrap_or_else(|err| {
                 tracing::warn!(gpu = %gpu.name, error = %err, "cannot list MIG instances");

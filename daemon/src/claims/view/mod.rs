@@ -11,17 +11,24 @@
 //! asks again. Holdings are matched to devices by GPU UUID and placement,
 //! never by position in another read of the inventory.
 //!
-//! `mig` reads the MIG instances of every GPU for GetMigLayout.
+//! The engine's other reads sit here too: the inventory and its generation,
+//! the claims, the problems for status, the settings; `mig` reads the MIG
+//! instances of every GPU for GetMigLayout, `sharing` what an operator sees
+//! of MPS and time-slicing, `usage` what the metrics count.
 
 mod mig;
+pub(super) mod sharing;
+pub(super) mod usage;
 
 use std::sync::Arc;
 
 use super::health::{UnhealthyDevice, unreadable_gpu_of};
 use super::table::{ClaimTable, Share};
-use super::{Engine, lock};
+use super::{Engine, EngineSettings, lock};
+use crate::gpu::GpuBackend;
 use crate::health::{Cause, DeviceFault, since_text};
 use crate::inventory::{DeviceRef, GpuDevice, Inventory, MigDevice};
+use crate::state::ClaimRecord;
 
 pub use mig::{GpuMigView, MigHolder, MigInstanceView};
 
@@ -183,6 +190,78 @@ fn unreadable_holders(table: &ClaimTable, inventory: &Inventory) -> Vec<Unreadab
 }
 
 impl Engine {
+    /// The hardware backend.
+    pub fn backend(&self) -> &dyn GpuBackend {
+        self.env.backend.as_ref()
+    }
+
+    /// The backend's name ("sim" or "nvml").
+    pub fn backend_name(&self) -> &'static str {
+        self.env.backend.name()
+    }
+
+    /// The current inventory.
+    pub fn inventory(&self) -> Arc<Inventory> {
+        self.env.inventory()
+    }
+
+    /// The inventory generation: bumped whenever anything GetInventory
+    /// answers may have changed (devices, attributes, health, holders,
+    /// availability).
+    pub fn generation(&self) -> u64 {
+        self.env.generation()
+    }
+
+    /// Follows the inventory generation: the receiver sees the value now and
+    /// then the latest after each change (never a backlog).
+    pub fn watch_generation(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.env.watch()
+    }
+
+    /// The state folder (parent of the records folder).
+    pub fn state_dir(&self) -> &std::path::Path {
+        self.env.state_dir()
+    }
+
+    /// Settings in force.
+    pub fn settings(&self) -> &EngineSettings {
+        &self.env.settings
+    }
+
+    /// Every claim, sorted by uid.
+    pub fn claims(&self) -> Vec<ClaimRecord> {
+        lock(&self.table).records()
+    }
+
+    /// How many claims there are, without copying them.
+    pub fn claim_count(&self) -> usize {
+        lock(&self.table).count()
+    }
+
+    /// Problems an operator should act on: missing driver files, GPUs that
+    /// cannot be read, records that could not be read or matched, unhealthy
+    /// devices and the claims on them.
+    pub fn problems(&self) -> Vec<String> {
+        let mut all = self.env.driver().problems.clone();
+        all.extend(self.inventory().unreadable.iter().map(|u| u.problem()));
+        all.extend(lock(&self.problems).iter().cloned());
+        all.extend(self.kinds.mig.problems());
+        all.extend(self.health_problems());
+        all.extend(self.sharing_problems());
+        all
+    }
+
+    /// Seconds since the engine was built.
+    pub fn uptime_seconds(&self) -> u64 {
+        self.env.started.elapsed().as_secs()
+    }
+
+    /// True if the table lock can be taken: the watchdog pings only then.
+    pub fn responsive(&self) -> bool {
+        drop(lock(&self.table));
+        true
+    }
+
     /// The node now, for the read answers (see the module doc).
     pub fn view(&self) -> NodeView {
         let generation = self.generation();
@@ -197,7 +276,7 @@ impl Engine {
             .map(|(_, device)| self.device_fault(device))
             .collect();
         let promised: Vec<u64> = {
-            let books = lock(&self.sharing.state);
+            let books = lock(&self.kinds.shared.books);
             (places.iter())
                 .map(|(_, device)| match device {
                     DeviceRef::Gpu(gpu) => books.promised_on(&gpu.info.uuid),

@@ -4,7 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use super::{TimeSliceOutcome, mps_uses, timeslices};
+use crate::claims::access::mps::mps_uses;
+use crate::claims::access::shared_gpu::TimeSliceOutcome;
+use crate::claims::access::timeslice::timeslices;
 use crate::claims::{Engine, lock};
 use crate::gpu::ComputeMode;
 use crate::mps::{DaemonState, MpsDaemon, MpsLimits};
@@ -64,7 +66,8 @@ pub struct GpuSharingView {
 impl Engine {
     /// Every MPS control daemon, with its state and claims.
     pub(in crate::claims) fn daemons(&self) -> Vec<MpsDaemon> {
-        self.sharing
+        self.kinds
+            .shared
             .tools
             .as_ref()
             .map(|t| t.mps.daemons())
@@ -76,7 +79,8 @@ impl Engine {
             uuids: daemon.key.uuids().to_vec(),
             pid: daemon.status.pid,
             supervisor: self
-                .sharing
+                .kinds
+                .shared
                 .tools
                 .as_ref()
                 .map_or("none", |t| t.mps.supervisor_name()),
@@ -104,7 +108,7 @@ impl Engine {
             .flat_map(|r| &r.devices)
             .filter_map(|d| Some((d.mig.as_ref()?.mig_uuid.clone()?, d.uuid.clone())))
             .collect();
-        let state = lock(&self.sharing.state);
+        let state = lock(&self.kinds.shared.books);
         inventory
             .gpus
             .iter()
@@ -132,7 +136,7 @@ impl Engine {
                     device: gpu.name.clone(),
                     uuid: uuid.clone(),
                     mode,
-                    compute_mode: self.backend.compute_mode(gpu.info.index).ok(),
+                    compute_mode: self.env.backend.compute_mode(gpu.info.index).ok(),
                     interval,
                     interval_state: interval_words(state.timeslice.get(uuid)),
                     daemons: on_gpu,
@@ -167,7 +171,7 @@ impl Engine {
             let daemon = daemons.iter().find(|d| d.key == one.key);
             problems.extend(daemon_problem(&one.key.to_string(), daemon));
         }
-        let state = lock(&self.sharing.state);
+        let state = lock(&self.kinds.shared.books);
         for (gpu, interval) in timeslices(record) {
             if let Some(TimeSliceOutcome::NotSupported { message, .. }) = state.timeslice.get(&gpu)
             {
@@ -196,7 +200,7 @@ impl Engine {
             .filter(|d| d.status.state != DaemonState::Running)
             .filter_map(|d| daemon_problem(&d.key.to_string(), Some(d)))
             .collect();
-        let state = lock(&self.sharing.state);
+        let state = lock(&self.kinds.shared.books);
         for (gpu, why) in &state.degraded {
             problems.push(format!("GPU {gpu} is degraded: {why}"));
         }

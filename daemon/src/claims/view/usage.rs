@@ -12,8 +12,8 @@
 
 use std::collections::HashSet;
 
-use super::table::Share;
-use super::{Engine, lock};
+use crate::claims::table::Share;
+use crate::claims::{Engine, lock};
 use crate::gpu::{GpuInstance, Placement};
 use crate::inventory::GpuMig;
 use crate::mps::DaemonState;
@@ -137,7 +137,10 @@ impl Engine {
                 else {
                     continue;
                 };
-                held.insert((device.uuid.clone(), super::mig::slice_placement(slice)));
+                held.insert((
+                    device.uuid.clone(),
+                    crate::claims::access::mig::slice_placement(slice),
+                ));
                 held_slices.push(SliceUse {
                     gpu: gpu.name.clone(),
                     profile: slice.profile.clone(),
@@ -158,10 +161,10 @@ impl Engine {
                 .collect();
             (claims, held_slices, held, open)
         };
-        let ledger = self.made_ahead();
+        let ledger = self.kinds.mig.made_ahead(&self.cx());
         for gpu in &inventory.gpus {
             let Some(gpu_mig) = &gpu.mig else { continue };
-            let instances = match self.backend.gpu_instances(gpu.info.index) {
+            let instances = match self.env.backend.gpu_instances(gpu.info.index) {
                 Ok(list) => list,
                 Err(err) => {
                     tracing::debug!(gpu = %gpu.name, error = %err, "metrics: cannot list MIG instances");

@@ -6,9 +6,11 @@
 //! GPU that cannot switch (busy, or Ampere waiting for a reset) is a problem
 //! an operator sees in `gpuslicectl status`, not a failed start.
 
+use super::Mig;
+use crate::claims::access::Cx;
 use crate::claims::error::ClaimError;
+use crate::claims::lock;
 use crate::claims::table::Share;
-use crate::claims::{Engine, lock};
 use crate::config::MigConfig;
 use crate::gpu::{GpuInstance, MigMode, MigSupport};
 use crate::inventory::{GpuDevice, Inventory};
@@ -18,37 +20,57 @@ use crate::mig::Ownership;
 /// whole GPUs under it, before the last one is installed anyway.
 const RESCAN_ATTEMPTS: u32 = 8;
 
-impl Engine {
-    /// Applies `[mig]`; returns the problems found (also kept for status).
-    /// Waits for the prepares and unprepares in flight and holds new ones
-    /// back meanwhile: it reads the table and the hardware together.
-    pub fn setup_mig(&self, mig: &MigConfig) -> Result<Vec<String>, ClaimError> {
-        let _quiet = self.quiet_node();
+impl Mig {
+    /// Sets the `[mig]` in force.
+    pub(in crate::claims) fn set_config(&self, mig: &MigConfig) {
         mig.clone_into(
             &mut self
-                .mig_config
+                .books
+                .config
                 .write()
                 .unwrap_or_else(std::sync::PoisonError::into_inner),
         );
-        let mut problems = self.restore_whole_gpus();
-        for gpu in &self.inventory().gpus {
+    }
+
+    /// GPUs the config selects, in MIG mode; returns the problems.
+    pub(in crate::claims) fn enable_configured(&self, cx: &Cx<'_>, mig: &MigConfig) -> Vec<String> {
+        let mut problems = Vec::new();
+        for gpu in &cx.env.inventory().gpus {
             if mig.for_gpu(gpu.info.index, &gpu.info.uuid).is_some()
-                && let Some(problem) = self.enable_mig_mode(gpu)
+                && let Some(problem) = self.enable_mig_mode(cx, gpu)
             {
                 problems.push(problem);
             }
         }
-        problems.extend(self.restore_slices());
-        self.rescan(mig)?;
-        problems.extend(self.apply_ahead_layouts(mig));
-        let inventory = self.rescan(mig)?;
+        problems
+    }
+
+    /// After the claims' slices are back: the inventory rescanned, the
+    /// slices made ahead, rescanned again; returns the problems found.
+    pub(in crate::claims) fn place_layouts(
+        &self,
+        cx: &Cx<'_>,
+        mig: &MigConfig,
+    ) -> Result<Vec<String>, ClaimError> {
+        self.rescan(cx, mig)?;
+        let mut problems = self.apply_ahead_layouts(cx, mig);
+        let inventory = self.rescan(cx, mig)?;
         problems.extend(inventory.problems.iter().cloned());
-        problems.extend(self.foreign_instances(&inventory)?);
-        for problem in &problems {
+        problems.extend(self.foreign_instances(cx, &inventory)?);
+        Ok(problems)
+    }
+
+    /// Keeps the set-up's problems for status, logged once.
+    pub(in crate::claims) fn keep_problems(&self, problems: &[String]) {
+        for problem in problems {
             tracing::warn!(%problem, "MIG");
         }
-        lock(&self.mig_problems).clone_from(&problems);
-        Ok(problems)
+        *lock(&self.books.problems) = problems.to_vec();
+    }
+
+    /// The problems the last set-up found.
+    pub(in crate::claims) fn problems(&self) -> Vec<String> {
+        lock(&self.books.problems).clone()
     }
 
     /// After a slice is made or destroyed, the offer is read again: the
@@ -56,13 +78,14 @@ impl Engine {
     /// never depends on what is held). A changed offer is a new generation. Best effort: a
     /// failed scan keeps the previous offer, which is still correct, only
     /// less up to date.
-    pub(in crate::claims) fn refresh_offer(&self) {
+    pub(in crate::claims) fn refresh_offer(&self, cx: &Cx<'_>) {
         let mig = self
-            .mig_config
+            .books
+            .config
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
-        if let Err(err) = self.rescan(&mig) {
+        if let Err(err) = self.rescan(cx, &mig) {
             tracing::warn!(error = %err, "could not refresh the MIG offer after a change");
         }
     }
@@ -74,17 +97,21 @@ impl Engine {
     /// the scan start over, so what is installed never pairs hardware read
     /// after a change with holdings read before it (the slices of a GPU
     /// switched off for a whole-GPU claim would vanish from the offer).
-    fn rescan(&self, mig: &MigConfig) -> Result<std::sync::Arc<Inventory>, ClaimError> {
-        let _one_at_a_time = lock(&self.rescanning);
+    fn rescan(
+        &self,
+        cx: &Cx<'_>,
+        mig: &MigConfig,
+    ) -> Result<std::sync::Arc<Inventory>, ClaimError> {
+        let _one_at_a_time = lock(&self.books.rescanning);
         let mut attempt = 1;
         let inventory = loop {
             // A snapshot: the table lock is never held across hardware calls.
             let (changes, slices, whole) = {
-                let table = lock(&self.table);
+                let table = lock(cx.table);
                 (table.mig_changes(), table.held_slices(), table.held_whole())
             };
-            let inventory = self.scan_with(mig, &slices, &whole)?;
-            if lock(&self.table).mig_changes() == changes {
+            let inventory = self.scan_with(cx, mig, &slices, &whole)?;
+            if lock(cx.table).mig_changes() == changes {
                 break inventory;
             }
             if attempt == RESCAN_ATTEMPTS {
@@ -98,20 +125,21 @@ impl Engine {
             }
             attempt += 1;
         };
-        if self.set_inventory(inventory) {
-            tracing::info!(generation = self.generation(), "inventory changed");
+        if cx.env.set_inventory(inventory) {
+            tracing::info!(generation = cx.env.generation(), "inventory changed");
         }
-        Ok(self.inventory())
+        Ok(cx.env.inventory())
     }
 
     /// One scan of the hardware, with these slices and whole GPUs held.
     fn scan_with(
         &self,
+        cx: &Cx<'_>,
         mig: &MigConfig,
         slices: &std::collections::HashSet<(String, crate::gpu::Placement)>,
         whole: &std::collections::HashSet<String>,
     ) -> Result<Inventory, ClaimError> {
-        let ledger = self.made_ahead();
+        let ledger = self.made_ahead(cx);
         let owner = |gpu: &str, gi: &GpuInstance| {
             if slices.contains(&(gpu.to_owned(), gi.placement)) {
                 Ownership::Held
@@ -122,11 +150,16 @@ impl Engine {
             }
         };
         let held_whole = |gpu: &str| whole.contains(gpu);
-        Ok(Inventory::scan(self.backend(), mig, &owner, &held_whole)?)
+        Ok(Inventory::scan(
+            cx.env.backend.as_ref(),
+            mig,
+            &owner,
+            &held_whole,
+        )?)
     }
 
-    fn enable_mig_mode(&self, gpu: &GpuDevice) -> Option<String> {
-        let held_whole = lock(&self.table)
+    fn enable_mig_mode(&self, cx: &Cx<'_>, gpu: &GpuDevice) -> Option<String> {
+        let held_whole = lock(cx.table)
             .holdings(&gpu.info.uuid)
             .iter()
             .any(|h| matches!(h.share, Share::Whole | Share::Shared(_)));
@@ -141,7 +174,11 @@ impl Engine {
             } => None,
             MigSupport::Supported { .. } if held_whole => None,
             MigSupport::Supported { .. } => {
-                match self.backend.set_mig_mode(gpu.info.index, MigMode::Enabled) {
+                match cx
+                    .env
+                    .backend
+                    .set_mig_mode(gpu.info.index, MigMode::Enabled)
+                {
                     Ok(MigSupport::Supported {
                         current: MigMode::Enabled,
                         ..
@@ -164,11 +201,15 @@ impl Engine {
     }
 
     /// GPU instances on MIG GPUs that no claim record accounts for.
-    fn foreign_instances(&self, inventory: &Inventory) -> Result<Vec<String>, ClaimError> {
-        let records = self.claims();
+    fn foreign_instances(
+        &self,
+        cx: &Cx<'_>,
+        inventory: &Inventory,
+    ) -> Result<Vec<String>, ClaimError> {
+        let records = lock(cx.table).records();
         let mut found = Vec::new();
         for gpu in inventory.gpus.iter().filter(|g| g.mig.is_some()) {
-            for gi in self.backend.gpu_instances(gpu.info.index)? {
+            for gi in cx.env.backend.gpu_instances(gpu.info.index)? {
                 let ours = records.iter().flat_map(|r| &r.devices).any(|d| {
                     d.uuid == gpu.info.uuid
                         && d.mig.as_ref().is_some_and(|m| {

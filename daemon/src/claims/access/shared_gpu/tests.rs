@@ -239,7 +239,7 @@ fn sim_a_killed_daemon_is_restarted_and_the_claim_says_so() {
     )
     .unwrap();
     let key = MpsKey::new(daemon.uuids.iter().map(String::as_str));
-    let tools = e.sharing.tools.as_ref().unwrap();
+    let tools = e.kinds.shared.tools.as_ref().unwrap();
     let status = tools.mps.wait_for_restarts(&key, 1, BOUND).unwrap();
     assert_eq!((status.state, status.restarts), (DaemonState::Running, 1));
     let health = e.claim_health(prepared.record()).join("\n");
@@ -334,7 +334,7 @@ fn sim_preparing_again_starts_a_daemon_that_is_missing() {
     e.prepare(&req(A, &["gpu-0"], &[mps(50)])).unwrap();
     // As if start-up could not bring the daemon back.
     let key = MpsKey::new([node.uuid(0).as_str()]);
-    let tools = e.sharing.tools.as_ref().unwrap();
+    let tools = e.kinds.shared.tools.as_ref().unwrap();
     tools.mps.release(A, &key).unwrap();
     assert!(e.sharing_view()[0].daemons.is_empty());
     let health = e.claim_health(&e.claims()[0]).join("\n");
@@ -367,4 +367,33 @@ fn sim_preparing_again_with_other_sharing_names_both_and_what_to_do() {
     );
     assert_eq!(node.starts(), 0, "no MPS daemon was started");
     assert_eq!(e.sharing_view()[0].mode, "timeslicing");
+}
+
+/// Time-slicing books before MPS (the kinds' order), so a claim whose
+/// MPS device and time-sliced device both conflict is refused for the
+/// time-sliced one, whatever the order of its devices.
+#[test]
+fn sim_a_claim_both_sharing_kinds_refuse_is_told_the_time_slicing_conflict() {
+    let Some(node) = Node::plain(2) else { return };
+    let e = node.engine();
+    e.prepare(&req(A, &["gpu-0"], &[timeslicing("Long")]))
+        .unwrap();
+    e.prepare(&req(C, &["gpu-1"], &[mps(50)])).unwrap();
+    let mut both = req(B, &["gpu-0", "gpu-1"], &[mps(50), timeslicing("Long")]);
+    for (i, name) in ["first", "second"].into_iter().enumerate() {
+        both.devices[i].request_names = vec![name.to_owned()];
+        both.configs[i].requests = vec![name.to_owned()];
+    }
+    let err = e.prepare(&both).unwrap_err();
+    assert!(
+        matches!(&err, ClaimError::TimeSlice(TimeSliceError::MpsInUse { holder, .. }) if holder == C),
+        "{err}"
+    );
+    assert!(node.spec(B).is_none() && !node.has_record(B));
+    let view = e.sharing_view();
+    assert_eq!(
+        (view[0].claims.as_slice(), view[1].claims.as_slice()),
+        (&[A.to_owned()][..], &[C.to_owned()][..])
+    );
+    assert_eq!(node.starts(), 1, "C's daemon only");
 }

@@ -15,8 +15,10 @@ use std::path::PathBuf;
 use gpuslice_cdi::atomic::{AtomicStep, write_atomic_observed};
 use serde::{Deserialize, Serialize};
 
+use super::Mig;
+use crate::claims::access::Cx;
 use crate::claims::error::ClaimError;
-use crate::claims::{Engine, lock};
+use crate::claims::lock;
 use crate::config::{MigConfig, MigCreate};
 use crate::crash::crash_point;
 use crate::gpu::{GpuInstance, Placement};
@@ -46,42 +48,42 @@ impl Made {
     }
 }
 
-impl Engine {
-    fn ledger_path(&self) -> PathBuf {
-        self.state_dir().join(LEDGER)
+impl Mig {
+    fn ledger_path(cx: &Cx<'_>) -> PathBuf {
+        cx.env.state_dir().join(LEDGER)
     }
 
     /// The slices made ahead, as the ledger lists them.
-    pub(in crate::claims) fn made_ahead(&self) -> BTreeSet<Made> {
-        self.load_ledger()
+    pub(in crate::claims) fn made_ahead(&self, cx: &Cx<'_>) -> BTreeSet<Made> {
+        Self::load_ledger(cx)
     }
 
-    fn load_ledger(&self) -> BTreeSet<Made> {
-        std::fs::read(self.ledger_path())
+    fn load_ledger(cx: &Cx<'_>) -> BTreeSet<Made> {
+        std::fs::read(Self::ledger_path(cx))
             .ok()
             .and_then(|bytes| serde_json::from_slice(&bytes).ok())
             .unwrap_or_default()
     }
 
-    fn save_ledger(&self, ledger: &BTreeSet<Made>) -> Result<(), ClaimError> {
+    fn save_ledger(cx: &Cx<'_>, ledger: &BTreeSet<Made>) -> Result<(), ClaimError> {
         let uid = "(MIG ledger)".to_owned();
         let bytes = serde_json::to_vec_pretty(ledger).map_err(|e| StateError::Encode {
             uid: uid.clone(),
             reason: e.to_string(),
         })?;
-        write_atomic_observed(self.state_dir(), LEDGER, &bytes, 0o600, &ledger_steps)
+        write_atomic_observed(cx.env.state_dir(), LEDGER, &bytes, 0o600, &ledger_steps)
             .map_err(|error| ClaimError::State(StateError::Write { uid, error }))
     }
 
     /// Brings every MIG GPU to its layout (ahead mode), or removes idle
     /// slices made ahead under an earlier config (on-prepare mode). Returns
     /// problems for an operator.
-    pub(in crate::claims) fn apply_ahead_layouts(&self, mig: &MigConfig) -> Vec<String> {
-        let mut ledger = self.load_ledger();
+    pub(super) fn apply_ahead_layouts(&self, cx: &Cx<'_>, mig: &MigConfig) -> Vec<String> {
+        let mut ledger = Self::load_ledger(cx);
         let mut problems = Vec::new();
         // A GPU a claim holds whole has MIG off until the claim goes.
-        let whole = lock(&self.table).held_whole();
-        for gpu in &self.inventory().gpus {
+        let whole = lock(cx.table).held_whole();
+        for gpu in &cx.env.inventory().gpus {
             if whole.contains(&gpu.info.uuid) {
                 continue;
             }
@@ -95,7 +97,7 @@ impl Engine {
             if gpu.mig.is_none() {
                 continue;
             }
-            if let Err(err) = self.reshape(gpu, &wanted, &mut ledger) {
+            if let Err(err) = self.reshape(cx, gpu, &wanted, &mut ledger) {
                 problems.push(format!("{} ({}): layout: {err}", gpu.name, gpu.info.uuid));
             }
         }
@@ -104,6 +106,7 @@ impl Engine {
 
     fn reshape(
         &self,
+        cx: &Cx<'_>,
         gpu: &GpuDevice,
         wanted: &[&str],
         ledger: &mut BTreeSet<Made>,
@@ -112,9 +115,9 @@ impl Engine {
             return Ok(());
         };
         let index = gpu.info.index;
-        self.complete_made_ahead(gpu, ledger)?;
-        let instances = self.backend.gpu_instances(index)?;
-        let held = lock(&self.table).held_slices();
+        Self::complete_made_ahead(cx, gpu, ledger)?;
+        let instances = cx.env.backend.gpu_instances(index)?;
+        let held = lock(cx.table).held_slices();
         let occupants: Vec<Occupant> = instances
             .iter()
             .map(|gi| {
@@ -155,18 +158,20 @@ impl Engine {
                 Step::Destroy { gi_id } => {
                     let gi = instances.iter().find(|g| g.id == gi_id);
                     for ci in gi.map(|g| g.compute_instances.as_slice()).unwrap_or(&[]) {
-                        self.backend.destroy_compute_instance(index, gi_id, ci.id)?;
+                        cx.env
+                            .backend
+                            .destroy_compute_instance(index, gi_id, ci.id)?;
                     }
-                    self.backend.destroy_gpu_instance(index, gi_id)?;
+                    cx.env.backend.destroy_gpu_instance(index, gi_id)?;
                     if let Some(gi) = gi {
                         ledger.retain(|m| !m.is(&gpu.info.uuid, gi));
-                        self.save_ledger(ledger)?;
+                        Self::save_ledger(cx, ledger)?;
                     }
                 }
                 Step::Create {
                     profile_id,
                     placement,
-                } => self.create_ahead(gpu, profile_id, placement, ledger)?,
+                } => Self::create_ahead(cx, gpu, profile_id, placement, ledger)?,
             }
         }
         Ok(())
@@ -176,22 +181,22 @@ impl Engine {
     /// between the two creates) gets it, so the layout offers only whole
     /// slices.
     fn complete_made_ahead(
-        &self,
+        cx: &Cx<'_>,
         gpu: &GpuDevice,
         ledger: &BTreeSet<Made>,
     ) -> Result<(), ClaimError> {
         let index = gpu.info.index;
-        for gi in self.backend.gpu_instances(index)? {
+        for gi in cx.env.backend.gpu_instances(index)? {
             if gi.compute_instances.is_empty() && ledger.iter().any(|m| m.is(&gpu.info.uuid, &gi)) {
                 tracing::warn!(gpu = %gpu.name, gi = gi.id, "a slice made ahead has no compute instance (a crash cut its creation short); making it");
-                self.backend.create_compute_instance(index, gi.id)?;
+                cx.env.backend.create_compute_instance(index, gi.id)?;
             }
         }
         Ok(())
     }
 
     fn create_ahead(
-        &self,
+        cx: &Cx<'_>,
         gpu: &GpuDevice,
         profile_id: u32,
         placement: Placement,
@@ -204,12 +209,13 @@ impl Engine {
             start: placement.start,
             size: placement.size,
         });
-        self.save_ledger(ledger)?;
-        let gi = self
+        Self::save_ledger(cx, ledger)?;
+        let gi = cx
+            .env
             .backend
             .create_gpu_instance(index, profile_id, placement)?;
-        if let Err(err) = self.backend.create_compute_instance(index, gi.id) {
-            if let Err(undo) = self.backend.destroy_gpu_instance(index, gi.id) {
+        if let Err(err) = cx.env.backend.create_compute_instance(index, gi.id) {
+            if let Err(undo) = cx.env.backend.destroy_gpu_instance(index, gi.id) {
                 tracing::error!(gpu = %gpu.name, gi = gi.id, error = %undo, "could not destroy a GPU instance after its compute instance failed");
             }
             return Err(err.into());

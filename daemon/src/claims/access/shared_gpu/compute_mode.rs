@@ -3,7 +3,8 @@
 //! last shared claim leaves. Set through the backend (NVML), not persistent
 //! across a reboot, which is why start-up sets it again.
 
-use crate::claims::Engine;
+use super::SharedGpus;
+use crate::claims::access::Cx;
 use crate::claims::error::ClaimError;
 use crate::gpu::ComputeMode;
 
@@ -16,24 +17,24 @@ pub(in crate::claims) struct ModeChange {
     pub(in crate::claims) before: ComputeMode,
 }
 
-impl Engine {
+impl SharedGpus {
     /// Sets `mode` on the whole GPU `uuid` unless it has it already; returns
     /// the change made, if any.
     pub(in crate::claims) fn ensure_compute_mode(
-        &self,
+        cx: &Cx<'_>,
         uuid: &str,
         mode: ComputeMode,
     ) -> Result<Option<ModeChange>, ClaimError> {
-        let inventory = self.inventory();
+        let inventory = cx.env.inventory();
         let Some(gpu) = inventory.gpu_by_uuid(uuid) else {
             return Ok(None);
         };
         let index = gpu.info.index;
-        let before = self.backend.compute_mode(index)?;
+        let before = cx.env.backend.compute_mode(index)?;
         if before == mode {
             return Ok(None);
         }
-        self.backend.set_compute_mode(index, mode)?;
+        cx.env.backend.set_compute_mode(index, mode)?;
         tracing::info!(gpu = %gpu.name, ?before, now = ?mode, "compute mode set");
         Ok(Some(ModeChange {
             uuid: uuid.to_owned(),
@@ -45,15 +46,16 @@ impl Engine {
     /// what was changed before it.
     pub(in crate::claims) fn ensure_compute_modes(
         &self,
+        cx: &Cx<'_>,
         uuids: &[String],
         mode: ComputeMode,
     ) -> Result<Vec<ModeChange>, ClaimError> {
         let mut changed = Vec::new();
         for uuid in uuids {
-            match self.ensure_compute_mode(uuid, mode) {
+            match Self::ensure_compute_mode(cx, uuid, mode) {
                 Ok(change) => changed.extend(change),
                 Err(err) => {
-                    self.undo_compute_modes(&changed);
+                    self.undo_compute_modes(cx, &changed);
                     return Err(err);
                 }
             }
@@ -63,9 +65,9 @@ impl Engine {
 
     /// Puts back modes changed by a prepare that failed; a failure here
     /// leaves the GPU degraded.
-    pub(in crate::claims) fn undo_compute_modes(&self, changes: &[ModeChange]) {
+    pub(in crate::claims) fn undo_compute_modes(&self, cx: &Cx<'_>, changes: &[ModeChange]) {
         for change in changes {
-            if let Err(err) = self.ensure_compute_mode(&change.uuid, change.before) {
+            if let Err(err) = Self::ensure_compute_mode(cx, &change.uuid, change.before) {
                 self.mark_degraded(
                     &change.uuid,
                     format!(
@@ -79,8 +81,8 @@ impl Engine {
 
     /// Returns the GPU to DEFAULT after its last shared claim left; a failure
     /// leaves it degraded (a later claim on it sets the mode it needs).
-    pub(in crate::claims) fn reset_compute_mode(&self, uuid: &str) {
-        match self.ensure_compute_mode(uuid, ComputeMode::Default) {
+    pub(in crate::claims) fn reset_compute_mode(&self, cx: &Cx<'_>, uuid: &str) {
+        match Self::ensure_compute_mode(cx, uuid, ComputeMode::Default) {
             Ok(_) => self.clear_degraded(uuid),
             Err(err) => self.mark_degraded(
                 uuid,

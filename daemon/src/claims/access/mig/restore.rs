@@ -12,51 +12,45 @@
 //!   is back in MIG mode (a crash in the claim's unprepare, after MIG mode
 //!   was restored and before the record was removed).
 
-use super::slice_placement;
+use super::{Mig, slice_placement};
+use crate::claims::access::{Cx, Restored};
 use crate::claims::error::ClaimError;
-use crate::claims::{Engine, lock};
+use crate::claims::lock;
 use crate::gpu::{MigMode, MigSupport};
 use crate::inventory::GpuDevice;
-use crate::state::MigSlice;
+use crate::state::{ClaimRecord, MigSlice};
 
-impl Engine {
-    /// Makes the slices of prepared claims match their records; returns
-    /// the problems.
-    pub(in crate::claims) fn restore_slices(&self) -> Vec<String> {
-        let inventory = self.inventory();
-        let mut problems = Vec::new();
-        for mut record in self.claims() {
-            let mut changed = false;
-            for d in &mut record.devices {
-                let (Some(slice), Some(gpu)) = (d.mig.as_mut(), inventory.gpu_by_uuid(&d.uuid))
-                else {
-                    continue;
-                };
-                match self.restore_slice(gpu, slice) {
-                    Ok(now) => changed |= now,
-                    Err(err) => problems.push(format!(
-                        "claim {}: cannot restore MIG slice {} of {}: {err}",
-                        record.uid, d.device, gpu.name
-                    )),
-                }
-            }
-            if changed {
-                tracing::info!(claim_uid = %record.uid, "MIG slices made to match the claim again");
-                let saved = self.store.save(&record).map_err(ClaimError::from);
-                lock(&self.table).insert(record.clone());
-                if let Err(err) = saved.and_then(|()| self.ensure_spec(&record).map(drop)) {
-                    problems.push(format!("claim {}: {err}", record.uid));
-                }
+impl Mig {
+    /// Makes the slices of one prepared claim match its record; the record
+    /// changed when their ids did (it must then be saved and its spec
+    /// rewritten, which the caller does).
+    pub(super) fn restore_slices(&self, cx: &Cx<'_>, record: &mut ClaimRecord) -> Restored {
+        let inventory = cx.env.inventory();
+        let mut restored = Restored::default();
+        for d in &mut record.devices {
+            let (Some(slice), Some(gpu)) = (d.mig.as_mut(), inventory.gpu_by_uuid(&d.uuid)) else {
+                continue;
+            };
+            match self.restore_slice(cx, gpu, slice) {
+                Ok(now) => restored.record_changed |= now,
+                Err(err) => restored.problems.push(format!(
+                    "claim {}: cannot restore MIG slice {} of {}: {err}",
+                    record.uid, d.device, gpu.name
+                )),
             }
         }
-        problems
+        restored
     }
-
     /// One slice; true when its ids changed (the record must be saved).
-    fn restore_slice(&self, gpu: &GpuDevice, slice: &mut MigSlice) -> Result<bool, ClaimError> {
+    fn restore_slice(
+        &self,
+        cx: &Cx<'_>,
+        gpu: &GpuDevice,
+        slice: &mut MigSlice,
+    ) -> Result<bool, ClaimError> {
         let index = gpu.info.index;
         let placement = slice_placement(slice);
-        let instances = self.backend.gpu_instances(index)?;
+        let instances = cx.env.backend.gpu_instances(index)?;
         let Some(gi) = instances
             .iter()
             .find(|gi| gi.profile_id == slice.profile_id && gi.placement == placement)
@@ -65,15 +59,15 @@ impl Engine {
             slice.compute_instance = None;
             slice.mig_uuid = None;
             slice.created = false;
-            self.reserve_slice(gpu, slice)?;
-            self.create_slice(gpu, slice)?;
+            self.reserve_slice(cx, gpu, slice)?;
+            self.create_slice(cx, gpu, slice)?;
             return Ok(true);
         };
         let ci = match gi.compute_instances.first() {
             Some(ci) => ci.clone(),
             None => {
                 tracing::warn!(gpu = %gpu.name, gi = gi.id, "a claim's GPU instance has no compute instance (a crash cut a create or destroy short); making it");
-                self.backend.create_compute_instance(index, gi.id)?
+                cx.env.backend.create_compute_instance(index, gi.id)?
             }
         };
         let now = (Some(gi.id), Some(ci.id), Some(ci.uuid));
@@ -90,16 +84,17 @@ impl Engine {
     }
 
     /// GPUs whole-GPU claims took out of MIG mode, back in it: out again.
-    pub(in crate::claims) fn restore_whole_gpus(&self) -> Vec<String> {
-        let inventory = self.inventory();
+    pub(in crate::claims) fn restore_whole_gpus(&self, cx: &Cx<'_>) -> Vec<String> {
+        let inventory = cx.env.inventory();
         let mut problems = Vec::new();
-        for record in self.claims() {
+        let records = lock(cx.table).records();
+        for record in records {
             for d in record.devices.iter().filter(|d| d.restore_mig_mode) {
                 let Some(gpu) = inventory.gpu_by_uuid(&d.uuid) else {
                     continue;
                 };
                 let enabled = matches!(
-                    self.backend.device_info(gpu.info.index).map(|i| i.mig),
+                    cx.env.backend.device_info(gpu.info.index).map(|i| i.mig),
                     Ok(MigSupport::Supported {
                         current: MigMode::Enabled,
                         ..
@@ -109,7 +104,7 @@ impl Engine {
                     continue;
                 }
                 tracing::warn!(claim_uid = %record.uid, gpu = %gpu.name, "the GPU of a whole-GPU claim is in MIG mode again; switching it off");
-                if let Err(err) = self.take_whole_gpu(gpu) {
+                if let Err(err) = self.take_whole_gpu(cx, gpu) {
                     problems.push(format!(
                         "claim {}: {} must be out of MIG mode for the claim: {err}",
                         record.uid, gpu.name

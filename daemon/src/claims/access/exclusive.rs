@@ -1,0 +1,97 @@
+//! Exclusive (whole-GPU) access: the claim gets the GPU's device node and no
+//! other claim may hold the GPU. No hardware step is needed, so prepare is one
+//! spec write and one record write, and there is nothing to roll back on the
+//! GPU. Its only book is the claim table's whole-GPU holding. A whole GPU
+//! shared by time-slicing or MPS gets the same device node: its CDI device
+//! is built here too.
+
+use super::{Access, Cx, Kind};
+use crate::cdi_build::ClaimDevice;
+use crate::claims::error::ClaimError;
+use crate::driver::{DriverFiles, HostPath, device_node_target, rooted};
+use crate::inventory::{DeviceRef, GpuDevice};
+use crate::state::{ClaimRecord, RecordDevice};
+
+/// Whole GPUs: the [`Access`] with no steps but its CDI device.
+#[derive(Debug, Default)]
+pub(in crate::claims) struct Exclusive;
+
+impl Access for Exclusive {
+    fn kind(&self) -> Kind {
+        Kind::Exclusive
+    }
+
+    /// Never: a whole GPU needs no step under a `preparing` record.
+    fn takes_part(&self, _record: &ClaimRecord, _devices: &[DeviceRef<'_>]) -> bool {
+        false
+    }
+
+    fn reserve(
+        &self,
+        _cx: &Cx<'_>,
+        _record: &mut ClaimRecord,
+        _devices: &[DeviceRef<'_>],
+    ) -> Result<(), ClaimError> {
+        Ok(())
+    }
+
+    fn unreserve(&self, _cx: &Cx<'_>, _record: &ClaimRecord) {}
+
+    fn apply(
+        &self,
+        _cx: &Cx<'_>,
+        _record: &mut ClaimRecord,
+        _devices: &[DeviceRef<'_>],
+    ) -> Result<(), ClaimError> {
+        Ok(())
+    }
+
+    fn release(&self, _cx: &Cx<'_>, _record: &ClaimRecord) -> Result<(), ClaimError> {
+        Ok(())
+    }
+
+    fn roll_back(&self, _cx: &Cx<'_>, _record: &ClaimRecord) -> Result<Vec<String>, ClaimError> {
+        Ok(Vec::new())
+    }
+
+    /// Every device that is not a MIG slice: a whole GPU, exclusive or
+    /// shared.
+    fn cdi_device(
+        &self,
+        cx: &Cx<'_>,
+        device: &RecordDevice,
+        gpu: &GpuDevice,
+        _driver: &DriverFiles,
+    ) -> Option<Result<ClaimDevice, ClaimError>> {
+        if device.mig.is_some() {
+            return None;
+        }
+        Some(claim_device(gpu, &device.device, &cx.env.settings.dev_root))
+    }
+}
+
+/// The CDI device of a whole GPU: /dev/nvidia<minor> from the dev root. The
+/// CDI name uses `cdi_name` (the name the claim was prepared with), so the ids
+/// returned to the kubelet never change even if the GPU is renumbered.
+fn claim_device(
+    gpu: &GpuDevice,
+    cdi_name: &str,
+    dev_root: &std::path::Path,
+) -> Result<ClaimDevice, ClaimError> {
+    let container = format!("/dev/nvidia{}", gpu.info.minor);
+    let host = rooted(dev_root, &container);
+    if !host.exists() {
+        return Err(ClaimError::DeviceNodeMissing {
+            device: gpu.name.clone(),
+            path: host.display().to_string(),
+        });
+    }
+    Ok(ClaimDevice {
+        name: cdi_name.to_owned(),
+        edits: gpuslice_cdi::ContainerEdits::default(),
+        nodes: vec![HostPath {
+            container,
+            host: device_node_target(host),
+        }],
+    })
+}

@@ -1,0 +1,163 @@
+//! The kinds of access a claim can have to a device, each a component with
+//! the same verbs: exclusive (a whole GPU, this claim's alone), a MIG slice,
+//! time-slicing and MPS. The verbs (`prepare`, `unprepare`, `reconcile`)
+//! drive them through [`Access`] in one fixed order ([`Kinds::in_order`]:
+//! exclusive, MIG, time-slicing, MPS; undo runs the other way), so learning
+//! one kind teaches all.
+//!
+//! Each kind owns its books (MIG: its config, rescan lock and problems;
+//! time-slicing and MPS: the sharing books), its hardware or process steps
+//! and its piece of a claim's CDI spec. It must not write records or CDI
+//! files, and must not call back into the verbs or read the engine's view.
+
+pub(super) mod exclusive;
+pub(super) mod mig;
+pub(super) mod mps;
+pub(super) mod shared_gpu;
+pub(super) mod timeslice;
+
+use std::sync::Mutex;
+
+use super::env::Env;
+use super::error::ClaimError;
+use super::table::ClaimTable;
+use crate::cdi_build::ClaimDevice;
+use crate::driver::DriverFiles;
+use crate::inventory::{DeviceRef, GpuDevice};
+use crate::state::{ClaimRecord, RecordDevice};
+
+pub(super) use exclusive::Exclusive;
+pub(super) use mig::Mig;
+pub(super) use mps::Mps;
+pub(super) use shared_gpu::SharedGpus;
+pub(super) use timeslice::TimeSlice;
+
+/// What a kind's verb may read: the engine's environment, the claim table,
+/// and what the sharing kinds share (tools, books, GPU locks).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Cx<'a> {
+    pub(super) env: &'a Env,
+    pub(super) table: &'a Mutex<ClaimTable>,
+    pub(super) shared: &'a SharedGpus,
+}
+
+/// Which kind of access.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display)]
+#[strum(serialize_all = "lowercase")]
+pub(super) enum Kind {
+    /// A whole GPU, this claim's alone.
+    Exclusive,
+    /// A MIG slice (or a MIG GPU taken whole).
+    Mig,
+    /// Whole GPUs time-sliced between claims.
+    TimeSlice,
+    /// Devices shared through an MPS control daemon.
+    Mps,
+}
+
+/// What a start-up restore did to one claim.
+#[derive(Debug, Default)]
+pub(super) struct Restored {
+    /// What could not be brought back, for an operator.
+    pub(super) problems: Vec<String>,
+    /// The record changed (it must be saved and its spec checked).
+    pub(super) record_changed: bool,
+}
+
+/// The verbs of one kind of access. `devices` are the request's devices in
+/// the current inventory, in the record's order.
+pub(super) trait Access: Send + Sync + std::fmt::Debug {
+    /// Which kind this is.
+    fn kind(&self) -> Kind;
+
+    /// Whether a new claim needs this kind's steps (prepare only).
+    fn takes_part(&self, record: &ClaimRecord, devices: &[DeviceRef<'_>]) -> bool;
+
+    /// Checks against other claims and books this claim; fills what apply
+    /// will do into the record. Reads hardware and changes none, except what
+    /// MIG's reserve does (MIG mode on, a made-ahead slice's compute
+    /// instance).
+    fn reserve(
+        &self,
+        cx: &Cx<'_>,
+        record: &mut ClaimRecord,
+        devices: &[DeviceRef<'_>],
+    ) -> Result<(), ClaimError>;
+
+    /// Undoes reserve when apply did not run. Idempotent.
+    fn unreserve(&self, cx: &Cx<'_>, record: &ClaimRecord);
+
+    /// The hardware or process steps; on error leaves none of its own
+    /// behind.
+    fn apply(
+        &self,
+        cx: &Cx<'_>,
+        record: &mut ClaimRecord,
+        devices: &[DeviceRef<'_>],
+    ) -> Result<(), ClaimError>;
+
+    /// Undoes apply and reserve. An error only where the claim must stay (a
+    /// MIG slice in use); the sharing kinds never fail (they mark the GPU
+    /// degraded instead).
+    fn release(&self, cx: &Cx<'_>, record: &ClaimRecord) -> Result<(), ClaimError>;
+
+    /// Start-up, `preparing` record: undoes what a prepare cut short may
+    /// have done; the problems left, or an error when the record must stay.
+    fn roll_back(&self, cx: &Cx<'_>, record: &ClaimRecord) -> Result<Vec<String>, ClaimError>;
+
+    /// Start-up, prepared record: back into this kind's books (no hardware).
+    fn adopt(&self, _cx: &Cx<'_>, _record: &ClaimRecord) -> Result<(), ClaimError> {
+        Ok(())
+    }
+
+    /// Start-up: makes the claim's effects exist again; problems, not
+    /// failures.
+    fn restore(&self, _cx: &Cx<'_>, _record: &mut ClaimRecord) -> Restored {
+        Restored::default()
+    }
+
+    /// A prepared claim asked again: its effects must be there.
+    fn ensure(&self, _cx: &Cx<'_>, _record: &ClaimRecord) -> Result<(), ClaimError> {
+        Ok(())
+    }
+
+    /// CDI: the device nodes of `device` (on `gpu`) when this kind owns it.
+    fn cdi_device(
+        &self,
+        _cx: &Cx<'_>,
+        _device: &RecordDevice,
+        _gpu: &GpuDevice,
+        _driver: &DriverFiles,
+    ) -> Option<Result<ClaimDevice, ClaimError>> {
+        None
+    }
+
+    /// CDI: edits added to the devices already built.
+    fn cdi_edits(
+        &self,
+        _cx: &Cx<'_>,
+        _record: &ClaimRecord,
+        _devices: &mut [ClaimDevice],
+    ) -> Result<(), ClaimError> {
+        Ok(())
+    }
+}
+
+/// Every kind of access, and what the sharing kinds share.
+#[derive(Debug, Default)]
+pub(super) struct Kinds {
+    pub(super) exclusive: Exclusive,
+    pub(super) mig: Mig,
+    pub(super) timeslice: TimeSlice,
+    pub(super) mps: Mps,
+    pub(super) shared: SharedGpus,
+}
+
+impl Kinds {
+    /// Exclusive, MIG, time-slicing, MPS: the order prepare applies them (a
+    /// MIG slice exists before a daemon on it starts); undo runs in
+    /// reverse.
+    pub(super) fn in_order(&self) -> [&dyn Access; 4] {
+        [&self.exclusive, &self.mig, &self.timeslice, &self.mps]
+    }
+}

@@ -1,0 +1,237 @@
+//! Time-slicing as a kind of access: reserve (the claim joins the GPU's
+//! [`crate::timeslice::TimeSlicePolicy`]: one interval per GPU, never beside
+//! MPS), apply (compute mode DEFAULT, then `nvidia-smi compute-policy
+//! --set-timeslice` for the first claim on the GPU), release (the last claim
+//! resets the GPU to Default), and restore at start-up (set again: the policy
+//! does not survive a reboot or a driver reload).
+//!
+//! A GPU that cannot be time-sliced answers NOT_SUPPORTED: a warning shown
+//! in status and the sharing view, not a failure.
+
+use super::shared_gpu::{SharedGpus, TimeSliceOutcome};
+use super::{Access, Cx, Kind, Restored};
+use crate::claims::error::ClaimError;
+use crate::claims::lock;
+use crate::gpu::ComputeMode;
+use crate::inventory::DeviceRef;
+use crate::sharing::TimeSliceInterval;
+use crate::state::{ClaimRecord, DeviceSharing};
+use crate::timeslice::{Action, SetOutcome};
+
+/// Time-slicing: the [`Access`] of a claim on time-sliced whole GPUs.
+#[derive(Debug, Default)]
+pub(in crate::claims) struct TimeSlice;
+
+/// The whole GPUs `record` time-slices, with the interval.
+pub(in crate::claims) fn timeslices(record: &ClaimRecord) -> Vec<(String, TimeSliceInterval)> {
+    record
+        .devices
+        .iter()
+        .filter_map(|d| match (&d.sharing, &d.mig) {
+            (Some(DeviceSharing::Timeslicing { interval }), None) => {
+                Some((d.uuid.clone(), *interval))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+impl Access for TimeSlice {
+    fn kind(&self) -> Kind {
+        Kind::TimeSlice
+    }
+
+    fn takes_part(&self, record: &ClaimRecord, _devices: &[DeviceRef<'_>]) -> bool {
+        (record.devices.iter())
+            .any(|d| matches!(d.sharing, Some(DeviceSharing::Timeslicing { .. })))
+    }
+
+    /// Checks the claim's intervals against the other claims on its GPUs
+    /// (the same interval, no MPS) and books it. Nothing touches the
+    /// hardware. Call with the record's GPU locks held.
+    fn reserve(
+        &self,
+        cx: &Cx<'_>,
+        record: &mut ClaimRecord,
+        _devices: &[DeviceRef<'_>],
+    ) -> Result<(), ClaimError> {
+        cx.shared.tools(&record.uid)?;
+        self.adopt(cx, record)
+    }
+
+    fn unreserve(&self, cx: &Cx<'_>, record: &ClaimRecord) {
+        let mut books = lock(&cx.shared.books);
+        for (gpu, _) in timeslices(record) {
+            books.policy.leave(&gpu, &record.uid);
+            books.unpromise(&gpu, &record.uid);
+        }
+    }
+
+    /// Sets the time-slice of every GPU `record` time-slices, where no
+    /// earlier claim did. On failure the claim's GPUs are released again.
+    fn apply(
+        &self,
+        cx: &Cx<'_>,
+        record: &mut ClaimRecord,
+        _devices: &[DeviceRef<'_>],
+    ) -> Result<(), ClaimError> {
+        for (gpu, interval) in timeslices(record) {
+            if let Err(err) = apply_one(cx, &record.uid, &gpu, interval) {
+                self.release(cx, record)?;
+                return Err(err);
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes `record` off its time-sliced GPUs; the last claim on a GPU
+    /// resets it to Default. Never fails: a reset that fails leaves the GPU
+    /// degraded.
+    fn release(&self, cx: &Cx<'_>, record: &ClaimRecord) -> Result<(), ClaimError> {
+        for (gpu, _) in timeslices(record) {
+            let (action, last) = {
+                let mut books = lock(&cx.shared.books);
+                let action = books.policy.leave(&gpu, &record.uid);
+                let last = books.policy.claims(&gpu).is_empty();
+                if last {
+                    books.timeslice.remove(&gpu);
+                }
+                (action, last)
+            };
+            if let Action::Set(interval) = action {
+                reset(cx, &record.uid, &gpu, interval);
+            }
+            if last {
+                tracing::info!(gpu, "last time-slicing claim left");
+            }
+        }
+        Ok(())
+    }
+
+    /// Resets the time-slice a prepare cut short may have set, on GPUs no
+    /// live claim shares.
+    fn roll_back(&self, cx: &Cx<'_>, record: &ClaimRecord) -> Result<Vec<String>, ClaimError> {
+        let mut problems = Vec::new();
+        for d in record.devices.iter().filter(|d| d.mig.is_none()) {
+            let Some(DeviceSharing::Timeslicing { .. }) = &d.sharing else {
+                continue;
+            };
+            if !cx.shared.unused(&d.uuid) {
+                continue;
+            }
+            let reset = (cx.shared.tools(&record.uid))
+                .and_then(|tools| {
+                    Ok(tools
+                        .timeslice
+                        .set_timeslice(&d.uuid, TimeSliceInterval::Default)?)
+                })
+                .map(drop);
+            if let Err(err) = reset {
+                problems.push(roll_back_problem(record, d, &err));
+            }
+        }
+        Ok(problems)
+    }
+
+    /// Back into the policy: every time-sliced whole GPU of `record` joined
+    /// at its interval, or none (the books stay as they were).
+    fn adopt(&self, cx: &Cx<'_>, record: &ClaimRecord) -> Result<(), ClaimError> {
+        let joined = {
+            let mut books = lock(&cx.shared.books);
+            timeslices(record).iter().try_for_each(|(gpu, interval)| {
+                books.policy.join(gpu, &record.uid, *interval).map(drop)
+            })
+        };
+        if joined.is_err() {
+            self.unreserve(cx, record);
+        }
+        Ok(joined?)
+    }
+
+    /// Sets the time-slice of every GPU `record` time-slices again (once per
+    /// GPU), in compute mode DEFAULT.
+    fn restore(&self, cx: &Cx<'_>, record: &mut ClaimRecord) -> Restored {
+        let problems = timeslices(record)
+            .into_iter()
+            .filter_map(|(gpu, interval)| {
+                apply_one(cx, &record.uid, &gpu, interval)
+                    .err()
+                    .map(|err| {
+                        format!(
+                            "claim {}: the time-slice {interval} of {gpu} could not be set again: {err}",
+                            record.uid
+                        )
+                    })
+            })
+            .collect();
+        Restored {
+            problems,
+            record_changed: false,
+        }
+    }
+}
+
+/// A sharing device of a prepare cut short that could not be reset.
+pub(super) fn roll_back_problem(
+    record: &ClaimRecord,
+    d: &crate::state::RecordDevice,
+    err: &ClaimError,
+) -> String {
+    format!(
+        "claim {}: {} ({}) could not be reset after a prepare cut short: {err}",
+        record.uid, d.device, d.uuid
+    )
+}
+
+fn apply_one(
+    cx: &Cx<'_>,
+    uid: &str,
+    gpu: &str,
+    interval: TimeSliceInterval,
+) -> Result<(), ClaimError> {
+    SharedGpus::ensure_compute_mode(cx, gpu, ComputeMode::Default)?;
+    let done = matches!(
+        lock(&cx.shared.books).timeslice.get(gpu),
+        Some(TimeSliceOutcome::Applied(i) | TimeSliceOutcome::NotSupported { interval: i, .. })
+            if *i == interval
+    );
+    if done {
+        return Ok(());
+    }
+    set(cx, uid, gpu, interval)
+}
+
+/// Runs nvidia-smi and records what it did.
+fn set(cx: &Cx<'_>, uid: &str, gpu: &str, interval: TimeSliceInterval) -> Result<(), ClaimError> {
+    let tools = cx.shared.tools(uid)?;
+    let outcome = match tools.timeslice.set_timeslice(gpu, interval)? {
+        SetOutcome::Applied => {
+            tracing::info!(claim_uid = %uid, gpu, interval = <&str>::from(interval), "time-slice set");
+            TimeSliceOutcome::Applied(interval)
+        }
+        SetOutcome::NotSupported { message } => {
+            tracing::warn!(claim_uid = %uid, gpu, interval = <&str>::from(interval), %message, "GPU does not support time-slice settings; the claim shares it at the driver's default");
+            TimeSliceOutcome::NotSupported { interval, message }
+        }
+    };
+    lock(&cx.shared.books)
+        .timeslice
+        .insert(gpu.to_owned(), outcome);
+    cx.shared.clear_degraded(gpu);
+    Ok(())
+}
+
+fn reset(cx: &Cx<'_>, uid: &str, gpu: &str, interval: TimeSliceInterval) {
+    let reset = (cx.shared.tools(uid))
+        .and_then(|tools| Ok(tools.timeslice.set_timeslice(gpu, interval)?));
+    match reset {
+        Ok(SetOutcome::Applied | SetOutcome::NotSupported { .. }) => {
+            lock(&cx.shared.books).timeslice.remove(gpu);
+            cx.shared.clear_degraded(gpu);
+        }
+        Err(err) => cx.shared.mark_degraded(
+            gpu,
+            format!("the time-slice could not be reset to {interval}: {err}"),
+        ),
+    }
+}
