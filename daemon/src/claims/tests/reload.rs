@@ -8,8 +8,6 @@
 //! layout as one the layout "removes", and dropped the slices of a MIG GPU
 //! that a whole-GPU claim held (MIG switched off) for good.
 
-use std::io::Write;
-
 use super::requests::{request, request_with as req};
 use crate::claims::ClaimError;
 use crate::claims::access::shared_gpu::node::Node;
@@ -25,23 +23,16 @@ const MPS: &str = r#"{"apiVersion":"resource.nvidia.com/v1beta1","kind":"GpuConf
 fn sim_a_reload_waits_for_a_prepare_in_flight() {
     let Some(node) = Node::gated(1) else { return };
     let engine = node.engine();
-    let folder = node.dir.path();
+    let gate = node.gate.as_ref().unwrap();
     std::thread::scope(|s| {
         let preparing = s.spawn(|| engine.prepare(&req(A, &["gpu-0"], &[MPS])));
-        // The prepare is under way (its daemon is starting) once it says so.
-        assert_eq!(
-            std::fs::read_to_string(folder.join("started")).unwrap(),
-            "started\n"
-        );
+        // The prepare is under way once its daemon's start is held.
+        gate.wait_started();
         assert!(
             engine.quiet.try_write().is_err(),
             "a reload step cannot start while a prepare runs"
         );
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(folder.join("gate"))
-            .and_then(|mut gate| gate.write_all(b"go\n"))
-            .unwrap();
+        gate.open();
         preparing.join().unwrap().unwrap();
     });
     let report = engine.refresh().unwrap();

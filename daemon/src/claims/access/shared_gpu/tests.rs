@@ -1,6 +1,5 @@
 //! Engine tests of MPS and time-slicing on the simulated backend, with the
-//! stand-in control program and nvidia-smi (tests/tools) at the process
-//! boundary. Restarts and reboots of the daemon are end-to-end tests
+//! test kit's fake control daemons and nvidia-smi at the process boundary. Restarts and reboots of the daemon are end-to-end tests
 //! (tests/e2e/sharing.rs): they need the process to go away.
 
 use super::node::{BOUND, Node};
@@ -174,7 +173,7 @@ fn sim_timeslicing_agrees_per_gpu_and_the_last_claim_resets_it() {
 fn sim_an_unsupported_time_slice_is_a_warning_not_a_failure() {
     let Some(node) = Node::plain(1) else { return };
     let gpu = node.uuid(0);
-    gpuslice_cdi::write_atomic(node.dir.path(), "unsupported", gpu.as_bytes(), 0o644).unwrap();
+    node.smi().unsupported(&gpu);
     let e = node.engine();
     let prepared = e
         .prepare(&req(A, &["gpu-0"], &[timeslicing("Medium")]))
@@ -232,13 +231,8 @@ fn sim_a_killed_daemon_is_restarted_and_the_claim_says_so() {
     let e = node.engine();
     let prepared = e.prepare(&req(A, &["gpu-0"], &[mps(50)])).unwrap();
     let daemon = e.sharing_view()[0].daemons[0].clone();
-    let pid = daemon.pid.unwrap();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap()),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
     let key = MpsKey::new(daemon.uuids.iter().map(String::as_str));
+    assert!(node.mps().kill(&key.hash()), "a daemon to kill");
     let tools = e.kinds.shared.tools.as_ref().unwrap();
     let status = tools.mps.wait_for_restarts(&key, 1, BOUND).unwrap();
     assert_eq!((status.state, status.restarts), (DaemonState::Running, 1));
@@ -271,7 +265,7 @@ fn sim_a_daemon_that_cannot_start_leaves_nothing() {
     );
     assert!(node.spec(A).is_none() && !node.has_record(A));
     assert_eq!(node.mode(0), ComputeMode::Default, "compute mode put back");
-    let leftovers = std::fs::read_dir(node.dir.path().join("run/mps")).map_or(0, Iterator::count);
+    let leftovers = std::fs::read_dir(node.dir().join("run/mps")).map_or(0, Iterator::count);
     assert_eq!(leftovers, 0, "no daemon folder left");
     // The GPU is free for anything: the books were cleared.
     e.prepare(&req(B, &["gpu-0"], &[timeslicing("Short")]))
