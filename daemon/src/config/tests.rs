@@ -385,13 +385,25 @@ fn advice_defaults_and_ranges() {
     assert_eq!(set.advice.half_life_s, 3600);
     assert_eq!(set.advice.max_claims, 1);
     assert_eq!(
-        parse("[advice]\nheadroom_percent = 100").unwrap().advice.headroom_percent,
+        parse("[advice]\nheadroom_percent = 100")
+            .unwrap()
+            .advice
+            .headroom_percent,
         100
     );
     for (bad, needle) in [
-        ("[advice]\nheadroom_percent = 101", "advice.headroom_percent: 101 is more than 100"),
-        ("[advice]\nhalf_life_s = 3599", "advice.half_life_s: 3599 is less than 3600"),
-        ("[advice]\nmax_claims = 0", "advice.max_claims: 0 is outside 1..=65536"),
+        (
+            "[advice]\nheadroom_percent = 101",
+            "advice.headroom_percent: 101 is more than 100",
+        ),
+        (
+            "[advice]\nhalf_life_s = 3599",
+            "advice.half_life_s: 3599 is less than 3600",
+        ),
+        (
+            "[advice]\nmax_claims = 0",
+            "advice.max_claims: 0 is outside 1..=65536",
+        ),
         ("[advice]\nmax_claims = 65537", "use e.g. 2048"),
         ("[advice]\nmin_observed_s = -1", "min_observed_s"),
         ("[advice]\nheadroom = 5", "unknown field `headroom`"),

@@ -25,6 +25,11 @@ pub const FILE_NAME: &str = "usage-history.json";
 /// The format version.
 pub const VERSION: u32 = 1;
 
+/// Most bytes one device's record takes in the file, whatever was observed:
+/// every bucket of both histograms filled (214 × `[213,10000],` and 21 ×
+/// `[20,10000],`) plus its fields at their widest, name aside.
+pub const MAX_DEVICE_RECORD_BYTES: usize = 3_200;
+
 #[derive(Debug, Serialize, Deserialize)]
 struct FileV1 {
     version: u32,
@@ -68,7 +73,9 @@ struct VersionOnly {
 #[derive(Debug, thiserror::Error)]
 pub enum LoadWarning {
     /// The file could not be read.
-    #[error("usage history {path} not read ({error}); starting empty, it is replaced at the next save")]
+    #[error(
+        "usage history {path} not read ({error}); starting empty, it is replaced at the next save"
+    )]
     Unreadable {
         /// The file.
         path: PathBuf,
@@ -76,7 +83,9 @@ pub enum LoadWarning {
         error: std::io::Error,
     },
     /// The file ends in the middle of its JSON.
-    #[error("usage history {path} is cut short ({message}); starting empty, it is replaced at the next save")]
+    #[error(
+        "usage history {path} is cut short ({message}); starting empty, it is replaced at the next save"
+    )]
     Truncated {
         /// The file.
         path: PathBuf,
@@ -84,7 +93,9 @@ pub enum LoadWarning {
         message: String,
     },
     /// Not the history's JSON.
-    #[error("usage history {path} does not parse ({message}); starting empty, it is replaced at the next save")]
+    #[error(
+        "usage history {path} does not parse ({message}); starting empty, it is replaced at the next save"
+    )]
     Garbage {
         /// The file.
         path: PathBuf,
@@ -92,7 +103,9 @@ pub enum LoadWarning {
         message: String,
     },
     /// A version this gpusliced does not know.
-    #[error("usage history {path} has format version {version}, this gpusliced reads {VERSION}; starting empty, it is replaced at the next save")]
+    #[error(
+        "usage history {path} has format version {version}, this gpusliced reads {VERSION}; starting empty, it is replaced at the next save"
+    )]
     UnknownVersion {
         /// The file.
         path: PathBuf,
@@ -100,7 +113,9 @@ pub enum LoadWarning {
         version: u32,
     },
     /// A histogram that does not fit its scale.
-    #[error("usage history {path}: claim {uid} device {device}: {problem}; starting empty, it is replaced at the next save")]
+    #[error(
+        "usage history {path}: claim {uid} device {device}: {problem}; starting empty, it is replaced at the next save"
+    )]
     Invalid {
         /// The file.
         path: PathBuf,

@@ -331,7 +331,10 @@ fn round_to(at: i64, half_life_s: f64) -> i64 {
     (at.div_euclid(step)) * step
 }
 
-#[expect(clippy::cast_precision_loss, reason = "second counts are far below 2^52")]
+#[expect(
+    clippy::cast_precision_loss,
+    reason = "second counts are far below 2^52"
+)]
 fn seconds(s: i64) -> f64 {
     s as f64
 }

@@ -77,7 +77,11 @@ pub struct ClaimHistory {
 impl ClaimHistory {
     /// The last sample of any device, Unix seconds.
     pub fn last_seen(&self) -> i64 {
-        self.devices.values().map(|d| d.last).max().unwrap_or(i64::MIN)
+        self.devices
+            .values()
+            .map(|d| d.last)
+            .max()
+            .unwrap_or(i64::MIN)
     }
 }
 
@@ -258,7 +262,11 @@ impl History {
             .map(|(uid, c)| (c.last_seen(), uid.clone()))
             .collect();
         by_age.sort();
-        let gone: Vec<String> = by_age.into_iter().take(excess).map(|(_, uid)| uid).collect();
+        let gone: Vec<String> = by_age
+            .into_iter()
+            .take(excess)
+            .map(|(_, uid)| uid)
+            .collect();
         for uid in &gone {
             self.claims.remove(uid);
         }

@@ -29,7 +29,11 @@ fn ratio(part: u32, whole: u32) -> f64 {
 
 fn fraction(part: u64, whole: u64) -> f64 {
     #[expect(clippy::cast_precision_loss, reason = "a cost, compared only")]
-    let f = if whole == 0 { 1.0 } else { part as f64 / whole as f64 };
+    let f = if whole == 0 {
+        1.0
+    } else {
+        part as f64 / whole as f64
+    };
     f
 }
 
@@ -61,7 +65,14 @@ pub fn smallest_mig_fit<'a>(
             Some(sm) => ratio(p.compute_slices, compute_total) * 100.0 >= sm,
             None => p.compute_slices >= current_compute,
         })
-        .min_by_key(|p| (p.memory_slices, p.compute_slices, p.memory_bytes, p.name.clone()))
+        .min_by_key(|p| {
+            (
+                p.memory_slices,
+                p.compute_slices,
+                p.memory_bytes,
+                p.name.clone(),
+            )
+        })
 }
 
 /// The cost of holding `profile`: the larger of its memory and compute
@@ -152,21 +163,22 @@ pub(super) fn choose(
 ) -> (Form, String) {
     let now = current_cost(current, model);
     let fits = super::reason::fits(need);
-    let mig = smallest
-        .filter(|_| offer.mig)
-        .map(|p| {
-            let form = Form::Mig {
-                profile: p.name.clone(),
-                memory_bytes: p.memory_bytes,
-            };
-            (form, mig_cost(model.mig_profiles, p))
-        });
+    let mig = smallest.filter(|_| offer.mig).map(|p| {
+        let form = Form::Mig {
+            profile: p.name.clone(),
+            memory_bytes: p.memory_bytes,
+        };
+        (form, mig_cost(model.mig_profiles, p))
+    });
     let candidates = [
         mig,
         mps(need, model).filter(|_| offer.mps),
         timeslice(need, model).filter(|_| offer.timeslice),
     ];
-    let chosen = candidates.into_iter().flatten().find(|(_, cost)| *cost < now);
+    let chosen = candidates
+        .into_iter()
+        .flatten()
+        .find(|(_, cost)| *cost < now);
     let mig_note = match (smallest, offer.mig) {
         (Some(p), false) => format!(
             "; would fit {}, but no {} runs MIG on this node",
@@ -177,7 +189,10 @@ pub(super) fn choose(
     match chosen {
         Some((form, _)) => {
             let what = match &form {
-                Form::Mig { profile, memory_bytes } => {
+                Form::Mig {
+                    profile,
+                    memory_bytes,
+                } => {
                     format!("MIG {profile} ({})", bytes(*memory_bytes))
                 }
                 Form::Mps {

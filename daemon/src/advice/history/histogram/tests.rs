@@ -118,16 +118,30 @@ proptest! {
 
 #[test]
 fn a_checkpoint_that_does_not_fit_its_scale_is_refused() {
-    let past = Checkpoint { reference: 0, total: 1.0, weights: vec![(21, 10)] };
+    let past = Checkpoint {
+        reference: 0,
+        total: 1.0,
+        weights: vec![(21, 10)],
+    };
     assert_eq!(
-        Histogram::from_checkpoint(SM_PERCENT, DAY, &past).unwrap_err().to_string(),
+        Histogram::from_checkpoint(SM_PERCENT, DAY, &past)
+            .unwrap_err()
+            .to_string(),
         "bucket 21 is past the last (20)"
     );
-    let zero = Checkpoint { reference: 0, total: 0.0, weights: vec![(2, 10)] };
+    let zero = Checkpoint {
+        reference: 0,
+        total: 0.0,
+        weights: vec![(2, 10)],
+    };
     assert!(matches!(
         Histogram::from_checkpoint(SM_PERCENT, DAY, &zero),
         Err(CheckpointError::BadTotal { .. })
     ));
-    let negative = Checkpoint { reference: 0, total: -1.0, weights: vec![] };
+    let negative = Checkpoint {
+        reference: 0,
+        total: -1.0,
+        weights: vec![],
+    };
     assert!(Histogram::from_checkpoint(SM_PERCENT, DAY, &negative).is_err());
 }
