@@ -223,22 +223,27 @@ impl History {
         for claim in claims {
             if !self.claims.contains_key(&claim.uid) {
                 evicted.extend(self.evict(1));
+                self.claims.insert(
+                    claim.uid.clone(),
+                    ClaimHistory {
+                        namespace: claim.namespace.clone(),
+                        name: claim.name.clone(),
+                        devices: BTreeMap::new(),
+                    },
+                );
             }
-            let half_life_s = self.settings.half_life_s;
-            let record = self
-                .claims
-                .entry(claim.uid.clone())
-                .or_insert_with(|| ClaimHistory {
-                    namespace: claim.namespace.clone(),
-                    name: claim.name.clone(),
-                    devices: BTreeMap::new(),
-                });
+            let Some(record) = self.claims.get_mut(&claim.uid) else {
+                continue;
+            };
             for figures in &claim.devices {
-                record
-                    .devices
-                    .entry(figures.device.clone())
-                    .or_insert_with(|| DeviceHistory::new(now, half_life_s))
-                    .observe(now, figures, self.settings.interval_s);
+                // Looked up before inserting: no allocation per sample.
+                if !record.devices.contains_key(&figures.device) {
+                    let fresh = DeviceHistory::new(now, self.settings.half_life_s);
+                    record.devices.insert(figures.device.clone(), fresh);
+                }
+                if let Some(device) = record.devices.get_mut(&figures.device) {
+                    device.observe(now, figures, self.settings.interval_s);
+                }
             }
         }
         evicted
