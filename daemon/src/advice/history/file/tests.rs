@@ -31,7 +31,12 @@ fn sample_history() -> History {
 
 fn warning_of(bytes: &[u8]) -> LoadWarning {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join(FILE_NAME), bytes).unwrap();
+    let mut out = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(dir.path().join(FILE_NAME))
+        .unwrap();
+    std::io::Write::write_all(&mut out, bytes).unwrap();
     let (history, warning) = load(dir.path(), SETTINGS);
     assert!(history.claims().is_empty());
     warning.expect("a warning")

@@ -143,5 +143,8 @@ fn a_checkpoint_that_does_not_fit_its_scale_is_refused() {
         total: -1.0,
         weights: vec![],
     };
-    assert!(Histogram::from_checkpoint(SM_PERCENT, DAY, &negative).is_err());
+    assert!(matches!(
+        Histogram::from_checkpoint(SM_PERCENT, DAY, &negative),
+        Err(CheckpointError::BadTotal { .. })
+    ));
 }
