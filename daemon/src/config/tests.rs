@@ -412,3 +412,21 @@ fn advice_defaults_and_ranges() {
         assert!(err.contains(needle), "{bad}: {err}");
     }
 }
+
+#[test]
+fn the_packaged_advice_block_uncommented_gives_the_defaults() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../packaging/gpuslice.toml");
+    let text = std::fs::read_to_string(path).unwrap();
+    let block: String = text
+        .lines()
+        .skip_while(|l| *l != "#[advice]")
+        .take_while(|l| !l.is_empty())
+        .filter(|l| !l.starts_with("# "))
+        .map(|l| format!("{}\n", l.trim_start_matches('#')))
+        .collect();
+    assert!(block.contains("max_claims = 2048"), "{block}");
+    assert_eq!(
+        parse(&block).unwrap().advice,
+        super::AdviceConfig::default()
+    );
+}
