@@ -21,7 +21,8 @@
 //!    compute time-slice policy.
 //! 8. [`claims`]: the claim engine (prepare, unprepare, reconcile).
 //! 9. [`advertise`]: which form of MIG slices the engine offers
-//!    (`[mig] advertise`).
+//!    (`[mig] advertise`); [`advice`]: right-sizing advice from each
+//!    claim's usage history (the history, its file, the rule).
 //! 10. [`activity`]: per-claim GPU use (processes attributed to claims, idle
 //!     claims, over-shares, unclaimed processes), sampled through the backend.
 //! 11. [`metrics`]: Prometheus metrics, on a loopback listener or a textfile.
@@ -66,6 +67,7 @@ pub mod claims;
 
 // Floor 9
 pub mod advertise;
+pub mod advice;
 
 // Floor 10
 pub mod activity;

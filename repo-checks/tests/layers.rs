@@ -28,7 +28,7 @@ const FLOORS: FloorTable<'static> = FloorTable {
         (6, &["sharing"]),
         (7, &["state", "timeslice"]),
         (8, &["claims"]),
-        (9, &["advertise"]),
+        (9, &["advertise", "advice"]),
         (10, &["activity"]),
         (11, &["metrics"]),
         (12, &["api"]),

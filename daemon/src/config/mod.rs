@@ -7,6 +7,7 @@
 //! folder.
 
 mod activity;
+mod advice;
 mod metrics;
 mod mig;
 mod validate;
@@ -16,6 +17,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 pub use activity::ActivityConfig;
+pub use advice::AdviceConfig;
 pub use metrics::{LoopbackAddr, MetricsConfig};
 pub use mig::{MigAdvertise, MigConfig, MigCreate, MigGpuConfig};
 pub use validate::ConfigError;
@@ -70,6 +72,8 @@ pub struct Config {
     pub metrics: MetricsConfig,
     /// `[activity]`: per-claim GPU use (sampled every 5 s by default).
     pub activity: ActivityConfig,
+    /// `[advice]`: right-sizing advice from the usage history.
+    pub advice: AdviceConfig,
 }
 
 /// `[health]`.
@@ -246,6 +250,7 @@ impl Default for Config {
             health: HealthConfig::default(),
             metrics: MetricsConfig::default(),
             activity: ActivityConfig::default(),
+            advice: AdviceConfig::default(),
         }
     }
 }

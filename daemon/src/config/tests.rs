@@ -368,3 +368,65 @@ fn activity_samples_every_5_s_by_default_and_0_turns_it_off() {
         assert!(err.contains(needle), "{bad}: {err}");
     }
 }
+
+#[test]
+fn advice_defaults_and_ranges() {
+    let defaults = parse("").unwrap();
+    assert_eq!(defaults.advice.min_observed_s, 86_400);
+    assert_eq!(defaults.advice.headroom_percent, 15);
+    assert_eq!(defaults.advice.half_life_s, 86_400);
+    assert_eq!(defaults.advice.max_claims, 2048);
+    let set = parse(
+        "[advice]\nmin_observed_s = 10\nheadroom_percent = 0\nhalf_life_s = 3600\nmax_claims = 1",
+    )
+    .unwrap();
+    assert_eq!(set.advice.min_observed_s, 10);
+    assert_eq!(set.advice.headroom_percent, 0);
+    assert_eq!(set.advice.half_life_s, 3600);
+    assert_eq!(set.advice.max_claims, 1);
+    assert_eq!(
+        parse("[advice]\nheadroom_percent = 100")
+            .unwrap()
+            .advice
+            .headroom_percent,
+        100
+    );
+    for (bad, needle) in [
+        (
+            "[advice]\nheadroom_percent = 101",
+            "advice.headroom_percent: 101 is more than 100",
+        ),
+        (
+            "[advice]\nhalf_life_s = 3599",
+            "advice.half_life_s: 3599 is less than 3600",
+        ),
+        (
+            "[advice]\nmax_claims = 0",
+            "advice.max_claims: 0 is outside 1..=65536",
+        ),
+        ("[advice]\nmax_claims = 65537", "use e.g. 2048"),
+        ("[advice]\nmin_observed_s = -1", "min_observed_s"),
+        ("[advice]\nheadroom = 5", "unknown field `headroom`"),
+    ] {
+        let err = parse(bad).unwrap_err().to_string();
+        assert!(err.contains(needle), "{bad}: {err}");
+    }
+}
+
+#[test]
+fn the_packaged_advice_block_uncommented_gives_the_defaults() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../packaging/gpuslice.toml");
+    let text = std::fs::read_to_string(path).unwrap();
+    let block: String = text
+        .lines()
+        .skip_while(|l| *l != "#[advice]")
+        .take_while(|l| !l.is_empty())
+        .filter(|l| !l.starts_with("# "))
+        .map(|l| format!("{}\n", l.trim_start_matches('#')))
+        .collect();
+    assert!(block.contains("max_claims = 2048"), "{block}");
+    assert_eq!(
+        parse(&block).unwrap().advice,
+        super::AdviceConfig::default()
+    );
+}

@@ -97,6 +97,7 @@ impl Config {
         self.mig.validate()?;
         self.metrics.validate()?;
         self.activity.validate()?;
+        self.advice.validate()?;
         let size = &self.mps.shm_size;
         if size.is_empty() || !size.chars().all(|c| c.is_ascii_alphanumeric() || c == '%') {
             return Err(invalid(

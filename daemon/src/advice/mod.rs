@@ -1,0 +1,19 @@
+//! Right-sizing advice: per claim and device, the smallest form on this node
+//! that the claim's observed use fits with headroom (a MIG profile of its
+//! GPU's model, an MPS share, a time-slice), "give it back" when it was never
+//! active, or no advice while too little was seen.
+//!
+//! Reading order: [`history`] (the per-claim record: decaying histograms in
+//! [`history::histogram`], the file in [`history::file`]), then [`rule`]
+//! (the choice, pure).
+//!
+//! Owns the history and the rule; does not sample (the activity sampler
+//! will feed [`history::History::observe`] with [`history::ClaimFigures`]
+//! after each sample), and does not serve (the API, metrics and gpuslicectl
+//! will read [`rule::advise`]'s answer). Only [`history::file`] does I/O.
+
+pub mod history;
+pub mod rule;
+
+pub use history::{ClaimFigures, DeviceFigures, History, HistorySettings};
+pub use rule::{Advice, CurrentForm, Form, GpuModel, Need, Offer, RuleSettings, advise};
