@@ -13,8 +13,6 @@
 //! prepare. A file from before episodes were kept loads with none open.
 
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -154,8 +152,6 @@ fn write(
     last_active: &BTreeMap<String, i64>,
     episodes: &[SavedEpisode],
 ) -> Result<(), PersistError> {
-    let target = dir.join(FILE_NAME);
-    let tmp = dir.join(format!(".{FILE_NAME}.tmp-{}", std::process::id()));
     let file = File {
         version: VERSION,
         last_active: last_active.clone(),
@@ -163,24 +159,9 @@ fn write(
     };
     let mut bytes = serde_json::to_vec_pretty(&file).unwrap_or_default();
     bytes.push(b'\n');
-    let err = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| PersistError { path, source }
-    };
     // Advisory (module doc): no fsync, so not the durable writer.
-    let mut out = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o644)
-        .open(&tmp)
-        .map_err(err(&tmp))?;
-    let written = out.write_all(&bytes).map_err(err(&tmp));
-    drop(out);
-    if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, &target).map_err(err(&target))) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
+    crate::state::write_advisory(dir, FILE_NAME, &bytes)
+        .map_err(|(path, source)| PersistError { path, source })?;
     Ok(())
 }
 

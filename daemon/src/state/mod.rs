@@ -6,11 +6,13 @@
 //! is the claim engine's reconcile. It also owns the state dir's lock
 //! (`lock`): one gpusliced per state dir.
 
+mod advisory;
 mod boot;
 mod lock;
 mod record;
 mod store;
 
+pub use advisory::write_advisory;
 pub use boot::{BOOT_ID_PATH, read_boot_id};
 pub use lock::{LOCK_FILE, LockError, StateLock, parse_pid};
 pub use record::{

@@ -10,8 +10,6 @@
 //! config applies to new samples; the weights kept keep their standing.
 
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -277,27 +275,10 @@ fn device_entry(d: &DeviceHistory) -> DeviceEntry {
 /// Writes `history` into `state_dir` (temp file, rename); returns the bytes
 /// written.
 pub fn save(state_dir: &Path, history: &History) -> Result<usize, SaveError> {
-    let target = state_dir.join(FILE_NAME);
-    let tmp = state_dir.join(format!(".{FILE_NAME}.tmp-{}", std::process::id()));
     let bytes = to_bytes(history);
-    let err = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| SaveError { path, source }
-    };
     // Advisory (module doc): no fsync, so not the durable writer.
-    let mut out = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o644)
-        .open(&tmp)
-        .map_err(err(&tmp))?;
-    let written = out.write_all(&bytes).map_err(err(&tmp));
-    drop(out);
-    if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, &target).map_err(err(&target))) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
+    crate::state::write_advisory(state_dir, FILE_NAME, &bytes)
+        .map_err(|(path, source)| SaveError { path, source })?;
     Ok(bytes.len())
 }
 
