@@ -19,9 +19,12 @@ use std::sync::Arc;
 
 use gpuslice_cdi::atomic::write_atomic;
 
+use super::table::{Share, SharedMode, Want};
 use super::{ClaimError, Prepared, Unprepared};
+use crate::config::{MigAdvertise, MigConfig, MigGpuConfig};
 use crate::gpu::sim::{SimBackend, SimModel};
 use crate::state::{Phase, Store};
+use crate::testkit::requests::{mps, request_with, timeslicing};
 use crate::testkit::{SimNode, SimNodeBuilder};
 use requests::request as req;
 
@@ -237,4 +240,57 @@ fn sim_concurrent_prepares_of_one_gpu_give_it_to_one_claim() {
         .count();
     assert_eq!(won, 1);
     assert_eq!(node.cdi_files().len(), 1);
+}
+
+#[test]
+fn sim_a_record_read_back_holds_what_its_prepare_reserved() {
+    let mig = MigConfig {
+        advertise: MigAdvertise::Layout,
+        gpu: vec![MigGpuConfig {
+            index: Some(3),
+            layout: ["3g.40gb", "1g.10gb"].map(str::to_owned).to_vec(),
+            ..MigGpuConfig::default()
+        }],
+        ..MigConfig::default()
+    };
+    let node = SimNodeBuilder::h100s(4).mig(mig).fake_tools().start();
+    let engine = node.engine();
+    let slice = engine.inventory().mig[0].name.clone();
+    let mps_on_mig = r#"{"apiVersion":"resource.nvidia.com/v1beta1","kind":"MigDeviceConfig","sharing":{"strategy":"MPS"}}"#;
+    let claims = [
+        request_with(A, &["gpu-0"], &[] as &[&str]),
+        request_with(B, &["gpu-1"], &[mps(50)]),
+        request_with(
+            "cccccccc-0000-4000-8000-000000000003",
+            &["gpu-2"],
+            &[timeslicing("Long")],
+        ),
+        request_with(
+            "dddddddd-0000-4000-8000-000000000004",
+            &[&slice],
+            &[mps_on_mig],
+        ),
+    ];
+    let inventory = engine.inventory();
+    let mut shares = Vec::new();
+    for claim in &claims {
+        let prepared = engine.prepare(claim).unwrap();
+        let d = &prepared.record().devices[0];
+        let asked = inventory.device(&d.device).unwrap();
+        let reserved = Want::of_device(&asked, d.sharing.as_ref());
+        assert_eq!(Want::of_record(d), reserved, "{}", d.device);
+        assert_eq!(reserved.gpu_uuid, asked.gpu().info.uuid);
+        shares.push(reserved.share);
+    }
+    let placement = inventory.mig[0].placement;
+    assert_eq!(
+        shares,
+        [
+            Share::Whole,
+            Share::Shared(SharedMode::Mps),
+            Share::Shared(SharedMode::Timeslicing),
+            Share::Slice(placement),
+        ],
+        "a slice stays the claim's alone, MPS or not"
+    );
 }
