@@ -52,10 +52,11 @@ use std::sync::{Arc, Mutex, RwLock};
 
 pub use access::shared_gpu::{SharingTools, TimeSliceOutcome};
 pub use error::ClaimError;
-pub use health::{Cleared, UnhealthyDevice};
+pub use health::Cleared;
 pub use reconcile::ReconcileReport;
 pub use request::{ConfigRequest, DeviceRequest, PrepareRequest, validate_uid};
 pub use table::SharedMode;
+pub use view::claim_health::UnhealthyDevice;
 pub use view::sharing::{DaemonView, GpuSharingView};
 pub use view::usage::{ClaimKind, NodeUsage, SliceState, SliceUse};
 pub use view::{
