@@ -11,9 +11,11 @@
 //! rewrites, never a spec nobody owns.
 //!
 //! Each kind of access is a component with the same verbs (reserve, apply,
-//! release, adopt, restore, roll back, ensure, its CDI piece) behind one
+//! release, adopt, restore, roll back, ensure, its CDI edits) behind one
 //! trait, in `access`: `exclusive`, `mig`, `timeslice` and `mps` (with
-//! `shared_gpu`, what the last two share). The verbs drive them: `prepare`
+//! `shared_gpu`, what the last two share); a device's CDI device nodes come
+//! from `mig` for a slice and from `exclusive` for any other device. The
+//! verbs drive them: `prepare`
 //! (one loop over the kinds a claim needs, with the undo stack of `undo`;
 //! `again` says what differs when a prepared claim is asked for again),
 //! `unprepare`, `reconcile` (start-up, SIGHUP, the MIG set-up and the

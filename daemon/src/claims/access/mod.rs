@@ -22,9 +22,8 @@ use super::env::Env;
 use super::error::ClaimError;
 use super::table::ClaimTable;
 use crate::cdi_build::ClaimDevice;
-use crate::driver::DriverFiles;
-use crate::inventory::{DeviceRef, GpuDevice};
-use crate::state::{ClaimRecord, RecordDevice};
+use crate::inventory::DeviceRef;
+use crate::state::ClaimRecord;
 
 pub(super) use exclusive::Exclusive;
 pub(super) use mig::Mig;
@@ -119,17 +118,6 @@ pub(super) trait Access: Send + Sync + std::fmt::Debug {
     /// A prepared claim asked again: its effects must be there.
     fn ensure(&self, _cx: &Cx<'_>, _record: &ClaimRecord) -> Result<(), ClaimError> {
         Ok(())
-    }
-
-    /// CDI: the device nodes of `device` (on `gpu`) when this kind owns it.
-    fn cdi_device(
-        &self,
-        _cx: &Cx<'_>,
-        _device: &RecordDevice,
-        _gpu: &GpuDevice,
-        _driver: &DriverFiles,
-    ) -> Option<Result<ClaimDevice, ClaimError>> {
-        None
     }
 
     /// CDI: edits added to the devices already built.

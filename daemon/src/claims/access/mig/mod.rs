@@ -134,26 +134,27 @@ impl Access for Mig {
     fn restore(&self, cx: &Cx<'_>, record: &mut ClaimRecord) -> Restored {
         self.restore_slices(cx, record)
     }
+}
 
-    fn cdi_device(
+impl Mig {
+    /// CDI: the device nodes of a MIG slice `slice` of `gpu`.
+    pub(in crate::claims) fn cdi_device(
         &self,
         cx: &Cx<'_>,
         device: &RecordDevice,
+        slice: &MigSlice,
         gpu: &GpuDevice,
         driver: &DriverFiles,
-    ) -> Option<Result<ClaimDevice, ClaimError>> {
-        let slice = device.mig.as_ref()?;
-        Some(cdi::claim_device(
+    ) -> Result<ClaimDevice, ClaimError> {
+        cdi::claim_device(
             gpu,
             slice,
             &device.device,
             &cx.env.settings.dev_root,
             driver,
-        ))
+        )
     }
-}
 
-impl Mig {
     /// Best effort: undoes the hardware steps a record says were taken.
     pub(in crate::claims) fn release_logged(&self, cx: &Cx<'_>, record: &ClaimRecord) {
         if let Err(err) = self.release(cx, record) {
