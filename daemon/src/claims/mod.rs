@@ -11,15 +11,15 @@
 //! rewrites, never a spec nobody owns.
 //!
 //! Each kind of access is a component with the same verbs (reserve, apply,
-//! release, adopt, restore, roll back, ensure, its CDI edits) behind one
-//! trait, in `access`: `exclusive`, `mig`, `timeslice` and `mps` (with
-//! `shared_gpu`, what the last two share); a device's CDI device nodes come
-//! from `mig` for a slice and from `exclusive` for any other device. The
-//! verbs drive them: `prepare`
-//! (one loop over the kinds a claim needs, with the undo stack of `undo`;
-//! `again` says what differs when a prepared claim is asked for again),
-//! `unprepare`, `reconcile` (start-up, SIGHUP, the MIG set-up and the
-//! sharing restore) and `health` (an operator's clear). Only those files and
+//! release, adopt, restore, roll back, ensure, its CDI edits, its problems)
+//! behind one trait, in `access`: `exclusive`, `mig`, `timeslice` and `mps`
+//! (with `shared_gpu`, what the last two share); a device's CDI device nodes
+//! come from `mig` for a slice and from `exclusive` for any other device.
+//! The verbs drive them: `prepare` (one loop over the kinds a claim needs,
+//! with the undo stack of `undo`; `again` says what differs when a prepared
+//! claim is asked for again), `unprepare`, `reconcile` (start-up, SIGHUP,
+//! the MIG set-up and the sharing restore) and `health` (an operator's
+//! clear). Only those files and
 //! `view` (the reads: one consistent view of the node, the MIG instances,
 //! sharing, usage, the claims and problems) add methods to `Engine`. The
 //! generic pieces: the request (`request`), the claim table and per-key

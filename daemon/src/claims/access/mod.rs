@@ -129,6 +129,18 @@ pub(super) trait Access: Send + Sync + std::fmt::Debug {
     ) -> Result<(), ClaimError> {
         Ok(())
     }
+
+    /// View: what is wrong with this kind's part of each of `records`
+    /// (ListClaims), one list per record, in order; a kind reads its state
+    /// once for all of them.
+    fn claim_problems(&self, _cx: &Cx<'_>, records: &[ClaimRecord]) -> Vec<Vec<String>> {
+        vec![Vec::new(); records.len()]
+    }
+
+    /// View: this kind's lines for the node's problems (GetStatus).
+    fn node_problems(&self, _cx: &Cx<'_>) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Every kind of access, and what the sharing kinds share.

@@ -294,3 +294,34 @@ fn sim_a_record_read_back_holds_what_its_prepare_reserved() {
         "a slice stays the claim's alone, MPS or not"
     );
 }
+
+#[test]
+fn sim_the_status_lists_each_kinds_problems_in_the_kinds_order() {
+    let mig = MigConfig {
+        advertise: MigAdvertise::Layout,
+        gpu: vec![MigGpuConfig {
+            index: Some(1),
+            layout: vec!["1g.10gb".to_owned()],
+            ..MigGpuConfig::default()
+        }],
+        ..MigConfig::default()
+    };
+    let node = SimNodeBuilder::h100s(2)
+        .mig(mig)
+        .foreign_instance(1, "2g.20gb", 0)
+        .fake_tools()
+        .start();
+    node.smi.as_ref().unwrap().unsupported(&node.uuid(0));
+    let engine = node.engine();
+    engine
+        .prepare(&request_with(A, &["gpu-0"], &[timeslicing("Medium")]))
+        .unwrap();
+    let problems = engine.problems();
+    let at = |words: &str| problems.iter().position(|p| p.contains(words));
+    let (mig, timeslice) = (
+        at("not created by gpusliced"),
+        at("does not support time-slice"),
+    );
+    assert!(mig.is_some() && timeslice.is_some(), "{problems:?}");
+    assert!(mig < timeslice, "MIG before time-slicing: {problems:?}");
+}

@@ -1,7 +1,8 @@
-//! What is reported of device health: the lines of a claim on an
-//! unhealthy device (ListClaims), the status lines of each fault in force
-//! and of each claim on one (GetStatus), and the view's unhealthy devices
-//! with their holders (GetHealth). A GPU the scan could not read is not in
+//! What is reported of a claim's health and of device health: a claim's
+//! problems in each kind of access and its lines for unhealthy devices
+//! (ListClaims), the status lines of each fault in force and of each claim
+//! on one (GetStatus), and the view's unhealthy devices with their holders
+//! (GetHealth). A GPU the scan could not read is not in
 //! the inventory at all (`inventory::UnreadableGpu`); it is still shown
 //! here, with the claims recorded on it. The verbs (refuse, clear) are in
 //! `claims/health.rs`.
@@ -80,6 +81,32 @@ impl NodeView {
 }
 
 impl Engine {
+    /// Problems with `record`'s part in each kind of access (its MPS
+    /// daemons, time-slices not supported) and with its shared GPUs
+    /// (degraded); empty when healthy.
+    pub fn claim_health(&self, record: &ClaimRecord) -> Vec<String> {
+        (self.claims_health(std::slice::from_ref(record)).into_iter())
+            .next()
+            .unwrap_or_default()
+    }
+
+    /// [`Engine::claim_health`] of many claims, each kind reading its state
+    /// once (the MPS daemons' is a few D-Bus calls a daemon under systemd).
+    pub fn claims_health(&self, records: &[ClaimRecord]) -> Vec<Vec<String>> {
+        let cx = self.cx();
+        let mut health = vec![Vec::new(); records.len()];
+        for kind in self.kinds.in_order() {
+            for (lines, more) in health.iter_mut().zip(kind.claim_problems(&cx, records)) {
+                lines.extend(more);
+            }
+        }
+        for (lines, record) in health.iter_mut().zip(records) {
+            lines.extend(self.kinds.shared.claim_problems(record));
+            lines.dedup();
+        }
+        health
+    }
+
     /// One line per unhealthy device of the claim (empty when healthy),
     /// including a device on a GPU the last scan could not read.
     pub fn claim_health_problems(&self, record: &ClaimRecord) -> Vec<String> {

@@ -213,15 +213,20 @@ impl Engine {
     }
 
     /// Problems an operator should act on: missing driver files, GPUs that
-    /// cannot be read, records that could not be read or matched, unhealthy
-    /// devices and the claims on them.
+    /// cannot be read, records that could not be read or matched, each kind
+    /// of access's (MIG set-up, time-slices not supported, MPS daemons not
+    /// running), degraded shared GPUs and what start-up could not bring
+    /// back, unhealthy devices and the claims on them.
     pub fn problems(&self) -> Vec<String> {
         let mut all = self.env.driver().problems.clone();
         all.extend(self.inventory().unreadable.iter().map(|u| u.problem()));
         all.extend(lock(&self.problems).iter().cloned());
-        all.extend(self.kinds.mig.problems());
+        let cx = self.cx();
+        for kind in self.kinds.in_order() {
+            all.extend(kind.node_problems(&cx));
+        }
+        all.extend(self.kinds.shared.node_problems());
         all.extend(self.health_problems());
-        all.extend(self.sharing_problems());
         all
     }
 

@@ -34,6 +34,7 @@ mod tests;
 use super::{Access, Cx, Kind, Restored};
 use crate::cdi_build::ClaimDevice;
 use crate::claims::error::ClaimError;
+use crate::claims::lock;
 use crate::driver::DriverFiles;
 use crate::gpu::{GpuError, GpuInstance, MigMode, MigSupport, Placement};
 use crate::inventory::{DeviceRef, GpuDevice};
@@ -133,6 +134,11 @@ impl Access for Mig {
     /// The claim's slices match its record again (see [`restore`]).
     fn restore(&self, cx: &Cx<'_>, record: &mut ClaimRecord) -> Restored {
         self.restore_slices(cx, record)
+    }
+
+    /// The problems the last MIG set-up found.
+    fn node_problems(&self, _cx: &Cx<'_>) -> Vec<String> {
+        lock(&self.books.problems).clone()
     }
 }
 
