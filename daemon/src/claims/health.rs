@@ -1,36 +1,22 @@
-//! The engine's side of device health: a new claim on an unhealthy device (a
-//! GPU with a fault, a slice of such a GPU, or a slice overlapping a faulty
-//! GPU instance) is refused; claims already on one are reported (their
-//! `health_problems`, and the status problems); an operator clears a device.
+//! The engine's side of device health, the verbs: a new claim on an
+//! unhealthy device (a GPU with a fault, a slice of such a GPU, or a slice
+//! overlapping a faulty GPU instance) is refused; a change of the faults in
+//! force is a new generation; an operator clears a device. What is reported
+//! of claims on unhealthy devices (their health problems, the status lines,
+//! the unhealthy devices of the view) is read in `view/claim_health.rs`.
 //!
 //! Faults are looked up by GPU UUID and placement, never by device name, so
 //! a claim prepared under a name the inventory no longer offers is still
 //! reported. A claim prepared before the fault keeps working: re-preparing it
 //! (the kubelet retries) answers as before, so running pods are not broken
 //! by the daemon; moving them is the cluster's decision, which the taint and
-//! the reports inform. A GPU the scan could not read is not in the inventory
-//! at all (`inventory::UnreadableGpu`); it is still shown here, with the
-//! claims recorded on it.
+//! the reports inform.
 
 use super::error::ClaimError;
 use super::{Engine, lock};
 use crate::gpu::Placement;
-use crate::health::{DeviceFault, DeviceHealth, since_text};
-use crate::inventory::{DeviceRef, Inventory, UnreadableGpu};
-use crate::state::{ClaimRecord, RecordDevice};
-
-/// One unhealthy device of the inventory, with the claims holding it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UnhealthyDevice {
-    /// Inventory name.
-    pub device: String,
-    /// UUID of the (parent) GPU.
-    pub gpu_uuid: String,
-    /// Why, and since when.
-    pub fault: DeviceFault,
-    /// Uids of the claims holding it (for a whole GPU: any part of it).
-    pub claims: Vec<String>,
-}
+use crate::health::{DeviceFault, DeviceHealth};
+use crate::inventory::{DeviceRef, Inventory};
 
 /// What an operator's clear did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,29 +33,6 @@ fn slice_of(device: &DeviceRef<'_>) -> Option<Placement> {
         DeviceRef::Gpu(_) => None,
         DeviceRef::Mig(m, _) => Some(m.placement),
     }
-}
-
-/// The unreadable GPU a recorded device is on, if any: its GPU is not in
-/// the inventory, and the GPU that could not be read has its UUID or (never
-/// read, so UUID unknown) its name.
-pub(super) fn unreadable_gpu_of<'a>(
-    inventory: &'a Inventory,
-    device: &RecordDevice,
-) -> Option<&'a UnreadableGpu> {
-    if inventory.gpu_by_uuid(&device.uuid).is_some() {
-        return None;
-    }
-    inventory.unreadable.iter().find(|gpu| match &gpu.uuid {
-        Some(uuid) => *uuid == device.uuid,
-        None => gpu.names_device(&device.device),
-    })
-}
-
-fn recorded_slice(device: &RecordDevice) -> Option<Placement> {
-    device.mig.as_ref().map(|m| Placement {
-        start: m.start,
-        size: m.size,
-    })
 }
 
 impl Engine {
@@ -142,77 +105,6 @@ impl Engine {
             }
         }
         Ok(())
-    }
-
-    /// One line per unhealthy device of the claim (empty when healthy),
-    /// including a device on a GPU the last scan could not read.
-    pub fn claim_health_problems(&self, record: &ClaimRecord) -> Vec<String> {
-        let inventory = self.inventory();
-        record
-            .devices
-            .iter()
-            .filter_map(|d| {
-                if let Some(gpu) = unreadable_gpu_of(&inventory, d) {
-                    return Some(format!(
-                        "{} is unhealthy: {} {}",
-                        d.device,
-                        gpu.name,
-                        gpu.reason()
-                    ));
-                }
-                let fault = self.env.health.fault_of(&d.uuid, recorded_slice(d))?;
-                Some(format!("{} is unhealthy: {}", d.device, fault.reason))
-            })
-            .collect()
-    }
-
-    /// Health lines for the status: each fault in force, each claim on an
-    /// unhealthy device, and what keeps events from being watched.
-    pub(super) fn health_problems(&self) -> Vec<String> {
-        let table = self.env.health.table();
-        if table.is_empty() {
-            return self.env.health.watch_problems();
-        }
-        let inventory = self.inventory();
-        let mut problems = Vec::new();
-        for (uuid, faults) in table.gpus() {
-            let gpu = inventory.gpu_by_uuid(uuid).map_or_else(
-                || format!("GPU {} ({uuid})", faults.gpu_index),
-                |g| format!("{} ({uuid})", g.name),
-            );
-            if let Some(fault) = &faults.whole {
-                problems.push(format!(
-                    "{gpu} is unhealthy: {} since {}; it and its slices take no new claims",
-                    fault.cause,
-                    since_text(fault.since)
-                ));
-            }
-            for i in faults.instances.values() {
-                problems.push(format!(
-                    "{gpu} GPU instance {} (memory slices {}-{}) is unhealthy: {} since {}; \
-                     devices on those slices take no new claims",
-                    i.gpu_instance,
-                    i.placement.start,
-                    (i.placement.start + i.placement.size).saturating_sub(1),
-                    i.fault.cause,
-                    since_text(i.fault.since)
-                ));
-            }
-        }
-        for record in lock(&self.table).records() {
-            let on_it = self.claim_health_problems(&record);
-            if !on_it.is_empty() {
-                problems.push(format!(
-                    "claim {} ({}/{}) runs on unhealthy devices: {}",
-                    record.uid,
-                    record.namespace,
-                    record.name,
-                    on_it.join("; ")
-                ));
-            }
-        }
-        problems.extend(self.env.health.watch_problems());
-        problems
     }
 
     /// An operator clears the faults that make `device` unhealthy.

@@ -11,13 +11,15 @@
 //! rewrites, never a spec nobody owns.
 //!
 //! Each kind of access is a component with the same verbs (reserve, apply,
-//! release, adopt, restore, roll back, ensure, its CDI piece) behind one
-//! trait, in `access`: `exclusive`, `mig`, `timeslice` and `mps` (with
-//! `shared_gpu`, what the last two share). The verbs drive them: `prepare`
-//! (one loop over the kinds a claim needs, with the undo stack of `undo`;
-//! `again` says what differs when a prepared claim is asked for again),
-//! `unprepare`, `reconcile` (start-up, SIGHUP, the MIG set-up and the
-//! sharing restore) and `health` (an operator's clear). Only those files and
+//! release, adopt, restore, roll back, ensure, its CDI edits, its problems)
+//! behind one trait, in `access`: `exclusive`, `mig`, `timeslice` and `mps`
+//! (with `shared_gpu`, what the last two share); a device's CDI device nodes
+//! come from `mig` for a slice and from `exclusive` for any other device.
+//! The verbs drive them: `prepare` (one loop over the kinds a claim needs,
+//! with the undo stack of `undo`; `again` says what differs when a prepared
+//! claim is asked for again), `unprepare`, `reconcile` (start-up, SIGHUP,
+//! the MIG set-up and the sharing restore) and `health` (an operator's
+//! clear). Only those files and
 //! `view` (the reads: one consistent view of the node, the MIG instances,
 //! sharing, usage, the claims and problems) add methods to `Engine`. The
 //! generic pieces: the request (`request`), the claim table and per-key
@@ -52,10 +54,11 @@ use std::sync::{Arc, Mutex, RwLock};
 
 pub use access::shared_gpu::{SharingTools, TimeSliceOutcome};
 pub use error::ClaimError;
-pub use health::{Cleared, UnhealthyDevice};
+pub use health::Cleared;
 pub use reconcile::ReconcileReport;
 pub use request::{ConfigRequest, DeviceRequest, PrepareRequest, validate_uid};
 pub use table::SharedMode;
+pub use view::claim_health::UnhealthyDevice;
 pub use view::sharing::{DaemonView, GpuSharingView};
 pub use view::usage::{ClaimKind, NodeUsage, SliceState, SliceUse};
 pub use view::{

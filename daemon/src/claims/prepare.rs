@@ -20,7 +20,7 @@ use super::access::{Access, Cx};
 use super::again::difference;
 use super::error::ClaimError;
 use super::request::PrepareRequest;
-use super::table::{Share, SharedMode, Want};
+use super::table::Want;
 use super::undo::{Step, Undo};
 use super::{Engine, Prepared, lock, spec};
 use crate::cdi_build::{cdi_device_id, spec_file_name};
@@ -79,7 +79,7 @@ impl Engine {
         let wants: Vec<Want> = devices
             .iter()
             .zip(&record.devices)
-            .map(|(device, d)| want(device, d.sharing.as_ref()))
+            .map(|(device, d)| Want::of_device(device, d.sharing.as_ref()))
             .collect();
         lock(&self.table).reserve(&req.uid, &wants)?;
         let cx = self.cx();
@@ -255,26 +255,6 @@ impl Engine {
         };
         record.version = record.format_version();
         record
-    }
-}
-
-/// What of its GPU a device takes: a whole GPU shared across claims is a
-/// shared holding; a MIG slice stays the claim's alone, MPS or not.
-pub(super) fn want(device: &DeviceRef<'_>, sharing: Option<&DeviceSharing>) -> Want {
-    let (name, share) = match (device, sharing) {
-        (DeviceRef::Gpu(g), None) => (g.name.clone(), Share::Whole),
-        (DeviceRef::Gpu(g), Some(DeviceSharing::Mps(_))) => {
-            (g.name.clone(), Share::Shared(SharedMode::Mps))
-        }
-        (DeviceRef::Gpu(g), Some(DeviceSharing::Timeslicing { .. })) => {
-            (g.name.clone(), Share::Shared(SharedMode::Timeslicing))
-        }
-        (DeviceRef::Mig(m, _), _) => (m.name.clone(), Share::Slice(m.placement)),
-    };
-    Want {
-        gpu_uuid: device.gpu().info.uuid.clone(),
-        device: name,
-        share,
     }
 }
 

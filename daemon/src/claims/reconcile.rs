@@ -20,16 +20,15 @@ use std::collections::BTreeSet;
 
 use gpuslice_cdi::atomic::{is_temp_name, remove_durable_observed};
 
-use super::access::mig::slice_placement;
 use super::access::shared_gpu::has_sharing;
 use super::access::{Access, Restored};
 use super::error::ClaimError;
-use super::table::{Share, SharedMode, Want};
+use super::table::Want;
 use super::{Engine, lock, spec};
 use crate::cdi_build::{CDI_CLASS, CDI_VENDOR, claim_uid_of_spec_file};
 use crate::config::MigConfig;
 use crate::driver::DriverFiles;
-use crate::state::{ClaimRecord, DeviceSharing, Phase, RecordDevice};
+use crate::state::{ClaimRecord, Phase};
 
 /// What a reconcile found and did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -182,7 +181,7 @@ impl Engine {
             self.env.store.save(&record)?;
             report.from_earlier_boot += 1;
         }
-        let wants: Vec<Want> = record.devices.iter().map(record_want).collect();
+        let wants: Vec<Want> = record.devices.iter().map(Want::of_record).collect();
         let mut table = lock(&self.table);
         if let Err(err) = table.reserve(&record.uid, &wants) {
             report.problems.push(format!(
@@ -300,21 +299,6 @@ impl Engine {
                 error,
             },
         }
-    }
-}
-
-/// What of its GPU a recorded device holds.
-fn record_want(d: &RecordDevice) -> Want {
-    let share = match (&d.mig, &d.sharing) {
-        (Some(m), _) => Share::Slice(slice_placement(m)),
-        (None, None) => Share::Whole,
-        (None, Some(DeviceSharing::Mps(_))) => Share::Shared(SharedMode::Mps),
-        (None, Some(DeviceSharing::Timeslicing { .. })) => Share::Shared(SharedMode::Timeslicing),
-    };
-    Want {
-        gpu_uuid: d.uuid.clone(),
-        device: d.device.clone(),
-        share,
     }
 }
 

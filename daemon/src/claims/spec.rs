@@ -1,7 +1,8 @@
 //! Writing, checking and removing a claim's CDI spec file. The spec is
 //! built from each kind's piece: the device nodes of each device from the
-//! kind that owns it (a whole GPU: exclusive; a slice: MIG), then the edits
-//! a kind adds (MPS: the daemon's pipe dir, shm and memory share).
+//! kind that owns it, which the record's device says (a slice: MIG; any
+//! other device, a whole GPU shared or not: exclusive), then the edits a
+//! kind adds (MPS: the daemon's pipe dir, shm and memory share).
 
 use gpuslice_cdi::atomic::{
     AtomicStep, read_regular, remove_durable_observed, write_atomic_observed,
@@ -35,14 +36,10 @@ fn spec_bytes(cx: &Cx<'_>, kinds: &Kinds, record: &ClaimRecord) -> Result<Vec<u8
                     device: d.device.clone(),
                     uuid: d.uuid.clone(),
                 })?;
-            let device = (kinds.in_order().into_iter())
-                .find_map(|kind| kind.cdi_device(cx, d, gpu, &driver));
-            device.unwrap_or_else(|| {
-                Err(ClaimError::DeviceNodeMissing {
-                    device: d.device.clone(),
-                    path: "(no kind of access builds this device)".to_owned(),
-                })
-            })
+            match &d.mig {
+                None => kinds.exclusive.cdi_device(cx, d, gpu),
+                Some(slice) => kinds.mig.cdi_device(cx, d, slice, gpu, &driver),
+            }
         })
         .collect::<Result<Vec<ClaimDevice>, _>>()?;
     for kind in kinds.in_order() {

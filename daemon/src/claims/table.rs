@@ -12,7 +12,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::error::ClaimError;
 use crate::gpu::Placement;
-use crate::state::ClaimRecord;
+use crate::inventory::DeviceRef;
+use crate::state::{ClaimRecord, DeviceSharing, RecordDevice};
 
 /// What a claim takes of one GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,6 +68,49 @@ pub struct Want {
     pub device: String,
     /// What of the GPU.
     pub share: Share,
+}
+
+impl Want {
+    /// What of its GPU a device asked for takes: a whole GPU shared across
+    /// claims is a shared holding; a MIG slice stays the claim's alone, MPS
+    /// or not.
+    pub fn of_device(device: &DeviceRef<'_>, sharing: Option<&DeviceSharing>) -> Want {
+        let (name, share) = match (device, sharing) {
+            (DeviceRef::Gpu(g), None) => (g.name.clone(), Share::Whole),
+            (DeviceRef::Gpu(g), Some(sharing)) => (g.name.clone(), Share::Shared(mode(sharing))),
+            (DeviceRef::Mig(m, _), _) => (m.name.clone(), Share::Slice(m.placement)),
+        };
+        Want {
+            gpu_uuid: device.gpu().info.uuid.clone(),
+            device: name,
+            share,
+        }
+    }
+
+    /// What of its GPU a recorded device holds (the same rule, read back
+    /// from the record at start-up).
+    pub fn of_record(device: &RecordDevice) -> Want {
+        let share = match (&device.mig, &device.sharing) {
+            (Some(m), _) => Share::Slice(Placement {
+                start: m.start,
+                size: m.size,
+            }),
+            (None, None) => Share::Whole,
+            (None, Some(sharing)) => Share::Shared(mode(sharing)),
+        };
+        Want {
+            gpu_uuid: device.uuid.clone(),
+            device: device.device.clone(),
+            share,
+        }
+    }
+}
+
+fn mode(sharing: &DeviceSharing) -> SharedMode {
+    match sharing {
+        DeviceSharing::Mps(_) => SharedMode::Mps,
+        DeviceSharing::Timeslicing { .. } => SharedMode::Timeslicing,
+    }
 }
 
 /// Claims and holdings.

@@ -226,16 +226,33 @@ impl SimNode {
     /// A new engine on the same folder, hardware and fakes, as after a
     /// restart of gpusliced (the old one is dropped without an unprepare).
     pub fn restart(&mut self) {
+        self.restart_with(|_| {});
+    }
+
+    /// As [`SimNode::restart`], with `change` run while gpusliced is down
+    /// (the old engine gone, the new one not built): what a crash left or
+    /// someone did meanwhile. It may change the hardware through `sim` (with
+    /// [`SimNodeBuilder::hardware_in_memory`], even put other hardware in
+    /// its place: a GPU gone), files in the folder, or the `[mig]` config
+    /// ([`SimNode::set_mig`]).
+    pub fn restart_with(&mut self, change: impl FnOnce(&mut Self)) {
         self.engine = None;
         if self.plan.hardware_file {
             self.sim = Arc::new(self.plan.open_sim(self.dir.path()));
         }
+        change(self);
         self.engine = Some(Arc::new(self.build_engine()));
     }
 
     /// A restart after the node rebooted into boot `boot`: MIG instances and
     /// MPS daemons are gone, records and CDI files are kept.
     pub fn reboot(&mut self, boot: &str) {
+        self.reboot_with(boot, |_| {});
+    }
+
+    /// As [`SimNode::reboot`], with `change` run on the rebooted node
+    /// before gpusliced starts (see [`SimNode::restart_with`]).
+    pub fn reboot_with(&mut self, boot: &str, change: impl FnOnce(&mut Self)) {
         assert!(
             self.plan.hardware_file,
             "a node with its hardware in memory cannot reboot"
@@ -244,7 +261,12 @@ impl SimNode {
         if let Some(mps) = &self.mps {
             mps.reboot();
         }
-        self.restart();
+        self.restart_with(change);
+    }
+
+    /// The `[mig]` config the next restart reads (an operator's edit).
+    pub fn set_mig(&mut self, mig: MigConfig) {
+        self.plan.mig = mig;
     }
 
     fn build_engine(&self) -> Engine {

@@ -8,7 +8,7 @@
 use super::{Access, Cx, Kind};
 use crate::cdi_build::ClaimDevice;
 use crate::claims::error::ClaimError;
-use crate::driver::{DriverFiles, HostPath, device_node_target, rooted};
+use crate::driver::{HostPath, device_node_target, rooted};
 use crate::inventory::{DeviceRef, GpuDevice};
 use crate::state::{ClaimRecord, RecordDevice};
 
@@ -53,20 +53,18 @@ impl Access for Exclusive {
     fn roll_back(&self, _cx: &Cx<'_>, _record: &ClaimRecord) -> Result<Vec<String>, ClaimError> {
         Ok(Vec::new())
     }
+}
 
-    /// Every device that is not a MIG slice: a whole GPU, exclusive or
-    /// shared.
-    fn cdi_device(
+impl Exclusive {
+    /// CDI: the device nodes of every device that is not a MIG slice (a
+    /// whole GPU, exclusive or shared).
+    pub(in crate::claims) fn cdi_device(
         &self,
         cx: &Cx<'_>,
         device: &RecordDevice,
         gpu: &GpuDevice,
-        _driver: &DriverFiles,
-    ) -> Option<Result<ClaimDevice, ClaimError>> {
-        if device.mig.is_some() {
-            return None;
-        }
-        Some(claim_device(gpu, &device.device, &cx.env.settings.dev_root))
+    ) -> Result<ClaimDevice, ClaimError> {
+        claim_device(gpu, &device.device, &cx.env.settings.dev_root)
     }
 }
 

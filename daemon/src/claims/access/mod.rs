@@ -22,9 +22,8 @@ use super::env::Env;
 use super::error::ClaimError;
 use super::table::ClaimTable;
 use crate::cdi_build::ClaimDevice;
-use crate::driver::DriverFiles;
-use crate::inventory::{DeviceRef, GpuDevice};
-use crate::state::{ClaimRecord, RecordDevice};
+use crate::inventory::DeviceRef;
+use crate::state::ClaimRecord;
 
 pub(super) use exclusive::Exclusive;
 pub(super) use mig::Mig;
@@ -121,17 +120,6 @@ pub(super) trait Access: Send + Sync + std::fmt::Debug {
         Ok(())
     }
 
-    /// CDI: the device nodes of `device` (on `gpu`) when this kind owns it.
-    fn cdi_device(
-        &self,
-        _cx: &Cx<'_>,
-        _device: &RecordDevice,
-        _gpu: &GpuDevice,
-        _driver: &DriverFiles,
-    ) -> Option<Result<ClaimDevice, ClaimError>> {
-        None
-    }
-
     /// CDI: edits added to the devices already built.
     fn cdi_edits(
         &self,
@@ -140,6 +128,18 @@ pub(super) trait Access: Send + Sync + std::fmt::Debug {
         _devices: &mut [ClaimDevice],
     ) -> Result<(), ClaimError> {
         Ok(())
+    }
+
+    /// View: what is wrong with this kind's part of each of `records`
+    /// (ListClaims), one list per record, in order; a kind reads its state
+    /// once for all of them.
+    fn claim_problems(&self, _cx: &Cx<'_>, records: &[ClaimRecord]) -> Vec<Vec<String>> {
+        vec![Vec::new(); records.len()]
+    }
+
+    /// View: this kind's lines for the node's problems (GetStatus).
+    fn node_problems(&self, _cx: &Cx<'_>) -> Vec<String> {
+        Vec::new()
     }
 }
 

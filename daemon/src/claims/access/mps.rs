@@ -19,7 +19,7 @@ use crate::claims::error::ClaimError;
 use crate::claims::lock;
 use crate::gpu::ComputeMode;
 use crate::inventory::DeviceRef;
-use crate::mps::{MpsKey, MpsLimits, Released};
+use crate::mps::{DaemonState, MpsDaemon, MpsKey, MpsLimits, Released};
 use crate::state::{ClaimRecord, DeviceSharing, MpsSharing};
 
 /// MPS: the [`Access`] of a claim on devices shared through an MPS control
@@ -331,6 +331,26 @@ impl Access for Mps {
         }
         Ok(())
     }
+
+    /// Each MPS daemon of the claim that is not running as it should.
+    fn claim_problems(&self, cx: &Cx<'_>, records: &[ClaimRecord]) -> Vec<Vec<String>> {
+        let daemons = cx.shared.daemons();
+        let problem = |one: MpsUse| {
+            let daemon = daemons.iter().find(|d| d.key == one.key);
+            daemon_problem(&one.key.to_string(), daemon)
+        };
+        (records.iter())
+            .map(|record| mps_uses(record).into_iter().filter_map(problem).collect())
+            .collect()
+    }
+
+    /// The daemons that failed, restarted or stopped.
+    fn node_problems(&self, cx: &Cx<'_>) -> Vec<String> {
+        (cx.shared.daemons().iter())
+            .filter(|d| d.status.state != DaemonState::Running)
+            .filter_map(|d| daemon_problem(&d.key.to_string(), Some(d)))
+            .collect()
+    }
 }
 
 impl Mps {
@@ -373,4 +393,32 @@ impl Mps {
 fn mps_devices(record: &ClaimRecord) -> impl Iterator<Item = &crate::state::RecordDevice> {
     (record.devices.iter())
         .filter(|d| d.mig.is_none() && matches!(d.sharing, Some(DeviceSharing::Mps(_))))
+}
+
+/// What is wrong with the daemon of `key`, if anything.
+fn daemon_problem(key: &str, daemon: Option<&MpsDaemon>) -> Option<String> {
+    let Some(daemon) = daemon else {
+        return Some(format!("the MPS control daemon of {key} is not running"));
+    };
+    let s = &daemon.status;
+    let pid = s.pid.map_or_else(|| "?".to_owned(), |p| p.to_string());
+    match s.state {
+        DaemonState::Running if s.restarts == 0 => None,
+        DaemonState::Running => Some(format!(
+            "the MPS control daemon of {key} died and was restarted {} time(s); it runs again \
+             (pid {pid}), its clients had to reconnect",
+            s.restarts
+        )),
+        DaemonState::Restarting => Some(format!(
+            "the MPS control daemon of {key} died and is being restarted ({} restart(s) so far)",
+            s.restarts
+        )),
+        DaemonState::Failed => Some(format!(
+            "the MPS control daemon of {key} died and could not be brought back (pid {pid}, {} \
+             restart(s)); its clients run without MPS: unprepare and prepare the claims again, \
+             or restart gpusliced",
+            s.restarts
+        )),
+        DaemonState::Stopped => Some(format!("the MPS control daemon of {key} has stopped")),
+    }
 }

@@ -169,6 +169,41 @@ impl Access for TimeSlice {
             record_changed: false,
         }
     }
+
+    /// Each time-slice of the claim that its GPU does not support.
+    fn claim_problems(&self, cx: &Cx<'_>, records: &[ClaimRecord]) -> Vec<Vec<String>> {
+        let books = lock(&cx.shared.books);
+        let not_applied =
+            |(gpu, interval): (String, TimeSliceInterval)| match books.timeslice.get(&gpu) {
+                Some(TimeSliceOutcome::NotSupported { message, .. }) => Some(format!(
+                    "time-slice {interval} not applied on {gpu}: the GPU does not support it \
+                 ({message})"
+                )),
+                _ => None,
+            };
+        (records.iter())
+            .map(|record| {
+                timeslices(record)
+                    .into_iter()
+                    .filter_map(not_applied)
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// Each GPU that does not support the time-slice asked for.
+    fn node_problems(&self, cx: &Cx<'_>) -> Vec<String> {
+        let books = lock(&cx.shared.books);
+        (books.timeslice.iter())
+            .filter_map(|(gpu, outcome)| match outcome {
+                TimeSliceOutcome::NotSupported { interval, message } => Some(format!(
+                    "GPU {gpu} does not support time-slice settings; {interval} was not applied \
+                     ({message}); its claims share it at the driver's default"
+                )),
+                TimeSliceOutcome::Applied(_) => None,
+            })
+            .collect()
+    }
 }
 
 /// A sharing device of a prepare cut short that could not be reset.

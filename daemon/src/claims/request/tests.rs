@@ -1,6 +1,6 @@
 use super::{ConfigRequest, DeviceRequest, PrepareRequest, validate_uid};
 use crate::claims::ClaimError;
-use crate::claims::tests::fixture_inventory;
+use crate::testkit::inventory as fixture_inventory;
 
 const UID: &str = "5b7c1e0a-9f3d-4c2b-8a61-0e4f3d2c1b0a";
 

@@ -5,17 +5,12 @@
 //! a GPU lost before a rescan or before start-up is left out, reported, and
 //! its claims stay unpreparable but can be unprepared.
 
-use std::path::PathBuf;
-use std::sync::Arc;
-
-use crate::claims::{ClaimError, Engine, EngineSettings, PrepareRequest, Unprepared};
+use crate::claims::{ClaimError, Engine, PrepareRequest, Unprepared};
 use crate::config::{MigAdvertise, MigConfig, MigGpuConfig};
-use crate::driver::{DriverFiles, Roots};
-use crate::gpu::sim::{SimBackend, SimModel, op};
-use crate::gpu::{GpuBackend, GpuError, HealthEvent, HealthEventKind};
+use crate::gpu::sim::op;
+use crate::gpu::{GpuError, HealthEvent, HealthEventKind};
 use crate::health::watch::Watcher;
-use crate::inventory::Inventory;
-use crate::state::Store;
+use crate::testkit::{SimNode, SimNodeBuilder};
 
 const A: &str = "aaaaaaaa-0000-4000-8000-0000000000a1";
 const B: &str = "bbbbbbbb-0000-4000-8000-0000000000b2";
@@ -34,51 +29,10 @@ fn mig() -> MigConfig {
     }
 }
 
-struct Node {
-    dir: tempfile::TempDir,
-}
-
-impl Node {
-    fn new() -> Self {
-        Self {
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn sim(&self) -> Arc<SimBackend> {
-        Arc::new(SimBackend::new(vec![SimModel::H100_80GB; 3], "test"))
-    }
-
-    /// A daemon start over `sim`: scan, engine, reconcile, MIG set-up.
-    fn start(&self, sim: Arc<SimBackend>) -> Engine {
-        let backend: Arc<dyn GpuBackend> = sim;
-        let inventory = Inventory::from_backend(backend.as_ref(), &mig(), &|_, _| {
-            crate::mig::Ownership::Foreign
-        })
-        .unwrap();
-        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/sim-root");
-        let engine = Engine::new(
-            backend,
-            inventory,
-            DriverFiles::discover(
-                Roots {
-                    driver_root: &root,
-                    dev_root: &root,
-                },
-                "580.95.05",
-            ),
-            Store::open(&self.dir.path().join("state")).unwrap(),
-            EngineSettings {
-                cdi_dir: self.dir.path().join("cdi"),
-                dev_root: root.clone(),
-                cdi_hook: None,
-                boot_id: "boot".to_owned(),
-            },
-        );
-        engine.reconcile().unwrap();
-        engine.setup_mig(&mig()).unwrap();
-        engine
-    }
+/// A daemon start on three simulated H100s: scan, engine, reconcile, MIG
+/// set-up.
+fn start() -> SimNode {
+    SimNodeBuilder::h100s(3).mig(mig()).start()
 }
 
 fn req(uid: &str, device: &str) -> PrepareRequest {
@@ -104,18 +58,15 @@ fn bumps<T>(engine: &Engine, step: impl FnOnce() -> T) -> bool {
 
 #[test]
 fn sim_every_change_of_the_inventory_answer_is_a_new_generation() {
-    let node = Node::new();
-    let sim = node.sim();
-    let engine = node.start(sim.clone());
-    assert!(bumps(&engine, || engine.prepare(&req(A, "gpu-0")).unwrap()));
-    assert!(!bumps(&engine, || engine
-        .prepare(&req(A, "gpu-0"))
-        .unwrap()));
-    assert!(!bumps(&engine, || engine
+    let node = start();
+    let (sim, engine) = (&node.sim, node.engine());
+    assert!(bumps(engine, || engine.prepare(&req(A, "gpu-0")).unwrap()));
+    assert!(!bumps(engine, || engine.prepare(&req(A, "gpu-0")).unwrap()));
+    assert!(!bumps(engine, || engine
         .prepare(&req(B, "gpu-0"))
         .unwrap_err()));
-    assert!(bumps(&engine, || engine.unprepare(A).unwrap()));
-    assert!(!bumps(&engine, || engine.unprepare(A).unwrap()));
+    assert!(bumps(engine, || engine.unprepare(A).unwrap()));
+    assert!(!bumps(engine, || engine.unprepare(A).unwrap()));
 
     // A slice made by a prepare: its uuid attribute comes, and goes again.
     let slice = engine.inventory().mig[0].name.clone();
@@ -124,15 +75,15 @@ fn sim_every_change_of_the_inventory_answer_is_a_new_generation() {
         let found = inventory.mig.iter().find(|m| m.name == slice).unwrap();
         found.uuid.clone()
     };
-    assert_eq!(uuid_of(&engine), None);
-    assert!(bumps(&engine, || engine.prepare(&req(C, &slice)).unwrap()));
-    assert!(uuid_of(&engine).is_some_and(|u| u.starts_with("MIG-")));
-    assert!(bumps(&engine, || engine.unprepare(C).unwrap()));
-    assert_eq!(uuid_of(&engine), None);
+    assert_eq!(uuid_of(engine), None);
+    assert!(bumps(engine, || engine.prepare(&req(C, &slice)).unwrap()));
+    assert!(uuid_of(engine).is_some_and(|u| u.starts_with("MIG-")));
+    assert!(bumps(engine, || engine.unprepare(C).unwrap()));
+    assert_eq!(uuid_of(engine), None);
 
     // A prepare that reserved, then failed: the reservation was visible.
     sim.faults().fail_next(op::CREATE_GPU_INSTANCE, lost());
-    assert!(bumps(&engine, || engine
+    assert!(bumps(engine, || engine
         .prepare(&req(C, &slice))
         .unwrap_err()));
 
@@ -154,24 +105,23 @@ fn sim_every_change_of_the_inventory_answer_is_a_new_generation() {
         };
         watcher.handle(&event, 1_748_779_200);
     };
-    assert!(bumps(&engine, || watcher_event(HealthEventKind::Xid(79))));
-    assert!(bumps(&engine, || engine.clear_health("gpu-1").unwrap()));
-    assert!(!bumps(&engine, || engine.clear_health("gpu-1").unwrap()));
+    assert!(bumps(engine, || watcher_event(HealthEventKind::Xid(79))));
+    assert!(bumps(engine, || engine.clear_health("gpu-1").unwrap()));
+    assert!(!bumps(engine, || engine.clear_health("gpu-1").unwrap()));
 
     // A rescan (SIGHUP) that finds nothing new is not a change.
-    assert!(!bumps(&engine, || engine.setup_mig(&mig()).unwrap()));
+    assert!(!bumps(engine, || engine.setup_mig(&mig()).unwrap()));
 }
 
 #[test]
 fn sim_a_gpu_lost_before_a_rescan_is_left_out_and_its_claims_stay_unpreparable() {
-    let node = Node::new();
-    let sim = node.sim();
-    let engine = node.start(sim.clone());
+    let node = start();
+    let (sim, engine) = (&node.sim, node.engine());
     engine.prepare(&req(A, "gpu-1")).unwrap();
     let uuid = engine.inventory().gpu("gpu-1").unwrap().info.uuid.clone();
 
     sim.faults().fail_gpu(op::DEVICE_INFO, 1, lost());
-    assert!(bumps(&engine, || engine.setup_mig(&mig()).unwrap()));
+    assert!(bumps(engine, || engine.setup_mig(&mig()).unwrap()));
     let inventory = engine.inventory();
     assert!(inventory.gpu("gpu-1").is_none());
     assert!(inventory.gpu("gpu-0").is_some() && inventory.gpu("gpu-2").is_some());
@@ -202,12 +152,12 @@ fn sim_a_gpu_lost_before_a_rescan_is_left_out_and_its_claims_stay_unpreparable()
     let new = engine.prepare(&req(B, "gpu-1")).unwrap_err();
     assert!(matches!(new, ClaimError::UnknownDevice { .. }), "{new}");
     // A later rescan with the GPU still lost changes nothing.
-    assert!(!bumps(&engine, || engine.setup_mig(&mig()).unwrap()));
+    assert!(!bumps(engine, || engine.setup_mig(&mig()).unwrap()));
     assert_eq!(engine.unprepare(A).unwrap(), Unprepared::Removed);
 
     // It answers again: the next rescan offers it.
     sim.faults().heal_gpu(op::DEVICE_INFO, 1);
-    assert!(bumps(&engine, || engine.setup_mig(&mig()).unwrap()));
+    assert!(bumps(engine, || engine.setup_mig(&mig()).unwrap()));
     assert!(engine.inventory().gpu("gpu-1").is_some());
     assert!(engine.view().unhealthy_devices().is_empty());
     assert!(!engine.problems().join("\n").contains("cannot be read"));
@@ -215,11 +165,10 @@ fn sim_a_gpu_lost_before_a_rescan_is_left_out_and_its_claims_stay_unpreparable()
 
 #[test]
 fn sim_a_gpu_unreadable_at_start_up_does_not_stop_the_daemon() {
-    let node = Node::new();
-    node.start(node.sim()).prepare(&req(A, "gpu-1")).unwrap();
-    let sim = node.sim();
-    sim.faults().fail_gpu(op::DEVICE_INFO, 1, lost());
-    let engine = node.start(sim);
+    let mut node = start();
+    node.engine().prepare(&req(A, "gpu-1")).unwrap();
+    node.restart_with(|node| node.sim.faults().fail_gpu(op::DEVICE_INFO, 1, lost()));
+    let engine = node.engine();
     let inventory = engine.inventory();
     let names: Vec<&str> = inventory.gpus.iter().map(|g| g.name.as_str()).collect();
     assert_eq!(names, ["gpu-0", "gpu-2"]);

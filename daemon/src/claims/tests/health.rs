@@ -2,18 +2,12 @@
 //! unhealthy GPU or slice is refused (and leaves nothing behind), claims on it
 //! are reported, recovery and an operator's clear let claims in again.
 
-use std::path::PathBuf;
-use std::sync::Arc;
-
 use super::requests::request as req;
-use crate::claims::{ClaimError, Engine, EngineSettings, Prepared};
+use crate::claims::{ClaimError, Engine, Prepared};
 use crate::config::{MigAdvertise, MigConfig, MigGpuConfig};
-use crate::driver::{DriverFiles, Roots};
-use crate::gpu::sim::{SimBackend, SimModel};
 use crate::gpu::{GpuBackend, HealthEvent, HealthEventKind};
 use crate::health::watch::Watcher;
-use crate::inventory::Inventory;
-use crate::state::Store;
+use crate::testkit::{SimNode, SimNodeBuilder};
 
 const A: &str = "aaaaaaaa-0000-4000-8000-0000000000a1";
 const B: &str = "bbbbbbbb-0000-4000-8000-0000000000b2";
@@ -21,14 +15,8 @@ const C: &str = "cccccccc-0000-4000-8000-0000000000c3";
 /// 2025-06-01T12:00:00Z.
 const NOON: i64 = 1_748_779_200;
 
-struct Node {
-    dir: tempfile::TempDir,
-    engine: Engine,
-}
-
 /// Two simulated H100s; GPU 1 offers a MIG layout, made at prepare.
-fn node() -> Node {
-    let dir = tempfile::tempdir().unwrap();
+fn node() -> SimNode {
     let mig = MigConfig {
         advertise: MigAdvertise::Layout,
         gpu: vec![MigGpuConfig {
@@ -40,69 +28,42 @@ fn node() -> Node {
         }],
         ..MigConfig::default()
     };
-    let backend: Arc<dyn GpuBackend> =
-        Arc::new(SimBackend::new(vec![SimModel::H100_80GB; 2], "test"));
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/sim-root");
-    let inventory = Inventory::from_backend(backend.as_ref(), &mig, &|_, _| {
-        crate::mig::Ownership::Foreign
-    })
-    .unwrap();
-    let engine = Engine::new(
-        backend,
-        inventory,
-        DriverFiles::discover(
-            Roots {
-                driver_root: &root,
-                dev_root: &root,
-            },
-            "580.95.05",
-        ),
-        Store::open(&dir.path().join("state")).unwrap(),
-        EngineSettings {
-            cdi_dir: dir.path().join("cdi"),
-            dev_root: root.clone(),
-            cdi_hook: None,
-            boot_id: "boot".to_owned(),
-        },
-    );
-    engine.reconcile().unwrap();
-    engine.setup_mig(&mig).unwrap();
-    Node { dir, engine }
+    SimNodeBuilder::h100s(2).mig(mig).start()
 }
 
-impl Node {
-    /// Feeds one event through the watcher, as the running daemon does.
-    fn event(&self, gpu: u32, gpu_instance: Option<u32>, kind: HealthEventKind) -> bool {
-        let on_change = || self.engine.health_changed();
-        let watcher = Watcher {
-            backend: self.engine.backend(),
-            health: self.engine.health(),
-            on_change: &on_change,
-        };
-        let event = HealthEvent {
-            gpu_index: gpu,
-            gpu_uuid: self.engine.backend().device_info(gpu).unwrap().uuid,
-            gpu_instance,
-            compute_instance: gpu_instance.map(|_| 0),
-            kind,
-            message: "test".into(),
-        };
-        watcher.handle(&event, NOON)
-    }
+/// Feeds one event through the watcher, as the running daemon does.
+fn event(node: &SimNode, gpu: u32, gpu_instance: Option<u32>, kind: HealthEventKind) -> bool {
+    let engine = node.engine();
+    let on_change = || engine.health_changed();
+    let watcher = Watcher {
+        backend: engine.backend(),
+        health: engine.health(),
+        on_change: &on_change,
+    };
+    let event = HealthEvent {
+        gpu_index: gpu,
+        gpu_uuid: node.sim.device_info(gpu).unwrap().uuid,
+        gpu_instance,
+        compute_instance: gpu_instance.map(|_| 0),
+        kind,
+        message: "test".into(),
+    };
+    watcher.handle(&event, NOON)
+}
 
-    /// The name of a slice of GPU 1 with this profile, at the lowest start.
-    fn slice(&self, profile: &str) -> String {
-        let inventory = self.engine.inventory();
-        let mut slices: Vec<_> = (inventory.mig.iter())
-            .filter(|m| m.profile.name == profile)
-            .collect();
-        slices.sort_by_key(|m| m.placement.start);
-        slices[0].name.clone()
-    }
+/// The name of a slice of GPU 1 with this profile, at the lowest start.
+fn slice_of(node: &SimNode, profile: &str) -> String {
+    let inventory = node.engine().inventory();
+    let mut slices: Vec<_> = (inventory.mig.iter())
+        .filter(|m| m.profile.name == profile)
+        .collect();
+    slices.sort_by_key(|m| m.placement.start);
+    slices[0].name.clone()
+}
 
-    fn files(&self, sub: &str) -> usize {
-        std::fs::read_dir(self.dir.path().join(sub)).map_or(0, |d| d.count())
-    }
+/// How many files the node's folder `sub` holds.
+fn files(node: &SimNode, sub: &str) -> usize {
+    std::fs::read_dir(node.dir.path().join(sub)).map_or(0, |d| d.count())
 }
 
 fn refused(engine: &Engine, uid: &str, devices: &[&str]) -> String {
@@ -115,21 +76,21 @@ fn refused(engine: &Engine, uid: &str, devices: &[&str]) -> String {
 #[test]
 fn sim_no_new_claim_on_an_unhealthy_gpu_and_the_holder_is_reported() {
     let node = node();
-    let engine = &node.engine;
+    let engine = node.engine();
     engine.prepare(&req(A, &["gpu-0"])).unwrap();
     let generation = engine.generation();
-    assert!(node.event(0, None, HealthEventKind::Xid(79)));
+    assert!(event(&node, 0, None, HealthEventKind::Xid(79)));
     assert!(
         engine.generation() > generation,
         "the DRA plugin republishes"
     );
-    let (specs, records) = (node.files("cdi"), node.files("state/claims"));
+    let (specs, records) = (files(&node, "cdi"), files(&node, "state/claims"));
 
     let msg = refused(engine, B, &["gpu-0"]);
     assert!(msg.contains("device gpu-0 is unhealthy: XID 79 (GPU has fallen off the bus) since 2025-06-01T12:00:00Z"), "{msg}");
     assert!(msg.contains("gpuslicectl health clear gpu-0"), "{msg}");
     assert_eq!(
-        (node.files("cdi"), node.files("state/claims")),
+        (files(&node, "cdi"), files(&node, "state/claims")),
         (specs, records),
         "nothing written"
     );
@@ -161,21 +122,23 @@ fn sim_no_new_claim_on_an_unhealthy_gpu_and_the_holder_is_reported() {
     );
 
     // Other GPUs are unaffected; ignored XIDs change nothing.
-    assert!(!node.event(1, None, HealthEventKind::Xid(13)));
-    engine.prepare(&req(C, &[&node.slice("1g.10gb")])).unwrap();
+    assert!(!event(&node, 1, None, HealthEventKind::Xid(13)));
+    engine
+        .prepare(&req(C, &[&slice_of(&node, "1g.10gb")]))
+        .unwrap();
 }
 
 #[test]
 fn sim_recovery_lets_claims_in_again() {
     let node = node();
-    let engine = &node.engine;
-    assert!(node.event(0, None, HealthEventKind::GpuLost));
+    let engine = node.engine();
+    assert!(event(&node, 0, None, HealthEventKind::GpuLost));
     refused(engine, A, &["gpu-0"]);
     assert!(
-        !node.event(0, None, HealthEventKind::GpuLost),
+        !event(&node, 0, None, HealthEventKind::GpuLost),
         "already unhealthy"
     );
-    assert!(node.event(0, None, HealthEventKind::Recovered));
+    assert!(event(&node, 0, None, HealthEventKind::Recovered));
     engine.prepare(&req(A, &["gpu-0"])).unwrap();
     assert!(engine.claim_health_problems(&engine.claims()[0]).is_empty());
     assert!(engine.view().unhealthy_devices().is_empty());
@@ -184,12 +147,12 @@ fn sim_recovery_lets_claims_in_again() {
 #[test]
 fn sim_a_faulty_mig_instance_blocks_overlapping_devices_only() {
     let node = node();
-    let engine = &node.engine;
-    let big = node.slice("3g.40gb");
+    let engine = node.engine();
+    let big = slice_of(&node, "3g.40gb");
     let prepared = engine.prepare(&req(A, &[&big])).unwrap();
     let slice = prepared.record().devices[0].mig.clone().unwrap();
     let gi = slice.gpu_instance.unwrap();
-    assert!(node.event(1, Some(gi), HealthEventKind::Xid(94)));
+    assert!(event(&node, 1, Some(gi), HealthEventKind::Xid(94)));
     assert_eq!(engine.fault_count(), 1);
 
     let record = engine.claims().into_iter().find(|r| r.uid == A).unwrap();
@@ -203,7 +166,7 @@ fn sim_a_faulty_mig_instance_blocks_overlapping_devices_only() {
         msg.contains(&format!("GPU instance {gi} (memory slices 4-7)")),
         "{msg}"
     );
-    let small = node.slice("1g.10gb");
+    let small = slice_of(&node, "1g.10gb");
     engine.prepare(&req(B, &[&small])).unwrap();
     let names: Vec<String> = engine
         .view()
@@ -214,9 +177,9 @@ fn sim_a_faulty_mig_instance_blocks_overlapping_devices_only() {
     assert_eq!(names, vec!["gpu-1".to_owned(), big.clone()]);
 
     // A fault of the whole GPU covers every slice; clearing a slice leaves it.
-    assert!(node.event(1, None, HealthEventKind::DoubleBitEcc));
+    assert!(event(&node, 1, None, HealthEventKind::DoubleBitEcc));
     assert_eq!(engine.fault_count(), 2);
-    let other = node.slice("2g.20gb");
+    let other = slice_of(&node, "2g.20gb");
     let msg = refused(engine, C, &[&other]);
     assert!(
         msg.contains("its GPU: uncorrectable (double-bit) ECC error"),

@@ -6,13 +6,12 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{sim_backend, sim_engine};
 use crate::activity::persist::{self, Persister};
-use crate::config::MigConfig;
 use crate::gpu::sim::{SimBackend, SimModel};
 use crate::gpu::{ComputeMode, GpuBackend};
 use crate::health::HealthStore;
 use crate::state::Store;
+use crate::testkit::SimNodeBuilder;
 
 /// The fixture of the first release.
 fn v0(rel: &str) -> PathBuf {
@@ -69,10 +68,13 @@ fn v0_records_load_and_are_written_back_byte_for_byte() {
 
 #[test]
 fn v0_mig_ledger_loads_and_is_written_back_byte_for_byte() {
-    let dir = state_with(&["mig-ahead.json"]);
-    let node = tempfile::tempdir().unwrap();
-    std::fs::rename(dir.path(), node.path().join("state")).unwrap();
-    let engine = sim_engine(node.path(), sim_backend(5), &MigConfig::default());
+    let mut node = SimNodeBuilder::h100s(5).engine_only().start();
+    node.restart_with(|node| {
+        let ledger = node.state_dir().join("mig-ahead.json");
+        std::fs::copy(v0("state/mig-ahead.json"), ledger).unwrap();
+    });
+    let engine = node.engine();
+    engine.reconcile().unwrap();
     let made = engine.kinds.mig.made_ahead(&engine.cx());
     assert_eq!(made.len(), 2, "both slices made ahead");
     assert_eq!(

@@ -14,22 +14,24 @@
 //! The engine's other reads sit here too: the inventory and its generation,
 //! the claims, the problems for status, the settings; `mig` reads the MIG
 //! instances of every GPU for GetMigLayout, `sharing` what an operator sees
-//! of MPS and time-slicing, `usage` what the metrics count.
+//! of MPS and time-slicing, `usage` what the metrics count, `claim_health`
+//! what is reported of device health.
 
+pub(super) mod claim_health;
 mod mig;
 pub(super) mod sharing;
 pub(super) mod usage;
 
 use std::sync::Arc;
 
-use super::health::{UnhealthyDevice, unreadable_gpu_of};
 use super::table::{ClaimTable, Share};
 use super::{Engine, EngineSettings, lock};
 use crate::gpu::GpuBackend;
-use crate::health::{Cause, DeviceFault, since_text};
+use crate::health::DeviceFault;
 use crate::inventory::{DeviceRef, GpuDevice, Inventory, MigDevice};
 use crate::state::ClaimRecord;
 
+use claim_health::unreadable_gpu_of;
 pub use mig::{GpuMigView, MigHolder, MigInstanceView};
 
 /// The node at one moment.
@@ -90,34 +92,6 @@ impl NodeView {
         self.devices
             .iter()
             .filter_map(|state| Some((device_at(&self.inventory, state.at)?, state)))
-    }
-
-    /// Every unhealthy device (whole GPUs, then slices) with the claims
-    /// holding it, then the GPUs the scan could not read (left out of the
-    /// inventory) with the claims recorded on them.
-    pub fn unhealthy_devices(&self) -> Vec<UnhealthyDevice> {
-        let faulty = self.each_device().filter_map(|(device, state)| {
-            Some(UnhealthyDevice {
-                device: state.name.clone(),
-                gpu_uuid: device.gpu().info.uuid.clone(),
-                fault: state.fault.clone()?,
-                claims: state.holders.clone(),
-            })
-        });
-        let unreadable = self.unreadable.iter().filter_map(|state| {
-            let gpu = self.inventory.unreadable.get(state.at)?;
-            Some(UnhealthyDevice {
-                device: gpu.name.clone(),
-                gpu_uuid: gpu.uuid.clone().unwrap_or_default(),
-                fault: DeviceFault {
-                    reason: format!("{} since {}", gpu.reason(), since_text(gpu.since)),
-                    cause: Cause::GpuLost,
-                    since: gpu.since,
-                },
-                claims: state.holders.clone(),
-            })
-        });
-        faulty.chain(unreadable).collect()
     }
 }
 
@@ -239,15 +213,20 @@ impl Engine {
     }
 
     /// Problems an operator should act on: missing driver files, GPUs that
-    /// cannot be read, records that could not be read or matched, unhealthy
-    /// devices and the claims on them.
+    /// cannot be read, records that could not be read or matched, each kind
+    /// of access's (MIG set-up, time-slices not supported, MPS daemons not
+    /// running), degraded shared GPUs and what start-up could not bring
+    /// back, unhealthy devices and the claims on them.
     pub fn problems(&self) -> Vec<String> {
         let mut all = self.env.driver().problems.clone();
         all.extend(self.inventory().unreadable.iter().map(|u| u.problem()));
         all.extend(lock(&self.problems).iter().cloned());
-        all.extend(self.kinds.mig.problems());
+        let cx = self.cx();
+        for kind in self.kinds.in_order() {
+            all.extend(kind.node_problems(&cx));
+        }
+        all.extend(self.kinds.shared.node_problems());
         all.extend(self.health_problems());
-        all.extend(self.sharing_problems());
         all
     }
 

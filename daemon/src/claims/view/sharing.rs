@@ -1,17 +1,15 @@
-//! What an operator sees of sharing: per GPU (mode, interval, the MPS
-//! daemons covering it, the claims, memory promised), per claim (health of
-//! its daemons and GPUs), and the problems `GetStatus` lists. Read-only.
+//! What an operator sees of sharing (GetSharing): per GPU, its mode,
+//! interval, the MPS daemons covering it, the claims and the memory
+//! promised. Read-only; the problems of a claim's daemons and GPUs are its
+//! kinds' (`claim_health.rs`).
 
 use std::collections::BTreeMap;
 
-use crate::claims::access::mps::mps_uses;
 use crate::claims::access::shared_gpu::TimeSliceOutcome;
-use crate::claims::access::timeslice::timeslices;
 use crate::claims::{Engine, lock};
 use crate::gpu::ComputeMode;
 use crate::mps::{DaemonState, MpsDaemon, MpsLimits};
 use crate::sharing::TimeSliceInterval;
-use crate::state::ClaimRecord;
 
 /// One MPS control daemon.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,16 +62,6 @@ pub struct GpuSharingView {
 }
 
 impl Engine {
-    /// Every MPS control daemon, with its state and claims.
-    pub(in crate::claims) fn daemons(&self) -> Vec<MpsDaemon> {
-        self.kinds
-            .shared
-            .tools
-            .as_ref()
-            .map(|t| t.mps.daemons())
-            .unwrap_or_default()
-    }
-
     fn daemon_view(&self, daemon: MpsDaemon) -> DaemonView {
         DaemonView {
             uuids: daemon.key.uuids().to_vec(),
@@ -97,6 +85,8 @@ impl Engine {
     pub fn sharing_view(&self) -> Vec<GpuSharingView> {
         let inventory = self.inventory();
         let daemons: Vec<DaemonView> = self
+            .kinds
+            .shared
             .daemons()
             .into_iter()
             .map(|d| self.daemon_view(d))
@@ -148,73 +138,6 @@ impl Engine {
             })
             .collect()
     }
-
-    /// Problems with `record`'s sharing daemons and shared GPUs; empty when
-    /// healthy.
-    pub fn claim_health(&self, record: &ClaimRecord) -> Vec<String> {
-        self.health_with(record, &self.daemons())
-    }
-
-    /// [`Engine::claim_health`] of many claims, asking each daemon's state
-    /// once (under systemd that is a few D-Bus calls a daemon).
-    pub fn claims_health(&self, records: &[ClaimRecord]) -> Vec<Vec<String>> {
-        let daemons = self.daemons();
-        records
-            .iter()
-            .map(|r| self.health_with(r, &daemons))
-            .collect()
-    }
-
-    fn health_with(&self, record: &ClaimRecord, daemons: &[MpsDaemon]) -> Vec<String> {
-        let mut problems = Vec::new();
-        for one in mps_uses(record) {
-            let daemon = daemons.iter().find(|d| d.key == one.key);
-            problems.extend(daemon_problem(&one.key.to_string(), daemon));
-        }
-        let state = lock(&self.kinds.shared.books);
-        for (gpu, interval) in timeslices(record) {
-            if let Some(TimeSliceOutcome::NotSupported { message, .. }) = state.timeslice.get(&gpu)
-            {
-                problems.push(format!(
-                    "time-slice {interval} not applied on {gpu}: the GPU does not support it \
-                     ({message})"
-                ));
-            }
-        }
-        for d in &record.devices {
-            if let Some(why) = state.degraded.get(&d.uuid) {
-                problems.push(format!("{} ({}) is degraded: {why}", d.device, d.uuid));
-            }
-        }
-        problems.dedup();
-        problems
-    }
-
-    /// Sharing problems for `GetStatus`: daemons that failed or restarted,
-    /// degraded GPUs, time-slices not supported, what start-up could not
-    /// bring back.
-    pub(in crate::claims) fn sharing_problems(&self) -> Vec<String> {
-        let mut problems: Vec<String> = self
-            .daemons()
-            .iter()
-            .filter(|d| d.status.state != DaemonState::Running)
-            .filter_map(|d| daemon_problem(&d.key.to_string(), Some(d)))
-            .collect();
-        let state = lock(&self.kinds.shared.books);
-        for (gpu, why) in &state.degraded {
-            problems.push(format!("GPU {gpu} is degraded: {why}"));
-        }
-        for (gpu, outcome) in &state.timeslice {
-            if let TimeSliceOutcome::NotSupported { interval, message } = outcome {
-                problems.push(format!(
-                    "GPU {gpu} does not support time-slice settings; {interval} was not applied \
-                     ({message}); its claims share it at the driver's default"
-                ));
-            }
-        }
-        problems.extend(state.problems.iter().cloned());
-        problems
-    }
 }
 
 fn interval_words(outcome: Option<&TimeSliceOutcome>) -> String {
@@ -224,33 +147,5 @@ fn interval_words(outcome: Option<&TimeSliceOutcome>) -> String {
         Some(TimeSliceOutcome::NotSupported { message, .. }) => {
             format!("not supported: {message}")
         }
-    }
-}
-
-/// What is wrong with the daemon of `key`, if anything.
-fn daemon_problem(key: &str, daemon: Option<&MpsDaemon>) -> Option<String> {
-    let Some(daemon) = daemon else {
-        return Some(format!("the MPS control daemon of {key} is not running"));
-    };
-    let s = &daemon.status;
-    let pid = s.pid.map_or_else(|| "?".to_owned(), |p| p.to_string());
-    match s.state {
-        DaemonState::Running if s.restarts == 0 => None,
-        DaemonState::Running => Some(format!(
-            "the MPS control daemon of {key} died and was restarted {} time(s); it runs again \
-             (pid {pid}), its clients had to reconnect",
-            s.restarts
-        )),
-        DaemonState::Restarting => Some(format!(
-            "the MPS control daemon of {key} died and is being restarted ({} restart(s) so far)",
-            s.restarts
-        )),
-        DaemonState::Failed => Some(format!(
-            "the MPS control daemon of {key} died and could not be brought back (pid {pid}, {} \
-             restart(s)); its clients run without MPS: unprepare and prepare the claims again, \
-             or restart gpusliced",
-            s.restarts
-        )),
-        DaemonState::Stopped => Some(format!("the MPS control daemon of {key} has stopped")),
     }
 }

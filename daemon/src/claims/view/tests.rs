@@ -2,24 +2,18 @@
 //! left and fault, at the generation read first; the MIG instances with
 //! their holders and devices.
 
-use std::sync::Arc;
-
-use crate::claims::tests::{requests::request, sim_engine};
 use crate::config::{MigAdvertise, MigConfig, MigGpuConfig};
-use crate::gpu::sim::{SimBackend, SimModel};
 use crate::health::{Cause, Fault, Target};
 use crate::inventory::DeviceRef;
+use crate::testkit::SimNodeBuilder;
+use crate::testkit::requests::request;
 
 const A: &str = "aaaaaaaa-0000-4000-8000-0000000000a1";
 
-fn h100s(n: usize) -> Arc<SimBackend> {
-    Arc::new(SimBackend::new(vec![SimModel::H100_80GB; n], "test"))
-}
-
 #[test]
 fn sim_each_device_has_its_own_holders_memory_and_fault() {
-    let dir = tempfile::tempdir().unwrap();
-    let engine = sim_engine(dir.path(), h100s(2), &MigConfig::default());
+    let node = SimNodeBuilder::h100s(2).start();
+    let engine = node.engine();
     engine.prepare(&request(A, &["gpu-1"])).unwrap();
     let memory = engine.inventory().gpus[0].info.memory_bytes;
 
@@ -69,7 +63,6 @@ fn sim_each_device_has_its_own_holders_memory_and_fault() {
 
 #[test]
 fn sim_the_mig_view_shows_each_instance_with_its_device_and_holder() {
-    let dir = tempfile::tempdir().unwrap();
     let mig = MigConfig {
         advertise: MigAdvertise::Layout,
         gpu: vec![MigGpuConfig {
@@ -79,8 +72,8 @@ fn sim_the_mig_view_shows_each_instance_with_its_device_and_holder() {
         }],
         ..MigConfig::default()
     };
-    let engine = sim_engine(dir.path(), h100s(2), &mig);
-    engine.setup_mig(&mig).unwrap();
+    let node = SimNodeBuilder::h100s(2).mig(mig).start();
+    let engine = node.engine();
     let view = engine.view();
     let slice = (view.each_device())
         .find_map(|(device, _)| match device {
@@ -94,7 +87,7 @@ fn sim_the_mig_view_shows_each_instance_with_its_device_and_holder() {
             .collect()
     };
     assert_eq!(
-        layout(&engine),
+        layout(engine),
         [("gpu-0".to_owned(), 0), ("gpu-1".to_owned(), 0)]
     );
 
@@ -110,7 +103,7 @@ fn sim_the_mig_view_shows_each_instance_with_its_device_and_holder() {
 
     engine.unprepare(A).unwrap();
     assert_eq!(
-        layout(&engine),
+        layout(engine),
         [("gpu-0".to_owned(), 0), ("gpu-1".to_owned(), 0)]
     );
 }

@@ -191,7 +191,13 @@ impl Engine {
         NodeUsage {
             claims,
             mig_slices,
-            mps_daemons: self.daemons().iter().map(|d| d.status.state).collect(),
+            mps_daemons: self
+                .kinds
+                .shared
+                .daemons()
+                .iter()
+                .map(|d| d.status.state)
+                .collect(),
             gpus: inventory.gpus.len(),
             problems: self.problems().len(),
         }

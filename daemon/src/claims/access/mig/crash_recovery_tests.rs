@@ -4,23 +4,24 @@
 //! a whole-GPU claim's GPU back in MIG mode, a slice made ahead without its
 //! compute instance, temp files in the state folder.
 
-use super::tests::{A, Node, ahead, every_gpu, req};
+use super::tests::{A, ahead, every_gpu, req, start};
 use crate::config::MigAdvertise;
 use crate::gpu::sim::SimModel;
 use crate::gpu::{GpuBackend, MigMode, MigSupport};
+use crate::testkit::SimNode;
 
 const SLICE: &str = "gpu-0-mig-2g20gb-2";
 
-fn node() -> Node {
-    Node::new(
+fn node() -> SimNode {
+    start(
         &[SimModel::H100_80GB],
         every_gpu(MigAdvertise::Partitionable, &[]),
     )
 }
 
 /// The slice of the claim's record on disk.
-fn saved_slice(node: &Node) -> crate::state::MigSlice {
-    let loaded = crate::state::Store::open(&node.dir.path().join("state"))
+fn saved_slice(node: &SimNode) -> crate::state::MigSlice {
+    let loaded = crate::state::Store::open(&node.state_dir())
         .unwrap()
         .load_all()
         .unwrap();
@@ -29,20 +30,20 @@ fn saved_slice(node: &Node) -> crate::state::MigSlice {
 
 #[test]
 fn a_slice_left_without_its_compute_instance_gets_it_and_the_claim_its_uuid() {
-    let node = node();
-    let engine = node.start(node.backend("b1"));
-    let before = engine.prepare(&req(A, &[SLICE])).unwrap();
-    drop(engine);
+    let mut node = node();
+    let before = node.engine().prepare(&req(A, &[SLICE])).unwrap();
     // As an unprepare leaves it when the daemon dies between the two
     // destroys: the GPU instance without its compute instance, the record.
-    let backend = node.backend("b1");
-    let gi = backend.gpu_instances(0).unwrap().remove(0);
-    let old = gi.compute_instances[0].clone();
-    backend.destroy_compute_instance(0, gi.id, old.id).unwrap();
-    drop(backend);
-
-    let engine = node.start(node.backend("b1"));
-    let gis = node.backend("b1").gpu_instances(0).unwrap();
+    let mut old = None;
+    node.restart_with(|node| {
+        let gi = node.sim.gpu_instances(0).unwrap().remove(0);
+        let ci = gi.compute_instances[0].clone();
+        node.sim.destroy_compute_instance(0, gi.id, ci.id).unwrap();
+        old = Some(ci);
+    });
+    let old = old.unwrap();
+    let engine = node.engine();
+    let gis = node.sim.gpu_instances(0).unwrap();
     assert_eq!(gis.len(), 1);
     let ci = &gis[0].compute_instances;
     assert_eq!(ci.len(), 1, "the compute instance is made again");
@@ -56,34 +57,30 @@ fn a_slice_left_without_its_compute_instance_gets_it_and_the_claim_its_uuid() {
         before.record().devices[0].cdi_device_ids
     );
     engine.unprepare(A).unwrap();
-    assert!(node.backend("b1").gpu_instances(0).unwrap().is_empty());
+    assert!(node.sim.gpu_instances(0).unwrap().is_empty());
 }
 
 #[test]
 fn a_slice_made_again_before_a_crash_is_taken_with_its_ids_not_made_twice() {
-    let node = node();
-    let engine = node.start(node.backend("b1"));
-    engine.prepare(&req(A, &[SLICE])).unwrap();
-    drop(engine);
+    let mut node = node();
+    node.engine().prepare(&req(A, &[SLICE])).unwrap();
     // A reboot, then a start that made the slice again and died before it
     // saved the new ids: the record still names the old MIG device.
-    let rebooted = node.backend("b2");
-    rebooted.set_mig_mode(0, MigMode::Enabled).unwrap();
-    let profile = rebooted
-        .mig_profiles(0)
-        .unwrap()
-        .into_iter()
-        .find(|p| p.name == "2g.20gb")
-        .unwrap();
-    let placement = crate::gpu::Placement { start: 2, size: 2 };
-    let gi = rebooted
-        .create_gpu_instance(0, profile.id, placement)
-        .unwrap();
-    let ci = rebooted.create_compute_instance(0, gi.id).unwrap();
-    drop(rebooted);
-
-    let engine = node.start(node.backend("b2"));
-    let gis = node.backend("b2").gpu_instances(0).unwrap();
+    let mut made = None;
+    node.reboot_with("b2", |node| {
+        let rebooted = &node.sim;
+        rebooted.set_mig_mode(0, MigMode::Enabled).unwrap();
+        let profile = (rebooted.mig_profiles(0).unwrap().into_iter())
+            .find(|p| p.name == "2g.20gb")
+            .unwrap();
+        let placement = crate::gpu::Placement { start: 2, size: 2 };
+        let gi = (rebooted.create_gpu_instance(0, profile.id, placement)).unwrap();
+        let ci = rebooted.create_compute_instance(0, gi.id).unwrap();
+        made = Some((gi, ci));
+    });
+    let (gi, ci) = made.unwrap();
+    let engine = node.engine();
+    let gis = node.sim.gpu_instances(0).unwrap();
     assert_eq!(gis.len(), 1, "{gis:?}");
     let held = engine.claims()[0].devices[0].mig.clone().unwrap();
     assert_eq!(held.mig_uuid, Some(ci.uuid.clone()));
@@ -96,22 +93,19 @@ fn a_slice_made_again_before_a_crash_is_taken_with_its_ids_not_made_twice() {
 
 #[test]
 fn a_whole_gpu_claims_gpu_back_in_mig_mode_is_taken_out_again() {
-    let node = node();
-    let engine = node.start(node.backend("b1"));
-    engine.prepare(&req(A, &["gpu-0"])).unwrap();
-    drop(engine);
+    let mut node = node();
+    node.engine().prepare(&req(A, &["gpu-0"])).unwrap();
     // The claim's unprepare put MIG mode back and died before the record
     // went: the record, and the GPU in MIG mode.
-    node.backend("b1")
-        .set_mig_mode(0, MigMode::Enabled)
-        .unwrap();
-
-    let engine = node.start(node.backend("b1"));
+    node.restart_with(|node| {
+        node.sim.set_mig_mode(0, MigMode::Enabled).unwrap();
+    });
+    let engine = node.engine();
     let disabled = MigSupport::Supported {
         current: MigMode::Disabled,
         pending: MigMode::Disabled,
     };
-    assert_eq!(node.backend("b1").device_info(0).unwrap().mig, disabled);
+    assert_eq!(node.sim.device_info(0).unwrap().mig, disabled);
     assert!(
         !engine
             .problems()
@@ -121,7 +115,7 @@ fn a_whole_gpu_claims_gpu_back_in_mig_mode_is_taken_out_again() {
         engine.problems()
     );
     engine.unprepare(A).unwrap();
-    let enabled = node.backend("b1").device_info(0).unwrap().mig;
+    let enabled = node.sim.device_info(0).unwrap().mig;
     assert!(
         matches!(
             enabled,
@@ -136,16 +130,14 @@ fn a_whole_gpu_claims_gpu_back_in_mig_mode_is_taken_out_again() {
 
 #[test]
 fn a_slice_made_ahead_without_its_compute_instance_gets_it() {
-    let node = Node::new(&[SimModel::H100_80GB], ahead(&["3g.40gb", "1g.10gb"]));
-    drop(node.start(node.backend("b1")));
-    let backend = node.backend("b1");
-    let gi = backend.gpu_instances(0).unwrap().remove(0);
-    let ci = gi.compute_instances[0].id;
-    backend.destroy_compute_instance(0, gi.id, ci).unwrap();
-    drop(backend);
-
-    let engine = node.start(node.backend("b1"));
-    let gis = node.backend("b1").gpu_instances(0).unwrap();
+    let mut node = start(&[SimModel::H100_80GB], ahead(&["3g.40gb", "1g.10gb"]));
+    node.restart_with(|node| {
+        let gi = node.sim.gpu_instances(0).unwrap().remove(0);
+        let ci = gi.compute_instances[0].id;
+        node.sim.destroy_compute_instance(0, gi.id, ci).unwrap();
+    });
+    let engine = node.engine();
+    let gis = node.sim.gpu_instances(0).unwrap();
     assert_eq!(gis.len(), 2);
     assert!(
         gis.iter().all(|gi| gi.compute_instances.len() == 1),
@@ -156,15 +148,15 @@ fn a_slice_made_ahead_without_its_compute_instance_gets_it() {
 
 #[test]
 fn temp_files_a_crash_left_in_the_state_folder_are_removed() {
-    let node = node();
-    let state = node.dir.path().join("state");
-    std::fs::create_dir_all(&state).unwrap();
+    let mut node = node();
+    let state = node.state_dir();
     let temps = [".mig-ahead.json.tmp-4242-0", ".health.json.tmp-4242-1"];
-    for name in temps {
-        gpuslice_cdi::write_atomic(&state, name, b"{", 0o600).unwrap();
-    }
-    gpuslice_cdi::write_atomic(&state, "keep.json", b"{}", 0o600).unwrap();
-    drop(node.start(node.backend("b1")));
+    node.restart_with(|_| {
+        for name in temps {
+            gpuslice_cdi::write_atomic(&state, name, b"{", 0o600).unwrap();
+        }
+        gpuslice_cdi::write_atomic(&state, "keep.json", b"{}", 0o600).unwrap();
+    });
     for name in temps {
         assert!(!state.join(name).exists(), "{name}");
     }

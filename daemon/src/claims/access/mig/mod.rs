@@ -34,6 +34,7 @@ mod tests;
 use super::{Access, Cx, Kind, Restored};
 use crate::cdi_build::ClaimDevice;
 use crate::claims::error::ClaimError;
+use crate::claims::lock;
 use crate::driver::DriverFiles;
 use crate::gpu::{GpuError, GpuInstance, MigMode, MigSupport, Placement};
 use crate::inventory::{DeviceRef, GpuDevice};
@@ -135,25 +136,31 @@ impl Access for Mig {
         self.restore_slices(cx, record)
     }
 
-    fn cdi_device(
+    /// The problems the last MIG set-up found.
+    fn node_problems(&self, _cx: &Cx<'_>) -> Vec<String> {
+        lock(&self.books.problems).clone()
+    }
+}
+
+impl Mig {
+    /// CDI: the device nodes of a MIG slice `slice` of `gpu`.
+    pub(in crate::claims) fn cdi_device(
         &self,
         cx: &Cx<'_>,
         device: &RecordDevice,
+        slice: &MigSlice,
         gpu: &GpuDevice,
         driver: &DriverFiles,
-    ) -> Option<Result<ClaimDevice, ClaimError>> {
-        let slice = device.mig.as_ref()?;
-        Some(cdi::claim_device(
+    ) -> Result<ClaimDevice, ClaimError> {
+        cdi::claim_device(
             gpu,
             slice,
             &device.device,
             &cx.env.settings.dev_root,
             driver,
-        ))
+        )
     }
-}
 
-impl Mig {
     /// Best effort: undoes the hardware steps a record says were taken.
     pub(in crate::claims) fn release_logged(&self, cx: &Cx<'_>, record: &ClaimRecord) {
         if let Err(err) = self.release(cx, record) {

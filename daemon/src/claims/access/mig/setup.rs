@@ -68,11 +68,6 @@ impl Mig {
         *lock(&self.books.problems) = problems.to_vec();
     }
 
-    /// The problems the last set-up found.
-    pub(in crate::claims) fn problems(&self) -> Vec<String> {
-        lock(&self.books.problems).clone()
-    }
-
     /// After a slice is made or destroyed, the offer is read again: the
     /// slice's `uuid` attribute comes or goes (the partitionable order itself
     /// never depends on what is held). A changed offer is a new generation. Best effort: a

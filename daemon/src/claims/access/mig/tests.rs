@@ -2,24 +2,17 @@
 //! model, two slices of one parent, the whole GPU against live slices, a
 //! failure between GI and CI creation, restarts and reboots.
 
-use std::path::PathBuf;
-use std::sync::Arc;
-
 pub(in crate::claims) use crate::claims::tests::requests::request as req;
-use crate::claims::{ClaimError, Engine, EngineSettings, Unprepared};
+use crate::claims::{ClaimError, Engine, Unprepared};
 use crate::config::{MigAdvertise, MigConfig, MigGpuConfig};
-use crate::driver::{DriverFiles, Roots};
 use crate::gpu::sim::{SimBackend, SimModel, op};
 use crate::gpu::{GpuBackend, GpuError, MigMode, MigSupport};
-use crate::inventory::{DeviceRef, Inventory};
+use crate::inventory::DeviceRef;
 use crate::state::{Phase, Store};
+use crate::testkit::{SimNode, SimNodeBuilder};
 
 pub(in crate::claims) const A: &str = "aaaaaaaa-0000-4000-8000-00000000000a";
 const B: &str = "bbbbbbbb-0000-4000-8000-00000000000b";
-
-fn sim_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/sim-root")
-}
 
 pub(in crate::claims) fn every_gpu(advertise: MigAdvertise, layout: &[&str]) -> MigConfig {
     MigConfig {
@@ -32,65 +25,9 @@ pub(in crate::claims) fn every_gpu(advertise: MigAdvertise, layout: &[&str]) -> 
     }
 }
 
-pub(in crate::claims) struct Node {
-    pub(in crate::claims) dir: tempfile::TempDir,
-    models: Vec<SimModel>,
-    pub(in crate::claims) mig: MigConfig,
-}
-
-impl Node {
-    pub(in crate::claims) fn new(models: &[SimModel], mig: MigConfig) -> Self {
-        Self {
-            dir: tempfile::tempdir().unwrap(),
-            models: models.to_vec(),
-            mig,
-        }
-    }
-
-    fn hardware(&self) -> PathBuf {
-        self.dir.path().join("sim-hardware.json")
-    }
-
-    pub(in crate::claims) fn backend(&self, boot: &str) -> Arc<SimBackend> {
-        Arc::new(
-            SimBackend::open_at_boot(self.models.clone(), "test", &self.hardware(), boot).unwrap(),
-        )
-    }
-
-    /// A daemon start: engine, reconcile, MIG setup.
-    pub(in crate::claims) fn start(&self, backend: Arc<SimBackend>) -> Engine {
-        let dyn_backend: Arc<dyn GpuBackend> = backend;
-        let inventory = Inventory::from_backend(dyn_backend.as_ref(), &self.mig, &|_, _| {
-            crate::mig::Ownership::Foreign
-        })
-        .unwrap();
-        let root = sim_root();
-        let roots = Roots {
-            driver_root: &root,
-            dev_root: &root,
-        };
-        let engine = Engine::new(
-            dyn_backend,
-            inventory,
-            DriverFiles::discover(roots, "580.95.05"),
-            Store::open(&self.dir.path().join("state")).unwrap(),
-            EngineSettings {
-                cdi_dir: self.dir.path().join("cdi"),
-                dev_root: root.clone(),
-                cdi_hook: None,
-                boot_id: "boot".to_owned(),
-            },
-        );
-        engine.reconcile().unwrap();
-        engine.setup_mig(&self.mig).unwrap();
-        engine
-    }
-
-    fn cdi_files(&self) -> usize {
-        std::fs::read_dir(self.dir.path().join("cdi"))
-            .map(|d| d.count())
-            .unwrap_or(0)
-    }
+/// A daemon start on `models` with `mig`: engine, reconcile, MIG set-up.
+pub(in crate::claims) fn start(models: &[SimModel], mig: MigConfig) -> SimNode {
+    SimNodeBuilder::models(models).mig(mig).start()
 }
 
 fn instances(backend: &SimBackend, index: u32) -> usize {
@@ -100,9 +37,8 @@ fn instances(backend: &SimBackend, index: u32) -> usize {
 #[test]
 fn every_profile_at_every_placement_of_every_model_can_be_claimed_and_released() {
     let models = SimModel::ALL.to_vec();
-    let node = Node::new(&models, every_gpu(MigAdvertise::Partitionable, &[]));
-    let backend = node.backend("b1");
-    let engine = node.start(backend.clone());
+    let node = start(&models, every_gpu(MigAdvertise::Partitionable, &[]));
+    let (backend, engine) = (&node.sim, node.engine());
     let inventory = engine.inventory();
     assert!(inventory.problems.is_empty(), "{:?}", inventory.problems);
     let mut claimed = 0;
@@ -113,17 +49,12 @@ fn every_profile_at_every_placement_of_every_model_can_be_claimed_and_released()
         let mig = device.mig.as_ref().unwrap();
         assert!(mig.created, "{}", slice.name);
         assert!(mig.mig_uuid.as_ref().unwrap().starts_with("MIG-"));
-        let spec = std::fs::read_to_string(
-            node.dir
-                .path()
-                .join("cdi")
-                .join(&prepared.record().cdi_spec_file),
-        )
-        .unwrap();
+        let spec =
+            std::fs::read_to_string(node.cdi_dir().join(&prepared.record().cdi_spec_file)).unwrap();
         assert!(spec.contains("/dev/nvidia-caps/nvidia-cap"), "{spec}");
-        assert_eq!(instances(&backend, parent), 1, "{}", slice.name);
+        assert_eq!(instances(backend, parent), 1, "{}", slice.name);
         assert_eq!(engine.unprepare(A).unwrap(), Unprepared::Removed);
-        assert_eq!(instances(&backend, parent), 0, "{} left behind", slice.name);
+        assert_eq!(instances(backend, parent), 0, "{} left behind", slice.name);
         claimed += 1;
     }
     let expected: usize = SimModel::ALL
@@ -132,17 +63,16 @@ fn every_profile_at_every_placement_of_every_model_can_be_claimed_and_released()
         .map(|p| p.placements.len())
         .sum();
     assert_eq!(claimed, expected);
-    assert_eq!(node.cdi_files(), 0);
+    assert_eq!(node.cdi_files().len(), 0);
 }
 
 #[test]
 fn two_slices_of_one_parent_in_one_claim() {
-    let node = Node::new(
+    let node = start(
         &[SimModel::A100_80GB],
         every_gpu(MigAdvertise::Layout, &["3g.40gb", "1g.10gb"]),
     );
-    let backend = node.backend("b1");
-    let engine = node.start(backend.clone());
+    let (backend, engine) = (&node.sim, node.engine());
     let names: Vec<String> = engine
         .inventory()
         .mig
@@ -159,19 +89,18 @@ fn two_slices_of_one_parent_in_one_claim() {
         .map(|d| d.uuid.as_str())
         .collect();
     assert_eq!(uuids[0], uuids[1], "same parent");
-    assert_eq!(instances(&backend, 0), 2);
+    assert_eq!(instances(backend, 0), 2);
     engine.unprepare(A).unwrap();
-    assert_eq!(instances(&backend, 0), 0);
+    assert_eq!(instances(backend, 0), 0);
 }
 
 #[test]
 fn the_whole_gpu_is_refused_while_a_slice_is_live_then_granted() {
-    let node = Node::new(
+    let node = start(
         &[SimModel::H100_80GB],
         every_gpu(MigAdvertise::Partitionable, &[]),
     );
-    let backend = node.backend("b1");
-    let engine = node.start(backend.clone());
+    let (backend, engine) = (&node.sim, node.engine());
     engine.prepare(&req(A, &["gpu-0-mig-1g10gb-3"])).unwrap();
     let err = engine.prepare(&req(B, &["gpu-0"])).unwrap_err();
     assert!(
@@ -206,12 +135,11 @@ fn the_whole_gpu_is_refused_while_a_slice_is_live_then_granted() {
 
 #[test]
 fn a_failure_between_gi_and_ci_creation_leaves_nothing_behind() {
-    let node = Node::new(
+    let node = start(
         &[SimModel::H100_80GB],
         every_gpu(MigAdvertise::Layout, &["3g.40gb"]),
     );
-    let backend = node.backend("b1");
-    let engine = node.start(backend.clone());
+    let (backend, engine) = (&node.sim, node.engine());
     let slice = engine.inventory().mig[0].name.clone();
     backend.faults().fail_next(
         op::CREATE_COMPUTE_INSTANCE,
@@ -224,21 +152,20 @@ fn a_failure_between_gi_and_ci_creation_leaves_nothing_behind() {
         err,
         ClaimError::Gpu(GpuError::InsufficientResources { .. })
     ));
-    assert_eq!(instances(&backend, 0), 0, "no GI without CI");
+    assert_eq!(instances(backend, 0), 0, "no GI without CI");
     assert!(engine.claims().is_empty());
-    assert_eq!(node.cdi_files(), 0);
+    assert_eq!(node.cdi_files().len(), 0);
     engine.prepare(&req(A, &[&slice])).unwrap();
-    assert_eq!(instances(&backend, 0), 1, "the retry works");
+    assert_eq!(instances(backend, 0), 1, "the retry works");
 }
 
 #[test]
 fn a_restart_keeps_live_slices_and_a_cut_short_prepare_is_rolled_back() {
-    let node = Node::new(
+    let mut node = start(
         &[SimModel::H100_80GB],
         every_gpu(MigAdvertise::Partitionable, &[]),
     );
-    let backend = node.backend("b1");
-    let engine = node.start(backend.clone());
+    let (backend, engine) = (&node.sim, node.engine());
     let live = engine.prepare(&req(A, &["gpu-0-mig-3g40gb-4"])).unwrap();
     let live_uuid = live.record().devices[0].mig.clone().unwrap().mig_uuid;
     // A prepare that died after creating its GI: a `preparing` record and a GI.
@@ -254,16 +181,12 @@ fn a_restart_keeps_live_slices_and_a_cut_short_prepare_is_rolled_back() {
     let gi = backend
         .create_gpu_instance(0, slice.profile_id, super::slice_placement(slice))
         .unwrap();
-    Store::open(&node.dir.path().join("state"))
-        .unwrap()
-        .save(&half)
-        .unwrap();
-    drop(engine);
-    assert_eq!(instances(&backend, 0), 2);
+    Store::open(&node.state_dir()).unwrap().save(&half).unwrap();
+    assert_eq!(instances(backend, 0), 2);
 
-    let restarted = node.start(node.backend("b1"));
-    let after = node.backend("b1");
-    let left = after.gpu_instances(0).unwrap();
+    node.restart();
+    let restarted = node.engine();
+    let left = node.sim.gpu_instances(0).unwrap();
     assert_eq!(left.len(), 1, "the orphan GI {} is destroyed", gi.id);
     assert_eq!(
         left[0].compute_instances[0].uuid,
@@ -280,16 +203,16 @@ fn a_restart_keeps_live_slices_and_a_cut_short_prepare_is_rolled_back() {
 
 #[test]
 fn a_reboot_recreates_the_slices_of_prepared_claims() {
-    let node = Node::new(
+    let mut node = start(
         &[SimModel::H100_80GB],
         every_gpu(MigAdvertise::Partitionable, &[]),
     );
-    let engine = node.start(node.backend("b1"));
-    let before = engine.prepare(&req(A, &["gpu-0-mig-2g20gb-2"])).unwrap();
-    drop(engine);
-    let rebooted = node.backend("b2");
-    let engine = node.start(rebooted.clone());
-    let gis = rebooted.gpu_instances(0).unwrap();
+    let before = (node.engine())
+        .prepare(&req(A, &["gpu-0-mig-2g20gb-2"]))
+        .unwrap();
+    node.reboot("b2");
+    let engine = node.engine();
+    let gis = node.sim.gpu_instances(0).unwrap();
     assert_eq!(gis.len(), 1, "re-created at start-up");
     assert_eq!(gis[0].placement.start, 2);
     let again = engine.prepare(&req(A, &["gpu-0-mig-2g20gb-2"])).unwrap();
@@ -302,12 +225,11 @@ fn a_reboot_recreates_the_slices_of_prepared_claims() {
 
 #[test]
 fn a_busy_ampere_gpu_cannot_leave_mig_mode_and_keeps_it() {
-    let node = Node::new(
+    let node = start(
         &[SimModel::A100_40GB],
         every_gpu(MigAdvertise::Partitionable, &[]),
     );
-    let backend = node.backend("b1");
-    let engine = node.start(backend.clone());
+    let (backend, engine) = (&node.sim, node.engine());
     assert!(
         !engine.inventory().mig.is_empty(),
         "{:?}",
@@ -337,13 +259,12 @@ pub(in crate::claims) fn ahead(layout: &[&str]) -> MigConfig {
 
 #[test]
 fn ahead_slices_are_made_at_start_handed_out_kept_and_reshaped_around_held_ones() {
-    let mut node = Node::new(
+    let mut node = start(
         &[SimModel::H100_80GB],
         ahead(&["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]),
     );
-    let backend = node.backend("b1");
-    let engine = node.start(backend.clone());
-    assert_eq!(instances(&backend, 0), 4);
+    let (backend, engine) = (&node.sim, node.engine());
+    assert_eq!(instances(backend, 0), 4);
     let inventory = engine.inventory();
     assert!(
         inventory.mig.iter().all(|m| m.uuid.is_some()),
@@ -358,17 +279,16 @@ fn ahead_slices_are_made_at_start_handed_out_kept_and_reshaped_around_held_ones(
         .clone();
     let prepared = engine.prepare(&req(A, &[&three])).unwrap();
     assert!(!prepared.record().devices[0].mig.as_ref().unwrap().created);
-    assert_eq!(instances(&backend, 0), 4, "nothing new made at prepare");
+    assert_eq!(instances(backend, 0), 4, "nothing new made at prepare");
     let held_gi = prepared.record().devices[0]
         .mig
         .as_ref()
         .unwrap()
         .gpu_instance;
-    drop(engine);
 
-    node.mig = ahead(&["3g.40gb", "3g.40gb"]);
-    let engine = node.start(node.backend("b1"));
-    let after = node.backend("b1").gpu_instances(0).unwrap();
+    node.restart_with(|node| node.set_mig(ahead(&["3g.40gb", "3g.40gb"])));
+    let engine = node.engine();
+    let after = node.sim.gpu_instances(0).unwrap();
     assert_eq!(after.len(), 2, "{after:?}");
     assert!(
         after.iter().any(|gi| Some(gi.id) == held_gi),
@@ -377,7 +297,7 @@ fn ahead_slices_are_made_at_start_handed_out_kept_and_reshaped_around_held_ones(
     assert!(engine.problems().is_empty(), "{:?}", engine.problems());
     engine.unprepare(A).unwrap();
     assert_eq!(
-        instances(&node.backend("b1"), 0),
+        instances(&node.sim, 0),
         2,
         "a slice made ahead outlives its claim"
     );
@@ -385,21 +305,20 @@ fn ahead_slices_are_made_at_start_handed_out_kept_and_reshaped_around_held_ones(
 
 #[test]
 fn a_foreign_instance_is_left_alone_and_reported() {
-    let node = Node::new(&[SimModel::H100_80GB], ahead(&["1g.10gb"]));
-    let backend = node.backend("b1");
-    let engine = node.start(backend.clone());
-    drop(engine);
-    let profile = backend
-        .mig_profiles(0)
-        .unwrap()
-        .into_iter()
-        .find(|p| p.name == "2g.20gb")
-        .unwrap();
-    let foreign = backend
-        .create_gpu_instance(0, profile.id, profile.placements[0])
-        .unwrap();
-    let engine = node.start(node.backend("b1"));
-    let gis = node.backend("b1").gpu_instances(0).unwrap();
+    let mut node = start(&[SimModel::H100_80GB], ahead(&["1g.10gb"]));
+    let mut foreign = None;
+    node.restart_with(|node| {
+        let profile = (node.sim.mig_profiles(0).unwrap().into_iter())
+            .find(|p| p.name == "2g.20gb")
+            .unwrap();
+        let made = (node.sim)
+            .create_gpu_instance(0, profile.id, profile.placements[0])
+            .unwrap();
+        foreign = Some(made);
+    });
+    let foreign = foreign.unwrap();
+    let engine = node.engine();
+    let gis = node.sim.gpu_instances(0).unwrap();
     assert!(gis.iter().any(|gi| gi.id == foreign.id), "left alone");
     assert_eq!(gis.len(), 2);
     let problems = engine.problems().join("\n");
@@ -419,19 +338,19 @@ fn first_offered(engine: &Engine, profile: &str) -> String {
 
 #[test]
 fn the_partitionable_offer_lists_the_top_placements_first_and_follows_what_is_held() {
-    let node = Node::new(
+    let node = start(
         &[SimModel::H100_80GB],
         every_gpu(MigAdvertise::Partitionable, &[]),
     );
-    let engine = node.start(node.backend("b1"));
+    let engine = node.engine();
     // A lone 1g goes to the top end, keeping 0..4 whole for a 4g or a 3g.
-    let first = first_offered(&engine, "1g.10gb");
+    let first = first_offered(engine, "1g.10gb");
     assert_eq!(first, "gpu-0-mig-1g10gb-6");
     engine.prepare(&req(A, &[&first])).unwrap();
-    let next = first_offered(&engine, "1g.10gb");
+    let next = first_offered(engine, "1g.10gb");
     assert_eq!(next, "gpu-0-mig-1g10gb-5", "packs down from the top");
     // A 3g now fits only at 0..4, and the offer says so first.
-    assert_eq!(first_offered(&engine, "3g.40gb"), "gpu-0-mig-3g40gb-0");
+    assert_eq!(first_offered(engine, "3g.40gb"), "gpu-0-mig-3g40gb-0");
     engine.unprepare(A).unwrap();
-    assert_eq!(first_offered(&engine, "1g.10gb"), "gpu-0-mig-1g10gb-6");
+    assert_eq!(first_offered(engine, "1g.10gb"), "gpu-0-mig-1g10gb-6");
 }

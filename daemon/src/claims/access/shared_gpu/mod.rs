@@ -28,7 +28,7 @@ use std::sync::{Arc, Mutex};
 use crate::claims::error::ClaimError;
 use crate::claims::keyed::{KeyGuard, KeyedLocks, lock};
 use crate::inventory::Inventory;
-use crate::mps::MpsManager;
+use crate::mps::{MpsDaemon, MpsManager};
 use crate::sharing::TimeSliceInterval;
 use crate::state::ClaimRecord;
 use crate::timeslice::{TimeSlicePolicy, TimeSliceSetter};
@@ -183,5 +183,34 @@ impl SharedGpus {
     /// The locks of `record`'s shared GPUs, held until the guards go.
     pub(in crate::claims) fn lock_gpus(&self, record: &ClaimRecord) -> Vec<KeyGuard<'_>> {
         self.gpu_locks.lock_all(&shared_gpus(record))
+    }
+
+    /// Every MPS control daemon, with its state and claims (none without
+    /// the tools).
+    pub(in crate::claims) fn daemons(&self) -> Vec<MpsDaemon> {
+        self.tools
+            .as_ref()
+            .map(|t| t.mps.daemons())
+            .unwrap_or_default()
+    }
+
+    /// View: each device of `record` on a degraded GPU.
+    pub(in crate::claims) fn claim_problems(&self, record: &ClaimRecord) -> Vec<String> {
+        let books = lock(&self.books);
+        (record.devices.iter())
+            .filter_map(|d| {
+                let why = books.degraded.get(&d.uuid)?;
+                Some(format!("{} ({}) is degraded: {why}", d.device, d.uuid))
+            })
+            .collect()
+    }
+
+    /// View: the degraded GPUs and what the start-up restore could not
+    /// bring back, for GetStatus.
+    pub(in crate::claims) fn node_problems(&self) -> Vec<String> {
+        let books = lock(&self.books);
+        let degraded =
+            (books.degraded.iter()).map(|(gpu, why)| format!("GPU {gpu} is degraded: {why}"));
+        degraded.chain(books.problems.iter().cloned()).collect()
     }
 }

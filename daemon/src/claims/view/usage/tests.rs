@@ -2,22 +2,20 @@
 //! free, made ahead and foreign, and the overlap rule for free slices.
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::Arc;
 
 use super::{ClaimKind, SliceState, SliceUse, unheld_slices};
 use crate::claims::Engine;
-use crate::claims::tests::requests::request as req;
-use crate::claims::tests::sim_engine;
 use crate::config::{MigAdvertise, MigConfig, MigCreate, MigGpuConfig};
-use crate::gpu::sim::{SimBackend, SimModel};
 use crate::gpu::{GpuBackend, GpuInstance, Placement};
+use crate::testkit::requests::request as req;
+use crate::testkit::{SimNode, SimNodeBuilder};
 
 const A: &str = "aaaaaaaa-0000-4000-8000-00000000000a";
 const B: &str = "bbbbbbbb-0000-4000-8000-00000000000b";
 const LAYOUT: [&str; 4] = ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"];
 
 /// Two H100s; gpu-0 in MIG mode with [`LAYOUT`], gpu-1 whole.
-fn start(dir: &tempfile::TempDir, create: MigCreate) -> (Arc<SimBackend>, Engine) {
+fn start(create: MigCreate) -> SimNode {
     let mig = MigConfig {
         advertise: MigAdvertise::Layout,
         create,
@@ -27,12 +25,11 @@ fn start(dir: &tempfile::TempDir, create: MigCreate) -> (Arc<SimBackend>, Engine
             ..MigGpuConfig::default()
         }],
     };
-    let models = vec![SimModel::H100_80GB; 2];
-    let hardware = dir.path().join("sim-hardware.json");
-    let backend = Arc::new(SimBackend::open_at_boot(models, "usage", &hardware, "b1").unwrap());
-    let engine = sim_engine(dir.path(), backend.clone(), &mig);
-    engine.setup_mig(&mig).unwrap();
-    (backend, engine)
+    SimNodeBuilder::h100s(2)
+        .seed("usage")
+        .boot("b1")
+        .mig(mig)
+        .start()
 }
 
 /// (profile, state) → count, for gpu-0.
@@ -51,9 +48,9 @@ fn key(profile: &str, state: SliceState) -> (String, SliceState) {
 
 #[test]
 fn claims_are_counted_by_kind_and_slices_move_from_free_to_held() {
-    let dir = tempfile::tempdir().unwrap();
-    let (_, engine) = start(&dir, MigCreate::OnPrepare);
-    let before = slices(&engine);
+    let node = start(MigCreate::OnPrepare);
+    let engine = node.engine();
+    let before = slices(engine);
     assert_eq!(before.get(&key("1g.10gb", SliceState::Free)), Some(&2));
     assert_eq!(before.get(&key("3g.40gb", SliceState::Free)), Some(&1));
     assert_eq!(before.values().sum::<usize>(), 4, "{before:?}");
@@ -69,20 +66,20 @@ fn claims_are_counted_by_kind_and_slices_move_from_free_to_held() {
         usage.mps_daemons.is_empty(),
         "no MPS view in the engine yet"
     );
-    let after = slices(&engine);
+    let after = slices(engine);
     assert_eq!(after.get(&key("3g.40gb", SliceState::Held)), Some(&1));
     assert_eq!(after.get(&key("3g.40gb", SliceState::Free)), None);
     assert_eq!(after.get(&key("1g.10gb", SliceState::Free)), Some(&2));
 
     engine.unprepare(B).unwrap();
-    assert_eq!(slices(&engine), before, "the slice is free again");
+    assert_eq!(slices(engine), before, "the slice is free again");
 }
 
 #[test]
 fn slices_made_ahead_are_idle_until_a_claim_holds_one() {
-    let dir = tempfile::tempdir().unwrap();
-    let (_, engine) = start(&dir, MigCreate::Ahead);
-    let idle = slices(&engine);
+    let node = start(MigCreate::Ahead);
+    let engine = node.engine();
+    let idle = slices(engine);
     assert_eq!(idle.get(&key("1g.10gb", SliceState::MadeAhead)), Some(&2));
     assert_eq!(idle.values().sum::<usize>(), 4, "{idle:?}");
     let name = engine
@@ -93,7 +90,7 @@ fn slices_made_ahead_are_idle_until_a_claim_holds_one() {
         .map(|m| m.name.clone())
         .unwrap();
     engine.prepare(&req(A, &[&name])).unwrap();
-    let now = slices(&engine);
+    let now = slices(engine);
     assert_eq!(now.get(&key("2g.20gb", SliceState::Held)), Some(&1));
     assert_eq!(now.get(&key("2g.20gb", SliceState::MadeAhead)), None);
     assert_eq!(now.get(&key("1g.10gb", SliceState::MadeAhead)), Some(&2));
@@ -101,8 +98,8 @@ fn slices_made_ahead_are_idle_until_a_claim_holds_one() {
 
 #[test]
 fn an_instance_gpusliced_did_not_make_is_foreign_and_blocks_the_free_slice_under_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let (backend, engine) = start(&dir, MigCreate::OnPrepare);
+    let node = start(MigCreate::OnPrepare);
+    let (backend, engine) = (&node.sim, node.engine());
     let profile = engine.inventory().gpus[0]
         .mig
         .as_ref()
@@ -113,7 +110,7 @@ fn an_instance_gpusliced_did_not_make_is_foreign_and_blocks_the_free_slice_under
     backend
         .create_gpu_instance(0, profile.id, placement)
         .unwrap();
-    let now = slices(&engine);
+    let now = slices(engine);
     assert_eq!(now.get(&key("3g.40gb", SliceState::Foreign)), Some(&1));
     assert_eq!(now.get(&key("3g.40gb", SliceState::Free)), None, "{now:?}");
 }
@@ -129,8 +126,8 @@ fn gi_at(profile_id: u32, start: u32) -> GpuInstance {
 
 #[test]
 fn free_slices_exclude_placements_that_overlap_an_instance() {
-    let dir = tempfile::tempdir().unwrap();
-    let (_, engine) = start(&dir, MigCreate::OnPrepare);
+    let node = start(MigCreate::OnPrepare);
+    let engine = node.engine();
     let inventory = engine.inventory();
     let mig = inventory.gpus[0].mig.as_ref().unwrap();
     let one = mig.profile("1g.10gb").unwrap();
