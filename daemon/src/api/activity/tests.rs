@@ -2,7 +2,7 @@
 
 use super::{activity_response, warning_lines};
 use crate::activity::{
-    ActivitySnapshot, ClaimActivity, DeviceActivity, EpisodeCounts, ProcessActivity,
+    ActivitySnapshot, ClaimActivity, DeviceActivity, DeviceSummary, EpisodeCounts, ProcessActivity,
     UnclaimedProcess, Warning, WarningKind,
 };
 use crate::claims::ClaimKind;
@@ -34,6 +34,17 @@ fn snapshot() -> ActivitySnapshot {
             process(10, 2 * GIB, Some(10)),
             process(11, 4 * GIB, Some(20)),
         ],
+        pool: "node-1".into(),
+        share_id: "5f0c1b2a-0000-4000-8000-00000000000a".into(),
+        summary: Some(DeviceSummary {
+            window_s: 300,
+            memory_peak: 7 * GIB,
+            sm_mean: Some(25),
+            sm_peak: Some(60),
+            process_count: 2,
+            idle_since: None,
+            overshare_since: Some(1_950),
+        }),
     };
     let mps = ClaimActivity {
         uid: "00000000-0000-4000-8000-000000000001".into(),
@@ -95,6 +106,7 @@ fn snapshot() -> ActivitySnapshot {
             unclaimed: 2,
         },
         series_dropped: 0,
+        conditions_generation: 7,
     }
 }
 
