@@ -138,11 +138,6 @@ impl Summaries {
         self.generation
     }
 
-    /// The conditions generation after the last sample.
-    pub fn generation(&self) -> u64 {
-        self.generation
-    }
-
     /// The claim's `idle_since` after this sample (module doc).
     fn idle_since(
         &self,

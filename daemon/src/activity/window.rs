@@ -4,11 +4,11 @@
 //!
 //! A point is added for each sample that read the device's GPU; a sample
 //! that could not read it adds none (the gap is not counted as zero use).
-//! Points older than the window are dropped at each sample, and each ring
-//! holds at most `window / interval + 1` points (fresh samples asked for
-//! between intervals cannot grow it past that; the oldest go first), never
-//! more than [`MAX_POINTS`]. A claim or device no longer sampled loses its
-//! ring at the next sample.
+//! A window at `now` is `(now − window, now]`: older points are dropped at
+//! each sample, and each ring holds at most `window / interval + 1` points
+//! (fresh samples asked for between intervals cannot grow it past that; the
+//! oldest go first), never more than [`MAX_POINTS`]. A claim or device no
+//! longer sampled loses its ring at the next sample.
 
 use std::collections::{BTreeMap, VecDeque};
 
