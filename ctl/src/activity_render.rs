@@ -70,7 +70,16 @@ fn device_json(d: &pb::DeviceActivity) -> Value {
             "memory_share_bytes": d.memory_share_bytes,
             "memory_total_bytes": d.memory_total_bytes,
             "device_memory_used_bytes": d.device_memory_used_bytes,
-            "sm_percent": d.sm_percent, "processes": processes })
+            "sm_percent": d.sm_percent, "processes": processes,
+            "pool": d.pool, "share_id": d.share_id,
+            "summary": d.summary.as_ref().map(summary_json) })
+}
+
+fn summary_json(s: &pb::DeviceUsageSummary) -> Value {
+    json!({ "window_seconds": s.window_seconds, "memory_peak_bytes": s.memory_peak_bytes,
+            "sm_mean_percent": s.sm_mean_percent, "sm_peak_percent": s.sm_peak_percent,
+            "process_count": s.process_count, "idle_since": s.idle_since,
+            "overshare_since": s.overshare_since })
 }
 
 fn claim_json(c: &pb::ClaimActivity) -> Value {
@@ -106,7 +115,8 @@ pub fn activity_json(reply: &pb::GetActivityResponse) -> String {
     doc(&json!({
         "enabled": reply.enabled, "interval_ms": reply.interval_ms,
         "sampled_at_ms": reply.sampled_at_ms, "sample_cpu_us": reply.sample_cpu_us,
-        "now": reply.now, "claims": claims, "unclaimed": unclaimed, "warnings": warnings,
+        "now": reply.now, "conditions_generation": reply.conditions_generation,
+        "claims": claims, "unclaimed": unclaimed, "warnings": warnings,
         "episodes": { "overshare_mps": e.overshare_mps,
                       "overshare_timeslicing": e.overshare_timeslicing,
                       "unclaimed": e.unclaimed },
@@ -184,5 +194,35 @@ mod tests {
         assert_eq!(doc["unclaimed"][0]["process"]["pid"], 77);
         assert_eq!(doc["warnings"][1]["kind"], "unclaimed");
         assert_eq!(doc["episodes"]["overshare_mps"], 1);
+        assert_eq!(doc["conditions_generation"], 3);
+        assert_eq!(device["pool"], "node-1");
+        assert_eq!(device["share_id"], "");
+        let summary = &device["summary"];
+        assert_eq!(summary["window_seconds"], 300);
+        assert_eq!(summary["memory_peak_bytes"], 7 * GIB);
+        assert_eq!(
+            (&summary["sm_mean_percent"], &summary["sm_peak_percent"]),
+            (&serde_json::json!(25), &serde_json::json!(60))
+        );
+        assert_eq!(summary["process_count"], 2);
+        assert!(summary["idle_since"].is_null());
+        assert_eq!(summary["overshare_since"], crate::fixture::NOW - 60);
+        let idle = &doc["claims"][1]["devices"][0]["summary"];
+        assert_eq!(idle["idle_since"], crate::fixture::NOW - 7_200);
+        assert!(idle["sm_mean_percent"].is_null(), "not sampled per process");
+    }
+
+    #[test]
+    fn idle_claims_json_carries_the_summary_and_a_device_without_one_says_null() {
+        let mut r = reply();
+        r.claims[1].devices[0].summary = None;
+        let doc: serde_json::Value = serde_json::from_str(&idle_claims(&r, 60, true)).unwrap();
+        assert!(doc["claims"][0]["devices"][0]["summary"].is_null());
+        let doc: serde_json::Value =
+            serde_json::from_str(&idle_claims(&reply(), 60, true)).unwrap();
+        assert_eq!(
+            doc["claims"][0]["devices"][0]["summary"]["idle_since"],
+            crate::fixture::NOW - 7_200
+        );
     }
 }

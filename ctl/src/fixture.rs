@@ -46,6 +46,17 @@ pub fn reply() -> pb::GetActivityResponse {
             device_memory_used_bytes: None,
             sm_percent: Some(30),
             processes: vec![process(10, 2 * GIB, 10), process(11, 4 * GIB, 20)],
+            pool: "node-1".into(),
+            share_id: String::new(),
+            summary: Some(pb::DeviceUsageSummary {
+                window_seconds: 300,
+                memory_peak_bytes: 7 * GIB,
+                sm_mean_percent: Some(25),
+                sm_peak_percent: Some(60),
+                idle_since: None,
+                overshare_since: Some(NOW - 60),
+                process_count: 2,
+            }),
         }],
     };
     let idle = pb::ClaimActivity {
@@ -61,6 +72,12 @@ pub fn reply() -> pb::GetActivityResponse {
             uuid: "GPU-2222".into(),
             sharing: "exclusive".into(),
             memory_total_bytes: 80 * GIB,
+            pool: "node-1".into(),
+            summary: Some(pb::DeviceUsageSummary {
+                window_seconds: 300,
+                idle_since: Some(NOW - 7_200),
+                ..Default::default()
+            }),
             ..Default::default()
         }],
     };
@@ -104,5 +121,6 @@ pub fn reply() -> pb::GetActivityResponse {
             unclaimed: 1,
         }),
         now: NOW,
+        conditions_generation: 3,
     }
 }

@@ -10,6 +10,7 @@
 
 mod at_once;
 mod processes;
+mod watch;
 
 use std::process::Command;
 use std::time::{Duration, Instant};

@@ -96,6 +96,8 @@ impl BenchNode {
                 max_claim_series: 1024,
                 proc_root: PathBuf::from("/"),
                 state_dir: Some(node.state_dir()),
+                idle_after: Duration::from_secs(1800),
+                summary_window: Duration::from_secs(300),
             },
         );
         BenchNode {

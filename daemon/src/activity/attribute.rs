@@ -170,6 +170,9 @@ pub(super) fn empty_claim(held: &HeldClaim) -> ClaimActivity {
                 device_memory_used: None,
                 sm_percent: None,
                 processes: Vec::new(),
+                pool: d.pool.clone(),
+                share_id: d.share_id.clone(),
+                summary: None,
             })
             .collect(),
     }

@@ -4,12 +4,14 @@
 //! caller that wants a sample taken now ([`ActivityHandle::fresh`]) asks the
 //! sampler's thread for one and waits for it; the thread takes it after the
 //! sample in flight, so two samples never run at once, and publishes it as
-//! the latest.
+//! the latest. Each publish is also signalled on a `tokio::sync::watch` of
+//! [`Sampled`] (WatchActivity): one notice per sample, a slow reader seeing
+//! only the latest.
 
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, PoisonError, RwLock};
 
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 
 use super::ActivitySnapshot;
 
@@ -22,22 +24,50 @@ pub(super) enum Ask {
     Stop,
 }
 
+/// What a publish signals: the sample's time and conditions generation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Sampled {
+    /// [`ActivitySnapshot::sampled_at_ms`].
+    pub sampled_at_ms: i64,
+    /// [`ActivitySnapshot::conditions_generation`].
+    pub conditions_generation: u64,
+}
+
+impl Sampled {
+    fn of(snapshot: &ActivitySnapshot) -> Self {
+        Self {
+            sampled_at_ms: snapshot.sampled_at_ms,
+            conditions_generation: snapshot.conditions_generation,
+        }
+    }
+}
+
 /// The latest snapshot, shared, and the way to ask for a fresh one. Cheap
 /// to clone.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ActivityHandle {
     latest: Arc<RwLock<Arc<ActivitySnapshot>>>,
     /// The sampler's thread; `None` when nothing samples (sampling off).
     sampler: Option<Sender<Ask>>,
+    /// Signals each publish.
+    published: Arc<watch::Sender<Sampled>>,
+}
+
+impl Default for ActivityHandle {
+    fn default() -> Self {
+        Self::new(ActivitySnapshot::default())
+    }
 }
 
 impl ActivityHandle {
     /// A handle holding `snapshot` (for sampling off: `enabled` false),
     /// with no sampler to ask for fresh samples.
     pub fn new(snapshot: ActivitySnapshot) -> Self {
+        let (published, _) = watch::channel(Sampled::of(&snapshot));
         Self {
             latest: Arc::new(RwLock::new(Arc::new(snapshot))),
             sampler: None,
+            published: Arc::new(published),
         }
     }
 
@@ -73,8 +103,16 @@ impl ActivityHandle {
         }
     }
 
-    /// Replaces the snapshot readers see.
+    /// Replaces the snapshot readers see, and signals it to the watchers.
     pub fn publish(&self, snapshot: impl Into<Arc<ActivitySnapshot>>) {
-        *self.latest.write().unwrap_or_else(PoisonError::into_inner) = snapshot.into();
+        let snapshot = snapshot.into();
+        let sampled = Sampled::of(&snapshot);
+        *self.latest.write().unwrap_or_else(PoisonError::into_inner) = snapshot;
+        self.published.send_replace(sampled);
+    }
+
+    /// Each publish from now on, starting with the latest (WatchActivity).
+    pub fn watch(&self) -> watch::Receiver<Sampled> {
+        self.published.subscribe()
     }
 }

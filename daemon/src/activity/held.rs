@@ -38,6 +38,10 @@ pub struct HeldDevice {
     pub memory_share: Option<u64>,
     /// Memory of the device (GPU or slice), in bytes; 0 when unknown.
     pub memory_total: u64,
+    /// The pool it was allocated from.
+    pub pool: String,
+    /// The allocation's share id; "" when none.
+    pub share_id: String,
 }
 
 /// One prepared claim.
@@ -132,6 +136,8 @@ fn held_device(device: &RecordDevice, inventory: &Inventory, holders: &Holders) 
         sharing,
         memory_share,
         memory_total,
+        pool: device.pool.clone(),
+        share_id: device.share_id.clone(),
     }
 }
 

@@ -13,7 +13,10 @@
 //! [`persist`] (last active times across restarts); [`sampler`] (one sample
 //! through the backend); [`task`] (the loop, started and stopped by `run`,
 //! and the fresh samples asked for through the handle); [`current`] (the
-//! latest sample brought up to the claim table, for the API, pure).
+//! latest sample brought up to the claim table, for the API, pure);
+//! [`window`] (each claim and device's last `summary_window_s` of samples,
+//! pure) and [`summary`] (per claim and device the window's figures, idle
+//! and over-share since when, and the conditions generation, pure).
 
 pub mod attribute;
 pub mod current;
@@ -26,8 +29,10 @@ pub mod procfs;
 pub mod sampler;
 pub mod series;
 pub mod snapshot;
+pub mod summary;
 pub mod task;
 pub mod warnings;
+pub mod window;
 
 #[cfg(test)]
 mod fixtures;
@@ -37,7 +42,7 @@ pub use handle::ActivityHandle;
 pub use sampler::{Sampler, SamplerSettings};
 pub use series::{kept_series, series_dropped};
 pub use snapshot::{
-    ActivitySnapshot, ClaimActivity, DeviceActivity, EpisodeCounts, ProcessActivity,
+    ActivitySnapshot, ClaimActivity, DeviceActivity, DeviceSummary, EpisodeCounts, ProcessActivity,
     UnclaimedProcess, Warning, WarningKind,
 };
 pub use task::{ActivityTask, start, stop};

@@ -2,7 +2,7 @@
 //! their utilization since the last sample, and the memory of each device a
 //! claim holds; each process's environment through `/proc`; then the
 //! attribution, the episodes (logged as they open and close), the last
-//! active times (persisted) and the snapshot.
+//! active times (persisted), the usage summaries and the snapshot.
 //!
 //! [`Sampler::sample_once`] takes one sample and returns it, without a
 //! timer (the loop is in `task`, benchmarks call it directly). A backend
@@ -27,6 +27,7 @@ use super::persist::{Persister, load};
 use super::procfs::ProcFs;
 use super::series::series_dropped;
 use super::snapshot::{ActivitySnapshot, WarningKind};
+use super::summary::{Summaries, SummarySettings};
 use super::warnings::conditions;
 use crate::claims::Engine;
 use crate::gpu::{GpuBackend, GpuError};
@@ -43,6 +44,10 @@ pub struct SamplerSettings {
     pub proc_root: PathBuf,
     /// Where `activity.json` is kept; `None`: nowhere.
     pub state_dir: Option<PathBuf>,
+    /// Time without activity after which a claim's summary calls it idle.
+    pub idle_after: Duration,
+    /// Time the summaries' memory peak and SM mean and peak cover.
+    pub summary_window: Duration,
 }
 
 /// The sampler's state between samples.
@@ -56,6 +61,8 @@ pub struct Sampler {
     persister: Option<Persister>,
     /// Per GPU index, when its utilization was last read (µs since epoch).
     read_at_us: HashMap<u32, u64>,
+    /// Each claim and device's summary window, idle states and conditions.
+    summaries: Summaries,
 }
 
 impl Sampler {
@@ -73,6 +80,11 @@ impl Sampler {
                 .as_deref()
                 .map(|dir| Persister::new(dir, on_disk)),
             read_at_us: HashMap::new(),
+            summaries: Summaries::new(SummarySettings {
+                idle_after_s: settings.idle_after.as_secs(),
+                window_s: settings.summary_window.as_secs(),
+                interval_s: settings.interval.as_secs(),
+            }),
             settings,
         }
     }
@@ -110,7 +122,7 @@ impl Sampler {
             })
             .collect();
         let procs = self.inspect(&gpus);
-        let attribution = attribute(&Inputs {
+        let mut attribution = attribute(&Inputs {
             now: now_s,
             claims: &held,
             gpus: &gpus,
@@ -123,6 +135,12 @@ impl Sampler {
             .filter_map(|c| Some((c.uid.clone(), c.last_active?)))
             .collect();
         self.episodes(now_s, &attribution, &unread);
+        let conditions_generation = self.summaries.observe(
+            now_s,
+            &mut attribution.claims,
+            &self.episodes.open(),
+            &unread.gpus,
+        );
         self.persist(now_s, false);
         let cpu_after = thread_cpu_us();
         ActivitySnapshot {
@@ -135,6 +153,7 @@ impl Sampler {
             unclaimed: attribution.unclaimed,
             warnings: self.episodes.open(),
             episodes: self.episodes.counts(),
+            conditions_generation,
         }
     }
 

@@ -51,6 +51,9 @@ mod tests {
                     device_memory_used: None,
                     sm_percent: None,
                     processes: Vec::new(),
+                    pool: String::new(),
+                    share_id: String::new(),
+                    summary: None,
                 })
                 .collect(),
         }

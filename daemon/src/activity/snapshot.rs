@@ -27,6 +27,11 @@ pub struct ActivitySnapshot {
     pub episodes: EpisodeCounts,
     /// Per-claim series left out of the metrics to bound their cardinality.
     pub series_dropped: u64,
+    /// Moves (by one) with each sample whose open summary conditions (a
+    /// device's `idle_since` or `overshare_since`, see [`DeviceSummary`])
+    /// differ from the sample's before; figures alone never move it. 0
+    /// until the first sample that opens one; restarts with the daemon.
+    pub conditions_generation: u64,
 }
 
 /// One prepared claim's use of its devices.
@@ -100,6 +105,39 @@ pub struct DeviceActivity {
     pub sm_percent: Option<u32>,
     /// The claim's processes on this device, ascending by pid.
     pub processes: Vec<ProcessActivity>,
+    /// The pool the device was allocated from (the claim record's).
+    pub pool: String,
+    /// The allocation's share id (the claim record's; "" when none).
+    pub share_id: String,
+    /// What the sampler's window says of the device, with the claim's idle
+    /// and over-share state; `None` until a sample read the claim.
+    pub summary: Option<DeviceSummary>,
+}
+
+/// One claim's use of one device over the summary window, and the
+/// conditions an operator (or the claim's status) acts on. Built by
+/// [`super::summary`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DeviceSummary {
+    /// The window's length (`[activity] summary_window_s`), in seconds.
+    pub window_s: u64,
+    /// The highest memory the claim's processes used on the device in the
+    /// window's samples, in bytes.
+    pub memory_peak: u64,
+    /// Their mean SM utilization over the window, percent; `None` where the
+    /// driver does not sample per process (MIG).
+    pub sm_mean: Option<u32>,
+    /// Their highest SM utilization in the window, percent; `None` as above.
+    pub sm_peak: Option<u32>,
+    /// The claim's processes on the device in this sample.
+    pub process_count: u32,
+    /// Set once the claim has seen no activity for `[activity]
+    /// idle_after_s`: when its idleness began (its last active sample, else
+    /// its prepare), Unix seconds. The claim's, on each of its devices.
+    pub idle_since: Option<i64>,
+    /// Set while an over-share episode of the claim on this device is open:
+    /// when it began, Unix seconds.
+    pub overshare_since: Option<i64>,
 }
 
 /// One process attributed to a claim.

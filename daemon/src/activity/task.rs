@@ -58,6 +58,8 @@ pub fn start(
         max_claim_series: config.max_claim_series,
         proc_root: "/".into(),
         state_dir: Some(state_dir.to_path_buf()),
+        idle_after: Duration::from_secs(config.idle_after_s),
+        summary_window: Duration::from_secs(config.summary_window_s()),
     };
     let (stop, asks) = mpsc::channel();
     let publish = handle.clone();

@@ -1,15 +1,17 @@
-//! GetActivity, and the activity lines of GetStatus: an [`ActivitySnapshot`]
-//! as proto messages. Pure conversions: the service reads the snapshot from
-//! the [`ActivityHandle`] (the latest, or a fresh one when asked) and brings
-//! it up to the claim table (`crate::activity::current`) first.
+//! GetActivity, WatchActivity's messages, and the activity lines of
+//! GetStatus: an [`ActivitySnapshot`] as proto messages. Pure conversions:
+//! the service reads the snapshot from the [`ActivityHandle`] (the latest,
+//! or a fresh one when asked) and brings it up to the claim table
+//! (`crate::activity::current`) first.
 
 use std::path::PathBuf;
 
 use gpuslice_proto::gpuslice::v1 as pb;
 
+use crate::activity::handle::Sampled;
 use crate::activity::{
-    ActivityHandle, ActivitySnapshot, ClaimActivity, DeviceActivity, ProcessActivity,
-    UnclaimedProcess, Warning,
+    ActivityHandle, ActivitySnapshot, ClaimActivity, DeviceActivity, DeviceSummary,
+    ProcessActivity, UnclaimedProcess, Warning,
 };
 
 /// What the API shows of per-claim GPU use: the sampler's latest snapshot,
@@ -38,6 +40,15 @@ pub fn activity_response(snapshot: &ActivitySnapshot, now: i64) -> pb::GetActivi
             unclaimed: snapshot.episodes.unclaimed,
         }),
         now,
+        conditions_generation: snapshot.conditions_generation,
+    }
+}
+
+/// A WatchActivity message.
+pub fn sampled(s: &Sampled) -> pb::ActivitySampled {
+    pb::ActivitySampled {
+        sampled_at_ms: s.sampled_at_ms,
+        conditions_generation: s.conditions_generation,
     }
 }
 
@@ -85,6 +96,21 @@ fn device(d: &DeviceActivity) -> pb::DeviceActivity {
         device_memory_used_bytes: d.device_memory_used,
         sm_percent: d.sm_percent,
         processes: d.processes.iter().map(process).collect(),
+        pool: d.pool.clone(),
+        share_id: d.share_id.clone(),
+        summary: d.summary.as_ref().map(summary),
+    }
+}
+
+fn summary(s: &DeviceSummary) -> pb::DeviceUsageSummary {
+    pb::DeviceUsageSummary {
+        window_seconds: u32::try_from(s.window_s).unwrap_or(u32::MAX),
+        memory_peak_bytes: s.memory_peak,
+        sm_mean_percent: s.sm_mean,
+        sm_peak_percent: s.sm_peak,
+        idle_since: s.idle_since,
+        overshare_since: s.overshare_since,
+        process_count: s.process_count,
     }
 }
 

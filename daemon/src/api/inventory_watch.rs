@@ -1,39 +1,71 @@
-//! WatchInventory: the inventory generation now, then each new one, until the
-//! client goes away or the daemon stops.
+//! The watch streams: WatchInventory (the inventory generation now, then
+//! each new one) and WatchActivity (the latest activity sample, then each
+//! new one), until the client goes away or the daemon stops.
 //!
-//! One small task per open watch forwards the engine's generation (a
-//! `tokio::sync::watch`, which keeps only the latest value) into a channel of
-//! one message: a reader that falls behind is sent the newest generation when
-//! it catches up, never a backlog, so memory per watch is constant. The task
-//! ends, and the stream with it (status OK), when the daemon starts stopping
-//! (so the server's graceful shutdown is not held up by open watches) or when
-//! the client hangs up.
+//! One small task per open watch forwards a `tokio::sync::watch` (which
+//! keeps only the latest value) into a channel of one message: a reader
+//! that falls behind is sent the newest value when it catches up, never a
+//! backlog, so memory per watch is constant. The task ends, and the stream
+//! with it (status OK), when the daemon starts stopping (so the server's
+//! graceful shutdown is not held up by open watches) or when the client
+//! hangs up.
 
 use gpuslice_proto::gpuslice::v1 as pb;
 use tokio::sync::{mpsc, watch};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::Status;
 
-/// The stream a WatchInventory call answers with.
-pub type InventoryStream = ReceiverStream<Result<pb::InventoryChanged, Status>>;
+use crate::activity::handle::Sampled;
 
-/// Starts forwarding `generations` until `stopping` turns true or the
-/// client drops the stream.
+/// The stream a watch call answers with.
+pub type WatchStream<M> = ReceiverStream<Result<M, Status>>;
+
+/// The stream a WatchInventory call answers with.
+pub type InventoryStream = WatchStream<pb::InventoryChanged>;
+
+/// The stream a WatchActivity call answers with.
+pub type ActivityStream = WatchStream<pb::ActivitySampled>;
+
+/// Forwards `generations` until `stopping` turns true or the client drops
+/// the stream.
 pub fn stream(
-    mut generations: watch::Receiver<u64>,
-    mut stopping: watch::Receiver<bool>,
+    generations: watch::Receiver<u64>,
+    stopping: watch::Receiver<bool>,
 ) -> InventoryStream {
+    forward(generations, stopping, |&generation| pb::InventoryChanged {
+        generation,
+    })
+}
+
+/// Forwards the activity samples published until `stopping` turns true or
+/// the client drops the stream.
+pub fn activity_stream(
+    samples: watch::Receiver<Sampled>,
+    stopping: watch::Receiver<bool>,
+) -> ActivityStream {
+    forward(samples, stopping, super::activity::sampled)
+}
+
+/// Starts forwarding `values`, each as `message` makes it (module doc).
+fn forward<T, M>(
+    mut values: watch::Receiver<T>,
+    mut stopping: watch::Receiver<bool>,
+    message: fn(&T) -> M,
+) -> WatchStream<M>
+where
+    T: Send + Sync + 'static,
+    M: Send + 'static,
+{
     let (tx, rx) = mpsc::channel(1);
     tokio::spawn(async move {
         loop {
-            let generation = *generations.borrow_and_update();
-            let message = Ok(pb::InventoryChanged { generation });
+            let next = Ok(message(&values.borrow_and_update()));
             tokio::select! {
-                sent = tx.send(message) => if sent.is_err() { return },
+                sent = tx.send(next) => if sent.is_err() { return },
                 _ = stopping.wait_for(|stop| *stop) => return,
             }
             tokio::select! {
-                changed = generations.changed() => if changed.is_err() { return },
+                changed = values.changed() => if changed.is_err() { return },
                 _ = stopping.wait_for(|stop| *stop) => return,
                 () = tx.closed() => return,
             }
@@ -118,5 +150,32 @@ mod tests {
         })
         .await
         .expect("the task ended");
+    }
+
+    #[tokio::test]
+    async fn an_activity_watch_sends_the_latest_sample_then_one_message_per_publish() {
+        use crate::activity::{ActivityHandle, ActivitySnapshot};
+        let handle = ActivityHandle::new(ActivitySnapshot {
+            sampled_at_ms: 5,
+            ..ActivitySnapshot::default()
+        });
+        let (_stop, stopping) = tokio::sync::watch::channel(false);
+        let mut s = super::activity_stream(handle.watch(), stopping);
+        let mut next = async || {
+            tokio::time::timeout(BOUND, s.next())
+                .await
+                .expect("a message within the bound")
+                .map(|m| m.expect("no error"))
+                .map(|m| (m.sampled_at_ms, m.conditions_generation))
+        };
+        assert_eq!(next().await, Some((5, 0)));
+        for (at, generation) in [(10, 0), (15, 0), (20, 1)] {
+            handle.publish(ActivitySnapshot {
+                sampled_at_ms: at,
+                conditions_generation: generation,
+                ..ActivitySnapshot::default()
+            });
+            assert_eq!(next().await, Some((at, generation)), "even unchanged");
+        }
     }
 }

@@ -7,7 +7,7 @@
 //! domain types and back; [`status`] is the one place domain errors become
 //! gRPC codes; `advertise` converts SetMigAdvertise and the form in force;
 //! `inventory_watch` streams the inventory generation
-//! (WatchInventory) until shutdown; `activity` turns the sampler's latest
+//! (WatchInventory) and each activity sample (WatchActivity) until shutdown; `activity` turns the sampler's latest
 //! snapshot into GetActivity and the warnings of GetStatus; [`observe`] is a tower layer that feeds
 //! the event metrics (status codes, Prepare and Unprepare latency) from every
 //! response.

@@ -22,7 +22,7 @@ use tonic::codegen::http;
 use crate::metrics::{self, Metrics};
 
 /// The service's methods, as the `rpc` label spells them.
-const METHODS: [&str; 12] = [
+const METHODS: [&str; 13] = [
     "Prepare",
     "Unprepare",
     "GetInventory",
@@ -33,6 +33,7 @@ const METHODS: [&str; 12] = [
     "ClearHealth",
     "GetSharing",
     "WatchInventory",
+    "WatchActivity",
     "SetMigAdvertise",
     "GetActivity",
 ];

@@ -1,7 +1,8 @@
 //! The gRPC service: one short method per RPC. Unwrap the request, convert,
 //! make one engine call on the blocking pool, convert back (WatchInventory:
-//! a stream from `inventory_watch`; GetActivity: the sampler's latest
-//! snapshot, or a fresh one when asked, listing the claim table's claims).
+//! and WatchActivity: a stream from `inventory_watch`; GetActivity: the
+//! sampler's latest snapshot, or a fresh one when asked, listing the claim
+//! table's claims).
 //! No business logic, no locks, no hardware here. Prepare and Unprepare
 //! responses carry a [`Outcome`] extension for the latency metrics
 //! (`super::observe`).
@@ -77,6 +78,7 @@ fn marked<T>(reply: T, outcome: Outcome) -> Response<T> {
 #[tonic::async_trait]
 impl GpuSlice for Service {
     type WatchInventoryStream = inventory_watch::InventoryStream;
+    type WatchActivityStream = inventory_watch::ActivityStream;
 
     #[tracing::instrument(skip_all, fields(claim_uid = tracing::field::Empty))]
     async fn prepare(
@@ -152,6 +154,16 @@ impl GpuSlice for Service {
     ) -> Result<Response<Self::WatchInventoryStream>, Status> {
         Ok(Response::new(inventory_watch::stream(
             self.engine.watch_generation(),
+            self.stopping.clone(),
+        )))
+    }
+
+    async fn watch_activity(
+        &self,
+        _request: Request<pb::WatchActivityRequest>,
+    ) -> Result<Response<Self::WatchActivityStream>, Status> {
+        Ok(Response::new(inventory_watch::activity_stream(
+            self.activity.handle.watch(),
             self.stopping.clone(),
         )))
     }

@@ -370,6 +370,50 @@ fn activity_samples_every_5_s_by_default_and_0_turns_it_off() {
 }
 
 #[test]
+fn activity_summaries_call_a_claim_idle_after_half_an_hour_over_a_5_minute_window() {
+    let defaults = parse("").unwrap();
+    assert_eq!(defaults.activity.idle_after_s, 1800);
+    assert_eq!(defaults.activity.summary_window_s(), 300);
+    let hourly = parse("[activity]\ninterval_s = 3600").unwrap();
+    assert_eq!(
+        hourly.activity.summary_window_s(),
+        3600,
+        "unset: one interval where that is longer"
+    );
+    let set = parse("[activity]\nidle_after_s = 0\nsummary_window_s = 5").unwrap();
+    assert_eq!(set.activity.idle_after_s, 0);
+    assert_eq!(set.activity.summary_window_s(), 5);
+    let edges = parse("[activity]\ninterval_s = 1\nidle_after_s = 604800\nsummary_window_s = 3600")
+        .unwrap();
+    assert_eq!(edges.activity.idle_after_s, 604_800);
+    assert_eq!(edges.activity.summary_window_s(), 3600);
+    let off = parse("[activity]\ninterval_s = 0\nsummary_window_s = 0").unwrap();
+    assert!(
+        !off.activity.enabled(),
+        "no window checked with sampling off"
+    );
+    for (bad, needle) in [
+        (
+            "[activity]\nidle_after_s = 604801",
+            "activity.idle_after_s: 604801 is more than 604800 (a week)",
+        ),
+        ("[activity]\nidle_after_s = -1", "idle_after_s"),
+        (
+            "[activity]\nsummary_window_s = 4",
+            "activity.summary_window_s: 4 is shorter than interval_s (5)",
+        ),
+        (
+            "[activity]\ninterval_s = 1\nsummary_window_s = 3601",
+            "activity.summary_window_s: 3601 spans more than 3600 samples of interval_s = 1; use at most 3600",
+        ),
+        ("[activity]\nidle_after = 5", "unknown field `idle_after`"),
+    ] {
+        let err = parse(bad).unwrap_err().to_string();
+        assert!(err.contains(needle), "{bad}: {err}");
+    }
+}
+
+#[test]
 fn advice_defaults_and_ranges() {
     let defaults = parse("").unwrap();
     assert_eq!(defaults.advice.min_observed_s, 86_400);

@@ -22,6 +22,8 @@ fn whole(index: u32, sharing: &'static str, share: Option<u64>) -> HeldDevice {
         sharing,
         memory_share: share,
         memory_total: 80 * GIB,
+        pool: "node".to_owned(),
+        share_id: String::new(),
     }
 }
 

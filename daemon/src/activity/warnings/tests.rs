@@ -19,6 +19,9 @@ fn device(sharing: &'static str, used: u64, share: Option<u64>) -> DeviceActivit
         device_memory_used: None,
         sm_percent: None,
         processes: Vec::new(),
+        pool: String::new(),
+        share_id: String::new(),
+        summary: None,
     }
 }
 

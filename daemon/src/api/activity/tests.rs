@@ -2,7 +2,7 @@
 
 use super::{activity_response, warning_lines};
 use crate::activity::{
-    ActivitySnapshot, ClaimActivity, DeviceActivity, EpisodeCounts, ProcessActivity,
+    ActivitySnapshot, ClaimActivity, DeviceActivity, DeviceSummary, EpisodeCounts, ProcessActivity,
     UnclaimedProcess, Warning, WarningKind,
 };
 use crate::claims::ClaimKind;
@@ -34,6 +34,17 @@ fn snapshot() -> ActivitySnapshot {
             process(10, 2 * GIB, Some(10)),
             process(11, 4 * GIB, Some(20)),
         ],
+        pool: "node-1".into(),
+        share_id: "5f0c1b2a-0000-4000-8000-00000000000a".into(),
+        summary: Some(DeviceSummary {
+            window_s: 300,
+            memory_peak: 7 * GIB,
+            sm_mean: Some(25),
+            sm_peak: Some(60),
+            process_count: 2,
+            idle_since: None,
+            overshare_since: Some(1_950),
+        }),
     };
     let mps = ClaimActivity {
         uid: "00000000-0000-4000-8000-000000000001".into(),
@@ -95,6 +106,7 @@ fn snapshot() -> ActivitySnapshot {
             unclaimed: 2,
         },
         series_dropped: 0,
+        conditions_generation: 7,
     }
 }
 
@@ -127,6 +139,23 @@ fn every_field_of_the_snapshot_reaches_the_reply() {
     assert_eq!(d.sm_percent, Some(30));
     let pids: Vec<u32> = d.processes.iter().map(|p| p.pid).collect();
     assert_eq!(pids, [10, 11]);
+    assert_eq!(
+        (d.pool.as_str(), d.share_id.as_str()),
+        ("node-1", "5f0c1b2a-0000-4000-8000-00000000000a")
+    );
+    assert_eq!(
+        d.summary,
+        Some(gpuslice_proto::gpuslice::v1::DeviceUsageSummary {
+            window_seconds: 300,
+            memory_peak_bytes: 7 * GIB,
+            sm_mean_percent: Some(25),
+            sm_peak_percent: Some(60),
+            idle_since: None,
+            overshare_since: Some(1_950),
+            process_count: 2,
+        })
+    );
+    assert_eq!(reply.conditions_generation, 7);
     let p = &d.processes[1];
     assert_eq!(p.name, "python11");
     assert_eq!(p.memory_used_bytes, Some(4 * GIB));
@@ -156,6 +185,14 @@ fn a_claim_never_active_is_idle_since_its_prepare() {
     assert_eq!(idle.last_active, None);
     assert_eq!(idle.idle_seconds, 1_500);
     assert_eq!(idle.kind, "exclusive");
+}
+
+#[test]
+fn a_device_not_summarised_has_no_summary() {
+    let mut snapshot = snapshot();
+    snapshot.claims[0].devices[0].summary = None;
+    let reply = activity_response(&snapshot, 2_000);
+    assert_eq!(reply.claims[0].devices[0].summary, None);
 }
 
 #[test]

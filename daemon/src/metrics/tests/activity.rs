@@ -35,6 +35,9 @@ fn device(name: &str, sharing: &'static str, used: u64, share: Option<u64>) -> D
         device_memory_used: None,
         sm_percent: Some(45),
         processes: vec![process(100, used)],
+        pool: String::new(),
+        share_id: String::new(),
+        summary: None,
     }
 }
 
@@ -82,6 +85,7 @@ pub(super) fn node() -> ActivitySnapshot {
             unclaimed: 1,
         },
         series_dropped: 0,
+        conditions_generation: 0,
     }
 }
 

@@ -20,6 +20,7 @@ mod at_once;
 mod episodes;
 mod processes;
 mod samples;
+mod summary;
 
 /// A simulated node: the backend (to start fake processes on), an engine
 /// with the fake tools, its state in the node's folder.
@@ -59,6 +60,8 @@ impl Node {
                 max_claim_series: 1024,
                 proc_root: "/".into(),
                 state_dir: Some(self.state_dir()),
+                idle_after: Duration::from_secs(1800),
+                summary_window: Duration::from_secs(300),
             },
         )
     }

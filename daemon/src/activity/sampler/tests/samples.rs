@@ -54,6 +54,8 @@ fn sim_series_past_the_cap_are_counted() {
             max_claim_series: 1,
             proc_root: "/".into(),
             state_dir: None,
+            idle_after: Duration::from_secs(1800),
+            summary_window: Duration::from_secs(300),
         },
     );
     assert_eq!(sampler.sample_at(T0).series_dropped, 2);
