@@ -28,6 +28,7 @@ use super::procfs::ProcFs;
 use super::series::series_dropped;
 use super::snapshot::{ActivitySnapshot, WarningKind};
 use super::warnings::conditions;
+use crate::advice::keeper::HistoryKeeper;
 use crate::claims::Engine;
 use crate::gpu::{GpuBackend, GpuError};
 use crate::inventory::GpuDevice;
@@ -56,6 +57,8 @@ pub struct Sampler {
     persister: Option<Persister>,
     /// Per GPU index, when its utilization was last read (µs since epoch).
     read_at_us: HashMap<u32, u64>,
+    /// The usage history the advice reads, fed after each sample.
+    history: Option<HistoryKeeper>,
 }
 
 impl Sampler {
@@ -73,8 +76,16 @@ impl Sampler {
                 .as_deref()
                 .map(|dir| Persister::new(dir, on_disk)),
             read_at_us: HashMap::new(),
+            history: None,
             settings,
         }
+    }
+
+    /// The same sampler, feeding `history` after each sample.
+    #[must_use]
+    pub fn with_history(mut self, history: HistoryKeeper) -> Self {
+        self.history = Some(history);
+        self
     }
 
     /// Takes one sample now.
@@ -124,6 +135,12 @@ impl Sampler {
             .collect();
         self.episodes(now_s, &attribution, &unread);
         self.persist(now_s, false);
+        if let Some(history) = &mut self.history {
+            history.record(
+                now_s,
+                &super::feed::figures(&attribution.claims, &unread.gpus),
+            );
+        }
         let cpu_after = thread_cpu_us();
         ActivitySnapshot {
             enabled: true,
@@ -138,12 +155,16 @@ impl Sampler {
         }
     }
 
-    /// Writes the last active times if they changed (at shutdown).
+    /// Writes the last active times if they changed, and the usage history
+    /// if sampled since its last save (at shutdown).
     pub fn flush(&mut self) {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
         self.persist(now, true);
+        if let Some(history) = &mut self.history {
+            history.flush(now);
+        }
     }
 
     /// Where GPU `index`'s utilization window starts: its last read, or

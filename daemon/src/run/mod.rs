@@ -120,8 +120,12 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
         Arc::new(tokio::task::spawn_blocking(move || start_engine(&config, &advertiser)).await??)
     };
     // The handle is what the metrics and the API read the samples from.
-    let (activity_handle, activity_task) =
-        activity::start(engine.clone(), &config.activity, &config.state_dir);
+    let (activity_handle, activity_task) = activity::start(
+        engine.clone(),
+        &config.activity,
+        &config.advice,
+        &config.state_dir,
+    );
     let metrics = Arc::new(
         Metrics::new(engine.backend_name())
             .with_activity(activity_handle.clone(), config.activity.max_claim_series),

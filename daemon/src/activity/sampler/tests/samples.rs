@@ -97,7 +97,12 @@ fn sim_sampling_off_publishes_one_disabled_snapshot_and_runs_nothing() {
         interval_s: 0,
         ..ActivityConfig::default()
     };
-    let (handle, task) = crate::activity::start(node.engine.clone(), &config, &node.state_dir());
+    let (handle, task) = crate::activity::start(
+        node.engine.clone(),
+        &config,
+        &crate::config::AdviceConfig::default(),
+        &node.state_dir(),
+    );
     assert!(task.is_none());
     let latest = handle.latest();
     assert!(!latest.enabled);
@@ -112,7 +117,12 @@ fn sim_the_task_samples_at_once_and_stops_when_told() {
         interval_s: 3600,
         ..ActivityConfig::default()
     };
-    let (handle, task) = crate::activity::start(node.engine.clone(), &config, &node.state_dir());
+    let (handle, task) = crate::activity::start(
+        node.engine.clone(),
+        &config,
+        &crate::config::AdviceConfig::default(),
+        &node.state_dir(),
+    );
     // The loop publishes a first sample before it looks for the stop.
     task.unwrap().stop();
     let latest = handle.latest();
