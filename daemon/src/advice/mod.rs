@@ -5,7 +5,8 @@
 //!
 //! Reading order: [`history`] (the per-claim record: decaying histograms in
 //! [`history::histogram`], the file in [`history::file`]), then [`rule`]
-//! (the choice, pure); [`keeper`] (the history while the daemon runs:
+//! (the choice, pure), [`offer`] (what the node offers per GPU model,
+//! pure); [`keeper`] (the history while the daemon runs:
 //! loaded, fed by the activity sampler, saved).
 //!
 //! Owns the history and the rule; does not sample (the activity sampler
@@ -16,6 +17,7 @@
 
 pub mod history;
 pub mod keeper;
+pub mod offer;
 pub mod rule;
 
 pub use history::{ClaimFigures, DeviceFigures, History, HistorySettings};
