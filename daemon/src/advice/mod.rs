@@ -17,8 +17,10 @@
 
 pub mod history;
 pub mod keeper;
+pub mod node;
 pub mod offer;
 pub mod rule;
+pub mod view;
 
 pub use history::{ClaimFigures, DeviceFigures, History, HistorySettings};
 pub use rule::{Advice, CurrentForm, Form, GpuModel, Need, Offer, RuleSettings, advise};

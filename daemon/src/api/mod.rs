@@ -8,12 +8,14 @@
 //! gRPC codes; `advertise` converts SetMigAdvertise and the form in force;
 //! `inventory_watch` streams the inventory generation
 //! (WatchInventory) until shutdown; `activity` turns the sampler's latest
-//! snapshot into GetActivity and the warnings of GetStatus; [`observe`] is a tower layer that feeds
+//! snapshot into GetActivity and the warnings of GetStatus; `advice` turns
+//! the node's advice into GetAdvice; [`observe`] is a tower layer that feeds
 //! the event metrics (status codes, Prepare and Unprepare latency) from every
 //! response.
 
 mod activity;
 mod advertise;
+mod advice;
 mod convert;
 mod health;
 mod inventory_watch;

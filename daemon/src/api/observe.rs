@@ -22,7 +22,7 @@ use tonic::codegen::http;
 use crate::metrics::{self, Metrics};
 
 /// The service's methods, as the `rpc` label spells them.
-const METHODS: [&str; 12] = [
+const METHODS: [&str; 13] = [
     "Prepare",
     "Unprepare",
     "GetInventory",
@@ -35,6 +35,7 @@ const METHODS: [&str; 12] = [
     "WatchInventory",
     "SetMigAdvertise",
     "GetActivity",
+    "GetAdvice",
 ];
 
 /// The `rpc` label of a request path `/gpuslice.v1.GpuSlice/<Method>`.
