@@ -3,7 +3,7 @@
 //! layout, so the node offers H100 slices), sampling every second, advice
 //! after 3 s observed; a claim holding gpu-3 whole, a fake process in it at
 //! 4 GiB and 5% SM (`gpuslicectl sim exec`). Then: the advice leaves
-//! abstain, `advise` shows `mig 1g.10gb`, `advise --output yaml` piped into
+//! abstain, `advise` shows `mig 1g.10gb` and a what-if that frees gpu-3, `advise --output yaml` piped into
 //! `match -f -` is accepted, and after a restart the observed time goes on
 //! from where it was (the history is kept in `usage-history.json`). Every
 //! wait polls GetAdvice for the state it expects, with a generous bound.
@@ -119,6 +119,10 @@ async fn sim_a_whole_h100_using_4_gib_is_advised_a_1g_10gb_slice_that_match_acce
         .unwrap_or_else(|| panic!("no row for the claim: {table}"));
     assert!(row.contains("gpu-3") && row.contains("whole"), "{row}");
     assert!(row.contains("mig 1g.10gb"), "{row}");
+    assert!(
+        table.contains("\nwhat if: accepting every advice frees 1 of 1 held GPU (gpu-3)\n"),
+        "{table}"
+    );
     let (code, yaml, stderr) = ctl(&daemon, &["advise", "--output", "yaml"], None);
     assert_eq!(code, Some(0), "{stderr}{yaml}");
     assert!(yaml.contains("name: \"notebook-rightsized\""), "{yaml}");

@@ -270,3 +270,24 @@ fn nothing_to_act_on_says_so_and_exits_0() {
         ("# no claim has advice to act on\n", 0)
     );
 }
+
+#[test]
+fn the_table_ends_with_the_what_if_line() {
+    let mut r = reply(vec![claim(
+        "notebook",
+        &[("gpu-3", advice(pb::AdviceForm::Mig))],
+    )]);
+    r.what_if = Some(pb::NodeWhatIf {
+        gpus_freed: vec!["gpu-3".into()],
+        moves: vec!["ml/notebook gpu-3 -> gpu-0 mig 1g.10gb".into()],
+        mig_layouts: Vec::new(),
+        summary: "accepting every advice frees 1 of 1 held GPU (gpu-3)".into(),
+    });
+    let text = render::table_of(&r);
+    assert!(
+        text.ends_with("\nwhat if: accepting every advice frees 1 of 1 held GPU (gpu-3)\n"),
+        "{text}"
+    );
+    let doc: serde_json::Value = serde_json::from_str(&render::json_of(&r)).unwrap();
+    assert_eq!(doc["what_if"]["gpus_freed"][0], "gpu-3");
+}

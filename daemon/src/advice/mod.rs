@@ -21,6 +21,7 @@ pub mod node;
 pub mod offer;
 pub mod rule;
 pub mod view;
+pub mod whatif;
 
 pub use history::{ClaimFigures, DeviceFigures, History, HistorySettings};
 pub use rule::{Advice, CurrentForm, Form, GpuModel, Need, Offer, RuleSettings, advise};

@@ -67,7 +67,7 @@ impl NodeOffer {
 }
 
 /// Whether `gpu` runs in MIG mode now.
-fn in_mig_mode(gpu: &GpuDevice) -> bool {
+pub fn in_mig_mode(gpu: &GpuDevice) -> bool {
     matches!(
         gpu.info.mig,
         MigSupport::Supported {

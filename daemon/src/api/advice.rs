@@ -4,23 +4,35 @@
 use gpuslice_proto::gpuslice::v1 as pb;
 
 use crate::advice::node::{ClaimAdvice, DeviceAdvice, device_class};
-use crate::advice::view::AdviceSettings;
+use crate::advice::view::{AdviceSettings, NodeAdvice};
+use crate::advice::whatif::WhatIf;
 use crate::advice::{Advice, CurrentForm, Form};
 
-/// The reply to GetAdvice at `now` (Unix seconds); `claims` is `None` when
+/// The reply to GetAdvice at `now` (Unix seconds); `advice` is `None` when
 /// sampling is off.
 pub fn advice_response(
-    claims: Option<&[ClaimAdvice]>,
+    advice: Option<&NodeAdvice>,
     settings: AdviceSettings,
     now: i64,
 ) -> pb::GetAdviceResponse {
     pb::GetAdviceResponse {
-        enabled: claims.is_some(),
+        enabled: advice.is_some(),
         now,
-        claims: claims.unwrap_or_default().iter().map(claim).collect(),
-        what_if: None,
+        claims: advice
+            .map(|a| a.claims.iter().map(claim).collect())
+            .unwrap_or_default(),
+        what_if: advice.map(|a| what_if(&a.what_if)),
         min_observed_s: settings.rule.min_observed_s,
         headroom_percent: settings.rule.headroom_percent,
+    }
+}
+
+fn what_if(w: &WhatIf) -> pb::NodeWhatIf {
+    pb::NodeWhatIf {
+        gpus_freed: w.gpus_freed.clone(),
+        moves: w.moves.clone(),
+        mig_layouts: w.mig_layouts.clone(),
+        summary: w.summary(),
     }
 }
 

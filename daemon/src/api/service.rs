@@ -212,9 +212,9 @@ impl GpuSlice for Service {
         let settings = self.activity.advice;
         let reply = self
             .blocking(move |engine| {
-                let claims = history.map(|h| crate::advice::view::advice_now(engine, &h, settings));
+                let node = history.map(|h| crate::advice::view::advice_now(engine, &h, settings));
                 let now = activity::unix_now();
-                Ok(advice::advice_response(claims.as_deref(), settings, now))
+                Ok(advice::advice_response(node.as_ref(), settings, now))
             })
             .await?;
         Ok(Response::new(reply))
