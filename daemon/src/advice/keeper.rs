@@ -12,6 +12,7 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::history::file;
@@ -20,20 +21,32 @@ use super::history::{ClaimFigures, History, HistorySettings};
 /// Seconds between two saves while the claim set stays the same.
 pub const SAVE_EVERY_S: i64 = 300;
 
-/// The history, shared between the sampler and its readers. Cheap to clone.
+/// The history, shared between the sampler and its readers, and the size
+/// of its file at the last save. Cheap to clone.
 #[derive(Debug, Clone)]
-pub struct SharedHistory(Arc<Mutex<History>>);
+pub struct SharedHistory {
+    history: Arc<Mutex<History>>,
+    saved_bytes: Arc<AtomicU64>,
+}
 
 impl SharedHistory {
     /// A shared `history`.
     pub fn new(history: History) -> Self {
-        Self(Arc::new(Mutex::new(history)))
+        Self {
+            history: Arc::new(Mutex::new(history)),
+            saved_bytes: Arc::new(AtomicU64::new(0)),
+        }
     }
 
     /// The history, locked (a reader keeps the lock briefly: the sampler
     /// waits for it).
     pub fn lock(&self) -> MutexGuard<'_, History> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+        self.history.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Bytes of the file at its last save; 0 before the first.
+    pub fn saved_bytes(&self) -> u64 {
+        self.saved_bytes.load(Ordering::Relaxed)
     }
 }
 
@@ -132,7 +145,11 @@ impl HistoryKeeper {
         // A failed save is tried again a save interval later, not each sample.
         self.saved_at = Some(now);
         match file::save(dir, history) {
-            Ok(_) => self.unsaved = false,
+            Ok(bytes) => {
+                self.unsaved = false;
+                let bytes = u64::try_from(bytes).unwrap_or(u64::MAX);
+                self.history.saved_bytes.store(bytes, Ordering::Relaxed);
+            }
             Err(err) => {
                 tracing::warn!(error = %err, "usage history not saved; a restart would lose the samples since the last save");
             }

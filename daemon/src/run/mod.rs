@@ -139,7 +139,8 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
     );
     let metrics = Arc::new(
         Metrics::new(engine.backend_name())
-            .with_activity(activity_handle.clone(), config.activity.max_claim_series),
+            .with_activity(activity_handle.clone(), config.activity.max_claim_series)
+            .with_advice(advice_settings(&config)),
     );
     let source: Arc<dyn UsageSource> = engine.clone();
     let exporters = match Exporters::start(&config.metrics, source, metrics.clone()).await {
