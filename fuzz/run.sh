@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 seconds="${1:-20}"
-targets=(sharing_config daemon_config prepare_request prepare_structured cdi_roundtrip)
+targets=(sharing_config daemon_config prepare_request prepare_structured cdi_roundtrip usage_history)
 
 # cargo-fuzz passes nightly-only rustc flags (-Zsanitizer, sancov passes); the
 # stable toolchain accepts them with RUSTC_BOOTSTRAP=1.

@@ -24,7 +24,8 @@ pub struct Conn {
 /// `--output`, for a command that prints a table or a JSON document.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Out {
-    /// Output format: aligned tables, or one JSON document for scripts.
+    /// Output format: aligned tables, or one JSON document for scripts
+    /// (`advise` also prints ResourceClaimTemplates: yaml).
     #[arg(long, value_name = "FORMAT", value_enum, default_value_t = Output::Table)]
     pub output: Output,
 }
@@ -36,6 +37,8 @@ pub enum Output {
     Table,
     /// One JSON document.
     Json,
+    /// ResourceClaimTemplates (`advise` only).
+    Yaml,
 }
 
 /// The `--socket` and `--output` given on the command line, wherever given;

@@ -87,6 +87,7 @@ fn each_command_shows_only_the_flags_it_uses() {
         "inventory",
         "claims",
         "top",
+        "advise",
         "mig",
         "sharing",
         "health",
@@ -116,6 +117,7 @@ fn the_commands_are_listed_in_the_order_an_operator_looks() {
             "inventory",
             "claims",
             "top",
+            "advise",
             "mig",
             "sharing",
             "health",
@@ -151,8 +153,8 @@ fn every_socket_flag_reads_the_variable_then_the_packaged_path() {
         sub.get_subcommands().for_each(&mut check);
     }
     assert_eq!(
-        seen, 13,
-        "the binary, 10 commands, health clear and sim exec"
+        seen, 14,
+        "the binary, 11 commands, health clear and sim exec"
     );
 }
 

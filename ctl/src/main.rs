@@ -11,6 +11,7 @@
 //! have their own (see each).
 
 mod activity_render;
+mod advise;
 mod connect;
 #[cfg(test)]
 mod fixture;
@@ -120,6 +121,19 @@ enum Command {
         #[command(flatten)]
         out: Out,
     },
+    /// Right-sizing advice per claim and device, from its observed use: the
+    /// smallest MIG slice, MPS share or time-slice it fits with headroom,
+    /// give it back, keep, or too little seen yet. --output yaml prints a
+    /// ResourceClaimTemplate per advice, each checked first against this
+    /// node's published devices (exit status 1 when one would not allocate).
+    Advise {
+        #[command(flatten)]
+        advise: advise::AdviseArgs,
+        #[command(flatten)]
+        conn: Conn,
+        #[command(flatten)]
+        out: Out,
+    },
     /// Per GPU, the map of MIG slices: which profile and claim hold which slices.
     Mig {
         #[command(flatten)]
@@ -222,6 +236,7 @@ impl Command {
             | Command::Inventory { conn, out, .. }
             | Command::Claims { conn, out, .. }
             | Command::Top { conn, out, .. }
+            | Command::Advise { conn, out, .. }
             | Command::Mig { conn, out }
             | Command::Sharing { conn, out }
             | Command::Health {
@@ -276,7 +291,13 @@ fn main() -> ExitCode {
     };
     let (conn, out) = command.flags();
     let socket = given.socket.unwrap_or_else(|| conn.socket.clone());
-    let json = given.output.or(out.map(|o| o.output)) == Some(Output::Json);
+    let output = given.output.or(out.map(|o| o.output));
+    if output == Some(Output::Yaml) && !matches!(command, Command::Advise { .. }) {
+        eprintln!("gpuslicectl: --output yaml applies to `advise` only; use table or json");
+        return ExitCode::from(2);
+    }
+    let json = output == Some(Output::Json);
+    let yaml = output == Some(Output::Yaml);
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -315,7 +336,7 @@ fn main() -> ExitCode {
             }
         };
     }
-    match runtime.block_on(run(command, socket, json)) {
+    match runtime.block_on(run(command, socket, json, yaml)) {
         Ok((text, code)) => {
             print!("{text}");
             ExitCode::from(code)
@@ -360,6 +381,7 @@ async fn run(
     command: Command,
     socket: std::path::PathBuf,
     json: bool,
+    yaml: bool,
 ) -> anyhow::Result<(String, u8)> {
     let mut client = connect(socket).await?;
     let text = match command {
@@ -445,6 +467,14 @@ async fn run(
             activity_render::idle_claims(&reply, idle, json)
         }
         Command::Top { top, .. } => top::run(&mut client, top, json).await?,
+        Command::Advise { advise, .. } => {
+            let format = match (json, yaml) {
+                (true, _) => advise::Format::Json,
+                (_, true) => advise::Format::Yaml,
+                _ => advise::Format::Table,
+            };
+            return advise::run(&mut client, &advise, format).await;
+        }
         Command::Prepare { claim, .. } => prepare::run(&mut client, claim, json).await?,
         Command::Unprepare { uid, .. } => {
             let req = pb::UnprepareRequest {

@@ -45,7 +45,8 @@ const PACKAGED: [&str; 5] = [
 pub struct MatchArgs {
     /// A CEL expression (ANDed after --class's selectors when both are given).
     expression: Option<String>,
-    /// A YAML file of DeviceClasses and/or ResourceClaims (templates too).
+    /// A YAML file of DeviceClasses and/or ResourceClaims (templates too);
+    /// `-` reads standard input.
     #[arg(
         short = 'f',
         long = "file",
@@ -126,8 +127,10 @@ pub struct Report {
     pub exit_code: u8,
 }
 
-struct Publishing {
-    driver: String,
+/// How the DRA plugin publishes this node's devices.
+pub(crate) struct Publishing {
+    /// The driver name.
+    pub driver: String,
     taint_unhealthy: bool,
     consumable_capacity: bool,
 }
@@ -135,7 +138,7 @@ struct Publishing {
 /// Runs the command; the text to print and the exit status.
 pub async fn run(socket: PathBuf, args: MatchArgs, json: bool) -> anyhow::Result<(String, u8)> {
     let (targets, claims, known) = targets(&args)?;
-    let publishing = publishing(&args)?;
+    let publishing = publishing(args.driver.as_deref(), &args.plugin_config)?;
     let mut client = crate::connect(socket).await?;
     let inventory = client
         .get_inventory(pb::GetInventoryRequest {})
@@ -168,7 +171,8 @@ pub async fn run(socket: PathBuf, args: MatchArgs, json: bool) -> anyhow::Result
     Ok((match_render::render(&report, json), report.exit_code))
 }
 
-fn packaged() -> anyhow::Result<BTreeMap<String, Vec<String>>> {
+/// The packaged DeviceClasses' selectors, by class name.
+pub(crate) fn packaged() -> anyhow::Result<BTreeMap<String, Vec<String>>> {
     let mut classes = BTreeMap::new();
     for text in PACKAGED {
         classes.extend(
@@ -188,8 +192,12 @@ fn targets(args: &MatchArgs) -> anyhow::Result<Targets> {
     let known = packaged()?;
     let file = match &args.file {
         Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read {}", path.display()))?;
+            let text = if path == Path::new("-") {
+                std::io::read_to_string(std::io::stdin())
+            } else {
+                std::fs::read_to_string(path)
+            }
+            .with_context(|| format!("cannot read {}", path.display()))?;
             Some(inputs::parse(&text).with_context(|| format!("{}", path.display()))?)
         }
         None => None,
@@ -242,14 +250,16 @@ fn targets(args: &MatchArgs) -> anyhow::Result<Targets> {
     Ok((targets, claims, all))
 }
 
-fn publishing(args: &MatchArgs) -> anyhow::Result<Publishing> {
-    let config = if args.plugin_config == Path::new(PLUGIN_CONFIG) && !args.plugin_config.exists() {
+/// The publishing options: `driver` if given, else the plugin config's
+/// (the packaged path skipped when absent).
+pub(crate) fn publishing(driver: Option<&str>, plugin_config: &Path) -> anyhow::Result<Publishing> {
+    let config = if plugin_config == Path::new(PLUGIN_CONFIG) && !plugin_config.exists() {
         PluginConfig::default()
     } else {
-        PluginConfig::load(&args.plugin_config)?
+        PluginConfig::load(plugin_config)?
     };
     Ok(Publishing {
-        driver: args.driver.clone().unwrap_or(config.driver_name),
+        driver: driver.map_or(config.driver_name, str::to_owned),
         taint_unhealthy: config.taint_unhealthy,
         consumable_capacity: config.consumable_capacity,
     })
@@ -257,14 +267,19 @@ fn publishing(args: &MatchArgs) -> anyhow::Result<Publishing> {
 
 /// The plugin's pool: its slices, their devices as selectors see them, each
 /// device's taints, and what it leaves out.
-struct Published {
-    slices: Vec<ResourceSliceSpec>,
+pub(crate) struct Published {
+    /// The slices.
+    pub slices: Vec<ResourceSliceSpec>,
     views: Vec<DeviceView>,
     taints: BTreeMap<String, Vec<String>>,
     skipped: Vec<String>,
 }
 
-fn published(inventory: &pb::GetInventoryResponse, publishing: &Publishing) -> Published {
+/// The plugin's pool over `inventory`.
+pub(crate) fn published(
+    inventory: &pb::GetInventoryResponse,
+    publishing: &Publishing,
+) -> Published {
     let target = PoolTarget {
         driver: &publishing.driver,
         node_name: "this-node",

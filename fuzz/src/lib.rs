@@ -13,6 +13,7 @@
 //!   conversion, validation and the claim engine on the simulated [`node`].
 //! * [`request_gen`]: structure-aware Prepare requests for `prepare_structured`.
 //! * [`cdi`]: CDI spec JSON through the model, validation and `to_json`.
+//! * [`usage_history`]: `usage-history.json` through the loader and back.
 
 pub mod cdi;
 pub mod daemon_config;
@@ -20,3 +21,4 @@ pub mod node;
 pub mod prepare;
 pub mod request_gen;
 pub mod sharing;
+pub mod usage_history;

@@ -9,7 +9,7 @@
 //! generous bound; nothing depends on how fast a sample comes.
 
 mod at_once;
-mod processes;
+pub mod processes;
 mod watch;
 
 use std::process::Command;

@@ -4,6 +4,7 @@
 
 mod activity;
 mod activity_sampler;
+mod advice;
 mod binaries;
 mod cdi_schema;
 mod claims;

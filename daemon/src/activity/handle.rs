@@ -1,5 +1,6 @@
 //! [`ActivityHandle`]: where the sampler publishes each snapshot and where
-//! the metrics, the gRPC API and the status line read the latest one. A
+//! the metrics, the gRPC API and the status line read the latest one, and
+//! the usage history the sampler feeds (for the advice). A
 //! reader never waits for a sample: it takes the last published `Arc`. A
 //! caller that wants a sample taken now ([`ActivityHandle::fresh`]) asks the
 //! sampler's thread for one and waits for it; the thread takes it after the
@@ -14,6 +15,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use tokio::sync::{oneshot, watch};
 
 use super::ActivitySnapshot;
+use crate::advice::keeper::SharedHistory;
 
 /// What the sampler's thread is asked for (see `task`).
 #[derive(Debug)]
@@ -51,6 +53,8 @@ pub struct ActivityHandle {
     sampler: Option<Sender<Ask>>,
     /// Signals each publish.
     published: Arc<watch::Sender<Sampled>>,
+    /// The usage history the sampler feeds; `None` when nothing samples.
+    history: Option<SharedHistory>,
 }
 
 impl Default for ActivityHandle {
@@ -68,7 +72,20 @@ impl ActivityHandle {
             latest: Arc::new(RwLock::new(Arc::new(snapshot))),
             sampler: None,
             published: Arc::new(published),
+            history: None,
         }
+    }
+
+    /// The same handle, showing the usage history the sampler feeds.
+    #[must_use]
+    pub fn with_history(mut self, history: SharedHistory) -> Self {
+        self.history = Some(history);
+        self
+    }
+
+    /// The usage history, when the sampler keeps one.
+    pub fn history(&self) -> Option<&SharedHistory> {
+        self.history.as_ref()
     }
 
     /// The same handle, asking `sampler` for fresh samples.

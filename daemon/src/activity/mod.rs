@@ -10,8 +10,9 @@
 //! pure); [`warnings`] (the conditions of a sample and the lines logged,
 //! pure); [`episodes`] (warnings once per episode, pure); [`series`] (the
 //! metrics cardinality cap, pure); [`procfs`] (`/proc` reads, cached);
-//! [`persist`] (last active times across restarts); [`sampler`] (one sample
-//! through the backend); [`task`] (the loop, started and stopped by `run`,
+//! [`persist`] (last active times across restarts); [`feed`] (what a
+//! sample gives the usage history, pure); [`sampler`] (one sample through
+//! the backend, feeding the history); [`task`] (the loop, started and stopped by `run`,
 //! and the fresh samples asked for through the handle); [`current`] (the
 //! latest sample brought up to the claim table, for the API, pure);
 //! [`window`] (each claim and device's last `summary_window_s` of samples,
@@ -21,6 +22,7 @@
 pub mod attribute;
 pub mod current;
 pub mod episodes;
+pub mod feed;
 pub mod handle;
 pub mod held;
 pub mod marker;

@@ -29,6 +29,7 @@ use super::series::series_dropped;
 use super::snapshot::{ActivitySnapshot, WarningKind};
 use super::summary::{Summaries, SummarySettings};
 use super::warnings::conditions;
+use crate::advice::keeper::HistoryKeeper;
 use crate::claims::Engine;
 use crate::gpu::{GpuBackend, GpuError};
 use crate::inventory::GpuDevice;
@@ -63,6 +64,8 @@ pub struct Sampler {
     read_at_us: HashMap<u32, u64>,
     /// Each claim and device's summary window, idle states and conditions.
     summaries: Summaries,
+    /// The usage history the advice reads, fed after each sample.
+    history: Option<HistoryKeeper>,
 }
 
 impl Sampler {
@@ -85,8 +88,16 @@ impl Sampler {
                 window_s: settings.summary_window.as_secs(),
                 interval_s: settings.interval.as_secs(),
             }),
+            history: None,
             settings,
         }
+    }
+
+    /// The same sampler, feeding `history` after each sample.
+    #[must_use]
+    pub fn with_history(mut self, history: HistoryKeeper) -> Self {
+        self.history = Some(history);
+        self
     }
 
     /// Takes one sample now.
@@ -142,6 +153,12 @@ impl Sampler {
             &unread.gpus,
         );
         self.persist(now_s, false);
+        if let Some(history) = &mut self.history {
+            history.record(
+                now_s,
+                &super::feed::figures(&attribution.claims, &unread.gpus),
+            );
+        }
         let cpu_after = thread_cpu_us();
         ActivitySnapshot {
             enabled: true,
@@ -157,12 +174,16 @@ impl Sampler {
         }
     }
 
-    /// Writes the last active times if they changed (at shutdown).
+    /// Writes the last active times if they changed, and the usage history
+    /// if sampled since its last save (at shutdown).
     pub fn flush(&mut self) {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
         self.persist(now, true);
+        if let Some(history) = &mut self.history {
+            history.flush(now);
+        }
     }
 
     /// Where GPU `index`'s utilization window starts: its last read, or

@@ -18,8 +18,10 @@ use std::time::Duration;
 use super::handle::{ActivityHandle, Ask};
 use super::sampler::{Sampler, SamplerSettings};
 use super::snapshot::ActivitySnapshot;
+use crate::advice::HistorySettings;
+use crate::advice::keeper::HistoryKeeper;
 use crate::claims::Engine;
-use crate::config::ActivityConfig;
+use crate::config::{ActivityConfig, AdviceConfig};
 
 /// How long [`ActivityTask::stop`] waits for a sample in flight.
 const STOP_GRACE: Duration = Duration::from_secs(5);
@@ -36,11 +38,13 @@ pub struct ActivityTask {
 }
 
 /// Starts sampling `engine`'s GPUs as `config` says, keeping the last
-/// active times in `state_dir`. Returns the handle readers use, and the
-/// task to stop (`None` when sampling is off or the thread did not start).
+/// active times and the usage history (as `advice` says) in `state_dir`.
+/// Returns the handle readers use, and the task to stop (`None` when
+/// sampling is off or the thread did not start).
 pub fn start(
     engine: Arc<Engine>,
     config: &ActivityConfig,
+    advice: &AdviceConfig,
     state_dir: &Path,
 ) -> (ActivityHandle, Option<ActivityTask>) {
     let interval = Duration::from_secs(config.interval_s);
@@ -61,14 +65,23 @@ pub fn start(
         idle_after: Duration::from_secs(config.idle_after_s),
         summary_window: Duration::from_secs(config.summary_window_s()),
     };
+    let history = HistoryKeeper::load(
+        Some(state_dir),
+        HistorySettings {
+            interval_s: config.interval_s,
+            half_life_s: advice.half_life_s,
+            max_claims: advice.max_claims,
+        },
+    );
     let (stop, asks) = mpsc::channel();
+    let handle = handle.with_history(history.shared());
     let publish = handle.clone();
     let handle = handle.with_sampler(stop.clone());
     let (finished, done) = mpsc::channel();
     let thread = std::thread::Builder::new()
         .name("activity".to_owned())
         .spawn(move || {
-            let mut sampler = Sampler::new(engine, settings);
+            let mut sampler = Sampler::new(engine, settings).with_history(history);
             run(&mut sampler, &publish, interval, &asks);
             sampler.flush();
             let _ = finished.send(());

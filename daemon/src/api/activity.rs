@@ -14,14 +14,17 @@ use crate::activity::{
     ProcessActivity, UnclaimedProcess, Warning,
 };
 
-/// What the API shows of per-claim GPU use: the sampler's latest snapshot,
-/// and the simulated backend's process folder (for `gpuslicectl sim exec`).
+/// What the API shows of per-claim GPU use: the sampler's latest snapshot
+/// and its usage history, the simulated backend's process folder (for
+/// `gpuslicectl sim exec`), and the advice's settings.
 #[derive(Debug, Clone, Default)]
 pub struct ActivityView {
     /// Where the sampler publishes.
     pub handle: ActivityHandle,
     /// `[backend.sim] processes` when the backend is the simulator.
     pub sim_processes_dir: Option<PathBuf>,
+    /// `[advice]` and the sharing tools found (GetAdvice).
+    pub advice: crate::advice::view::AdviceSettings,
 }
 
 /// The reply to GetActivity, with idle times counted at `now` (Unix seconds).

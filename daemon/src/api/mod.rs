@@ -7,13 +7,16 @@
 //! domain types and back; [`status`] is the one place domain errors become
 //! gRPC codes; `advertise` converts SetMigAdvertise and the form in force;
 //! `inventory_watch` streams the inventory generation
-//! (WatchInventory) and each activity sample (WatchActivity) until shutdown; `activity` turns the sampler's latest
-//! snapshot into GetActivity and the warnings of GetStatus; [`observe`] is a tower layer that feeds
+//! (WatchInventory) and each activity sample (WatchActivity) until shutdown;
+//! `activity` turns the sampler's latest snapshot into GetActivity and the
+//! warnings of GetStatus; `advice` turns the node's advice into GetAdvice;
+//! [`observe`] is a tower layer that feeds
 //! the event metrics (status codes, Prepare and Unprepare latency) from every
 //! response.
 
 mod activity;
 mod advertise;
+mod advice;
 mod convert;
 mod health;
 mod inventory_watch;

@@ -22,7 +22,7 @@ use tonic::codegen::http;
 use crate::metrics::{self, Metrics};
 
 /// The service's methods, as the `rpc` label spells them.
-const METHODS: [&str; 13] = [
+const METHODS: [&str; 14] = [
     "Prepare",
     "Unprepare",
     "GetInventory",
@@ -36,6 +36,7 @@ const METHODS: [&str; 13] = [
     "WatchActivity",
     "SetMigAdvertise",
     "GetActivity",
+    "GetAdvice",
 ];
 
 /// The `rpc` label of a request path `/gpuslice.v1.GpuSlice/<Method>`.

@@ -2,7 +2,7 @@
 //! make one engine call on the blocking pool, convert back (WatchInventory:
 //! and WatchActivity: a stream from `inventory_watch`; GetActivity: the
 //! sampler's latest snapshot, or a fresh one when asked, listing the claim
-//! table's claims).
+//! table's claims; GetAdvice: the advice over the sampler's history).
 //! No business logic, no locks, no hardware here. Prepare and Unprepare
 //! responses carry a [`Outcome`] extension for the latency metrics
 //! (`super::observe`).
@@ -15,7 +15,7 @@ use tokio::sync::watch;
 use tonic::{Request, Response, Status};
 
 use super::activity::{self, ActivityView};
-use super::{advertise, convert, health, inventory_watch, mig_layout, sharing};
+use super::{advertise, advice, convert, health, inventory_watch, mig_layout, sharing};
 use crate::advertise::Advertiser;
 use crate::claims::{Engine, Prepared, Unprepared};
 use crate::metrics::Outcome;
@@ -210,6 +210,22 @@ impl GpuSlice for Service {
             .blocking(move |engine| {
                 let now = crate::activity::current(&snapshot, engine);
                 Ok(activity::activity_response(&now, activity::unix_now()))
+            })
+            .await?;
+        Ok(Response::new(reply))
+    }
+
+    async fn get_advice(
+        &self,
+        _request: Request<pb::GetAdviceRequest>,
+    ) -> Result<Response<pb::GetAdviceResponse>, Status> {
+        let history = self.activity.handle.history().cloned();
+        let settings = self.activity.advice;
+        let reply = self
+            .blocking(move |engine| {
+                let node = history.map(|h| crate::advice::view::advice_now(engine, &h, settings));
+                let now = activity::unix_now();
+                Ok(advice::advice_response(node.as_ref(), settings, now))
             })
             .await?;
         Ok(Response::new(reply))

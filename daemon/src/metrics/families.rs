@@ -13,6 +13,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
+use super::advice::AdviceFamilies;
+
 /// Upper bounds of the latency buckets, in seconds: from a prepare bound by
 /// two fsyncs (about 1 ms on a local SSD) through MIG instance creation
 /// (tens to hundreds of ms) to an MPS daemon start or a MIG mode switch
@@ -137,6 +139,8 @@ pub struct Families {
     pub errors: Family<ErrorLabels, Counter>,
     /// Per-claim GPU use, from the sampler's latest snapshot.
     pub activity: ActivityFamilies,
+    /// The right-sizing families (see `super::advice`).
+    pub advice: AdviceFamilies,
 }
 
 /// The per-claim GPU use families (see `super::activity`).
@@ -291,9 +295,12 @@ impl Default for Families {
         );
         let activity = ActivityFamilies::default();
         activity.register(&mut registry);
+        let advice = AdviceFamilies::default();
+        advice.register(&mut registry);
         Self {
             registry,
             activity,
+            advice,
             claims,
             mig_slices,
             mps_daemons,

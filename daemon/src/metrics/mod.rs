@@ -3,7 +3,8 @@
 //!
 //! Reading order: [`families`] (every name, HELP text, label set and bucket),
 //! [`gauges`] (a usage snapshot → gauges, pure), [`activity`] (the
-//! sampler's latest activity snapshot → per-claim GPU use, pure), [`exposition`] (OpenMetrics
+//! sampler's latest activity snapshot → per-claim GPU use, pure), [`advice`]
+//! (the node's right-sizing advice → its families, pure), [`exposition`] (OpenMetrics
 //! vs the Prometheus 0.0.4 text format, pure), [`http`] (the loopback
 //! listener), [`textfile`] (the node_exporter file), [`exporters`] (starting
 //! and stopping them for `run`).
@@ -22,6 +23,7 @@
 //! is optional.
 
 pub mod activity;
+pub mod advice;
 pub mod exporters;
 pub mod exposition;
 pub mod families;
@@ -40,6 +42,8 @@ pub use exposition::Format;
 use families::{BuildLabels, ErrorLabels, Families, OutcomeLabels};
 
 use crate::activity::{ActivityHandle, ActivitySnapshot};
+use crate::advice::keeper::SharedHistory;
+use crate::advice::view::{AdviceSettings, NodeAdvice};
 use crate::claims::{Engine, NodeUsage};
 
 /// Where the gauges come from: the engine, or a fixed snapshot in tests.
@@ -53,6 +57,15 @@ pub trait UsageSource: Send + Sync + std::fmt::Debug + 'static {
     fn activity_now(&self, latest: &ActivitySnapshot) -> ActivitySnapshot {
         latest.clone()
     }
+
+    /// The node's advice over `history`; none by default.
+    fn advice_now(
+        &self,
+        _history: &SharedHistory,
+        _settings: AdviceSettings,
+    ) -> Option<NodeAdvice> {
+        None
+    }
 }
 
 impl UsageSource for Engine {
@@ -62,6 +75,10 @@ impl UsageSource for Engine {
 
     fn activity_now(&self, latest: &ActivitySnapshot) -> ActivitySnapshot {
         crate::activity::current(latest, self)
+    }
+
+    fn advice_now(&self, history: &SharedHistory, settings: AdviceSettings) -> Option<NodeAdvice> {
+        Some(crate::advice::view::advice_now(self, history, settings))
     }
 }
 
@@ -126,6 +143,8 @@ pub struct Metrics {
     activity: ActivityHandle,
     /// At most this many (claim, device) series per activity family.
     max_claim_series: usize,
+    /// `[advice]` and the tools found; `None`: no advice families filled.
+    advice: Option<AdviceSettings>,
 }
 
 impl Metrics {
@@ -168,7 +187,16 @@ impl Metrics {
             render: Mutex::new(()),
             activity: ActivityHandle::default(),
             max_claim_series: DEFAULT_MAX_CLAIM_SERIES,
+            advice: None,
         }
+    }
+
+    /// The same metrics showing the advice over the history the activity
+    /// handle carries.
+    #[must_use]
+    pub fn with_advice(mut self, settings: AdviceSettings) -> Self {
+        self.advice = Some(settings);
+        self
     }
 
     /// The same metrics showing the per-claim GPU use `activity` publishes,
@@ -212,11 +240,23 @@ impl Metrics {
     pub fn render(&self, source: &dyn UsageSource, format: Format) -> Result<String, MetricsError> {
         let usage = source.usage();
         let activity_now = source.activity_now(&self.activity.latest());
+        let history = self.activity.history();
+        let advice_now = self
+            .advice
+            .zip(history)
+            .and_then(|(settings, history)| source.advice_now(history, settings));
+        let history_bytes = history.map_or(0, SharedHistory::saved_bytes);
         let _one_at_a_time = self.render.lock().unwrap_or_else(PoisonError::into_inner);
         gauges::apply(&self.families, &usage);
         activity::apply(
             &self.families.activity,
             &activity_now,
+            self.max_claim_series,
+        );
+        advice::apply(
+            &self.families.advice,
+            advice_now.as_ref(),
+            history_bytes,
             self.max_claim_series,
         );
         let mut text = String::new();

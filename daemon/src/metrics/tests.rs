@@ -2,6 +2,7 @@
 //! rules their parsers enforce, and the event metrics.
 
 mod activity;
+mod advice;
 mod exporters;
 mod format_rules;
 
@@ -215,6 +216,7 @@ fn every_family_has_help_and_follows_the_naming_rules() {
         .collect();
     let expected = [
         ("gpuslice_activity_episodes_total", "counter"),
+        ("gpuslice_activity_history_bytes", "gauge"),
         ("gpuslice_activity_sample_cpu_seconds", "gauge"),
         ("gpuslice_activity_series_dropped", "gauge"),
         ("gpuslice_build_info", "gauge"),
@@ -228,6 +230,7 @@ fn every_family_has_help_and_follows_the_naming_rules() {
         ("gpuslice_gpus", "gauge"),
         ("gpuslice_mig_slices", "gauge"),
         ("gpuslice_mps_daemons", "gauge"),
+        ("gpuslice_node_advice_gpus_freed", "gauge"),
         ("gpuslice_prepare_duration_seconds", "histogram"),
         ("gpuslice_problems", "gauge"),
         ("gpuslice_unclaimed_memory_used_bytes", "gauge"),

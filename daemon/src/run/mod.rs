@@ -39,6 +39,8 @@ pub use self::start::open_backend;
 use self::start::start_engine;
 use crate::activity;
 use crate::advertise::Advertiser;
+use crate::advice::offer::Usable;
+use crate::advice::view::AdviceSettings;
 use crate::api::{self, PeerPolicy, socket};
 use crate::claims::{ClaimError, Engine};
 use crate::config::{BackendKind, Config};
@@ -101,6 +103,15 @@ pub enum RunError {
     Task(#[from] tokio::task::JoinError),
 }
 
+/// `[advice]`, with the sharing tools the node has (their programs exist).
+fn advice_settings(config: &Config) -> AdviceSettings {
+    let usable = Usable {
+        mps: config.mps_control_program().is_file(),
+        timeslice: config.nvidia_smi().is_file(),
+    };
+    AdviceSettings::new(&config.advice, usable)
+}
+
 /// Runs the daemon until SIGTERM or SIGINT. On SIGHUP the file at
 /// `config_path` (if any) is read again and its `[mig]` section applied.
 pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), RunError> {
@@ -120,11 +131,16 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
         Arc::new(tokio::task::spawn_blocking(move || start_engine(&config, &advertiser)).await??)
     };
     // The handle is what the metrics and the API read the samples from.
-    let (activity_handle, activity_task) =
-        activity::start(engine.clone(), &config.activity, &config.state_dir);
+    let (activity_handle, activity_task) = activity::start(
+        engine.clone(),
+        &config.activity,
+        &config.advice,
+        &config.state_dir,
+    );
     let metrics = Arc::new(
         Metrics::new(engine.backend_name())
-            .with_activity(activity_handle.clone(), config.activity.max_claim_series),
+            .with_activity(activity_handle.clone(), config.activity.max_claim_series)
+            .with_advice(advice_settings(&config)),
     );
     let source: Arc<dyn UsageSource> = engine.clone();
     let exporters = match Exporters::start(&config.metrics, source, metrics.clone()).await {
@@ -156,6 +172,7 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
             handle: activity_handle,
             sim_processes_dir: (config.backend.kind == BackendKind::Sim)
                 .then(|| config.sim_processes()),
+            advice: advice_settings(&config),
         });
     let server = tokio::spawn(api::serve(listener, service, policy, metrics, stop_rx));
     // Subscribed before the first line is made: a prepare that lands

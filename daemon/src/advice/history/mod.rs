@@ -2,11 +2,13 @@
 //! claim used, kept across restarts (see [`file`]) and read by the rule
 //! ([`super::rule`]).
 //!
-//! Fed (later) by the activity sampler: after each sample it fills one
+//! Fed by the activity sampler (`activity/feed.rs`, through
+//! [`super::keeper`]): after each sample it fills one
 //! [`ClaimFigures`] per prepared claim from its `ClaimActivity` (memory used
-//! per device, `None` when no process reported a figure; SM percent where the
-//! driver samples per process; active as the sampler defines it) and calls
-//! [`History::observe`]; at an unprepare it calls [`History::forget`].
+//! per device, `None` when processes ran and none reported a figure; SM
+//! percent where the driver samples per process; active as the sampler
+//! defines it) and calls [`History::observe`]; a claim gone from the claim
+//! set (unprepared) is dropped with [`History::forget`].
 //!
 //! Invariants: at most `max_claims` claims (the least recently seen goes
 //! first, and [`History::observe`] names it); observed time counts only gaps
@@ -35,7 +37,7 @@ pub struct HistorySettings {
     pub max_claims: usize,
 }
 
-/// One sample of one claim, as the sampler will hand it over.
+/// One sample of one claim, as the sampler hands it over.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClaimFigures {
     /// The claim uid.

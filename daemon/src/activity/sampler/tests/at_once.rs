@@ -34,7 +34,12 @@ async fn sim_a_fresh_sample_is_taken_at_once_published_and_answered() {
         interval_s: 3600,
         ..ActivityConfig::default()
     };
-    let (handle, task) = crate::activity::start(node.engine.clone(), &config, &node.state_dir());
+    let (handle, task) = crate::activity::start(
+        node.engine.clone(),
+        &config,
+        &crate::config::AdviceConfig::default(),
+        &node.state_dir(),
+    );
     let before = handle.fresh().await;
     assert!(before.enabled && before.claims.is_empty());
     node.engine.prepare(&request(A, &["gpu-0"])).unwrap();
@@ -64,7 +69,12 @@ async fn sim_with_sampling_off_a_fresh_ask_answers_the_disabled_snapshot() {
         interval_s: 0,
         ..ActivityConfig::default()
     };
-    let (handle, task) = crate::activity::start(node.engine.clone(), &config, &node.state_dir());
+    let (handle, task) = crate::activity::start(
+        node.engine.clone(),
+        &config,
+        &crate::config::AdviceConfig::default(),
+        &node.state_dir(),
+    );
     assert!(task.is_none());
     let answer = handle.fresh().await;
     assert!(!answer.enabled);

@@ -18,6 +18,7 @@ use crate::testkit::{SimNode, SimNodeBuilder, requests};
 
 mod at_once;
 mod episodes;
+mod history;
 mod processes;
 mod samples;
 mod summary;

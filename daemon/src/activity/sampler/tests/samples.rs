@@ -99,7 +99,12 @@ fn sim_sampling_off_publishes_one_disabled_snapshot_and_runs_nothing() {
         interval_s: 0,
         ..ActivityConfig::default()
     };
-    let (handle, task) = crate::activity::start(node.engine.clone(), &config, &node.state_dir());
+    let (handle, task) = crate::activity::start(
+        node.engine.clone(),
+        &config,
+        &crate::config::AdviceConfig::default(),
+        &node.state_dir(),
+    );
     assert!(task.is_none());
     let latest = handle.latest();
     assert!(!latest.enabled);
@@ -114,7 +119,12 @@ fn sim_the_task_samples_at_once_and_stops_when_told() {
         interval_s: 3600,
         ..ActivityConfig::default()
     };
-    let (handle, task) = crate::activity::start(node.engine.clone(), &config, &node.state_dir());
+    let (handle, task) = crate::activity::start(
+        node.engine.clone(),
+        &config,
+        &crate::config::AdviceConfig::default(),
+        &node.state_dir(),
+    );
     // The loop publishes a first sample before it looks for the stop.
     task.unwrap().stop();
     let latest = handle.latest();
