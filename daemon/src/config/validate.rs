@@ -98,6 +98,7 @@ impl Config {
         self.metrics.validate()?;
         self.activity.validate()?;
         self.advice.validate()?;
+        self.limits.validate()?;
         let size = &self.mps.shm_size;
         if size.is_empty() || !size.chars().all(|c| c.is_ascii_alphanumeric() || c == '%') {
             return Err(invalid(
