@@ -10,7 +10,8 @@
 //! pure); [`warnings`] (the conditions of a sample and the lines logged,
 //! pure); [`episodes`] (warnings once per episode, pure); [`series`] (the
 //! metrics cardinality cap, pure); [`procfs`] (`/proc` reads, cached);
-//! [`persist`] (last active times across restarts); [`sampler`] (one sample
+//! [`persist`] (last active times across restarts); [`hook`] (what a sample
+//! hands to `[limits]`, which sits above this module); [`sampler`] (one sample
 //! through the backend); [`task`] (the loop, started and stopped by `run`,
 //! and the fresh samples asked for through the handle); [`current`] (the
 //! latest sample brought up to the claim table, for the API, pure).
@@ -20,6 +21,7 @@ pub mod current;
 pub mod episodes;
 pub mod handle;
 pub mod held;
+pub mod hook;
 pub mod marker;
 pub mod persist;
 pub mod procfs;
@@ -37,7 +39,7 @@ pub use handle::ActivityHandle;
 pub use sampler::{Sampler, SamplerSettings};
 pub use series::{kept_series, series_dropped};
 pub use snapshot::{
-    ActivitySnapshot, ClaimActivity, DeviceActivity, EpisodeCounts, ProcessActivity,
-    UnclaimedProcess, Warning, WarningKind,
+    ActivitySnapshot, ClaimActivity, DeviceActivity, EpisodeCounts, LimitAction, LimitActionKey,
+    LimitsReport, ProcessActivity, UnclaimedProcess, Warning, WarningKind,
 };
-pub use task::{ActivityTask, start, stop};
+pub use task::{ActivityTask, start, start_with_hook, stop};

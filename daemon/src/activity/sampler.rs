@@ -23,10 +23,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use super::attribute::{Attribution, GpuSample, Inputs, ProcView, attribute};
 use super::episodes::{Episodes, Unread};
 use super::held::{HeldClaim, held_claims};
+use super::hook::{SampleHook, Sampled};
 use super::persist::{Persister, load};
 use super::procfs::ProcFs;
 use super::series::series_dropped;
-use super::snapshot::{ActivitySnapshot, WarningKind};
+use super::snapshot::{ActivitySnapshot, LimitsReport, WarningKind};
 use super::warnings::conditions;
 use crate::claims::Engine;
 use crate::gpu::{GpuBackend, GpuError};
@@ -56,6 +57,8 @@ pub struct Sampler {
     persister: Option<Persister>,
     /// Per GPU index, when its utilization was last read (µs since epoch).
     read_at_us: HashMap<u32, u64>,
+    /// `[limits]`, when it does more than warn.
+    hook: Option<Box<dyn SampleHook>>,
 }
 
 impl Sampler {
@@ -73,8 +76,15 @@ impl Sampler {
                 .as_deref()
                 .map(|dir| Persister::new(dir, on_disk)),
             read_at_us: HashMap::new(),
+            hook: None,
             settings,
         }
+    }
+
+    /// The same sampler, handing each sample to `hook` after its episodes.
+    pub fn with_hook(mut self, hook: Option<Box<dyn SampleHook>>) -> Self {
+        self.hook = hook;
+        self
     }
 
     /// Takes one sample now.
@@ -123,6 +133,7 @@ impl Sampler {
             .filter_map(|c| Some((c.uid.clone(), c.last_active?)))
             .collect();
         self.episodes(now_s, &attribution, &unread);
+        let limits = self.limits(now_s, &attribution, &procs);
         self.persist(now_s, false);
         let cpu_after = thread_cpu_us();
         ActivitySnapshot {
@@ -135,6 +146,7 @@ impl Sampler {
             unclaimed: attribution.unclaimed,
             warnings: self.episodes.open(),
             episodes: self.episodes.counts(),
+            limits,
         }
     }
 
@@ -200,6 +212,27 @@ impl Sampler {
                 }
             }
         }
+    }
+
+    /// Hands the sample to `[limits]` (which only queues) and reads back
+    /// what it has done so far.
+    fn limits(
+        &mut self,
+        now: i64,
+        attribution: &Attribution,
+        procs: &HashMap<u32, ProcView>,
+    ) -> LimitsReport {
+        let Some(hook) = &mut self.hook else {
+            return LimitsReport::default();
+        };
+        let episodes = self.episodes.saved();
+        hook.after_sample(&Sampled {
+            now,
+            attribution,
+            procs,
+            episodes: &episodes,
+        });
+        hook.report()
     }
 
     fn persist(&mut self, now: i64, force: bool) {

@@ -27,6 +27,8 @@ pub struct ActivitySnapshot {
     pub episodes: EpisodeCounts,
     /// Per-claim series left out of the metrics to bound their cardinality.
     pub series_dropped: u64,
+    /// What `[limits]` did since the daemon started.
+    pub limits: LimitsReport,
 }
 
 /// One prepared claim's use of its devices.
@@ -184,6 +186,44 @@ pub struct EpisodeCounts {
     pub overshare_timeslicing: u64,
     /// Unclaimed-process episodes.
     pub unclaimed: u64,
+}
+
+/// One process ended, or named, under `[limits]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LimitAction {
+    /// Over-share or unclaimed.
+    pub kind: WarningKind,
+    /// "dry-run" or "end".
+    pub mode: &'static str,
+    /// "terminated", "killed", "would-end", "gone", "pid-reused",
+    /// "not-permitted" or "failed".
+    pub outcome: &'static str,
+    /// The claim (over-share), or "".
+    pub claim_uid: String,
+    /// The device.
+    pub device: String,
+    /// The process.
+    pub pid: u32,
+    /// Its name.
+    pub comm: String,
+    /// Memory it used, in bytes.
+    pub memory_used: u64,
+    /// Seconds the condition had lasted.
+    pub over_for_s: i64,
+    /// When the action ended, Unix milliseconds.
+    pub at_ms: i64,
+}
+
+/// `(kind, mode, outcome)` of `gpuslice_limit_actions_total`.
+pub type LimitActionKey = (WarningKind, &'static str, &'static str);
+
+/// What `[limits]` did since the daemon started.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LimitsReport {
+    /// Actions by kind, mode and outcome.
+    pub counts: std::collections::BTreeMap<LimitActionKey, u64>,
+    /// The last action per (claim uid, device); unclaimed ones under ("", device).
+    pub last: std::collections::BTreeMap<(String, String), LimitAction>,
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::handle::{ActivityHandle, Ask};
+use super::hook::SampleHook;
 use super::sampler::{Sampler, SamplerSettings};
 use super::snapshot::ActivitySnapshot;
 use crate::claims::Engine;
@@ -43,6 +44,16 @@ pub fn start(
     config: &ActivityConfig,
     state_dir: &Path,
 ) -> (ActivityHandle, Option<ActivityTask>) {
+    start_with_hook(engine, config, state_dir, None)
+}
+
+/// [`start`], handing each sample to `hook` after its episodes (`[limits]`).
+pub fn start_with_hook(
+    engine: Arc<Engine>,
+    config: &ActivityConfig,
+    state_dir: &Path,
+    hook: Option<Box<dyn SampleHook>>,
+) -> (ActivityHandle, Option<ActivityTask>) {
     let interval = Duration::from_secs(config.interval_s);
     let handle = ActivityHandle::new(ActivitySnapshot {
         enabled: config.enabled(),
@@ -66,7 +77,7 @@ pub fn start(
     let thread = std::thread::Builder::new()
         .name("activity".to_owned())
         .spawn(move || {
-            let mut sampler = Sampler::new(engine, settings);
+            let mut sampler = Sampler::new(engine, settings).with_hook(hook);
             run(&mut sampler, &publish, interval, &asks);
             sampler.flush();
             let _ = finished.send(());

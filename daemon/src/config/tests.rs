@@ -506,6 +506,11 @@ fn bad_limits_are_refused_with_what_to_use() {
             "expected a sequence",
         ),
         ("[limits]\ngrace = 5", "unknown field `grace`"),
+        (
+            "[activity]\ninterval_s = 0\n[limits]\novershare = \"dry-run\"",
+            "config key limits: overshare or unclaimed other than \"warn\" needs the activity \
+             sampler: set [activity] interval_s above 0",
+        ),
     ] {
         let err = parse(bad).unwrap_err().to_string();
         assert!(err.contains(needle), "{bad}: {err}");

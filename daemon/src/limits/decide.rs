@@ -20,8 +20,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use crate::activity::attribute::{Attribution, ProcView};
-use crate::activity::episodes::SavedEpisode;
+use crate::activity::attribute::ProcView;
+use crate::activity::hook::Sampled;
 use crate::activity::procfs::ProcInfo;
 use crate::activity::{ClaimActivity, UnclaimedProcess, WarningKind};
 use crate::config::{LimitMode, LimitsConfig};
@@ -57,19 +57,6 @@ impl Policy {
     pub fn acts(&self) -> bool {
         self.overshare != LimitMode::Warn || self.unclaimed != LimitMode::Warn
     }
-}
-
-/// One sample, as the sampler has it after its episodes.
-#[derive(Debug, Clone, Copy)]
-pub struct Sample<'a> {
-    /// Unix seconds of the sample.
-    pub now: i64,
-    /// The sample's attribution.
-    pub attribution: &'a Attribution,
-    /// Each listed pid's `/proc` view in this sample.
-    pub procs: &'a HashMap<u32, ProcView>,
-    /// The episodes open after this sample.
-    pub episodes: &'a [SavedEpisode],
 }
 
 /// A process to end ("end") or to name ("dry-run").
@@ -125,7 +112,7 @@ pub struct Decider {
 
 impl Decider {
     /// The decisions for `sample` under `policy`.
-    pub fn decide(&mut self, policy: &Policy, sample: &Sample<'_>) -> Vec<Decision> {
+    pub fn decide(&mut self, policy: &Policy, sample: &Sampled<'_>) -> Vec<Decision> {
         let open: BTreeMap<Key, i64> = sample
             .episodes
             .iter()
@@ -166,7 +153,7 @@ impl Decider {
     fn overshare(
         &mut self,
         policy: &Policy,
-        sample: &Sample<'_>,
+        sample: &Sampled<'_>,
         open: &BTreeMap<Key, i64>,
         claim: &ClaimActivity,
         device: usize,
@@ -220,7 +207,7 @@ impl Decider {
     fn unclaimed(
         &mut self,
         policy: &Policy,
-        sample: &Sample<'_>,
+        sample: &Sampled<'_>,
         open: &BTreeMap<Key, i64>,
         u: &UnclaimedProcess,
     ) -> Option<Decision> {

@@ -95,6 +95,7 @@ fn snapshot() -> ActivitySnapshot {
             unclaimed: 2,
         },
         series_dropped: 0,
+        limits: Default::default(),
     }
 }
 

@@ -2,11 +2,12 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use proptest::prelude::*;
 
-use super::{Decider, Decision, Policy, Sample};
+use super::{Decider, Decision, Policy};
 use crate::activity::WarningKind;
 use crate::activity::attribute::{Attribution, GpuSample, Inputs, ProcView, attribute};
 use crate::activity::episodes::{Episodes, SavedEpisode};
 use crate::activity::held::{HeldClaim, HeldDevice};
+use crate::activity::hook::Sampled;
 use crate::activity::marker::EnvironMarks;
 use crate::activity::procfs::ProcInfo;
 use crate::activity::warnings::conditions;
@@ -176,7 +177,7 @@ impl Node {
         let episodes = self.episodes.saved();
         let decisions = self.decider.decide(
             &self.policy,
-            &Sample {
+            &Sampled {
                 now,
                 attribution: &attribution,
                 procs: &procs,

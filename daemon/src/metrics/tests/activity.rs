@@ -82,6 +82,7 @@ pub(super) fn node() -> ActivitySnapshot {
             unclaimed: 1,
         },
         series_dropped: 0,
+        limits: Default::default(),
     }
 }
 
