@@ -46,6 +46,7 @@ pub fn reply() -> pb::GetActivityResponse {
             device_memory_used_bytes: None,
             sm_percent: Some(30),
             processes: vec![process(10, 2 * GIB, 10), process(11, 4 * GIB, 20)],
+            last_action: None,
         }],
     };
     let idle = pb::ClaimActivity {
