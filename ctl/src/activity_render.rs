@@ -70,7 +70,14 @@ fn device_json(d: &pb::DeviceActivity) -> Value {
             "memory_share_bytes": d.memory_share_bytes,
             "memory_total_bytes": d.memory_total_bytes,
             "device_memory_used_bytes": d.device_memory_used_bytes,
-            "sm_percent": d.sm_percent, "processes": processes })
+            "sm_percent": d.sm_percent, "processes": processes,
+            "last_action": d.last_action.as_ref().map(action_json) })
+}
+
+fn action_json(a: &pb::LimitAction) -> Value {
+    json!({ "kind": a.kind, "mode": a.mode, "outcome": a.outcome, "pid": a.pid,
+            "comm": a.comm, "memory_used_bytes": a.memory_used_bytes,
+            "over_for_s": a.over_for_s, "at_ms": a.at_ms })
 }
 
 fn claim_json(c: &pb::ClaimActivity) -> Value {
@@ -115,7 +122,7 @@ pub fn activity_json(reply: &pb::GetActivityResponse) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{activity_json, idle_claims};
+    use super::{activity_json, idle_claims, pb};
     use crate::fixture::{GIB, IDLE_UID, MPS_UID, reply};
 
     #[test]
@@ -184,5 +191,29 @@ mod tests {
         assert_eq!(doc["unclaimed"][0]["process"]["pid"], 77);
         assert_eq!(doc["warnings"][1]["kind"], "unclaimed");
         assert_eq!(doc["episodes"]["overshare_mps"], 1);
+        assert!(device["last_action"].is_null());
+    }
+
+    #[test]
+    fn a_limits_action_shows_on_its_device() {
+        let mut reply = reply();
+        reply.claims[0].devices[0].last_action = Some(pb::LimitAction {
+            kind: "overshare".into(),
+            mode: "end".into(),
+            outcome: "terminated".into(),
+            pid: 11,
+            comm: "python".into(),
+            memory_used_bytes: 4 * GIB,
+            over_for_s: 61,
+            at_ms: 5,
+        });
+        let doc: serde_json::Value = serde_json::from_str(&activity_json(&reply)).unwrap();
+        let action = &doc["claims"][0]["devices"][0]["last_action"];
+        assert_eq!(action["outcome"], "terminated");
+        assert_eq!(
+            (action["pid"].as_u64(), action["over_for_s"].as_i64()),
+            (Some(11), Some(61))
+        );
+        assert_eq!(action["memory_used_bytes"], 4 * GIB);
     }
 }

@@ -50,7 +50,7 @@ impl Limits {
             overshare = %config.overshare,
             unclaimed = %config.unclaimed,
             grace_s = config.grace_s,
-            "[limits] may end processes"
+            "[limits] acts on over-shares and unclaimed processes once they outlast the grace"
         );
         Some(Self {
             policy: Policy::new(config, std::process::id()),
