@@ -1,8 +1,9 @@
 //! One sample of the node: for each GPU of the inventory its processes,
 //! their utilization since the last sample, and the memory of each device a
 //! claim holds; each process's environment through `/proc`; then the
-//! attribution, the episodes (logged as they open and close), the last
-//! active times (persisted) and the snapshot.
+//! attribution, the episodes (logged as they open and close), the `[limits]`
+//! hook ([`super::hook`], which only queues), the last active times
+//! (persisted) and the snapshot.
 //!
 //! [`Sampler::sample_once`] takes one sample and returns it, without a
 //! timer (the loop is in `task`, benchmarks call it directly). A backend
