@@ -1,7 +1,8 @@
 //! What the sampler publishes after each sample: per claim and device, the
 //! processes gpuslice attributed to it and what they use; the processes on
 //! the node's GPUs that map to no claim; the over-share and unclaimed
-//! episodes open now, and how many have begun since the daemon started.
+//! episodes open now, and how many have begun since the daemon started;
+//! what `[limits]` has done (counts, and the last action per claim device).
 //! Plain data, read by the metrics, the gRPC API and `gpuslicectl`.
 
 use crate::claims::ClaimKind;

@@ -15,8 +15,8 @@
 //! 4. never a process carrying the MPS daemon marker, one whose environment
 //!    does not name the claim (over-share) or names any (unclaimed), one
 //!    whose environment or start time was not read, pid 0 or 1,
-//!    gpusliced's own pid, a name in `unclaimed_exempt`, or a process this
-//!    episode already ended.
+//!    gpusliced's own pid, a name in `unclaimed_exempt`, or a process
+//!    already ended and still listed (under either kind).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -108,6 +108,10 @@ struct Acted {
 #[derive(Debug, Clone, Default)]
 pub struct Decider {
     acted: BTreeMap<Key, Acted>,
+    /// Every process ended, by (pid, start time), while a sample lists it:
+    /// one still exiting is never chosen again, under either kind (a
+    /// process caught mid-exit may read as having no claim marker).
+    ended: BTreeSet<(u32, u64)>,
 }
 
 impl Decider {
@@ -125,6 +129,12 @@ impl Decider {
             .collect();
         self.acted
             .retain(|key, acted| open.get(key) == Some(&acted.since));
+        let listed: BTreeSet<(u32, u64)> = sample
+            .procs
+            .iter()
+            .filter_map(|(&pid, view)| Some((pid, view.as_ref().ok()?.start_time)))
+            .collect();
+        self.ended.retain(|t| listed.contains(t));
         if !policy.acts() {
             return Vec::new();
         }
@@ -145,6 +155,11 @@ impl Decider {
                 if let Some(d) = self.unclaimed(policy, sample, &open, u) {
                     decisions.push(d);
                 }
+            }
+        }
+        for d in &decisions {
+            if d.mode == LimitMode::End {
+                self.ended.insert((d.pid, d.start_time));
             }
         }
         decisions
@@ -173,7 +188,8 @@ impl Decider {
         let eligible = d.processes.iter().filter_map(|p| {
             let info = view(sample.procs, p.pid)?;
             let ours = info.marks.claims.contains(&claim.uid);
-            (ours && allowed(policy, p.pid, info)).then_some((p, info))
+            let fresh = !self.ended.contains(&(p.pid, info.start_time));
+            (ours && fresh && allowed(policy, p.pid, info)).then_some((p, info))
         });
         let since = *open.get(&key)?;
         let acted = self.acted.entry(key).or_default();
@@ -216,7 +232,8 @@ impl Decider {
         let since = *open.get(&key)?;
         let info = view(sample.procs, pid)?;
         let no_claim = info.marks.claims.is_empty();
-        if !no_claim || !allowed(policy, pid, info) {
+        let fresh = !self.ended.contains(&(pid, info.start_time));
+        if !no_claim || !fresh || !allowed(policy, pid, info) {
             return None;
         }
         let listed = BTreeSet::from([(pid, info.start_time)]);

@@ -24,6 +24,10 @@ use crate::config::LimitMode;
 /// new decisions again.
 const TICK: Duration = Duration::from_millis(50);
 
+/// Last actions kept (one per claim and device); the oldest goes first, so
+/// claims come and go without the ledger growing.
+pub const MAX_LAST_ACTIONS: usize = 4096;
+
 /// How an action ended; its text is the metric label.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::IntoStaticStr)]
 #[strum(serialize_all = "kebab-case")]
@@ -81,6 +85,15 @@ impl Ledger {
             .or_default() += 1;
         let key = (decision.claim_uid.clone(), decision.device.clone());
         report.last.insert(key, action);
+        if report.last.len() > MAX_LAST_ACTIONS
+            && let Some(oldest) = report
+                .last
+                .iter()
+                .min_by_key(|(_, a)| a.at_ms)
+                .map(|(k, _)| k.clone())
+        {
+            report.last.remove(&oldest);
+        }
     }
 }
 

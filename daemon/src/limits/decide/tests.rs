@@ -351,6 +351,25 @@ fn unclaimed_dry_run_is_once_per_process_episode() {
     assert!(node.pids(1, &world).is_empty());
 }
 
+#[test]
+fn a_process_ended_as_over_share_is_not_ended_again_as_unclaimed() {
+    let mut node = Node::new(LimitMode::End, LimitMode::End, 0);
+    let mut world = overshare_world();
+    assert_eq!(node.pids(0, &world), [(100, LimitMode::End)]);
+    // Caught mid-exit: its environment reads empty now, so it is unclaimed.
+    world[0].env = Env::NoClaim;
+    assert!(
+        node.pids(1, &world).is_empty(),
+        "the same process, still exiting"
+    );
+    world[0].start += 1;
+    assert_eq!(
+        node.pids(2, &world),
+        [(100, LimitMode::End)],
+        "a new process with that pid"
+    );
+}
+
 fn arb_env() -> impl Strategy<Value = Env> {
     prop_oneof![
         Just(Env::Claim(A)),

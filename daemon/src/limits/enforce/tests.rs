@@ -159,3 +159,25 @@ fn the_thread_ends_a_process_and_counts_it() {
     }
     assert_eq!(outcome(enforcer.ledger()), ("terminated", 1));
 }
+
+#[test]
+fn the_ledger_keeps_the_last_actions_of_at_most_max_last_actions_devices() {
+    let ledger = Ledger::default();
+    for i in 0..=super::MAX_LAST_ACTIONS {
+        let d = Decision {
+            device: format!("gpu-{i}"),
+            ..decision(100, 7, LimitMode::DryRun)
+        };
+        ledger.record(&d, super::Outcome::WouldEnd);
+    }
+    let report = ledger.report();
+    assert_eq!(report.last.len(), super::MAX_LAST_ACTIONS);
+    let newest = format!("gpu-{}", super::MAX_LAST_ACTIONS);
+    assert!(report.last.contains_key(&(UID.to_owned(), newest)));
+    let total: u64 = report.counts.values().sum();
+    assert_eq!(
+        total,
+        u64::try_from(super::MAX_LAST_ACTIONS).unwrap() + 1,
+        "every action counted"
+    );
+}
