@@ -72,7 +72,8 @@ fn device_json(d: &pb::DeviceActivity) -> Value {
             "device_memory_used_bytes": d.device_memory_used_bytes,
             "sm_percent": d.sm_percent, "processes": processes,
             "pool": d.pool, "share_id": d.share_id,
-            "summary": d.summary.as_ref().map(summary_json) })
+            "summary": d.summary.as_ref().map(summary_json),
+            "last_action": d.last_action.as_ref().map(action_json) })
 }
 
 fn summary_json(s: &pb::DeviceUsageSummary) -> Value {
@@ -80,6 +81,12 @@ fn summary_json(s: &pb::DeviceUsageSummary) -> Value {
             "sm_mean_percent": s.sm_mean_percent, "sm_peak_percent": s.sm_peak_percent,
             "process_count": s.process_count, "idle_since": s.idle_since,
             "overshare_since": s.overshare_since })
+}
+
+fn action_json(a: &pb::LimitAction) -> Value {
+    json!({ "kind": a.kind, "mode": a.mode, "outcome": a.outcome, "pid": a.pid,
+            "comm": a.comm, "memory_used_bytes": a.memory_used_bytes,
+            "over_for_s": a.over_for_s, "at_ms": a.at_ms })
 }
 
 fn claim_json(c: &pb::ClaimActivity) -> Value {
@@ -125,7 +132,7 @@ pub fn activity_json(reply: &pb::GetActivityResponse) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{activity_json, idle_claims};
+    use super::{activity_json, idle_claims, pb};
     use crate::fixture::{GIB, IDLE_UID, MPS_UID, reply};
 
     #[test]
@@ -210,6 +217,7 @@ mod tests {
         let idle = &doc["claims"][1]["devices"][0]["summary"];
         assert_eq!(idle["idle_since"], crate::fixture::NOW - 7_200);
         assert!(idle["sm_mean_percent"].is_null(), "not sampled per process");
+        assert!(device["last_action"].is_null());
     }
 
     #[test]
@@ -224,5 +232,28 @@ mod tests {
             doc["claims"][0]["devices"][0]["summary"]["idle_since"],
             crate::fixture::NOW - 7_200
         );
+    }
+
+    #[test]
+    fn a_limits_action_shows_on_its_device() {
+        let mut reply = reply();
+        reply.claims[0].devices[0].last_action = Some(pb::LimitAction {
+            kind: "overshare".into(),
+            mode: "end".into(),
+            outcome: "terminated".into(),
+            pid: 11,
+            comm: "python".into(),
+            memory_used_bytes: 4 * GIB,
+            over_for_s: 61,
+            at_ms: 5,
+        });
+        let doc: serde_json::Value = serde_json::from_str(&activity_json(&reply)).unwrap();
+        let action = &doc["claims"][0]["devices"][0]["last_action"];
+        assert_eq!(action["outcome"], "terminated");
+        assert_eq!(
+            (action["pid"].as_u64(), action["over_for_s"].as_i64()),
+            (Some(11), Some(61))
+        );
+        assert_eq!(action["memory_used_bytes"], 4 * GIB);
     }
 }

@@ -57,6 +57,7 @@ pub fn reply() -> pb::GetActivityResponse {
                 overshare_since: Some(NOW - 60),
                 process_count: 2,
             }),
+            last_action: None,
         }],
     };
     let idle = pb::ClaimActivity {

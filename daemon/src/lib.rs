@@ -25,7 +25,9 @@
 //!    claim's usage history (the history, its file, the rule).
 //! 10. [`activity`]: per-claim GPU use (processes attributed to claims, idle
 //!     claims, over-shares, unclaimed processes), sampled through the backend.
-//! 11. [`metrics`]: Prometheus metrics, on a loopback listener or a textfile.
+//! 11. [`metrics`]: Prometheus metrics, on a loopback listener or a textfile;
+//!     [`limits`]: over-shares and unclaimed processes ended (`[limits]`),
+//!     hooked into the sampler by `run`.
 //! 12. [`api`]: the gRPC service on a unix socket.
 //! 13. [`systemd`] and [`logging`]: sd_notify and journald.
 //! 14. [`run`]: start-up, the task set, shutdown; [`preflight`]: what
@@ -73,6 +75,7 @@ pub mod advice;
 pub mod activity;
 
 // Floor 11
+pub mod limits;
 pub mod metrics;
 
 // Floor 12

@@ -30,7 +30,7 @@ const FLOORS: FloorTable<'static> = FloorTable {
         (8, &["claims"]),
         (9, &["advertise", "advice"]),
         (10, &["activity"]),
-        (11, &["metrics"]),
+        (11, &["metrics", "limits"]),
         (12, &["api"]),
         (13, &["systemd", "logging"]),
         (14, &["run", "preflight"]),

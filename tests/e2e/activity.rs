@@ -27,7 +27,7 @@ const A: &str = "a1a1a1a1-1616-4000-8000-00000000000a";
 const B: &str = "b2b2b2b2-1616-4000-8000-00000000000b";
 
 /// Upper bound for the daemon to see a change; only a bug reaches it.
-const BOUND: Duration = Duration::from_secs(60);
+pub(crate) const BOUND: Duration = Duration::from_secs(60);
 
 /// Runs gpuslicectl against `daemon`; returns (answered, stdout, stderr).
 fn ctl(daemon: &Daemon, args: &[&str]) -> (bool, String, String) {
@@ -45,14 +45,18 @@ fn ctl(daemon: &Daemon, args: &[&str]) -> (bool, String, String) {
 }
 
 /// gpuslicectl's stdout, which must answer.
-fn ctl_ok(daemon: &Daemon, args: &[&str]) -> String {
+pub(crate) fn ctl_ok(daemon: &Daemon, args: &[&str]) -> String {
     let (ok, stdout, stderr) = ctl(daemon, args);
     assert!(ok, "gpuslicectl {args:?} failed: {stderr}{stdout}");
     stdout
 }
 
 /// Polls `check` until it answers, for at most [`BOUND`].
-async fn eventually<T>(daemon: &Daemon, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+pub(crate) async fn eventually<T>(
+    daemon: &Daemon,
+    what: &str,
+    mut check: impl FnMut() -> Option<T>,
+) -> T {
     let began = Instant::now();
     loop {
         if let Some(found) = check() {
@@ -68,11 +72,11 @@ async fn eventually<T>(daemon: &Daemon, what: &str, mut check: impl FnMut() -> O
 }
 
 /// `top --output json`.
-fn activity(daemon: &Daemon) -> Value {
+pub(crate) fn activity(daemon: &Daemon) -> Value {
     serde_json::from_str(&ctl_ok(daemon, &["top", "--output", "json"])).expect("JSON")
 }
 
-fn claim<'a>(activity: &'a Value, uid: &str) -> Option<&'a Value> {
+pub(crate) fn claim<'a>(activity: &'a Value, uid: &str) -> Option<&'a Value> {
     activity["claims"]
         .as_array()?
         .iter()
@@ -87,7 +91,7 @@ fn processes(activity: &Value, uid: &str) -> usize {
 }
 
 /// GET /metrics from the listener; the body.
-async fn scrape(daemon: &Daemon) -> String {
+pub(crate) async fn scrape(daemon: &Daemon) -> String {
     let addr = daemon
         .ready_status
         .split("metrics on http://")
@@ -109,7 +113,7 @@ async fn scrape(daemon: &Daemon) -> String {
 
 /// The value of the one sample of `name` whose labels contain every one of
 /// `labels` (`key="value"`).
-fn sample(text: &str, name: &str, labels: &[&str]) -> Option<f64> {
+pub(crate) fn sample(text: &str, name: &str, labels: &[&str]) -> Option<f64> {
     text.lines()
         .filter(|l| l.starts_with(&format!("{name}{{")))
         .find(|l| labels.iter().all(|label| l.contains(label)))
@@ -330,7 +334,7 @@ async fn metrics_have_both(node: &Daemon, test: &str) {
 }
 
 /// The text read by Go's parser and linted by promlint, where installed.
-fn go_check(test: &str, text: &str) {
+pub(crate) fn go_check(test: &str, text: &str) {
     let checker = match promcheck::checker() {
         Ok(checker) => checker,
         Err(why) => return crate::tools::skip(test, why),
@@ -348,7 +352,7 @@ fn go_check(test: &str, text: &str) {
     }
 }
 
-fn sim_processes_dir(node: &Daemon) -> String {
+pub(crate) fn sim_processes_dir(node: &Daemon) -> String {
     let status: Value =
         serde_json::from_str(&ctl_ok(node, &["status", "--output", "json"])).expect("JSON");
     let dir = status["sim_processes_dir"].as_str().unwrap_or_default();

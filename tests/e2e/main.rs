@@ -18,6 +18,7 @@ mod harness;
 mod health;
 mod inventory_watch;
 mod lifecycle;
+mod limits;
 mod load;
 mod r#match;
 mod metrics;

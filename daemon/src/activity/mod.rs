@@ -11,7 +11,8 @@
 //! pure); [`episodes`] (warnings once per episode, pure); [`series`] (the
 //! metrics cardinality cap, pure); [`procfs`] (`/proc` reads, cached);
 //! [`persist`] (last active times across restarts); [`feed`] (what a
-//! sample gives the usage history, pure); [`sampler`] (one sample through
+//! sample gives the usage history, pure); [`hook`] (what a sample hands to
+//! `[limits]`, which sits above this module); [`sampler`] (one sample through
 //! the backend, feeding the history); [`task`] (the loop, started and stopped by `run`,
 //! and the fresh samples asked for through the handle); [`current`] (the
 //! latest sample brought up to the claim table, for the API, pure);
@@ -25,6 +26,7 @@ pub mod episodes;
 pub mod feed;
 pub mod handle;
 pub mod held;
+pub mod hook;
 pub mod marker;
 pub mod persist;
 pub mod procfs;
@@ -44,7 +46,7 @@ pub use handle::ActivityHandle;
 pub use sampler::{Sampler, SamplerSettings};
 pub use series::{kept_series, series_dropped};
 pub use snapshot::{
-    ActivitySnapshot, ClaimActivity, DeviceActivity, DeviceSummary, EpisodeCounts, ProcessActivity,
-    UnclaimedProcess, Warning, WarningKind,
+    ActivitySnapshot, ClaimActivity, DeviceActivity, DeviceSummary, EpisodeCounts, LimitAction,
+    LimitActionKey, LimitsReport, ProcessActivity, UnclaimedProcess, Warning, WarningKind,
 };
-pub use task::{ActivityTask, start, stop};
+pub use task::{ActivityTask, start, start_with_hook, stop};

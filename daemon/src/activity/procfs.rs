@@ -27,6 +27,9 @@ pub struct ProcInfo {
     pub name: String,
     /// What its environment names.
     pub marks: EnvironMarks,
+    /// Its start time (field 22 of `stat`, clock ticks after boot): with the
+    /// pid, it names this process and no later one that reuses the pid.
+    pub start_time: u64,
 }
 
 /// A process whose `/proc` entries could not be read.
@@ -127,6 +130,7 @@ impl ProcFs {
                 .trim_end_matches('\n')
                 .to_owned(),
             marks: parse_environ(&environ),
+            start_time,
         };
         // An empty environment is a zombie's, or one read while an exec
         // is still setting up the new image: read it again next time.
@@ -150,6 +154,13 @@ impl ProcFs {
     /// How many processes are cached.
     pub fn cached(&self) -> usize {
         self.cache.len()
+    }
+
+    /// The start time of `pid` as `stat` says now, uncached (the enforcer's
+    /// check that a pid still names the sampled process).
+    pub fn start_time_of(&self, pid: u32) -> Result<u64, ProcError> {
+        let stat = self.read(pid, "stat")?;
+        start_time(&String::from_utf8_lossy(&stat)).ok_or(ProcError::Stat { pid })
     }
 
     fn read(&self, pid: u32, file: &'static str) -> Result<Vec<u8>, ProcError> {

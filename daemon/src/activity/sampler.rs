@@ -1,8 +1,9 @@
 //! One sample of the node: for each GPU of the inventory its processes,
 //! their utilization since the last sample, and the memory of each device a
 //! claim holds; each process's environment through `/proc`; then the
-//! attribution, the episodes (logged as they open and close), the last
-//! active times (persisted), the usage summaries and the snapshot.
+//! attribution, the episodes (logged as they open and close), the `[limits]`
+//! hook ([`super::hook`], which only queues), the last active times
+//! (persisted), the usage summaries, the usage history and the snapshot.
 //!
 //! [`Sampler::sample_once`] takes one sample and returns it, without a
 //! timer (the loop is in `task`, benchmarks call it directly). A backend
@@ -23,10 +24,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use super::attribute::{Attribution, GpuSample, Inputs, ProcView, attribute};
 use super::episodes::{Episodes, Unread};
 use super::held::{HeldClaim, held_claims};
+use super::hook::{SampleHook, Sampled};
 use super::persist::{Persister, load};
 use super::procfs::ProcFs;
 use super::series::series_dropped;
-use super::snapshot::{ActivitySnapshot, WarningKind};
+use super::snapshot::{ActivitySnapshot, LimitsReport, WarningKind};
 use super::summary::{Summaries, SummarySettings};
 use super::warnings::conditions;
 use crate::advice::keeper::HistoryKeeper;
@@ -66,6 +68,8 @@ pub struct Sampler {
     summaries: Summaries,
     /// The usage history the advice reads, fed after each sample.
     history: Option<HistoryKeeper>,
+    /// `[limits]`, when it does more than warn.
+    hook: Option<Box<dyn SampleHook>>,
 }
 
 impl Sampler {
@@ -89,6 +93,7 @@ impl Sampler {
                 interval_s: settings.interval.as_secs(),
             }),
             history: None,
+            hook: None,
             settings,
         }
     }
@@ -97,6 +102,12 @@ impl Sampler {
     #[must_use]
     pub fn with_history(mut self, history: HistoryKeeper) -> Self {
         self.history = Some(history);
+        self
+    }
+
+    /// The same sampler, handing each sample to `hook` after its episodes.
+    pub fn with_hook(mut self, hook: Option<Box<dyn SampleHook>>) -> Self {
+        self.hook = hook;
         self
     }
 
@@ -152,6 +163,7 @@ impl Sampler {
             &self.episodes.open(),
             &unread.gpus,
         );
+        let limits = self.limits(now_s, &attribution, &procs);
         self.persist(now_s, false);
         if let Some(history) = &mut self.history {
             history.record(
@@ -171,6 +183,7 @@ impl Sampler {
             warnings: self.episodes.open(),
             episodes: self.episodes.counts(),
             conditions_generation,
+            limits,
         }
     }
 
@@ -240,6 +253,27 @@ impl Sampler {
                 }
             }
         }
+    }
+
+    /// Hands the sample to `[limits]` (which only queues) and reads back
+    /// what it has done so far.
+    fn limits(
+        &mut self,
+        now: i64,
+        attribution: &Attribution,
+        procs: &HashMap<u32, ProcView>,
+    ) -> LimitsReport {
+        let Some(hook) = &mut self.hook else {
+            return LimitsReport::default();
+        };
+        let episodes = self.episodes.saved();
+        hook.after_sample(&Sampled {
+            now,
+            attribution,
+            procs,
+            episodes: &episodes,
+        });
+        hook.report()
     }
 
     fn persist(&mut self, now: i64, force: bool) {

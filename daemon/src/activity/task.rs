@@ -16,6 +16,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::handle::{ActivityHandle, Ask};
+use super::hook::SampleHook;
 use super::sampler::{Sampler, SamplerSettings};
 use super::snapshot::ActivitySnapshot;
 use crate::advice::HistorySettings;
@@ -46,6 +47,17 @@ pub fn start(
     config: &ActivityConfig,
     advice: &AdviceConfig,
     state_dir: &Path,
+) -> (ActivityHandle, Option<ActivityTask>) {
+    start_with_hook(engine, config, advice, state_dir, None)
+}
+
+/// [`start`], handing each sample to `hook` after its episodes (`[limits]`).
+pub fn start_with_hook(
+    engine: Arc<Engine>,
+    config: &ActivityConfig,
+    advice: &AdviceConfig,
+    state_dir: &Path,
+    hook: Option<Box<dyn SampleHook>>,
 ) -> (ActivityHandle, Option<ActivityTask>) {
     let interval = Duration::from_secs(config.interval_s);
     let handle = ActivityHandle::new(ActivitySnapshot {
@@ -81,7 +93,9 @@ pub fn start(
     let thread = std::thread::Builder::new()
         .name("activity".to_owned())
         .spawn(move || {
-            let mut sampler = Sampler::new(engine, settings).with_history(history);
+            let mut sampler = Sampler::new(engine, settings)
+                .with_history(history)
+                .with_hook(hook);
             run(&mut sampler, &publish, interval, &asks);
             sampler.flush();
             let _ = finished.send(());

@@ -73,7 +73,7 @@ fn unclaimed(u: &UnclaimedProcess) -> Condition {
 }
 
 /// "3.5 GiB" (to the nearest tenth), "512 MiB".
-fn bytes(n: u64) -> String {
+pub fn bytes(n: u64) -> String {
     const MIB: u64 = 1 << 20;
     const GIB: u64 = 1 << 30;
     if n >= GIB {

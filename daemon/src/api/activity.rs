@@ -10,8 +10,8 @@ use gpuslice_proto::gpuslice::v1 as pb;
 
 use crate::activity::handle::Sampled;
 use crate::activity::{
-    ActivityHandle, ActivitySnapshot, ClaimActivity, DeviceActivity, DeviceSummary,
-    ProcessActivity, UnclaimedProcess, Warning,
+    ActivityHandle, ActivitySnapshot, ClaimActivity, DeviceActivity, DeviceSummary, LimitAction,
+    LimitsReport, ProcessActivity, UnclaimedProcess, Warning,
 };
 
 /// What the API shows of per-claim GPU use: the sampler's latest snapshot
@@ -34,7 +34,11 @@ pub fn activity_response(snapshot: &ActivitySnapshot, now: i64) -> pb::GetActivi
         interval_ms: snapshot.interval_ms,
         sampled_at_ms: snapshot.sampled_at_ms,
         sample_cpu_us: snapshot.sample_cpu_us,
-        claims: snapshot.claims.iter().map(|c| claim(c, now)).collect(),
+        claims: snapshot
+            .claims
+            .iter()
+            .map(|c| claim(c, &snapshot.limits, now))
+            .collect(),
         unclaimed: snapshot.unclaimed.iter().map(unclaimed).collect(),
         warnings: snapshot.warnings.iter().map(warning).collect(),
         episodes: Some(pb::EpisodeCounts {
@@ -71,7 +75,7 @@ pub fn warning_lines(snapshot: &ActivitySnapshot) -> Vec<String> {
         .collect()
 }
 
-fn claim(c: &ClaimActivity, now: i64) -> pb::ClaimActivity {
+fn claim(c: &ClaimActivity, limits: &LimitsReport, now: i64) -> pb::ClaimActivity {
     pb::ClaimActivity {
         claim: Some(pb::ClaimRef {
             uid: c.uid.clone(),
@@ -82,12 +86,19 @@ fn claim(c: &ClaimActivity, now: i64) -> pb::ClaimActivity {
         prepared_at: c.prepared_at,
         last_active: c.last_active,
         idle_seconds: c.idle_for(now),
-        devices: c.devices.iter().map(device).collect(),
+        devices: c
+            .devices
+            .iter()
+            .map(|d| {
+                let last = limits.last.get(&(c.uid.clone(), d.device.clone()));
+                device(d, last)
+            })
+            .collect(),
         not_sampled_yet: !c.sampled,
     }
 }
 
-fn device(d: &DeviceActivity) -> pb::DeviceActivity {
+fn device(d: &DeviceActivity, last_action: Option<&LimitAction>) -> pb::DeviceActivity {
     pb::DeviceActivity {
         device: d.device.clone(),
         gpu: d.gpu.clone(),
@@ -102,6 +113,7 @@ fn device(d: &DeviceActivity) -> pb::DeviceActivity {
         pool: d.pool.clone(),
         share_id: d.share_id.clone(),
         summary: d.summary.as_ref().map(summary),
+        last_action: last_action.map(limit_action),
     }
 }
 
@@ -114,6 +126,19 @@ fn summary(s: &DeviceSummary) -> pb::DeviceUsageSummary {
         idle_since: s.idle_since,
         overshare_since: s.overshare_since,
         process_count: s.process_count,
+    }
+}
+
+fn limit_action(a: &LimitAction) -> pb::LimitAction {
+    pb::LimitAction {
+        kind: a.kind.to_string(),
+        mode: a.mode.to_owned(),
+        outcome: a.outcome.to_owned(),
+        pid: a.pid,
+        comm: a.comm.clone(),
+        memory_used_bytes: a.memory_used,
+        over_for_s: a.over_for_s,
+        at_ms: a.at_ms,
     }
 }
 

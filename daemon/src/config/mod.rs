@@ -8,6 +8,7 @@
 
 mod activity;
 mod advice;
+mod limits;
 mod metrics;
 mod mig;
 mod validate;
@@ -18,6 +19,7 @@ use serde::Deserialize;
 
 pub use activity::ActivityConfig;
 pub use advice::AdviceConfig;
+pub use limits::{ClaimOverride, LimitMode, LimitsConfig};
 pub use metrics::{LoopbackAddr, MetricsConfig};
 pub use mig::{MigAdvertise, MigConfig, MigCreate, MigGpuConfig};
 pub use validate::ConfigError;
@@ -74,6 +76,8 @@ pub struct Config {
     pub activity: ActivityConfig,
     /// `[advice]`: right-sizing advice from the usage history.
     pub advice: AdviceConfig,
+    /// `[limits]`: over-shares and unclaimed processes warned of, or ended.
+    pub limits: LimitsConfig,
 }
 
 /// `[health]`.
@@ -251,6 +255,7 @@ impl Default for Config {
             metrics: MetricsConfig::default(),
             activity: ActivityConfig::default(),
             advice: AdviceConfig::default(),
+            limits: LimitsConfig::default(),
         }
     }
 }

@@ -474,3 +474,107 @@ fn the_packaged_advice_block_uncommented_gives_the_defaults() {
         super::AdviceConfig::default()
     );
 }
+
+#[test]
+fn limits_default_to_warn_and_parse_every_mode() {
+    use super::{ClaimOverride, LimitMode, LimitsConfig};
+    let defaults = parse("").unwrap().limits;
+    assert_eq!(defaults, LimitsConfig::default());
+    assert_eq!(defaults.overshare, LimitMode::Warn);
+    assert_eq!(defaults.unclaimed, LimitMode::Warn);
+    assert_eq!(defaults.grace_s, 60);
+    assert_eq!(defaults.term_grace_s, 10);
+    assert_eq!(defaults.claim_override, ClaimOverride::Off);
+    assert!(defaults.unclaimed_exempt.is_empty());
+    assert!(!defaults.acts());
+    let set = parse(
+        "[limits]\novershare = \"end\"\nunclaimed = \"dry-run\"\ngrace_s = 0\n\
+         term_grace_s = 600\nclaim_override = \"stricter\"\n\
+         unclaimed_exempt = [\"nv-hostengine\", \"dcgm\"]",
+    )
+    .unwrap()
+    .limits;
+    assert_eq!(set.overshare, LimitMode::End);
+    assert_eq!(set.unclaimed, LimitMode::DryRun);
+    assert_eq!((set.grace_s, set.term_grace_s), (0, 600));
+    assert_eq!(set.claim_override, ClaimOverride::Stricter);
+    assert_eq!(set.unclaimed_exempt, ["nv-hostengine", "dcgm"]);
+    assert!(set.acts());
+    assert_eq!(
+        parse("[limits]\ngrace_s = 86400\nclaim_override = \"any\"")
+            .unwrap()
+            .limits
+            .claim_override,
+        ClaimOverride::Any
+    );
+}
+
+#[test]
+fn bad_limits_are_refused_with_what_to_use() {
+    for (bad, needle) in [
+        (
+            "[limits]\novershare = \"kill\"",
+            "unknown variant `kill`, expected one of `warn`, `dry-run`, `end`",
+        ),
+        (
+            "[limits]\nunclaimed = \"dry_run\"",
+            "unknown variant `dry_run`, expected one of `warn`, `dry-run`, `end`",
+        ),
+        (
+            "[limits]\nclaim_override = \"yes\"",
+            "unknown variant `yes`, expected one of `off`, `stricter`, `any`",
+        ),
+        (
+            "[limits]\ngrace_s = 86401",
+            "limits.grace_s: 86401 is more than 86400 (a day); use e.g. 60",
+        ),
+        ("[limits]\ngrace_s = -1", "grace_s"),
+        (
+            "[limits]\nterm_grace_s = 601",
+            "limits.term_grace_s: 601 is more than 600 (ten minutes); use e.g. 10, or 0",
+        ),
+        (
+            "[limits]\nunclaimed_exempt = [\"\"]",
+            "limits.unclaimed_exempt: \"\" cannot be a process name",
+        ),
+        (
+            "[limits]\nunclaimed_exempt = [\"a-very-long-process-name\"]",
+            "the kernel's comm is 1 to 15 bytes",
+        ),
+        (
+            "[limits]\nunclaimed_exempt = [\"/usr/bin/dcgm\"]",
+            "without '/' or newlines",
+        ),
+        (
+            "[limits]\nunclaimed_exempt = \"dcgm\"",
+            "expected a sequence",
+        ),
+        ("[limits]\ngrace = 5", "unknown field `grace`"),
+        (
+            "[activity]\ninterval_s = 0\n[limits]\novershare = \"dry-run\"",
+            "config key limits: overshare or unclaimed other than \"warn\" needs the activity \
+             sampler: set [activity] interval_s above 0",
+        ),
+    ] {
+        let err = parse(bad).unwrap_err().to_string();
+        assert!(err.contains(needle), "{bad}: {err}");
+    }
+}
+
+#[test]
+fn the_packaged_limits_block_uncommented_gives_the_defaults() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../packaging/gpuslice.toml");
+    let text = std::fs::read_to_string(path).unwrap();
+    let block: String = text
+        .lines()
+        .skip_while(|l| *l != "#[limits]")
+        .take_while(|l| !l.is_empty())
+        .filter(|l| !l.starts_with("# "))
+        .map(|l| format!("{}\n", l.trim_start_matches('#')))
+        .collect();
+    assert!(block.contains("overshare = \"warn\""), "{block}");
+    assert_eq!(
+        parse(&block).unwrap().limits,
+        super::LimitsConfig::default()
+    );
+}

@@ -98,6 +98,14 @@ impl Config {
         self.metrics.validate()?;
         self.activity.validate()?;
         self.advice.validate()?;
+        self.limits.validate()?;
+        if self.limits.acts() && !self.activity.enabled() {
+            return Err(invalid(
+                "limits",
+                "overshare or unclaimed other than \"warn\" needs the activity sampler: set \
+                 [activity] interval_s above 0, e.g. 5",
+            ));
+        }
         let size = &self.mps.shm_size;
         if size.is_empty() || !size.chars().all(|c| c.is_ascii_alphanumeric() || c == '%') {
             return Err(invalid(

@@ -10,12 +10,17 @@
 //! uid order, devices in record order; the rest are counted in
 //! `gpuslice_activity_series_dropped`; where the sampler already counted
 //! more as dropped, its count wins), and no label names a process. The
-//! episode counters follow the snapshot's counts, which only grow.
+//! episode and `[limits]` action counters follow the snapshot's counts,
+//! which only grow.
 
 use std::collections::BTreeMap;
 
-use super::families::{ActivityFamilies, ClaimDeviceLabels, EpisodeLabels, GpuLabels};
-use crate::activity::{ActivitySnapshot, ClaimActivity, DeviceActivity, EpisodeCounts};
+use super::families::{
+    ActivityFamilies, ClaimDeviceLabels, EpisodeLabels, GpuLabels, LimitActionLabels,
+};
+use crate::activity::{
+    ActivitySnapshot, ClaimActivity, DeviceActivity, EpisodeCounts, LimitsReport,
+};
 
 /// `[activity] max_claim_series` when the config says nothing.
 pub const DEFAULT_MAX_CLAIM_SERIES: usize = 1024;
@@ -51,6 +56,7 @@ pub fn apply(families: &ActivityFamilies, snapshot: &ActivitySnapshot, max_serie
         .set(i64::try_from(dropped).unwrap_or(i64::MAX));
     unclaimed(families, snapshot);
     episodes(families, snapshot.episodes);
+    limit_actions(families, &snapshot.limits);
     families.sample_cpu.set(snapshot.sample_cpu_us as f64 / 1e6);
 }
 
@@ -123,6 +129,22 @@ fn episodes(families: &ActivityFamilies, counts: EpisodeCounts) {
         let counter = families
             .episodes
             .get_or_create(&EpisodeLabels { kind, sharing });
+        let now = counter.get();
+        if count > now {
+            counter.inc_by(count - now);
+        }
+    }
+}
+
+/// Moves each `[limits]` action counter up to the report's count.
+fn limit_actions(families: &ActivityFamilies, report: &LimitsReport) {
+    for (&(kind, mode, outcome), &count) in &report.counts {
+        let labels = LimitActionLabels {
+            kind: kind.into(),
+            mode,
+            outcome,
+        };
+        let counter = families.limit_actions.get_or_create(&labels);
         let now = counter.get();
         if count > now {
             counter.inc_by(count - now);

@@ -105,6 +105,17 @@ pub struct EpisodeLabels {
     pub sharing: &'static str,
 }
 
+/// `{kind, mode, outcome}` of `gpuslice_limit_actions_total`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct LimitActionLabels {
+    /// overshare, unclaimed.
+    pub kind: &'static str,
+    /// dry-run, end.
+    pub mode: &'static str,
+    /// terminated, killed, would-end, gone, pid-reused, not-permitted, failed.
+    pub outcome: &'static str,
+}
+
 /// A gauge holding a float (ratios, seconds).
 pub type FloatGauge = Gauge<f64, AtomicU64>;
 
@@ -162,6 +173,8 @@ pub struct ActivityFamilies {
     pub unclaimed_memory: Family<GpuLabels, Gauge>,
     /// Over-share and unclaimed episodes begun.
     pub episodes: Family<EpisodeLabels, Counter>,
+    /// Processes ended or named under `[limits]`.
+    pub limit_actions: Family<LimitActionLabels, Counter>,
     /// (claim, device) series left out by the cap.
     pub series_dropped: Gauge,
     /// CPU time of the last sample.
@@ -221,6 +234,13 @@ impl ActivityFamilies {
             "Over-share episodes (an MPS or time-sliced claim using more memory than its \
              share) and unclaimed-process episodes begun since gpusliced started",
             Family::clone(&self.episodes),
+        );
+        registry.register(
+            "gpuslice_limit_actions",
+            "Processes ended (end) or named (dry-run) under [limits] since gpusliced started, \
+             by condition (overshare, unclaimed), mode and outcome (terminated, killed, \
+             would-end, gone, pid-reused, not-permitted, failed)",
+            Family::clone(&self.limit_actions),
         );
         registry.register(
             "gpuslice_activity_series_dropped",

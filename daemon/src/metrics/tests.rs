@@ -228,6 +228,7 @@ fn every_family_has_help_and_follows_the_naming_rules() {
         ("gpuslice_claims", "gauge"),
         ("gpuslice_errors_total", "counter"),
         ("gpuslice_gpus", "gauge"),
+        ("gpuslice_limit_actions_total", "counter"),
         ("gpuslice_mig_slices", "gauge"),
         ("gpuslice_mps_daemons", "gauge"),
         ("gpuslice_node_advice_gpus_freed", "gauge"),

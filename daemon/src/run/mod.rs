@@ -47,6 +47,7 @@ use crate::config::{BackendKind, Config};
 use crate::gpu::GpuError;
 use crate::health::Monitor;
 use crate::health::watch::{Stop, Watcher};
+use crate::limits;
 use crate::metrics::{Exporters, Metrics, MetricsError, UsageSource};
 use crate::mps::MpsError;
 use crate::state::{LockError, StateError, StateLock};
@@ -131,11 +132,14 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
         Arc::new(tokio::task::spawn_blocking(move || start_engine(&config, &advertiser)).await??)
     };
     // The handle is what the metrics and the API read the samples from.
-    let (activity_handle, activity_task) = activity::start(
+    let limits = limits::Limits::start(&config.limits, limits::Pidfds::new("/"))
+        .map(|l| Box::new(l) as Box<dyn activity::hook::SampleHook>);
+    let (activity_handle, activity_task) = activity::start_with_hook(
         engine.clone(),
         &config.activity,
         &config.advice,
         &config.state_dir,
+        limits,
     );
     let metrics = Arc::new(
         Metrics::new(engine.backend_name())

@@ -45,6 +45,16 @@ impl Processes {
         self.execs.len() - 1
     }
 
+    /// Waits for the `i`th `sim exec` to exit by itself; its exit code.
+    pub fn exit_code(&mut self, i: usize) -> Option<i32> {
+        self.execs[i].wait().expect("wait for sim exec").code()
+    }
+
+    /// Whether the `i`th `sim exec` still runs.
+    pub fn running(&mut self, i: usize) -> bool {
+        self.execs[i].try_wait().expect("poll sim exec").is_none()
+    }
+
     /// Ends the `i`th `sim exec` and checks it exits as its command did.
     pub fn end_exec(&mut self, i: usize) {
         let child = &mut self.execs[i];

@@ -99,6 +99,7 @@ fn env(claims: &[&str]) -> ProcView {
             claims: claims.iter().map(|c| (*c).to_owned()).collect(),
             mps_daemon: false,
         },
+        start_time: 100,
     })
 }
 
@@ -200,6 +201,7 @@ fn the_mps_daemon_is_neither_claimed_nor_unclaimed() {
             claims: BTreeSet::new(),
             mps_daemon: true,
         },
+        start_time: 100,
     });
     let out = run(
         &claims,

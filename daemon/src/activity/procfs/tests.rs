@@ -39,6 +39,11 @@ fn the_real_proc_gives_this_process_a_start_time_and_its_environment() {
     let mut procfs = ProcFs::default();
     let info = procfs.inspect(std::process::id()).unwrap();
     assert!(!info.name.is_empty());
+    assert!(info.start_time > 0);
+    assert_eq!(
+        procfs.start_time_of(std::process::id()).unwrap(),
+        info.start_time
+    );
     assert!(!info.marks.mps_daemon);
 }
 
@@ -55,6 +60,7 @@ fn name_and_markers_are_read_under_the_root() {
     let info = ProcFs::new(dir.path()).inspect(42).unwrap();
     assert_eq!(info.name, "python");
     assert!(info.marks.claims.contains(UID));
+    assert_eq!(info.start_time, 100);
 }
 
 #[test]
@@ -67,11 +73,18 @@ fn the_cache_holds_while_the_start_time_does_and_a_reused_pid_is_read_again() {
     fake(dir.path(), 42, "changed", 100, &[]);
     let cached = procfs.inspect(42).unwrap();
     assert_eq!(cached.name, "first");
+    assert_eq!(cached.start_time, 100);
     assert!(cached.marks.claims.contains(UID));
     // A new process with the same pid.
     fake(dir.path(), 42, "second", 101, &[]);
     let fresh = procfs.inspect(42).unwrap();
     assert_eq!(fresh.name, "second");
+    assert_eq!(fresh.start_time, 101);
+    assert_eq!(procfs.start_time_of(42).unwrap(), 101);
+    assert!(matches!(
+        procfs.start_time_of(43),
+        Err(ProcError::NotFound { pid: 43 })
+    ));
     assert!(fresh.marks.claims.is_empty());
 }
 

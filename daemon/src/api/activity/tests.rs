@@ -107,6 +107,7 @@ fn snapshot() -> ActivitySnapshot {
         },
         series_dropped: 0,
         conditions_generation: 7,
+        limits: Default::default(),
     }
 }
 
@@ -225,4 +226,57 @@ fn status_lists_each_open_warning_by_its_message() {
         ]
     );
     assert!(warning_lines(&ActivitySnapshot::default()).is_empty());
+}
+
+#[test]
+fn the_last_limits_action_shows_on_its_claims_device() {
+    use crate::activity::{LimitAction, WarningKind};
+    let mut snapshot = snapshot();
+    let uid = snapshot.claims[0].uid.clone();
+    let action = LimitAction {
+        kind: WarningKind::OverShare,
+        mode: "end",
+        outcome: "terminated",
+        claim_uid: uid.clone(),
+        device: "gpu-1".into(),
+        pid: 11,
+        comm: "python11".into(),
+        memory_used: 4 * GIB,
+        over_for_s: 61,
+        at_ms: 1_999_500,
+    };
+    snapshot
+        .limits
+        .last
+        .insert((uid, "gpu-1".into()), action.clone());
+    let unclaimed = LimitAction {
+        kind: WarningKind::Unclaimed,
+        claim_uid: String::new(),
+        ..action
+    };
+    snapshot
+        .limits
+        .last
+        .insert((String::new(), "gpu-1".into()), unclaimed);
+    let reply = activity_response(&snapshot, 2_000);
+    let last = reply.claims[0].devices[0].last_action.as_ref().unwrap();
+    assert_eq!(
+        (
+            last.kind.as_str(),
+            last.mode.as_str(),
+            last.outcome.as_str()
+        ),
+        ("overshare", "end", "terminated")
+    );
+    assert_eq!((last.pid, last.comm.as_str()), (11, "python11"));
+    assert_eq!(
+        (last.memory_used_bytes, last.over_for_s, last.at_ms),
+        (4 * GIB, 61, 1_999_500)
+    );
+    assert!(
+        reply.claims[1].devices.is_empty(),
+        "another claim shows no action"
+    );
+    let plain = activity_response(&self::snapshot(), 2_000);
+    assert_eq!(plain.claims[0].devices[0].last_action, None);
 }

@@ -86,6 +86,14 @@ pub(super) fn node() -> ActivitySnapshot {
         },
         series_dropped: 0,
         conditions_generation: 0,
+        limits: crate::activity::LimitsReport {
+            counts: [(
+                (crate::activity::WarningKind::OverShare, "end", "terminated"),
+                1,
+            )]
+            .into(),
+            last: Default::default(),
+        },
     }
 }
 
@@ -365,5 +373,47 @@ fn both_formats_keep_their_rules_with_activity_series() {
         series(&all, "gpuslice_claim_memory_used_bytes")
             .iter()
             .any(|s| s.labels["name"] == "a \"quoted\" \\ name")
+    );
+}
+
+#[test]
+fn limit_actions_are_counters_by_kind_mode_and_outcome_that_never_fall() {
+    use crate::activity::WarningKind;
+    let (metrics, handle) = metrics(1024);
+    let actions = |all: &[Sample], kind, mode, outcome| {
+        value(
+            all,
+            "gpuslice_limit_actions_total",
+            &[("kind", kind), ("mode", mode), ("outcome", outcome)],
+        )
+    };
+    let mut snapshot = node();
+    snapshot.limits.counts.clear();
+    snapshot
+        .limits
+        .counts
+        .insert((WarningKind::OverShare, "end", "terminated"), 2);
+    snapshot
+        .limits
+        .counts
+        .insert((WarningKind::Unclaimed, "dry-run", "would-end"), 1);
+    handle.publish(snapshot.clone());
+    let (text, all) = render(&metrics);
+    assert!(
+        text.contains("# TYPE gpuslice_limit_actions_total counter\n"),
+        "{text}"
+    );
+    assert_eq!(actions(&all, "overshare", "end", "terminated"), Some(2.0));
+    assert_eq!(
+        actions(&all, "unclaimed", "dry-run", "would-end"),
+        Some(1.0)
+    );
+    assert_eq!(actions(&all, "overshare", "end", "killed"), None);
+    handle.publish(ActivitySnapshot::default());
+    let (_, all) = render(&metrics);
+    assert_eq!(
+        actions(&all, "overshare", "end", "terminated"),
+        Some(2.0),
+        "never falls"
     );
 }
