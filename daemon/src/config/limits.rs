@@ -9,7 +9,7 @@
 //! `claim_override` whether a claim's own `LimitsConfig` may change this;
 //! `unclaimed_exempt` the process names (`comm`) never ended.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::validate::{ConfigError, invalid};
 
@@ -33,6 +33,7 @@ pub const MAX_COMM_LEN: usize = 15;
     PartialOrd,
     Ord,
     Default,
+    Serialize,
     Deserialize,
     strum::Display,
     strum::IntoStaticStr,

@@ -19,7 +19,7 @@ use serde::Deserialize;
 
 pub use activity::ActivityConfig;
 pub use advice::AdviceConfig;
-pub use limits::{ClaimOverride, LimitMode, LimitsConfig};
+pub use limits::{ClaimOverride, LimitMode, LimitsConfig, MAX_GRACE_S};
 pub use metrics::{LoopbackAddr, MetricsConfig};
 pub use mig::{MigAdvertise, MigConfig, MigCreate, MigGpuConfig};
 pub use validate::ConfigError;

@@ -29,7 +29,7 @@ pub enum SharingError {
     #[error(
         "{field}: apiVersion {api_version:?} is not supported; use \
          \"resource.nvidia.com/v1beta1\" (GpuConfig, MigDeviceConfig) or \
-         \"gpuslice.dev/v1alpha1\" (MpsMemoryConfig)"
+         \"gpuslice.dev/v1alpha1\" (MpsMemoryConfig, LimitsConfig)"
     )]
     UnknownApiVersion {
         /// "configs[N].apiVersion".

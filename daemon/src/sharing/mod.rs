@@ -9,6 +9,11 @@
 //! apiVersion: gpuslice.dev/v1alpha1
 //! kind: MpsMemoryConfig
 //! memory: 20Gi          # this claim's share of a whole GPU's memory, under MPS
+//! ---
+//! apiVersion: gpuslice.dev/v1alpha1
+//! kind: LimitsConfig    # the claim's own [limits] (where the node allows it)
+//! overshare: end        # warn | dry-run | end
+//! graceSeconds: 30
 //! ```
 //!
 //! The flow is two steps:
@@ -32,6 +37,8 @@ mod quantity;
 mod resolve;
 
 use std::collections::BTreeMap;
+
+use crate::config::LimitMode;
 
 pub use error::SharingError;
 pub use model::{GPUSLICE_API_VERSION, NVIDIA_API_VERSION};
@@ -137,6 +144,18 @@ pub struct MpsSettings {
     pub memory_share: Option<u64>,
 }
 
+/// A claim's `LimitsConfig`: its own over-share mode and grace, each unset
+/// when the node's applies. Stored in the claim record as written here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ClaimLimits {
+    /// `overshare`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overshare: Option<LimitMode>,
+    /// `graceSeconds`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grace_s: Option<u64>,
+}
+
 /// How a request's devices are shared.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SharingPolicy {
@@ -201,6 +220,23 @@ pub fn parse_configs(
         );
     }
     Ok(out)
+}
+
+/// The claim's winning `LimitsConfig` and its position, if any: claim
+/// configs over class configs, later over earlier. It applies to the whole
+/// claim, whatever requests its entry names. Every entry is checked.
+pub fn claim_limits(
+    entries: &[ConfigEntry<'_>],
+) -> Result<Option<(usize, ClaimLimits)>, SharingError> {
+    let mut winner: Option<(ConfigSource, usize, ClaimLimits)> = None;
+    for (index, entry) in entries.iter().enumerate() {
+        if let ParsedEntry::Limits(limits) = parse_entry(index, entry.parameters_json)?
+            && winner.is_none_or(|(source, at, _)| (source, at) <= (entry.source, index))
+        {
+            winner = Some((entry.source, index, limits));
+        }
+    }
+    Ok(winner.map(|(_, index, limits)| (index, limits)))
 }
 
 /// Adds a memory share to the NVIDIA policy: it implies MPS, and cannot sit

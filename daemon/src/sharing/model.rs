@@ -122,6 +122,26 @@ pub struct MpsMemoryConfig {
     pub memory: Quantity,
 }
 
+/// `apiVersion: gpuslice.dev/v1alpha1`, `kind: LimitsConfig`: the claim's
+/// own `[limits]` over-share mode and grace, where the node lets claims set
+/// them (`[limits] claim_override`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsConfigEntry {
+    /// Checked by [`TypeMeta`] first.
+    #[serde(rename = "apiVersion")]
+    pub _api_version: String,
+    /// Checked by [`TypeMeta`] first.
+    #[serde(rename = "kind")]
+    pub _kind: String,
+    /// "warn", "dry-run" or "end".
+    #[serde(default)]
+    pub overshare: Option<String>,
+    /// Seconds over the share before acting.
+    #[serde(rename = "graceSeconds", default)]
+    pub grace_seconds: Option<u64>,
+}
+
 /// A Kubernetes quantity as JSON carries it: a string or a plain number.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]

@@ -7,11 +7,14 @@ use serde::de::DeserializeOwned;
 
 use super::error::SharingError;
 use super::model::{
-    GPUSLICE_API_VERSION, GpuConfig, MigDeviceConfig, MpsConfig, MpsMemoryConfig,
-    NVIDIA_API_VERSION, Quantity, TypeMeta,
+    GPUSLICE_API_VERSION, GpuConfig, LimitsConfigEntry, MigDeviceConfig, MpsConfig,
+    MpsMemoryConfig, NVIDIA_API_VERSION, Quantity, TypeMeta,
 };
 use super::quantity::parse_bytes;
-use super::{ConfigKind, MIN_PINNED_LIMIT_BYTES, MpsSettings, SharingPolicy, TimeSliceInterval};
+use super::{
+    ClaimLimits, ConfigKind, MIN_PINNED_LIMIT_BYTES, MpsSettings, SharingPolicy, TimeSliceInterval,
+};
+use crate::config::{LimitMode, MAX_GRACE_S};
 
 /// Largest opaque config Kubernetes stores (10 KiB).
 pub const MAX_CONFIG_BYTES: usize = 10 * 1024;
@@ -28,6 +31,8 @@ pub enum ParsedEntry {
     },
     /// Our MpsMemoryConfig: bytes of a whole GPU under MPS.
     MemoryShare(u64),
+    /// Our LimitsConfig: the claim's own over-share mode and grace.
+    Limits(ClaimLimits),
 }
 
 /// Parses config entry `index` (its position in the claim's configs).
@@ -75,11 +80,15 @@ pub fn parse_entry(index: usize, json: &str) -> Result<ParsedEntry, SharingError
             let bytes = limit(&at(".memory"), &config.memory)?;
             Ok(ParsedEntry::MemoryShare(bytes))
         }
+        (GPUSLICE_API_VERSION, "LimitsConfig") => {
+            let config: LimitsConfigEntry = decode(index, json)?;
+            claim_limits(index, config).map(ParsedEntry::Limits)
+        }
         (GPUSLICE_API_VERSION, other) => Err(SharingError::UnknownKind {
             field: at(".kind"),
             api_version: GPUSLICE_API_VERSION.to_owned(),
             kind: other.to_owned(),
-            expected: "\"MpsMemoryConfig\"",
+            expected: "\"MpsMemoryConfig\" or \"LimitsConfig\"",
         }),
         (other, _) => Err(SharingError::UnknownApiVersion {
             field: at(".apiVersion"),
@@ -237,4 +246,43 @@ fn limit(field: &str, quantity: &Quantity) -> Result<u64, SharingError> {
         });
     }
     Ok(bytes)
+}
+
+/// A `LimitsConfig`: a known mode, a grace within a day, at least one of them.
+fn claim_limits(index: usize, config: LimitsConfigEntry) -> Result<ClaimLimits, SharingError> {
+    let at = |path: &str| format!("configs[{index}]{path}");
+    let overshare = match config.overshare.as_deref() {
+        None => None,
+        Some("warn") => Some(LimitMode::Warn),
+        Some("dry-run") => Some(LimitMode::DryRun),
+        Some("end") => Some(LimitMode::End),
+        Some(other) => {
+            return Err(SharingError::BadValue {
+                field: at(".overshare"),
+                value: format!("{other:?}"),
+                problem: "is not a limits mode; use \"warn\", \"dry-run\" or \"end\"".to_owned(),
+            });
+        }
+    };
+    if let Some(grace) = config.grace_seconds
+        && grace > MAX_GRACE_S
+    {
+        return Err(SharingError::BadValue {
+            field: at(".graceSeconds"),
+            value: grace.to_string(),
+            problem: format!("is more than {MAX_GRACE_S} (a day); use e.g. 60"),
+        });
+    }
+    if overshare.is_none() && config.grace_seconds.is_none() {
+        return Err(SharingError::Conflict {
+            field: at(""),
+            problem: "a LimitsConfig sets neither overshare nor graceSeconds; set one of them \
+                      or remove the LimitsConfig"
+                .to_owned(),
+        });
+    }
+    Ok(ClaimLimits {
+        overshare,
+        grace_s: config.grace_seconds,
+    })
 }

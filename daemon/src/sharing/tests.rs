@@ -497,3 +497,119 @@ fn an_interval_prints_as_its_name_in_records_and_parses_back() {
     }
     assert_eq!(TimeSliceInterval::parse("long"), None);
 }
+
+fn limits(fields: &str) -> String {
+    format!(r#"{{"apiVersion":"gpuslice.dev/v1alpha1","kind":"LimitsConfig"{fields}}}"#)
+}
+
+#[test]
+fn a_limits_config_parses_to_the_claims_limits() {
+    let cases = [
+        (
+            r#","overshare":"end","graceSeconds":30"#,
+            Some(LimitMode::End),
+            Some(30),
+        ),
+        (r#","overshare":"dry-run""#, Some(LimitMode::DryRun), None),
+        (r#","overshare":"warn""#, Some(LimitMode::Warn), None),
+        (r#","graceSeconds":0"#, None, Some(0)),
+        (r#","graceSeconds":86400"#, None, Some(86_400)),
+    ];
+    for (fields, overshare, grace_s) in cases {
+        assert_eq!(
+            parse_entry(0, &limits(fields)).unwrap(),
+            ParsedEntry::Limits(ClaimLimits { overshare, grace_s }),
+            "{fields}"
+        );
+    }
+}
+
+#[test]
+fn a_bad_limits_config_is_refused_saying_what_to_fix() {
+    let cases = [
+        (
+            limits(r#","overshare":"kill""#),
+            "configs[0].overshare: \"kill\" is not a limits mode; use \"warn\", \"dry-run\" or \"end\"",
+        ),
+        (
+            limits(r#","graceSeconds":86401"#),
+            "configs[0].graceSeconds: 86401 is more than 86400 (a day); use e.g. 60",
+        ),
+        (
+            limits(r#","graceSeconds":-1"#),
+            "configs[0].graceSeconds: invalid value",
+        ),
+        (
+            limits(r#","overshare":"end","unclaimed":"end""#),
+            "unknown field `unclaimed`",
+        ),
+        (
+            limits(""),
+            "configs[0]: a LimitsConfig sets neither overshare nor graceSeconds; set one of them or remove the LimitsConfig",
+        ),
+        (
+            format!(r#"{{"apiVersion":"gpuslice.dev/v1alpha1","kind":"Limits"}}"#),
+            "use \"MpsMemoryConfig\" or \"LimitsConfig\"",
+        ),
+        (
+            limits(&format!(
+                r#","overshare":"end","x":"{}""#,
+                "a".repeat(MAX_CONFIG_BYTES)
+            )),
+            "at most 10240 are allowed",
+        ),
+    ];
+    for (json, expected) in cases {
+        let err = refusal(&json);
+        assert!(err.contains(expected), "{json:.80}: {err}");
+    }
+}
+
+#[test]
+fn the_claims_limits_are_its_last_limits_config_claim_over_class() {
+    let claim = limits(r#","overshare":"end""#);
+    let class = limits(r#","graceSeconds":5"#);
+    let later = limits(r#","overshare":"dry-run""#);
+    let entry = |source, json| ConfigEntry {
+        source,
+        requests: &[],
+        parameters_json: json,
+    };
+    let entries = [
+        entry(ConfigSource::Claim, &claim),
+        entry(ConfigSource::Class, &class),
+        entry(ConfigSource::Claim, &later),
+    ];
+    let (index, won) = claim_limits(&entries).unwrap().unwrap();
+    assert_eq!(index, 2);
+    assert_eq!(won.overshare, Some(LimitMode::DryRun));
+    let (index, _) = claim_limits(&entries[..2]).unwrap().unwrap();
+    assert_eq!(index, 0, "a claim config wins over a later class config");
+    let none = gpu("");
+    assert_eq!(
+        claim_limits(&[entry(ConfigSource::Claim, &none)]).unwrap(),
+        None
+    );
+    let bad = limits(r#","overshare":"never""#);
+    assert!(claim_limits(&[entry(ConfigSource::Class, &bad)]).is_err());
+    let parsed = policies(&[(ConfigSource::Claim, Vec::new(), claim.clone())], &["r"]).unwrap();
+    assert_eq!(
+        parsed["r"].policy,
+        SharingPolicy::Exclusive,
+        "limits do not share"
+    );
+}
+
+#[test]
+fn claim_limits_are_stored_with_only_the_fields_set() {
+    let only_mode = ClaimLimits {
+        overshare: Some(LimitMode::DryRun),
+        grace_s: None,
+    };
+    let text = serde_json::to_string(&only_mode).unwrap();
+    assert_eq!(text, r#"{"overshare":"dry-run"}"#);
+    assert_eq!(
+        serde_json::from_str::<ClaimLimits>(&text).unwrap(),
+        only_mode
+    );
+}
