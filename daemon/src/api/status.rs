@@ -18,7 +18,8 @@ pub fn error(err: ClaimError) -> Status {
         | ClaimError::UnknownDevice { .. }
         | ClaimError::DuplicateDevice { .. }
         | ClaimError::DevicesOverlap { .. }
-        | ClaimError::Sharing(_) => Code::InvalidArgument,
+        | ClaimError::Sharing(_)
+        | ClaimError::Limits(_) => Code::InvalidArgument,
         ClaimError::DeviceHeld { .. }
         | ClaimError::GpuShared { .. }
         | ClaimError::SharingOnMigManaged { .. }

@@ -52,6 +52,10 @@ pub enum ClaimError {
     /// field, e.g. `configs[1].sharing.mpsConfig.defaultActiveThreadPercentage`).
     #[error(transparent)]
     Sharing(#[from] SharingError),
+    /// A claim's `LimitsConfig` that this node's `[limits] claim_override`
+    /// does not let stand (the message names the config and what to do).
+    #[error(transparent)]
+    Limits(#[from] crate::limits::admit::AdmitError),
     /// The device, or part of it, is held by another claim.
     #[error(
         "device {device} is not free: claim {holder} holds {holder_device} on the same GPU; \

@@ -111,6 +111,8 @@ pub struct EngineSettings {
     pub cdi_hook: Option<PathBuf>,
     /// The current boot id.
     pub boot_id: String,
+    /// `[limits]`: whether a claim's own `LimitsConfig` may stand.
+    pub limits: crate::config::LimitsConfig,
 }
 
 /// The claim engine. Cheap to share behind an `Arc`.

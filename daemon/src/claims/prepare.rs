@@ -25,6 +25,7 @@ use super::undo::{Step, Undo};
 use super::{Engine, Prepared, lock, spec};
 use crate::cdi_build::{cdi_device_id, spec_file_name};
 use crate::inventory::{DeviceRef, Inventory};
+use crate::sharing::ClaimLimits;
 use crate::state::{ClaimRecord, DeviceKind, DeviceSharing, MigSlice, Phase, RecordDevice};
 
 impl Engine {
@@ -36,8 +37,9 @@ impl Engine {
         let sharing = req
             .validate(&inventory)
             .map_err(|err| self.gone_rather_than_unknown(req, &inventory, err))?;
+        let limits = req.limits(&self.env.settings.limits)?;
         let _claim = self.claim_locks.lock(&req.uid);
-        self.prepare_locked(req, &inventory, sharing)
+        self.prepare_locked(req, &inventory, sharing, limits)
     }
 
     fn prepare_locked(
@@ -45,6 +47,7 @@ impl Engine {
         req: &PrepareRequest,
         inventory: &Inventory,
         sharing: Vec<Option<DeviceSharing>>,
+        limits: Option<ClaimLimits>,
     ) -> Result<Prepared, ClaimError> {
         let existing = lock(&self.table).get(&req.uid).cloned();
         if let Some(record) = existing {
@@ -75,7 +78,7 @@ impl Engine {
                 });
             }
         }
-        let mut record = self.new_record(req, &devices, sharing);
+        let mut record = self.new_record(req, &devices, sharing, limits);
         let wants: Vec<Want> = devices
             .iter()
             .zip(&record.devices)
@@ -201,6 +204,7 @@ impl Engine {
         req: &PrepareRequest,
         devices: &[DeviceRef<'_>],
         sharing: Vec<Option<DeviceSharing>>,
+        limits: Option<ClaimLimits>,
     ) -> ClaimRecord {
         let devices = req
             .devices
@@ -252,6 +256,7 @@ impl Engine {
                 .collect(),
             cdi_spec_file: spec_file_name(&req.uid),
             prepared_at: unix_now(),
+            limits,
         };
         record.version = record.format_version();
         record

@@ -6,8 +6,10 @@
 mod sharing;
 
 use super::error::ClaimError;
+use crate::config::LimitsConfig;
 use crate::inventory::{DeviceRef, Inventory};
-use crate::sharing::ConfigSource;
+use crate::limits::admit::admit;
+use crate::sharing::{ClaimLimits, ConfigSource};
 use crate::state::DeviceSharing;
 
 /// Longest namespace or claim name Kubernetes allows (DNS subdomain).
@@ -127,6 +129,17 @@ impl PrepareRequest {
             check_consumed(i, d.consumed_memory, &device)?;
         }
         sharing::resolve_sharing(self, inventory)
+    }
+
+    /// The claim's own limits (its winning `LimitsConfig`), when it has one
+    /// and `node`'s `[limits] claim_override` lets it stand. Call after
+    /// [`PrepareRequest::validate`], before anything is reserved.
+    pub fn limits(&self, node: &LimitsConfig) -> Result<Option<ClaimLimits>, ClaimError> {
+        let entries = sharing::entries(self);
+        let Some((index, limits)) = crate::sharing::claim_limits(&entries)? else {
+            return Ok(None);
+        };
+        Ok(Some(admit(node, index, limits)?))
     }
 }
 

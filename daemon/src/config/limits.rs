@@ -102,9 +102,12 @@ impl Default for LimitsConfig {
 }
 
 impl LimitsConfig {
-    /// Whether any condition leads to more than a warning.
+    /// Whether any condition may lead to more than a warning: on the
+    /// node's settings, or on a claim's own where claims may set them.
     pub fn acts(&self) -> bool {
-        self.overshare != LimitMode::Warn || self.unclaimed != LimitMode::Warn
+        self.overshare != LimitMode::Warn
+            || self.unclaimed != LimitMode::Warn
+            || self.claim_override != ClaimOverride::Off
     }
 
     /// Checks the ranges and the exempt names.

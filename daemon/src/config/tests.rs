@@ -500,6 +500,14 @@ fn limits_default_to_warn_and_parse_every_mode() {
     assert_eq!(set.claim_override, ClaimOverride::Stricter);
     assert_eq!(set.unclaimed_exempt, ["nv-hostengine", "dcgm"]);
     assert!(set.acts());
+    let claims_may = LimitsConfig {
+        claim_override: ClaimOverride::Stricter,
+        ..LimitsConfig::default()
+    };
+    assert!(
+        claims_may.acts(),
+        "a claim may ask for more than the node's warn"
+    );
     assert_eq!(
         parse("[limits]\ngrace_s = 86400\nclaim_override = \"any\"")
             .unwrap()
@@ -552,8 +560,12 @@ fn bad_limits_are_refused_with_what_to_use() {
         ("[limits]\ngrace = 5", "unknown field `grace`"),
         (
             "[activity]\ninterval_s = 0\n[limits]\novershare = \"dry-run\"",
-            "config key limits: overshare or unclaimed other than \"warn\" needs the activity \
-             sampler: set [activity] interval_s above 0",
+            "config key limits: overshare or unclaimed other than \"warn\", or claim_override \
+             other than \"off\", needs the activity sampler: set [activity] interval_s above 0",
+        ),
+        (
+            "[activity]\ninterval_s = 0\n[limits]\nclaim_override = \"any\"",
+            "needs the activity sampler",
         ),
     ] {
         let err = parse(bad).unwrap_err().to_string();

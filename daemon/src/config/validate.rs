@@ -102,8 +102,8 @@ impl Config {
         if self.limits.acts() && !self.activity.enabled() {
             return Err(invalid(
                 "limits",
-                "overshare or unclaimed other than \"warn\" needs the activity sampler: set \
-                 [activity] interval_s above 0, e.g. 5",
+                "overshare or unclaimed other than \"warn\", or claim_override other than \
+                 \"off\", needs the activity sampler: set [activity] interval_s above 0, e.g. 5",
             ));
         }
         let size = &self.mps.shm_size;

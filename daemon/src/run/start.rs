@@ -147,6 +147,7 @@ pub(super) fn start_engine(config: &Config, advertiser: &Advertiser) -> Result<E
         dev_root: config.dev_root().to_path_buf(),
         cdi_hook: config.cdi_hook.clone(),
         boot_id: read_boot_id(Path::new(BOOT_ID_PATH)),
+        limits: config.limits.clone(),
     };
     let store = Store::open(&config.state_dir)?;
     let health_store = HealthStore::new(&config.state_dir, &settings.boot_id);

@@ -548,7 +548,7 @@ fn a_bad_limits_config_is_refused_saying_what_to_fix() {
             "configs[0]: a LimitsConfig sets neither overshare nor graceSeconds; set one of them or remove the LimitsConfig",
         ),
         (
-            format!(r#"{{"apiVersion":"gpuslice.dev/v1alpha1","kind":"Limits"}}"#),
+            r#"{"apiVersion":"gpuslice.dev/v1alpha1","kind":"Limits"}"#.to_owned(),
             "use \"MpsMemoryConfig\" or \"LimitsConfig\"",
         ),
         (
@@ -591,7 +591,11 @@ fn the_claims_limits_are_its_last_limits_config_claim_over_class() {
         None
     );
     let bad = limits(r#","overshare":"never""#);
-    assert!(claim_limits(&[entry(ConfigSource::Class, &bad)]).is_err());
+    let err = claim_limits(&[entry(ConfigSource::Class, &bad)]).unwrap_err();
+    assert!(
+        err.to_string().contains("\"never\" is not a limits mode"),
+        "{err}"
+    );
     let parsed = policies(&[(ConfigSource::Claim, Vec::new(), claim.clone())], &["r"]).unwrap();
     assert_eq!(
         parsed["r"].policy,

@@ -9,12 +9,19 @@
 //! unchanged. A record is written as version 1 when it uses none of them, so
 //! an older gpusliced keeps reading the claims it understands, and refuses
 //! (instead of misreading as exclusive) a claim whose GPU is shared.
+//!
+//! A claim's own limits (`limits`, its admitted `LimitsConfig`) are an
+//! optional field, written only when the claim has them, and need no version
+//! of their own: a build that does not know them ignores the field and
+//! applies the node's `[limits]`, which is what such a build would do for
+//! any claim; nothing is misread about who holds what. Records without them
+//! are byte for byte what earlier builds wrote.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::sharing::TimeSliceInterval;
+use crate::sharing::{ClaimLimits, TimeSliceInterval};
 
 /// The newest format version this build reads and writes.
 pub const RECORD_VERSION: u32 = 2;
@@ -177,6 +184,10 @@ pub struct ClaimRecord {
     pub cdi_spec_file: String,
     /// Unix seconds of the prepare.
     pub prepared_at: i64,
+    /// The claim's own over-share mode and grace (its `LimitsConfig`, as the
+    /// node admitted it at prepare); absent: the node's `[limits]` apply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<ClaimLimits>,
 }
 
 impl ClaimRecord {

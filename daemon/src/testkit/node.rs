@@ -11,7 +11,7 @@ use tempfile::TempDir;
 
 use super::root::{real_size_root, sim_root};
 use crate::claims::{Engine, EngineSettings, SharingTools};
-use crate::config::MigConfig;
+use crate::config::{LimitsConfig, MigConfig};
 use crate::driver::{DriverFiles, Roots};
 use crate::gpu::sim::{SimBackend, SimModel};
 use crate::gpu::{ComputeMode, GpuBackend, MigMode};
@@ -36,6 +36,7 @@ pub struct SimNodeBuilder {
     hardware_file: bool,
     foreign: Vec<(u32, String, usize)>,
     start_up: bool,
+    limits: LimitsConfig,
 }
 
 impl SimNodeBuilder {
@@ -57,6 +58,7 @@ impl SimNodeBuilder {
             hardware_file: true,
             foreign: Vec::new(),
             start_up: true,
+            limits: LimitsConfig::default(),
         }
     }
 
@@ -72,6 +74,13 @@ impl SimNodeBuilder {
     #[must_use]
     pub fn mig(mut self, mig: MigConfig) -> Self {
         self.mig = mig;
+        self
+    }
+
+    /// The `[limits]` config (whether claims may set their own limits).
+    #[must_use]
+    pub fn limits(mut self, limits: LimitsConfig) -> Self {
+        self.limits = limits;
         self
     }
 
@@ -286,6 +295,7 @@ impl SimNode {
             dev_root: self.root.clone(),
             cdi_hook: None,
             boot_id: self.plan.boot.clone(),
+            limits: self.plan.limits.clone(),
         };
         let store = Store::open(&self.state_dir()).expect("the records folder");
         let mut engine = Engine::new(backend, inventory, driver, store, settings);

@@ -23,6 +23,7 @@ fn record(uid: &str, devices: Vec<RecordDevice>) -> ClaimRecord {
         configs: Vec::new(),
         cdi_spec_file: String::new(),
         prepared_at: 1_000,
+        limits: None,
     }
 }
 

@@ -19,21 +19,25 @@ use crate::sharing::{
 };
 use crate::state::{DeviceSharing, MpsSharing};
 
-/// How each device of `req` (in order) is shared; `None`: the claim's alone.
-/// The caller has checked that every device exists.
-pub(super) fn resolve_sharing(
-    req: &PrepareRequest,
-    inventory: &Inventory,
-) -> Result<Vec<Option<DeviceSharing>>, ClaimError> {
-    let entries: Vec<ConfigEntry<'_>> = req
-        .configs
+/// The request's opaque configs, in order.
+pub(super) fn entries(req: &PrepareRequest) -> Vec<ConfigEntry<'_>> {
+    req.configs
         .iter()
         .map(|c| ConfigEntry {
             source: c.source,
             requests: &c.requests,
             parameters_json: &c.parameters_json,
         })
-        .collect();
+        .collect()
+}
+
+/// How each device of `req` (in order) is shared; `None`: the claim's alone.
+/// The caller has checked that every device exists.
+pub(super) fn resolve_sharing(
+    req: &PrepareRequest,
+    inventory: &Inventory,
+) -> Result<Vec<Option<DeviceSharing>>, ClaimError> {
+    let entries = entries(req);
     let requests = request_names(req);
     let names: Vec<&str> = requests.iter().map(String::as_str).collect();
     let winners = parse_configs(&entries, &names)?;

@@ -2,7 +2,8 @@
 //! ([`crate::testkit`]).
 //!
 //! This module owns the engine-wide tests: the inventory generation
-//! ([`generation`]), device health ([`health`]), reloads among claims in
+//! ([`generation`]), device health ([`health`]), claims' own limits
+//! ([`limits`]), reloads among claims in
 //! flight ([`reload`]), the upgrade fixtures ([`upgrade_fixture`]), and the
 //! prepare/unprepare basics (this file); [`requests`] re-exports the kit's
 //! request builders. Tests of one kind of access live in its own module
@@ -11,6 +12,7 @@
 
 mod generation;
 mod health;
+mod limits;
 mod reload;
 pub(crate) mod requests;
 mod upgrade_fixture;

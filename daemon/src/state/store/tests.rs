@@ -28,6 +28,7 @@ fn record(uid: &str) -> ClaimRecord {
         configs: vec![],
         cdi_spec_file: format!("k8s.gpuslice.dev-claim_{uid}.json"),
         prepared_at: 1,
+        limits: None,
     }
 }
 
