@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 
 use crate::claims::ClaimKind;
 use crate::inventory::Inventory;
+use crate::sharing::ClaimLimits;
 use crate::state::{ClaimRecord, DeviceKind, DeviceSharing, RecordDevice};
 
 /// One device of a prepared claim.
@@ -59,6 +60,8 @@ pub struct HeldClaim {
     pub prepared_at: i64,
     /// Its devices, in record order.
     pub devices: Vec<HeldDevice>,
+    /// Its own over-share mode and grace (its record's `limits`), if any.
+    pub limits: Option<ClaimLimits>,
 }
 
 /// The claims of `records` (sorted by uid) as [`HeldClaim`]s.
@@ -77,6 +80,7 @@ pub fn held_claims(records: &[ClaimRecord], inventory: &Inventory) -> Vec<HeldCl
                 .iter()
                 .map(|d| held_device(d, inventory, &holders))
                 .collect(),
+            limits: r.limits,
         })
         .collect();
     claims.sort_by(|a, b| a.uid.cmp(&b.uid));

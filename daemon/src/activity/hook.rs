@@ -7,6 +7,7 @@ use std::collections::HashMap;
 
 use super::attribute::{Attribution, ProcView};
 use super::episodes::SavedEpisode;
+use super::held::HeldClaim;
 use super::snapshot::LimitsReport;
 
 /// One sample, after its episodes.
@@ -20,6 +21,8 @@ pub struct Sampled<'a> {
     pub procs: &'a HashMap<u32, ProcView>,
     /// The episodes open after this sample.
     pub episodes: &'a [SavedEpisode],
+    /// The claims the sample saw held (sorted by uid), with their own limits.
+    pub claims: &'a [HeldClaim],
 }
 
 /// Called by the sampler after each sample.

@@ -163,7 +163,7 @@ impl Sampler {
             &self.episodes.open(),
             &unread.gpus,
         );
-        let limits = self.limits(now_s, &attribution, &procs);
+        let limits = self.limits(now_s, &attribution, &procs, &held);
         self.persist(now_s, false);
         if let Some(history) = &mut self.history {
             history.record(
@@ -262,6 +262,7 @@ impl Sampler {
         now: i64,
         attribution: &Attribution,
         procs: &HashMap<u32, ProcView>,
+        held: &[HeldClaim],
     ) -> LimitsReport {
         let Some(hook) = &mut self.hook else {
             return LimitsReport::default();
@@ -272,6 +273,7 @@ impl Sampler {
             attribution,
             procs,
             episodes: &episodes,
+            claims: held,
         });
         hook.report()
     }

@@ -4,9 +4,11 @@
 //! Runs on one sample only: a target is a process this sample attributed,
 //! with the start time this sample read, so a GPU the sample could not read
 //! yields nothing. In order, for each condition of the sample:
-//! 1. its mode (`[limits] overshare` or `unclaimed`) is "dry-run" or "end";
-//! 2. its episode has been open at least `grace_s`, and for "end" the last
-//!    action on it is at least `grace_s` old (the grace restarts) and no
+//! 1. its mode (`[limits] overshare` or `unclaimed`; for an over-share the
+//!    claim's own `overshare` when its record has one) is "dry-run" or "end";
+//! 2. its episode has been open at least the grace (`grace_s`, or the
+//!    claim's own `graceSeconds` for its over-shares), and for "end" the
+//!    last action on it is at least a grace old (the grace restarts) and no
 //!    process it ended is still listed (still dying: nothing more yet);
 //!    "dry-run" names a process once per episode;
 //! 3. the target: for an over-share the claim's largest process on that
@@ -21,10 +23,12 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::activity::attribute::ProcView;
+use crate::activity::held::HeldClaim;
 use crate::activity::hook::Sampled;
 use crate::activity::procfs::ProcInfo;
 use crate::activity::{ClaimActivity, UnclaimedProcess, WarningKind};
 use crate::config::{LimitMode, LimitsConfig};
+use crate::sharing::ClaimLimits;
 
 /// What the node's `[limits]` says, and who gpusliced is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,9 +57,26 @@ impl Policy {
         }
     }
 
-    /// Whether anything may be decided at all.
-    pub fn acts(&self) -> bool {
-        self.overshare != LimitMode::Warn || self.unclaimed != LimitMode::Warn
+    /// Whether anything may be decided on a sample of `claims`.
+    pub fn acts(&self, claims: &[HeldClaim]) -> bool {
+        self.unclaimed != LimitMode::Warn
+            || self.overshare != LimitMode::Warn
+            || claims
+                .iter()
+                .any(|c| self.overshare_of(c.limits.as_ref()).0 != LimitMode::Warn)
+    }
+
+    /// The over-share mode and grace for a claim with `limits` of its own
+    /// (admitted at prepare): each of its settings replaces the node's.
+    pub fn overshare_of(&self, limits: Option<&ClaimLimits>) -> (LimitMode, u64) {
+        let own = limits.copied().unwrap_or(ClaimLimits {
+            overshare: None,
+            grace_s: None,
+        });
+        (
+            own.overshare.unwrap_or(self.overshare),
+            own.grace_s.unwrap_or(self.grace_s),
+        )
     }
 }
 
@@ -135,19 +156,17 @@ impl Decider {
             .filter_map(|(&pid, view)| Some((pid, view.as_ref().ok()?.start_time)))
             .collect();
         self.ended.retain(|t| listed.contains(t));
-        if !policy.acts() {
+        if !policy.acts(sample.claims) {
             return Vec::new();
         }
         let mut decisions = Vec::new();
         let attribution = sample.attribution;
-        if policy.overshare != LimitMode::Warn {
-            for o in &attribution.overshares {
-                let Some(claim) = attribution.claims.get(o.claim) else {
-                    continue;
-                };
-                if let Some(d) = self.overshare(policy, sample, &open, claim, o.device) {
-                    decisions.push(d);
-                }
+        for o in &attribution.overshares {
+            let Some(claim) = attribution.claims.get(o.claim) else {
+                continue;
+            };
+            if let Some(d) = self.overshare(policy, sample, &open, claim, o.device) {
+                decisions.push(d);
             }
         }
         if policy.unclaimed != LimitMode::Warn {
@@ -174,6 +193,11 @@ impl Decider {
         device: usize,
     ) -> Option<Decision> {
         let d = claim.devices.get(device)?;
+        let own = sample.claims.iter().find(|c| c.uid == claim.uid);
+        let (mode, grace_s) = policy.overshare_of(own.and_then(|c| c.limits.as_ref()));
+        if mode == LimitMode::Warn {
+            return None;
+        }
         let key = (
             WarningKind::OverShare,
             claim.uid.clone(),
@@ -194,7 +218,7 @@ impl Decider {
         let since = *open.get(&key)?;
         let acted = self.acted.entry(key).or_default();
         let (target, info) = {
-            let gate = gate(policy, sample.now, since, acted, policy.overshare, &listed)?;
+            let gate = gate(grace_s, sample.now, since, acted, mode, &listed)?;
             eligible
                 .filter(|(p, info)| !gate.ended.contains(&(p.pid, info.start_time)))
                 .filter(|(p, _)| p.memory_used.is_some())
@@ -202,7 +226,7 @@ impl Decider {
         };
         let decision = Decision {
             kind: WarningKind::OverShare,
-            mode: policy.overshare,
+            mode,
             claim_uid: claim.uid.clone(),
             claim: format!("{}/{}", claim.namespace, claim.name),
             device: d.device.clone(),
@@ -214,7 +238,7 @@ impl Decider {
             claim_memory_used: d.memory_used,
             share: d.memory_share,
             over_for_s: sample.now - since,
-            grace_s: policy.grace_s,
+            grace_s,
         };
         record(acted, since, sample.now, &decision);
         Some(decision)
@@ -238,7 +262,14 @@ impl Decider {
         }
         let listed = BTreeSet::from([(pid, info.start_time)]);
         let acted = self.acted.entry(key).or_default();
-        let gate = gate(policy, sample.now, since, acted, policy.unclaimed, &listed)?;
+        let gate = gate(
+            policy.grace_s,
+            sample.now,
+            since,
+            acted,
+            policy.unclaimed,
+            &listed,
+        )?;
         if gate.ended.contains(&(pid, info.start_time)) {
             return None;
         }
@@ -285,7 +316,7 @@ fn allowed(policy: &Policy, pid: u32, info: &ProcInfo) -> bool {
 /// Rule 2: the episode's memory, once it may act now (a new episode starts
 /// it afresh).
 fn gate<'a>(
-    policy: &Policy,
+    grace_s: u64,
     now: i64,
     since: i64,
     acted: &'a mut Acted,
@@ -298,7 +329,7 @@ fn gate<'a>(
             ..Acted::default()
         };
     }
-    let grace = i64::try_from(policy.grace_s).unwrap_or(i64::MAX);
+    let grace = i64::try_from(grace_s).unwrap_or(i64::MAX);
     if now.saturating_sub(since) < grace {
         return None;
     }

@@ -46,6 +46,7 @@ fn claim(uid: &str, kind: ClaimKind, devices: Vec<HeldDevice>) -> HeldClaim {
         kind,
         prepared_at: 1_000,
         devices,
+        limits: None,
     }
 }
 

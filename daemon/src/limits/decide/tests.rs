@@ -14,6 +14,7 @@ use crate::activity::warnings::conditions;
 use crate::claims::ClaimKind;
 use crate::config::LimitMode;
 use crate::gpu::{GpuProcess, MemoryUse};
+use crate::sharing::ClaimLimits;
 
 const A: &str = "aaaaaaaa-0000-4000-8000-000000000001";
 const B: &str = "bbbbbbbb-0000-4000-8000-000000000002";
@@ -76,6 +77,7 @@ fn claims() -> Vec<HeldClaim> {
             kind: ClaimKind::Mps,
             prepared_at: 0,
             devices: vec![mps_device(0)],
+            limits: None,
         })
         .collect()
 }
@@ -139,6 +141,8 @@ struct Node {
     policy: Policy,
     episodes: Episodes,
     decider: Decider,
+    /// Claims' own limits, as their records keep them.
+    own: Vec<(&'static str, ClaimLimits)>,
 }
 
 /// One sample's inputs and what was decided.
@@ -161,11 +165,17 @@ impl Node {
             },
             episodes: Episodes::default(),
             decider: Decider::default(),
+            own: Vec::new(),
         }
     }
 
     fn sample(&mut self, now: i64, procs: &[Proc]) -> Seen {
-        let claims = claims();
+        let mut claims = claims();
+        for claim in &mut claims {
+            claim.limits = (self.own.iter())
+                .find(|(uid, _)| *uid == claim.uid)
+                .map(|(_, limits)| *limits);
+        }
         let gpus = gpus(procs);
         let procs = views(procs);
         let attribution = attribute(&Inputs {
@@ -184,6 +194,7 @@ impl Node {
                 attribution: &attribution,
                 procs: &procs,
                 episodes: &episodes,
+                claims: &claims,
             },
         );
         Seen {
@@ -499,4 +510,86 @@ proptest! {
             }
         }
     }
+}
+
+/// A and B both over their shares (A 12 + 10 GiB, B 25 GiB).
+fn both_over() -> Vec<Proc> {
+    vec![
+        proc(100, 0, 12, Env::Claim(A)),
+        proc(101, 0, 10, Env::Claim(A)),
+        proc(200, 0, 25, Env::Claim(B)),
+    ]
+}
+
+/// Node mode, node grace, A's own limits, decisions at 1010, at 1060.
+type Row = (
+    LimitMode,
+    u64,
+    ClaimLimits,
+    &'static [(u32, LimitMode)],
+    &'static [(u32, LimitMode)],
+);
+
+fn own(overshare: Option<LimitMode>, grace_s: Option<u64>) -> ClaimLimits {
+    ClaimLimits { overshare, grace_s }
+}
+
+#[test]
+fn a_claims_own_limits_replace_the_nodes_for_it_alone() {
+    use LimitMode::{DryRun, End, Warn};
+    let table: [Row; 6] = [
+        (Warn, 60, own(Some(End), None), &[], &[(100, End)]),
+        (Warn, 60, own(Some(End), Some(10)), &[(100, End)], &[]),
+        (End, 60, own(Some(Warn), None), &[], &[(200, End)]),
+        (End, 60, own(None, Some(10)), &[(100, End)], &[(200, End)]),
+        (
+            DryRun,
+            60,
+            own(Some(End), Some(0)),
+            &[(100, End)],
+            &[(200, DryRun)],
+        ),
+        (Warn, 0, own(Some(DryRun), Some(3600)), &[], &[]),
+    ];
+    for (mode, grace, limits, at_1010, at_1060) in table {
+        let mut node = Node::new(mode, Warn, grace);
+        node.own = vec![(A, limits)];
+        let world = both_over();
+        let first = node.pids(1000, &world);
+        let expected_first: &[(u32, LimitMode)] = match (limits.grace_s, mode) {
+            (Some(0), _) => &[(100, End)],
+            _ => &[],
+        };
+        assert_eq!(first, expected_first, "{mode} {limits:?} at 1000");
+        let expected_1010: Vec<_> = at_1010
+            .iter()
+            .copied()
+            .filter(|d| !expected_first.contains(d))
+            .collect();
+        assert_eq!(
+            node.pids(1010, &world),
+            expected_1010,
+            "{mode} {limits:?} at 1010"
+        );
+        assert_eq!(
+            node.pids(1060, &world),
+            at_1060,
+            "{mode} {limits:?} at 1060"
+        );
+    }
+}
+
+#[test]
+fn a_decision_under_a_claims_own_grace_carries_that_grace() {
+    let mut node = Node::new(LimitMode::Warn, LimitMode::Warn, 60);
+    node.own = vec![(A, own(Some(LimitMode::End), Some(30)))];
+    let world = both_over();
+    assert!(node.pids(1000, &world).is_empty());
+    let seen = node.sample(1030, &world);
+    assert_eq!(seen.decisions.len(), 1);
+    let d = &seen.decisions[0];
+    assert_eq!(
+        (d.pid, d.mode, d.grace_s, d.over_for_s),
+        (100, LimitMode::End, 30, 30)
+    );
 }
