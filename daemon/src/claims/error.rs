@@ -55,7 +55,7 @@ pub enum ClaimError {
     /// A claim's `LimitsConfig` that this node's `[limits] claim_override`
     /// does not let stand (the message names the config and what to do).
     #[error(transparent)]
-    Limits(#[from] crate::limits::admit::AdmitError),
+    Limits(#[from] crate::sharing::admit::AdmitError),
     /// The device, or part of it, is held by another claim.
     #[error(
         "device {device} is not free: claim {holder} holds {holder_device} on the same GPU; \

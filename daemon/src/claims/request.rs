@@ -8,7 +8,7 @@ mod sharing;
 use super::error::ClaimError;
 use crate::config::LimitsConfig;
 use crate::inventory::{DeviceRef, Inventory};
-use crate::limits::admit::admit;
+use crate::sharing::admit::admit;
 use crate::sharing::{ClaimLimits, ConfigSource};
 use crate::state::DeviceSharing;
 

@@ -3,14 +3,13 @@
 //! a process ended once the condition outlasts its grace, or is only named
 //! ("dry-run"); by default nothing but the episode warning happens.
 //!
-//! Reading order: [`admit`] (whether a claim's own `LimitsConfig` may
-//! stand, at prepare); [`decide`] (which process, from one sample, pure);
+//! Reading order: [`decide`] (which process, from one sample, pure);
 //! [`process`] (the pidfd boundary); [`enforce`] (the thread that opens,
 //! checks and signals); [`journal`] (the one line per action); [`Limits`]
 //! (the sampler's hook, wired by `run`). Nothing here intercepts CUDA: the
-//! only lever is a signal to a process.
+//! only lever is a signal to a process. Whether a claim's own
+//! `LimitsConfig` may stand is checked at prepare ([`crate::sharing::admit`]).
 
-pub mod admit;
 pub mod decide;
 pub mod enforce;
 #[cfg(any(test, feature = "testkit"))]

@@ -27,9 +27,14 @@
 //!    devices (kind, memory, per-device keys) and gives a [`ResolvedSharing`]
 //!    the engine can act on.
 //!
+//! A `LimitsConfig` shares nothing: [`claim_limits`] picks the claim's one
+//! (claim over class, later over earlier, whatever requests it names) and
+//! [`admit`] checks it against the node's `[limits] claim_override`.
+//!
 //! The MPS memory limits (NVIDIA's and ours) bind each client *process*, not
 //! the claim: a claim that runs N processes can pin N times the limit.
 
+pub mod admit;
 mod error;
 mod model;
 mod parse;

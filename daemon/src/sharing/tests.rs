@@ -471,6 +471,7 @@ fn the_sharing_module_is_pure() {
         ("model.rs", include_str!("model.rs")),
         ("quantity.rs", include_str!("quantity.rs")),
         ("resolve.rs", include_str!("resolve.rs")),
+        ("admit.rs", include_str!("admit.rs")),
     ] {
         for word in [
             "std::fs",

@@ -4,8 +4,8 @@
 //! the node's, "any" takes it as it is. Pure; runs at prepare before
 //! anything is reserved.
 
+use super::ClaimLimits;
 use crate::config::{ClaimOverride, LimitsConfig};
-use crate::sharing::ClaimLimits;
 
 /// Why a claim's `LimitsConfig` is refused (the caller's to fix:
 /// INVALID_ARGUMENT). Each message names the config entry.
