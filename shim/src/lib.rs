@@ -23,6 +23,7 @@
 pub mod advertise;
 pub mod backoff;
 pub mod claim;
+pub mod claim_status;
 pub mod dra;
 pub mod gpusliced;
 pub mod health;
