@@ -18,4 +18,5 @@
 //! renders each claim's entries, hands [`plan::Desired`] to the planner and
 //! writes what it answers.
 
+pub mod entries;
 pub mod plan;
