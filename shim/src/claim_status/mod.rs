@@ -20,3 +20,5 @@
 
 pub mod entries;
 pub mod plan;
+pub mod probe;
+pub mod write;
