@@ -19,6 +19,8 @@
 //!    (gpusliced's WatchInventory, across its restarts, with [`backoff`])
 //!    and [`slice_watch`] (the API server's watch of our slices).
 //! 10. [`sockets`] and [`run`]: the sockets, start-up and shutdown.
+//! 11. [`claim_status`]: usage in each prepared claim's status (its pure
+//!     entries and write plan, the apply and the access probe).
 
 pub mod advertise;
 pub mod backoff;
