@@ -10,15 +10,19 @@
 //!   limit, conditions first);
 //! - [`write`]: the apply of one claim's entries;
 //! - [`probe`]: whether the API server lets us write and keeps what we
-//!   write (`Unknown → Enabled | Forbidden | FieldDropped`).
+//!   write (`Unknown → Enabled | Forbidden | FieldDropped`);
+//! - [`round`]: one round of planned writes behind the probe.
 //!
-//! How it is fed: the task that drives these (next step) maps gpusliced's
-//! activity stream (`WatchActivity`, and `GetActivity`'s per-device
-//! summaries with their pool and share id) to [`entries::DeviceUsage`],
-//! renders each claim's entries, hands [`plan::Desired`] to the planner and
-//! writes what it answers.
+//! How it is fed: the task that drives these (next step, once gpusliced's
+//! `WatchActivity` and the per-device summaries land in the proto) maps
+//! `GetActivity`'s claims (`DeviceActivity` with its pool, share id and
+//! `DeviceUsageSummary`) to [`entries::DeviceUsage`], renders each claim's
+//! entries with [`entries::entry`] into [`round::ClaimEntries`] keyed by
+//! uid, and calls [`round::Writer::round`] on each activity message,
+//! inventory change and refresh deadline.
 
 pub mod entries;
 pub mod plan;
 pub mod probe;
+pub mod round;
 pub mod write;

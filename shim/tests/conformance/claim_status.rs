@@ -5,12 +5,18 @@
 //! empty apply; a claim of node-2 is refused and recorded; with
 //! DRAResourceClaimDeviceStatus off the probe finds the field dropped, once;
 //! with the kubelet's identity it is forbidden and told to set
-//! `[claim_status] kubeconfig`.
+//! `[claim_status] kubeconfig`. Rounds of the writer ([`Writer`]): one
+//! write, silence while nothing changes, one removal; a forbidden writer
+//! logs once and sends nothing until the recheck.
 
 use gpuslice_dra_plugin::claim_status::entries::{
     Context, DeviceUsage, Idleness, Memory, Sharing, entry,
 };
+use std::collections::BTreeMap;
+
+use gpuslice_dra_plugin::claim_status::plan::Limits;
 use gpuslice_dra_plugin::claim_status::probe::{self, Access, Finding, State as Access_};
+use gpuslice_dra_plugin::claim_status::round::{ClaimEntries, RoundReport, Writer};
 use gpuslice_dra_plugin::claim_status::write::{self, Answer, ClaimRef, FIELD_MANAGER};
 use k8s_openapi::api::resource::v1::AllocatedDeviceStatus;
 use k8s_openapi::jiff::Timestamp;
@@ -58,10 +64,8 @@ fn server(switches: ClaimStatusSwitches) -> FakeApiServer {
     server
 }
 
-fn other_owner(
-    node: &str,
-) -> std::collections::BTreeMap<crate::claim_status_rules::EntryKey, String> {
-    std::collections::BTreeMap::from([(
+fn other_owner(node: &str) -> BTreeMap<crate::claim_status_rules::EntryKey, String> {
+    BTreeMap::from([(
         (
             "other.example.com".to_owned(),
             node.to_owned(),
@@ -272,4 +276,88 @@ fn with_the_kubelets_identity_the_probe_names_the_claim_status_kubeconfig() {
     );
     assert_eq!(drivers_stored(&server, "a"), ["other.example.com"]);
     assert_eq!(server.state().claim_status_log.refusals.len(), 1);
+}
+
+fn prepared(names: &[(&str, u32)]) -> BTreeMap<String, ClaimEntries> {
+    names
+        .iter()
+        .map(|(name, n)| {
+            (
+                uid(*n),
+                ClaimEntries {
+                    claim: claim_ref(name, *n),
+                    entries: vec![our_entry(NODE)],
+                },
+            )
+        })
+        .collect()
+}
+
+fn limits() -> Limits {
+    Limits {
+        refresh: 300_000,
+        max_writes_per_minute: 60,
+    }
+}
+
+#[test]
+fn rounds_write_once_stay_quiet_and_remove_once() {
+    let server = server(bound_account());
+    let mut writer = Writer::new(limits(), 3_600_000);
+    with_client(&server, async |kube| {
+        let claims = prepared(&[("a", 901)]);
+        let first = writer.round(&kube, &claims, 0).await;
+        assert_eq!(first.applied, 1);
+        assert_eq!(
+            first.access_changed.as_deref(),
+            Some("claim status: written")
+        );
+        assert_eq!(drivers_stored(&server, "a"), ["other.example.com", DRIVER]);
+        // Nothing changed: nothing sent, however late.
+        for now in [5_000, 600_000, 3_600_000] {
+            assert_eq!(
+                writer.round(&kube, &claims, now).await,
+                RoundReport::default()
+            );
+        }
+        // Unprepared: one empty apply, then silence.
+        let gone = writer.round(&kube, &BTreeMap::new(), 3_700_000).await;
+        assert_eq!((gone.requests, gone.applied), (1, 1));
+        assert_eq!(drivers_stored(&server, "a"), ["other.example.com"]);
+        assert_eq!(
+            writer.round(&kube, &BTreeMap::new(), 3_800_000).await,
+            RoundReport::default()
+        );
+    });
+    assert_eq!(
+        server.state().claim_status_log.applies,
+        ["dry-run ml/a", "ml/a", "ml/a"]
+    );
+}
+
+#[test]
+fn a_forbidden_writer_says_so_once_and_sends_nothing_until_the_recheck() {
+    let server = server(ClaimStatusSwitches {
+        identity: Identity::Node(NODE.to_owned()),
+        ..ClaimStatusSwitches::default()
+    });
+    let mut writer = Writer::new(limits(), 3_600_000);
+    with_client(&server, async |kube| {
+        let claims = prepared(&[("a", 901)]);
+        let first = writer.round(&kube, &claims, 0).await;
+        let line = first.access_changed.expect("one line");
+        assert!(line.contains("set [claim_status] kubeconfig"), "{line}");
+        assert_eq!((first.requests, first.applied), (1, 0));
+        for now in [60_000, 3_599_999] {
+            assert_eq!(
+                writer.round(&kube, &claims, now).await,
+                RoundReport::default()
+            );
+        }
+        // The recheck probes again: same verdict, no new line.
+        let again = writer.round(&kube, &claims, 3_600_000).await;
+        assert_eq!((again.requests, again.access_changed), (1, None));
+        assert!(matches!(writer.access(), Access_::Forbidden(_)));
+    });
+    assert_eq!(server.state().claim_status_log.refusals.len(), 2);
 }
