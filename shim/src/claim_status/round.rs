@@ -72,11 +72,7 @@ impl Writer {
         now: Millis,
     ) -> RoundReport {
         let mut report = RoundReport::default();
-        let blocked = matches!(
-            self.access.state(),
-            State::Forbidden(_) | State::FieldDropped
-        ) && !self.access.needs_probe(now);
-        if blocked {
+        if self.blocked(now) {
             return report;
         }
         for (uid, c) in claims {
@@ -87,6 +83,12 @@ impl Writer {
             .map(|(uid, c)| (uid.clone(), desired(&c.entries)))
             .collect();
         for planned in self.planner.plan(&want, now) {
+            // Refused or dropped earlier in this round: the rest wait for
+            // the recheck.
+            if self.blocked(now) {
+                self.planner.record(&planned.uid, Outcome::Failed);
+                continue;
+            }
             let (claim, entries) = match (claims.get(&planned.uid), self.known.get(&planned.uid)) {
                 (Some(c), _) => (c.claim.clone(), c.entries.as_slice()),
                 (None, Some(claim)) => (claim.clone(), &[][..]),
@@ -108,6 +110,14 @@ impl Writer {
         self.known
             .retain(|uid, _| claims.contains_key(uid) || planner.applied(uid).is_some());
         report
+    }
+
+    /// Refused or dropped, and not yet time to check again.
+    fn blocked(&self, now: Millis) -> bool {
+        matches!(
+            self.access.state(),
+            State::Forbidden(_) | State::FieldDropped
+        ) && !self.access.needs_probe(now)
     }
 
     async fn write(

@@ -61,6 +61,7 @@ fn server(switches: ClaimStatusSwitches) -> FakeApiServer {
     });
     server.put_claim(seeded_claim("a", &uid(901), NODE));
     server.put_claim(seeded_claim("b", &uid(902), "node-2"));
+    server.put_claim(seeded_claim("c", &uid(903), NODE));
     server
 }
 
@@ -343,7 +344,8 @@ fn a_forbidden_writer_says_so_once_and_sends_nothing_until_the_recheck() {
     });
     let mut writer = Writer::new(limits(), 3_600_000);
     with_client(&server, async |kube| {
-        let claims = prepared(&[("a", 901)]);
+        // Two claims due at once: the first probe's refusal stops the round.
+        let claims = prepared(&[("a", 901), ("c", 903)]);
         let first = writer.round(&kube, &claims, 0).await;
         let line = first.access_changed.expect("one line");
         assert!(line.contains("set [claim_status] kubeconfig"), "{line}");

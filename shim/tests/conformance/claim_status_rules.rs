@@ -240,7 +240,8 @@ fn check_and_merge(
         check_entry(entry, i, &k, &allocated)?;
     }
     // Server-side apply: this manager's entries are replaced by what it
-    // sent; every other manager's stay.
+    // sent; every other manager's stay (an entry of no recorded manager
+    // belongs to another).
     let owners_before = state
         .claim_status_log
         .owners
@@ -255,7 +256,7 @@ fn check_and_merge(
         .iter()
         .filter(|e| {
             let k = key(e);
-            owners_before.get(&k).is_some_and(|m| *m != manager) && !seen.contains(&k)
+            owners_before.get(&k).is_none_or(|m| *m != manager) && !seen.contains(&k)
         })
         .cloned()
         .collect();
