@@ -7,7 +7,7 @@
 //! ([`Planner::record`]), so the planner knows what the API server holds.
 //! It owns no I/O and reads no clock: the task (and the rate bench) drive it.
 //!
-//! The rules (docs/claim-status.md, "How often"):
+//! The rules (docs/claim-status.md says them to operators):
 //! 1. a claim whose conditions (type, status, reason of any entry) differ
 //!    from the last applied is written at once;
 //! 2. a claim whose figures alone differ is written at most once per
