@@ -11,6 +11,7 @@
 //! have their own (see each).
 
 mod activity_render;
+mod cluster;
 mod connect;
 #[cfg(test)]
 mod fixture;
@@ -99,11 +100,15 @@ enum Command {
         out: Out,
     },
     /// Every prepared claim; with --idle, the claims without GPU activity
-    /// for at least that long (exit status 0 whether any is found or not).
+    /// for at least that long (exit status 0 whether any is found or not);
+    /// with --cluster, every claim's devices across all nodes, from the
+    /// API server.
     Claims {
         /// Only claims idle this long or longer, e.g. 30m, 2h, 1d, 1h30m.
         #[arg(long, value_parser = units::parse_duration, value_name = "DURATION")]
         idle: Option<u64>,
+        #[command(flatten)]
+        cluster: cluster::ClusterArgs,
         #[command(flatten)]
         conn: Conn,
         #[command(flatten)]
@@ -275,6 +280,7 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     let (conn, out) = command.flags();
+    let socket_given = given.socket.is_some();
     let socket = given.socket.unwrap_or_else(|| conn.socket.clone());
     let json = given.output.or(out.map(|o| o.output)) == Some(Output::Json);
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -287,6 +293,11 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Command::Claims { idle, cluster, .. } = &command
+        && cluster.cluster
+    {
+        return cluster::main(&runtime, cluster.clone(), *idle, socket_given, json);
+    }
     if let Command::Match { selector, .. } = command {
         return match runtime.block_on(matching::run(socket, selector, json)) {
             Ok((text, code)) => {
