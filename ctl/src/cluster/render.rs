@@ -160,19 +160,27 @@ fn advice(entry: &Entry) -> String {
 }
 
 fn footer(reading: &Reading, driver: &str) -> String {
-    let Some(first) = reading.skipped.first() else {
-        return String::new();
+    let (first, n) = match reading.skipped.as_slice() {
+        [] => return String::new(),
+        [one] => {
+            return format!(
+                "skipped 1 entry of {driver}: {} {}: {}\n",
+                one.claim,
+                one.device,
+                why(&one.why)
+            );
+        }
+        [first, ..] => (first, reading.skipped.len()),
     };
     let unknown = reading
         .skipped
         .iter()
         .filter(|s| matches!(s.why, Why::Unknown(_)))
         .count();
-    let malformed = reading.skipped.len() - unknown;
     format!(
-        "skipped {} entries of {driver}: {unknown} of an unknown data kind or version, \
-         {malformed} malformed (first: {} {}: {}; --output json lists them all)\n",
-        reading.skipped.len(),
+        "skipped {n} entries of {driver}: {unknown} of an unknown data kind or version, {} \
+         malformed (first: {} {}: {}; --output json lists them all)\n",
+        n - unknown,
         first.claim,
         first.device,
         why(&first.why)

@@ -234,6 +234,29 @@ fn skipped_entries_are_counted_in_a_footer() {
 }
 
 #[test]
+fn one_skipped_entry_is_said_in_full() {
+    let mut claims = cluster();
+    claims.push(claim("ml", "odd", "node-3", vec![
+        entry(DRIVER, "gpu-0", json!([]), Some(json!({ "apiVersion": "gpuslice.dev/v1alpha1", "kind": "DeviceUsage", "node": "node-3" }))),
+    ]));
+    let text = render(
+        &read(&claims, DRIVER),
+        DRIVER,
+        Filter {
+            idle: Some(86_400),
+            overshare: false,
+        },
+        now(),
+        false,
+    );
+    assert_eq!(
+        text,
+        "no device of gpu.nvidia.com idle for 1d or more (4 devices in 5 claims read)\n\
+         skipped 1 entry of gpu.nvidia.com: ml/odd gpu-0: malformed data: missing field `sharing`\n"
+    );
+}
+
+#[test]
 fn json_lists_the_kept_devices_with_their_data_and_every_skipped_entry() {
     let text = render(
         &read(&with_skipped(), DRIVER),
