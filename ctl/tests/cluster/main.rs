@@ -3,8 +3,8 @@
 //! resource.k8s.io/v1 ResourceClaims in two pages, each claim checked
 //! against the vendored Kubernetes schemas ([`schema`]) first. The entries'
 //! `data` is DeviceUsage v1alpha1 as gpuslice-dra-plugin writes it. Times
-//! are relative to now, so the idle and over-share spans are compared by
-//! their largest unit.
+//! are relative to now. The block of docs/activity.md marked as run here
+//! is run against the same server and its shown output compared.
 
 mod schema;
 mod server;
@@ -19,6 +19,12 @@ use serde_json::{Value, json};
 use crate::server::ListServer;
 
 const GIB: u64 = 1 << 30;
+
+/// Ages in the middle of what the table shows ("3d", "1d2h", "1d5h": spans
+/// to the hour), so a slow run prints the same.
+const TRAIN_IDLE: i64 = 3 * 86_400 + 1_800;
+const NOTEBOOK_IDLE: i64 = 86_400 + 2 * 3_600 + 1_800;
+const INFER_OVER: i64 = 86_400 + 5 * 3_600 + 1_800;
 
 /// `seconds` ago, to the second, as the plugin writes times.
 fn ago(seconds: i64) -> String {
@@ -94,12 +100,12 @@ fn pages() -> Vec<Vec<Value>> {
             "train",
             "node-1",
             "gpu-0",
-            vec![ready(), idle(10_000)],
+            vec![ready(), idle(TRAIN_IDLE + 600)],
             data(
                 "node-1",
                 "exclusive",
                 json!({
-            "lastActive": ago(3 * 3_600),
+            "lastActive": ago(TRAIN_IDLE),
             "memory": { "usedBytes": 0, "peakBytes": 0, "totalBytes": 80 * GIB },
             "advice": { "form": "giveBack", "observedSeconds": 86_400, "reason": "no activity" } }),
             ),
@@ -120,7 +126,7 @@ fn pages() -> Vec<Vec<Value>> {
             vec![
                 ready(),
                 active.clone(),
-                condition("OverShare", "True", "OverMemoryShare", 600),
+                condition("OverShare", "True", "OverMemoryShare", INFER_OVER),
             ],
             data(
                 "node-1",
@@ -151,7 +157,7 @@ fn pages() -> Vec<Vec<Value>> {
             "notebook",
             "node-2",
             "gpu-0-mig-1",
-            vec![ready(), idle(2 * 3_600)],
+            vec![ready(), idle(NOTEBOOK_IDLE)],
             data(
                 "node-2",
                 "mig",
@@ -218,8 +224,7 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// `got` equals `want` line by line, cells split on two spaces or more; a
-/// wanted cell ending in `*` matches a cell starting with the rest.
+/// `got` equals `want` line by line, cells split on two spaces or more.
 fn assert_table(got: &str, want: &[&[&str]]) {
     let rows: Vec<Vec<&str>> = got
         .lines()
@@ -234,11 +239,7 @@ fn assert_table(got: &str, want: &[&[&str]]) {
     for (row, want) in rows.iter().zip(want) {
         assert_eq!(row.len(), want.len(), "{got}");
         for (cell, want) in row.iter().zip(*want) {
-            let fits = match want.strip_suffix('*') {
-                Some(prefix) => cell.starts_with(prefix),
-                None => cell == want,
-            };
-            assert!(fits, "cell {cell:?} is not {want:?} in\n{got}");
+            assert_eq!(cell, want, "in\n{got}");
         }
     }
 }
@@ -280,7 +281,7 @@ fn idle_lists_the_idle_devices_of_every_node_over_both_pages() {
                 "node-2",
                 "gpu-0-mig-1",
                 "mig",
-                "2h*",
+                "1d2h",
                 "512 MiB / 10.0 GiB",
                 "-",
             ],
@@ -289,7 +290,7 @@ fn idle_lists_the_idle_devices_of_every_node_over_both_pages() {
                 "node-1",
                 "gpu-0",
                 "exclusive",
-                "3h*",
+                "3d",
                 "0 / 80.0 GiB",
                 "give back",
             ],
@@ -348,7 +349,7 @@ fn overshare_lists_the_devices_over_their_share_with_used_of_share() {
                 "mps",
                 "active",
                 "22.0 GiB / 20.0 GiB",
-                "10m*",
+                "1d5h",
                 "mig 3g.40gb",
             ],
         ],
@@ -424,5 +425,59 @@ fn socket_does_not_apply_to_cluster() {
             "gpuslicectl claims --cluster: --socket does not apply: --cluster reads the API \
              server (--kubeconfig, --context), not gpusliced; leave --socket out\n"
         );
+    }
+}
+
+/// The doc and the block in it that this test runs.
+const DOC: &str = "docs/activity.md";
+const MARKER: &str = "<!-- run by ctl/tests/cluster/main.rs -->";
+
+/// The console block after [`MARKER`] in [`DOC`]: each command with the
+/// output it shows.
+fn shown() -> Vec<(String, String)> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(DOC);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {DOC}: {e}"));
+    let (_, after) = text
+        .split_once(MARKER)
+        .unwrap_or_else(|| panic!("{DOC} has no {MARKER}"));
+    let block = after
+        .trim_start()
+        .strip_prefix("```console\n")
+        .and_then(|b| b.split_once("```").map(|(b, _)| b))
+        .unwrap_or_else(|| panic!("no console block after the marker in {DOC}"));
+    let mut runs: Vec<(String, String)> = Vec::new();
+    for line in block.lines() {
+        match (line.strip_prefix("$ "), runs.last_mut()) {
+            (Some(command), _) => runs.push((command.to_owned(), String::new())),
+            (None, Some((_, output))) => output.push_str(&format!("{line}\n")),
+            (None, None) => panic!("{DOC}: output before a command: {line}"),
+        }
+    }
+    runs
+}
+
+#[test]
+fn the_docs_commands_print_what_the_doc_shows() {
+    let server = ListServer::start(pages());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = kubeconfig(dir.path(), &server.url);
+    let config = config.to_str().expect("utf-8 path");
+    let runs = shown();
+    assert!(runs.len() >= 2, "{runs:?}");
+    for (command, want) in runs {
+        let mut words = command.split_whitespace();
+        assert_eq!(words.next(), Some("gpuslicectl"), "{command}");
+        let mut args: Vec<&str> = words.collect();
+        args.extend(["--kubeconfig", config]);
+        let out = gpuslicectl(&args);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{command}: {}",
+            text(&out.stderr)
+        );
+        assert_eq!(text(&out.stdout), want, "{DOC}: {command}");
     }
 }
