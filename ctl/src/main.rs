@@ -7,8 +7,8 @@
 //! Exit status: 0 on success; 1 when gpusliced cannot be reached or refuses
 //! the call; 2 on a usage error; 3 ([`ATTENTION`]) from `status` while it
 //! lists a problem or a warning, and from `health` while a device is
-//! unhealthy (their output is the same as with 0). `match` and `sim exec`
-//! have their own (see each).
+//! unhealthy (their output is the same as with 0). `match`, `sim exec` and
+//! `claims --cluster` have their own (see each).
 
 mod activity_render;
 mod cluster;
@@ -61,7 +61,8 @@ pub const ATTENTION: u8 = 3;
     override_usage = "gpuslicectl [OPTIONS] <COMMAND>",
     after_help = "--socket and --output may also be given before the command. \
                   Exit status: 0 ok; 1 gpusliced cannot be reached or refuses; 2 usage; \
-                  3 status or health finds something to act on."
+                  3 status or health finds something to act on. claims --cluster: 2 when \
+                  the API server cannot be read."
 )]
 struct Args {
     #[command(flatten)]
