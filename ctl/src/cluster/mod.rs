@@ -144,7 +144,7 @@ async fn claims(
     let client = kube::Client::try_from(config).map_err(|e| failed(chain(&e)))?;
     list::all_claims(client)
         .await
-        .map_err(|e| failed(chain(&e)))
+        .map_err(|e| failed(list_error(&e)))
 }
 
 /// The client config, and the kubeconfig and context it came from, in
@@ -199,6 +199,21 @@ fn default_path() -> String {
     match std::env::var("KUBECONFIG") {
         Ok(value) if !value.is_empty() => value,
         _ => "~/.kube/config".to_owned(),
+    }
+}
+
+/// A failed list in words: the API server's own answer as it gave it
+/// (code, reason, message), else the error and its causes.
+fn list_error(err: &kube::Error) -> String {
+    match err {
+        kube::Error::Api(status) if status.reason.is_empty() => {
+            format!("it answered {}: {}", status.code, status.message)
+        }
+        kube::Error::Api(status) => format!(
+            "it answered {} {}: {}",
+            status.code, status.reason, status.message
+        ),
+        other => chain(other),
     }
 }
 

@@ -206,7 +206,7 @@ fn document(
         .map(|e| {
             json!({ "namespace": e.namespace, "name": e.name, "node": e.usage.node,
                     "pool": e.pool, "device": e.device, "share_id": e.share_id,
-                    "sharing": e.usage.sharing, "idle": e.idle_status,
+                    "sharing": e.usage.sharing, "idle": (!e.idle_status.is_empty()).then_some(&e.idle_status),
                     "idle_since": e.idle_since.map(|t| t.to_string()),
                     "idle_seconds": e.idle_since.map(|t| seconds(t, now)),
                     "overshare_since": e.overshare_since.map(|t| t.to_string()),

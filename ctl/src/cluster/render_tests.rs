@@ -391,6 +391,20 @@ ml/bare         node-1  gpu-2   exclusive  -         1.0 GiB       keep
         ),
         want
     );
+    let doc: Value = serde_json::from_str(&render(
+        &read(&claims, DRIVER),
+        DRIVER,
+        Filter::default(),
+        now(),
+        true,
+    ))
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        doc["devices"][0]["idle"],
+        Value::Null,
+        "no Idle condition: null"
+    );
+    assert_eq!(doc["devices"][0]["idle_seconds"], Value::Null);
 }
 
 #[test]

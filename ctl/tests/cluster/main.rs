@@ -413,6 +413,38 @@ fn an_unreachable_api_server_exits_2_naming_the_kubeconfig_and_context() {
 }
 
 #[test]
+fn a_refusal_of_the_api_server_exits_2_with_its_message() {
+    let message = "resourceclaims.resource.k8s.io is forbidden: User \"viewer\" cannot list \
+                   resource \"resourceclaims\" in API group \"resource.k8s.io\" at the cluster scope";
+    let server = ListServer::refusing(403, message);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = kubeconfig(dir.path(), &server.url);
+    let config = config.to_str().expect("utf-8 path");
+    let out = gpuslicectl(&[
+        "claims",
+        "--cluster",
+        "--kubeconfig",
+        config,
+        "--context",
+        "test",
+    ]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(text(&out.stdout), "");
+    let head = format!(
+        "gpuslicectl claims --cluster: cannot list ResourceClaims from the API server {}/ \
+         (kubeconfig {config}, context test): ",
+        server.url
+    );
+    assert!(stderr.starts_with(&head), "{stderr}");
+    assert!(
+        stderr[head.len()..].starts_with(&format!("it answered 403 Forbidden: {message}; check")),
+        "{stderr}"
+    );
+    assert_eq!(server.queries().len(), 1);
+}
+
+#[test]
 fn socket_does_not_apply_to_cluster() {
     for words in [
         &["--socket", "/run/x.sock", "claims", "--cluster"][..],

@@ -1,7 +1,8 @@
 //! A minimal API server over plain HTTP/1.1 on 127.0.0.1 that answers one
 //! call, the list of ResourceClaims across namespaces, in pages of its own
 //! size with a `continue` token (as the real one may give fewer items than
-//! `limit`), and records the query of every list. Anything else is 404.
+//! `limit`), or refuses it with a Status, and records the query of every
+//! list. Anything else is 404.
 //! Each answer closes its connection.
 
 use std::io::{BufRead, BufReader, Write};
@@ -18,17 +19,35 @@ pub struct ListServer {
     queries: Arc<Mutex<Vec<String>>>,
 }
 
+/// What the server answers a list.
+#[derive(Clone)]
+enum Answer {
+    /// These pages.
+    Pages(Vec<Vec<Value>>),
+    /// This status code, with a Status saying `message`.
+    Refuse(u16, &'static str),
+}
+
 impl ListServer {
     /// Serves `pages` of claims, each after the first behind the token
     /// `page-N`.
     pub fn start(pages: Vec<Vec<Value>>) -> Self {
+        Self::serve(Answer::Pages(pages))
+    }
+
+    /// Answers every list with `code` and a Status saying `message`.
+    pub fn refusing(code: u16, message: &'static str) -> Self {
+        Self::serve(Answer::Refuse(code, message))
+    }
+
+    fn serve(answer_with: Answer) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the list server");
         let url = format!("http://{}", listener.local_addr().expect("its address"));
         let queries = Arc::new(Mutex::new(Vec::new()));
         let seen = Arc::clone(&queries);
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
-                answer(stream, &pages, &seen);
+                answer(stream, &answer_with, &seen);
             }
         });
         Self { url, queries }
@@ -40,7 +59,7 @@ impl ListServer {
     }
 }
 
-fn answer(stream: TcpStream, pages: &[Vec<Value>], seen: &Mutex<Vec<String>>) {
+fn answer(stream: TcpStream, with: &Answer, seen: &Mutex<Vec<String>>) {
     let mut reader = BufReader::new(stream.try_clone().expect("clone the stream"));
     let mut request_line = String::new();
     if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
@@ -56,7 +75,10 @@ fn answer(stream: TcpStream, pages: &[Vec<Value>], seen: &Mutex<Vec<String>>) {
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
     let (status, body) = if path == CLAIMS {
         seen.lock().expect("queries lock").push(query.to_owned());
-        page(pages, query)
+        match with {
+            Answer::Pages(pages) => page(pages, query),
+            Answer::Refuse(code, message) => (*code, status_body(*code, message)),
+        }
     } else {
         (404, status_body(404, &format!("{path} not found")))
     };
@@ -93,6 +115,12 @@ fn page(pages: &[Vec<Value>], query: &str) -> (u16, Value) {
 }
 
 fn status_body(code: u16, message: &str) -> Value {
+    let reason = match code {
+        403 => "Forbidden",
+        404 => "NotFound",
+        410 => "Expired",
+        _ => "InternalError",
+    };
     json!({ "apiVersion": "v1", "kind": "Status", "status": "Failure", "message": message,
-            "code": code })
+            "reason": reason, "code": code })
 }
