@@ -7,11 +7,12 @@
 //! Exit status: 0 on success; 1 when gpusliced cannot be reached or refuses
 //! the call; 2 on a usage error; 3 ([`ATTENTION`]) from `status` while it
 //! lists a problem or a warning, and from `health` while a device is
-//! unhealthy (their output is the same as with 0). `match` and `sim exec`
-//! have their own (see each).
+//! unhealthy (their output is the same as with 0). `match`, `sim exec` and
+//! `claims --cluster` have their own (see each).
 
 mod activity_render;
 mod advise;
+mod cluster;
 mod connect;
 #[cfg(test)]
 mod fixture;
@@ -61,7 +62,8 @@ pub const ATTENTION: u8 = 3;
     override_usage = "gpuslicectl [OPTIONS] <COMMAND>",
     after_help = "--socket and --output may also be given before the command. \
                   Exit status: 0 ok; 1 gpusliced cannot be reached or refuses; 2 usage; \
-                  3 status or health finds something to act on."
+                  3 status or health finds something to act on. claims --cluster: 2 when \
+                  the API server cannot be read."
 )]
 struct Args {
     #[command(flatten)]
@@ -100,11 +102,15 @@ enum Command {
         out: Out,
     },
     /// Every prepared claim; with --idle, the claims without GPU activity
-    /// for at least that long (exit status 0 whether any is found or not).
+    /// for at least that long (exit status 0 whether any is found or not);
+    /// with --cluster, every claim's devices across all nodes, from the
+    /// API server.
     Claims {
         /// Only claims idle this long or longer, e.g. 30m, 2h, 1d, 1h30m.
         #[arg(long, value_parser = units::parse_duration, value_name = "DURATION")]
         idle: Option<u64>,
+        #[command(flatten)]
+        cluster: cluster::ClusterArgs,
         #[command(flatten)]
         conn: Conn,
         #[command(flatten)]
@@ -290,6 +296,7 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     let (conn, out) = command.flags();
+    let socket_given = given.socket.is_some();
     let socket = given.socket.unwrap_or_else(|| conn.socket.clone());
     let output = given.output.or(out.map(|o| o.output));
     if output == Some(Output::Yaml) && !matches!(command, Command::Advise { .. }) {
@@ -308,6 +315,11 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Command::Claims { idle, cluster, .. } = &command
+        && cluster.cluster
+    {
+        return cluster::main(&runtime, cluster.clone(), *idle, socket_given, json);
+    }
     if let Command::Match { selector, .. } = command {
         return match runtime.block_on(matching::run(socket, selector, json)) {
             Ok((text, code)) => {

@@ -19,10 +19,13 @@
 //!    (gpusliced's WatchInventory, across its restarts, with [`backoff`])
 //!    and [`slice_watch`] (the API server's watch of our slices).
 //! 10. [`sockets`] and [`run`]: the sockets, start-up and shutdown.
+//! 11. [`claim_status`]: usage in each prepared claim's status (its pure
+//!     entries and write plan, the apply and the access probe).
 
 pub mod advertise;
 pub mod backoff;
 pub mod claim;
+pub mod claim_status;
 pub mod dra;
 pub mod gpusliced;
 pub mod health;

@@ -7,12 +7,14 @@
 //! from values passed in: it reads no environment and opens no socket itself,
 //! so every rule is testable.
 
+mod claim_status;
 mod resolve;
 
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+pub use claim_status::{ClaimStatusConfig, ClaimStatusMode, MIN_RECHECK_S, MIN_REFRESH_S};
 pub use resolve::{ApiAccess, Environment, Resolved};
 
 /// Default path of the config file.
@@ -67,6 +69,8 @@ pub struct Config {
     /// scheduler then packs claims by memory; gpusliced enforces an MPS
     /// claim's consumed memory as its pinned memory limit. Default false.
     pub consumable_capacity: bool,
+    /// Writing usage into each prepared claim's status.
+    pub claim_status: ClaimStatusConfig,
     /// Logging.
     pub log: LogConfig,
 }
@@ -93,6 +97,7 @@ impl Default for Config {
             taint_unhealthy: false,
             health_seconds: 10,
             consumable_capacity: false,
+            claim_status: ClaimStatusConfig::default(),
             log: LogConfig::default(),
         }
     }
@@ -160,7 +165,13 @@ impl Config {
         ] {
             *path = base.join(&*path);
         }
-        if let Some(kubeconfig) = config.kubeconfig.as_mut() {
+        for kubeconfig in [
+            config.kubeconfig.as_mut(),
+            config.claim_status.kubeconfig.as_mut(),
+        ]
+        .into_iter()
+        .flatten()
+        {
             *kubeconfig = base.join(&*kubeconfig);
         }
         config.validate()?;
@@ -204,6 +215,7 @@ impl Config {
                 });
             }
         }
+        self.claim_status.validate()?;
         for (key, path) in [
             ("plugins_dir", self.dra_socket()),
             ("registry_dir", self.registration_socket()),

@@ -1,6 +1,6 @@
 use std::path::{Path, PathBuf};
 
-use super::{ApiAccess, Config, ConfigError, Environment};
+use super::{ApiAccess, ClaimStatusMode, Config, ConfigError, Environment};
 
 fn parse(text: &str) -> Result<Config, ConfigError> {
     Config::parse(
@@ -62,6 +62,12 @@ fn bad_values_are_refused_naming_the_key() {
         ("node_name = \"Node_1\"", "node_name"),
         ("resync_seconds = 0", "resync_seconds"),
         ("health_seconds = 0", "health_seconds"),
+        ("[claim_status]\nrefresh_s = 9", "[claim_status] refresh_s"),
+        (
+            "[claim_status]\nmax_writes_per_minute = 0",
+            "[claim_status] max_writes_per_minute",
+        ),
+        ("[claim_status]\nrecheck_s = 59", "[claim_status] recheck_s"),
         (
             &format!("plugins_dir = \"/{}\"", "p".repeat(100)),
             "plugins_dir",
@@ -144,4 +150,50 @@ fn api_access_defaults_to_in_cluster_or_the_kubelet_kubeconfig() {
         explicit.resolve(&pod).expect("resolve").api,
         ApiAccess::Kubeconfig(PathBuf::from("/etc/kubernetes/kubelet/kubeconfig"))
     );
+}
+
+#[test]
+fn claim_status_defaults_bounds_and_its_own_kubeconfig() {
+    let defaults = parse("").expect("valid").claim_status;
+    assert_eq!(defaults.mode, ClaimStatusMode::Auto);
+    assert_eq!(
+        (
+            defaults.kubeconfig,
+            defaults.refresh_s,
+            defaults.max_writes_per_minute,
+            defaults.recheck_s
+        ),
+        (None, 300, 60, 3600)
+    );
+    let set = parse(
+        "[claim_status]\nmode = \"off\"\nkubeconfig = \"status.kubeconfig\"\nrefresh_s = 10\n\
+         max_writes_per_minute = 1\nrecheck_s = 60",
+    )
+    .expect("the least values are valid")
+    .claim_status;
+    assert_eq!(set.mode, ClaimStatusMode::Off);
+    assert_eq!(
+        set.kubeconfig,
+        Some(PathBuf::from("/etc/gpuslice/status.kubeconfig"))
+    );
+    // A refusal says what is wrong and what to do.
+    let text = parse("[claim_status]\nrefresh_s = 5")
+        .expect_err("too often")
+        .to_string();
+    assert!(
+        text.contains("[claim_status] refresh_s") && text.contains("below 10"),
+        "{text}"
+    );
+    let text = parse("[claim_status]\nmax_writes_per_minute = 0")
+        .expect_err("none")
+        .to_string();
+    assert!(text.contains("mode = \"off\""), "{text}");
+    // Unknown modes and keys name themselves.
+    for (bad, names) in [
+        ("[claim_status]\nmode = \"on\"", "on"),
+        ("[claim_status]\nrefresh = 10", "refresh"),
+    ] {
+        let text = parse(bad).expect_err(bad).to_string();
+        assert!(text.contains(names) && text.contains("line 2"), "{text}");
+    }
 }

@@ -12,6 +12,7 @@
 //! is stored and answered. `dryRun=All` creates are checked and answered
 //! but not stored ([`State::dry_runs`]); discovery of resource.k8s.io/v1
 //! lists resourceslices.
+//! Claim status applies follow [`crate::claim_status_rules`].
 //! Every change is kept in an event log for watches ([`crate::fake_watch`]),
 //! which the test can compact and whose open watches it can close. Tests
 //! wait on the state through a condition variable, never by sleeping.
@@ -63,6 +64,10 @@ pub struct State {
     pub partitionable: bool,
     /// The spec of every dry-run create, as answered.
     pub dry_runs: Vec<Value>,
+    /// Claim status writes: the switches ([`crate::claim_status_rules`]).
+    pub claim_status: crate::claim_status_rules::ClaimStatusSwitches,
+    /// Claim status writes: what happened.
+    pub claim_status_log: crate::claim_status_rules::ClaimStatusLog,
 }
 
 pub struct FakeApiServer {
@@ -223,12 +228,30 @@ fn route(state: &mut State, method: &str, target: &str, body: &[u8]) -> (u16, Va
             Some(claim) => (200, claim.clone()),
             None => not_found(&format!("resourceclaims {name}")),
         },
+        (
+            "PATCH",
+            [
+                "apis",
+                "resource.k8s.io",
+                "v1",
+                "namespaces",
+                ns,
+                "resourceclaims",
+                name,
+                "status",
+            ],
+        ) => crate::claim_status_rules::patch_status(state, ns, name, query, body),
+        ("POST", ["apis", "authentication.k8s.io", "v1", "selfsubjectreviews"]) => {
+            crate::claim_status_rules::self_subject_review(state)
+        }
         ("GET", ["apis", "resource.k8s.io", "v1"]) => (
             200,
             json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "resource.k8s.io/v1",
                    "resources": [
                        {"name": "resourceclaims", "singularName": "resourceclaim", "namespaced": true,
                         "kind": "ResourceClaim", "verbs": ["get", "list", "watch"]},
+                       {"name": "resourceclaims/status", "singularName": "", "namespaced": true,
+                        "kind": "ResourceClaim", "verbs": ["get", "patch", "update"]},
                        {"name": "resourceslices", "singularName": "resourceslice", "namespaced": false,
                         "kind": "ResourceSlice", "verbs": ["create", "delete", "get", "list", "update", "watch"]}]}),
         ),

@@ -15,11 +15,14 @@
 //! health, deletions, foreign edits, a watch that expired, gpusliced
 //! restarting), never from the timer. [`advertise`]: the MIG form the
 //! plugin probes the API server for, with the gate on, off, and switched off
-//! under it.
+//! under it. [`claim_status`]: the claim status writer's apply and probe
+//! against the server's status rules ([`claim_status_rules`]).
 
 mod advertise;
 #[path = "../../../tests/e2e/binaries.rs"]
 mod binaries;
+mod claim_status;
+mod claim_status_rules;
 mod extended;
 mod extended_claim;
 mod fake_apiserver;

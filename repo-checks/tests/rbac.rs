@@ -1,0 +1,136 @@
+//! The packaged RBAC for claim status (`packaging/rbac/claim-status.yaml`)
+//! grants exactly what the plugin's status writer needs and nothing more:
+//! `patch` on `resourceclaims/status` and `associated-node:patch` on
+//! `resourceclaims/driver` for the default driver name, bound to the
+//! plugin's ServiceAccount (docs/claim-status.md#access).
+
+use std::collections::BTreeSet;
+
+use gpuslice_repo_checks::tree::repo_root;
+use serde::Deserialize as _;
+use serde_norway::Value;
+
+/// The plugin's default `driver_name` (publish/src/config/mod.rs).
+const DEFAULT_DRIVER: &str = "gpu.nvidia.com";
+
+fn documents() -> Vec<Value> {
+    let path = repo_root().join("packaging/rbac/claim-status.yaml");
+    let text =
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    serde_norway::Deserializer::from_str(&text)
+        .map(|doc| Value::deserialize(doc).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+        .collect()
+}
+
+fn of_kind<'a>(docs: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    docs.iter().filter(|d| d["kind"] == kind).collect()
+}
+
+fn strings(value: &Value) -> Vec<String> {
+    value
+        .as_sequence()
+        .map(|s| {
+            s.iter()
+                .map(|v| v.as_str().unwrap_or("<not a string>").to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// One rule as a comparable tuple: groups, resources, verbs, resourceNames.
+type Rule = (Vec<String>, Vec<String>, Vec<String>, Vec<String>);
+
+#[test]
+fn the_claim_status_role_grants_exactly_the_two_rules() {
+    let docs = documents();
+    let kinds: BTreeSet<&str> = docs.iter().filter_map(|d| d["kind"].as_str()).collect();
+    assert_eq!(
+        kinds,
+        BTreeSet::from([
+            "Namespace",
+            "ServiceAccount",
+            "ClusterRole",
+            "ClusterRoleBinding"
+        ]),
+    );
+    assert_eq!(docs.len(), 4, "one object of each kind");
+    let [role] = of_kind(&docs, "ClusterRole")[..] else {
+        panic!("one ClusterRole");
+    };
+    assert_eq!(role["metadata"]["name"], "gpuslice-claim-status");
+    assert!(role.get("aggregationRule").is_none(), "no aggregation");
+    let rules: BTreeSet<Rule> = role["rules"]
+        .as_sequence()
+        .expect("rules is a list")
+        .iter()
+        .map(|r| {
+            let keys: BTreeSet<&str> = r
+                .as_mapping()
+                .expect("a rule is a mapping")
+                .keys()
+                .filter_map(Value::as_str)
+                .collect();
+            assert!(
+                keys.is_subset(&BTreeSet::from([
+                    "apiGroups",
+                    "resources",
+                    "verbs",
+                    "resourceNames"
+                ])),
+                "unexpected rule keys {keys:?} (no nonResourceURLs)"
+            );
+            (
+                strings(&r["apiGroups"]),
+                strings(&r["resources"]),
+                strings(&r["verbs"]),
+                strings(&r["resourceNames"]),
+            )
+        })
+        .collect();
+    let own = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    let want = BTreeSet::from([
+        (
+            own(&["resource.k8s.io"]),
+            own(&["resourceclaims/status"]),
+            own(&["patch"]),
+            vec![],
+        ),
+        (
+            own(&["resource.k8s.io"]),
+            own(&["resourceclaims/driver"]),
+            own(&["associated-node:patch"]),
+            own(&[DEFAULT_DRIVER]),
+        ),
+    ]);
+    assert_eq!(
+        rules, want,
+        "the rule set is exactly patch status + associated-node:patch driver"
+    );
+}
+
+#[test]
+fn the_binding_gives_the_role_to_the_plugins_service_account() {
+    let docs = documents();
+    let [account] = of_kind(&docs, "ServiceAccount")[..] else {
+        panic!("one ServiceAccount");
+    };
+    let [namespace] = of_kind(&docs, "Namespace")[..] else {
+        panic!("one Namespace");
+    };
+    let [binding] = of_kind(&docs, "ClusterRoleBinding")[..] else {
+        panic!("one ClusterRoleBinding");
+    };
+    assert_eq!(account["metadata"]["name"], "gpuslice-dra-plugin");
+    assert_eq!(
+        account["metadata"]["namespace"],
+        namespace["metadata"]["name"]
+    );
+    assert_eq!(binding["roleRef"]["kind"], "ClusterRole");
+    assert_eq!(binding["roleRef"]["name"], "gpuslice-claim-status");
+    assert_eq!(binding["roleRef"]["apiGroup"], "rbac.authorization.k8s.io");
+    let subjects = binding["subjects"].as_sequence().expect("subjects");
+    assert_eq!(subjects.len(), 1, "one subject");
+    assert_eq!(subjects[0]["kind"], "ServiceAccount");
+    assert_eq!(subjects[0]["name"], account["metadata"]["name"]);
+    assert_eq!(subjects[0]["namespace"], account["metadata"]["namespace"]);
+}

@@ -1,0 +1,197 @@
+//! Whether the API server lets us write claim status and keeps it: the
+//! access state `Unknown → Enabled | Forbidden(reason) | FieldDropped`, as
+//! [`crate::advertise`] finds the MIG form.
+//!
+//! The first write (and a re-check every `recheck_s` while Forbidden or
+//! FieldDropped) is the same apply with `dryRun=All`: answered with our
+//! entries → Enabled; answered without them → FieldDropped (the API server
+//! clears `status.devices` with DRAResourceClaimDeviceStatus off, silently);
+//! 401/403 → Forbidden with the server's message and the identity
+//! (a `SelfSubjectReview`; the kubelet's `system:node:*` identity can never
+//! write claim status, so the reason names `[claim_status] kubeconfig`).
+//! Other refusals concern that claim, not the access (the state stays);
+//! transport errors, 408, 429 and 5xx decide nothing. A real write that
+//! later answers 403 or drops our entries moves the state the same way.
+//! [`Access::observe`] is the pure rule; each change of state is logged once
+//! (WARN for Forbidden and FieldDropped, INFO for Enabled).
+
+use k8s_openapi::api::authentication::v1::SelfSubjectReview;
+use kube::Api;
+use kube::api::PostParams;
+
+use super::plan::Millis;
+use super::write::{Answer, WriteError};
+
+/// Where the kubelet's identity is told to go instead.
+pub const NODE_IDENTITY_HINT: &str = "the kubelet's credentials never may write claim status \
+     (Node authorizer); set [claim_status] kubeconfig, see docs/claim-status.md#access";
+
+/// The access state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum State {
+    /// Not probed yet.
+    Unknown,
+    /// Writes are taken and kept.
+    Enabled,
+    /// Writes are refused; why.
+    Forbidden(String),
+    /// Writes are taken and `status.devices` dropped.
+    FieldDropped,
+}
+
+/// What one apply (dry run or real) found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Finding {
+    /// Taken, entries kept.
+    Kept,
+    /// Taken, entries dropped.
+    Dropped,
+    /// Refused: the HTTP code, the server's message, and who we are (the
+    /// user name, when known).
+    Refused {
+        /// HTTP code.
+        code: u16,
+        /// The server's message.
+        message: String,
+        /// The identity's user name.
+        identity: Option<String>,
+    },
+    /// No verdict (retry).
+    Undecided,
+}
+
+impl Finding {
+    /// The finding of an apply's result.
+    pub fn of(result: &Result<Answer, WriteError>, identity: Option<String>) -> Self {
+        match result {
+            Ok(Answer::Kept) => Self::Kept,
+            Ok(Answer::Dropped) => Self::Dropped,
+            Err(WriteError::Refused { code, message, .. }) => Self::Refused {
+                code: *code,
+                message: message.clone(),
+                identity,
+            },
+            Err(WriteError::Failed { .. }) => Self::Undecided,
+        }
+    }
+}
+
+/// The access state and when it last changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Access {
+    state: State,
+    since: Millis,
+    recheck: Millis,
+}
+
+impl Access {
+    /// Not probed yet; a refused or dropped state is probed again after
+    /// `recheck` (`[claim_status] recheck_s`).
+    pub fn new(recheck: Millis) -> Self {
+        Self {
+            state: State::Unknown,
+            since: 0,
+            recheck,
+        }
+    }
+
+    /// The state.
+    pub fn state(&self) -> &State {
+        &self.state
+    }
+
+    /// Whether the next write must be a dry run first: never probed, or a
+    /// refusal or drop old enough to check again.
+    pub fn needs_probe(&self, now: Millis) -> bool {
+        match self.state {
+            State::Unknown => true,
+            State::Enabled => false,
+            State::Forbidden(_) | State::FieldDropped => {
+                now.saturating_sub(self.since) >= self.recheck
+            }
+        }
+    }
+
+    /// Takes a finding; answers the new state when it changed (to log
+    /// once), None otherwise. A re-check that finds the same refusal
+    /// restarts the recheck clock without a new line.
+    pub fn observe(&mut self, finding: &Finding, now: Millis) -> Option<&State> {
+        let next = match finding {
+            Finding::Kept => State::Enabled,
+            Finding::Dropped => State::FieldDropped,
+            Finding::Refused {
+                code: 401 | 403,
+                message,
+                identity,
+            } => State::Forbidden(forbidden_reason(message, identity.as_deref())),
+            Finding::Refused { .. } | Finding::Undecided => return None,
+        };
+        let changed = std::mem::discriminant(&next) != std::mem::discriminant(&self.state);
+        self.since = now;
+        self.state = next;
+        changed.then_some(&self.state)
+    }
+}
+
+/// The line for a state, as logged and as `gpuslicectl status` would show
+/// it (`claim status: written | off: <reason>`).
+pub fn describe(state: &State) -> String {
+    match state {
+        State::Unknown => "claim status: not probed yet".to_owned(),
+        State::Enabled => "claim status: written".to_owned(),
+        State::Forbidden(reason) => format!("claim status: off: {reason}"),
+        State::FieldDropped => "claim status: off: the API server drops ResourceClaim \
+             status.devices (DRAResourceClaimDeviceStatus off)"
+            .to_owned(),
+    }
+}
+
+/// Logs a change of state once: INFO when written, WARN when off.
+pub fn log(state: &State) {
+    match state {
+        State::Enabled | State::Unknown => tracing::info!("{}", describe(state)),
+        State::Forbidden(_) | State::FieldDropped => tracing::warn!("{}", describe(state)),
+    }
+}
+
+/// Why the API server refuses, for a person: its message, who we are, and
+/// what to do when we are the kubelet.
+pub fn forbidden_reason(message: &str, identity: Option<&str>) -> String {
+    let first = message.lines().next().unwrap_or_default();
+    let first: String = first.chars().take(300).collect();
+    let user = identity
+        .map(str::to_owned)
+        .or_else(|| user_in_message(message));
+    match user {
+        Some(user) if user.starts_with("system:node:") => {
+            format!("the API server refused the write as {user} ({first}); {NODE_IDENTITY_HINT}")
+        }
+        Some(user) => format!(
+            "the API server refused the write as {user} ({first}); grant it \
+             packaging/rbac/claim-status.yaml's role, see docs/claim-status.md#access"
+        ),
+        None => {
+            format!("the API server refused the write ({first}); see docs/claim-status.md#access")
+        }
+    }
+}
+
+/// The user a Kubernetes "forbidden" message names (`User "…" cannot …`).
+fn user_in_message(message: &str) -> Option<String> {
+    let rest = message.split_once("User \"")?.1;
+    Some(rest.split_once('"')?.0.to_owned())
+}
+
+/// Who the API server takes us for (`SelfSubjectReview`); None when it
+/// cannot say (older servers, or refused).
+pub async fn identity(kube: &kube::Client) -> Option<String> {
+    let api = Api::<SelfSubjectReview>::all(kube.clone());
+    let review = api
+        .create(&PostParams::default(), &SelfSubjectReview::default())
+        .await
+        .ok()?;
+    review.status?.user_info?.username
+}
+
+#[cfg(test)]
+mod tests;
