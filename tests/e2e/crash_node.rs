@@ -205,6 +205,11 @@ impl Gpusliced {
         false
     }
 
+    /// Its pid while it runs; `None` once reaped.
+    pub fn running_pid(&self) -> Option<u32> {
+        self.child.as_ref().map(std::process::Child::id)
+    }
+
     fn pid(&self) -> Pid {
         let child = self.child.as_ref().expect("running");
         Pid::from_raw(i32::try_from(child.id()).expect("pid fits"))

@@ -11,7 +11,7 @@ use gpuslice::gpu::sim::SimGpuState;
 use gpuslice::gpu::{ComputeMode, MigMode};
 use gpuslice::state::{ClaimRecord, DeviceSharing, Phase};
 
-use crate::crash_node::Node;
+use crate::crash_node::{Gpusliced, Node};
 use crate::harness::list;
 
 /// The node's state, as files and processes show it.
@@ -21,6 +21,8 @@ pub struct World {
     pub stray_record_files: Vec<String>,
     pub cdi_files: Vec<String>,
     pub state_files: Vec<String>,
+    /// The running gpusliced's pid when the world was read.
+    pub daemon_pid: Option<u32>,
     /// Per GPU index.
     pub hardware: Vec<SimGpuState>,
     /// (GPU uuid, profile id, start, size) of each slice made ahead.
@@ -38,7 +40,8 @@ fn json(path: &Path) -> Option<serde_json::Value> {
 }
 
 impl World {
-    pub fn read(node: &Node) -> Self {
+    /// The node's state while `daemon` runs on it.
+    pub fn read(node: &Node, daemon: &Gpusliced) -> Self {
         let dir = node.path();
         let mut records = Vec::new();
         let mut stray_record_files = Vec::new();
@@ -80,6 +83,7 @@ impl World {
             stray_record_files,
             cdi_files: list(&dir.join("cdi")),
             state_files: list(&dir.join("state")),
+            daemon_pid: daemon.running_pid(),
             hardware,
             ledger,
             mps_processes: mps_processes(&node.mps_dir()),
@@ -120,7 +124,7 @@ impl World {
         let temps: Vec<&String> = self
             .state_files
             .iter()
-            .filter(|f| f.starts_with('.'))
+            .filter(|f| f.starts_with('.') && !self.is_live_advisory_temp(f))
             .collect();
         if !temps.is_empty() {
             say(format!("state folder holds {temps:?}"));
@@ -129,6 +133,19 @@ impl World {
         self.check_daemons(node, &mut say);
         self.check_gpu_modes(uuids, mig_gpus, &mut say);
         problems
+    }
+
+    /// A temp file of an advisory write the running daemon's sampler has
+    /// in flight (`activity.json`, `usage-history.json`: temp file, then
+    /// rename): the live daemon's own, not a crash's leftover, which would
+    /// carry a dead daemon's pid (start-up removes those).
+    fn is_live_advisory_temp(&self, name: &str) -> bool {
+        let Some(pid) = self.daemon_pid else {
+            return false;
+        };
+        ["activity.json", "usage-history.json"]
+            .iter()
+            .any(|file| name == format!(".{file}.tmp-{pid}"))
     }
 
     fn check_slices(&self, uuids: &[String], say: &mut impl FnMut(String)) {

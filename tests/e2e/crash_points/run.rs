@@ -130,7 +130,7 @@ pub fn trace(w: &Workload) -> (Names, Vec<Pass>) {
     }
     let daemon = daemon.take().expect("running at the end");
     runtime.block_on(w.unprepare_all(&daemon));
-    let problems = World::read(&node).problems(&node, &names.uuids, &w.mig_gpus);
+    let problems = World::read(&node, &daemon).problems(&node, &names.uuids, &w.mig_gpus);
     assert!(
         problems.is_empty(),
         "{}: without a crash: {problems:#?}",
@@ -264,7 +264,7 @@ fn recover(
             .map(|p| format!("{when}: {p}"))
             .collect::<Vec<_>>()
     };
-    let world = World::read(node);
+    let world = World::read(node, &daemon);
     outcome.problems.extend(say(
         "after the restart",
         world.problems(node, &names.uuids, &w.mig_gpus),
@@ -275,7 +275,7 @@ fn recover(
     outcome
         .problems
         .extend(runtime.block_on(w.unprepare_all_checked(&daemon)));
-    let world = World::read(node);
+    let world = World::read(node, &daemon);
     let mut left = world.problems(node, &names.uuids, &w.mig_gpus);
     if !world.records.is_empty() || !world.cdi_files.is_empty() {
         left.push(format!(
