@@ -22,6 +22,8 @@
 //! Env: `GPUSLICE_BENCH_ROUNDS` (5-second blocks per mode, default 3),
 //! `GPUSLICE_BENCH_DIR` (default a temp folder under the cargo target dir).
 
+#[path = "common/marked.rs"]
+mod marked;
 #[path = "activity/node.rs"]
 mod node;
 #[path = "activity/stats.rs"]

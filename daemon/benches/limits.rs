@@ -19,15 +19,16 @@
 //! Env: `GPUSLICE_BENCH_TRIALS` (trials per grace-0 cell, default 10; the
 //! grace-10 cells run a third as many, at least 2). See bench/README.md.
 
+#[path = "common/marked.rs"]
+mod marked;
+
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use gpuslice::activity::hook::SampleHook;
 use gpuslice::activity::procfs::ProcFs;
 use gpuslice::activity::{Sampler, SamplerSettings, WarningKind};
-use gpuslice::cdi_build::marker::claim_env;
 use gpuslice::config::{LimitMode, LimitsConfig};
 use gpuslice::gpu::GpuBackend;
 use gpuslice::gpu::sim::SimProcess;
@@ -35,22 +36,11 @@ use gpuslice::limits::enforce::Executor;
 use gpuslice::limits::{Decision, Ledger, Limits, Pidfds};
 use gpuslice::testkit::requests::{request_with, timeslicing};
 use gpuslice::testkit::{SimNode, SimNodeBuilder};
+use marked::spawn_marked;
 
 const A: &str = "1a1a1a1a-0000-4000-8000-0000000000a1";
 const B: &str = "1b1b1b1b-0000-4000-8000-0000000000b1";
 const GIB: u64 = 1 << 30;
-
-fn spawn_marked(claim: &str) -> Child {
-    let marker = claim_env(claim);
-    let (name, value) = marker.split_once('=').expect("NAME=VALUE");
-    Command::new("sleep")
-        .arg("3600")
-        .env(name, value)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("cannot spawn sleep")
-}
 
 fn node(dir: &tempfile::TempDir) -> SimNode {
     let node = SimNodeBuilder::h100s(1)

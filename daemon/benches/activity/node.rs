@@ -6,17 +6,18 @@
 //! root. Dropping it kills the children.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use gpuslice::activity::{ActivitySnapshot, Sampler, SamplerSettings};
-use gpuslice::cdi_build::marker::claim_env;
 use gpuslice::claims::{Engine, PrepareRequest};
 use gpuslice::gpu::GpuBackend;
 use gpuslice::gpu::sim::SimProcess;
 use gpuslice::testkit::requests::{request_with, timeslicing};
 use gpuslice::testkit::{SimNode, SimNodeBuilder};
+
+use crate::marked::spawn_marked;
 
 /// GPUs that carry the claims.
 pub const LOADED_GPUS: usize = 8;
@@ -162,19 +163,6 @@ impl Drop for BenchNode {
             let _ = child.wait();
         }
     }
-}
-
-/// A `sleep` with `claim`'s marker in its environment, as its container's.
-fn spawn_marked(claim: &str) -> Child {
-    let marker = claim_env(claim);
-    let (name, value) = marker.split_once('=').expect("NAME=VALUE");
-    Command::new("sleep")
-        .arg("3600")
-        .env(name, value)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("cannot spawn sleep")
 }
 
 fn work_dir() -> tempfile::TempDir {
