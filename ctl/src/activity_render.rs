@@ -80,7 +80,8 @@ fn summary_json(s: &pb::DeviceUsageSummary) -> Value {
     json!({ "window_seconds": s.window_seconds, "memory_peak_bytes": s.memory_peak_bytes,
             "sm_mean_percent": s.sm_mean_percent, "sm_peak_percent": s.sm_peak_percent,
             "process_count": s.process_count, "idle_since": s.idle_since,
-            "overshare_since": s.overshare_since })
+            "overshare_since": s.overshare_since, "active_since": s.active_since,
+            "within_share_since": s.within_share_since })
 }
 
 fn action_json(a: &pb::LimitAction) -> Value {

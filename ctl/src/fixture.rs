@@ -56,6 +56,8 @@ pub fn reply() -> pb::GetActivityResponse {
                 idle_since: None,
                 overshare_since: Some(NOW - 60),
                 process_count: 2,
+                active_since: Some(NOW - 600),
+                within_share_since: None,
             }),
             last_action: None,
         }],

@@ -141,6 +141,14 @@ pub struct DeviceSummary {
     /// Set while an over-share episode of the claim on this device is open:
     /// when it began, Unix seconds.
     pub overshare_since: Option<i64>,
+    /// While not idle: since when, Unix seconds (the sample that ended the
+    /// claim's last idle spell seen since gpusliced started, else its
+    /// prepare). `None` while idle.
+    pub active_since: Option<i64>,
+    /// While no over-share episode is open: since when, Unix seconds (the
+    /// sample that closed the last one seen since gpusliced started, else
+    /// the prepare). `None` while one is open.
+    pub within_share_since: Option<i64>,
 }
 
 /// One process attributed to a claim.

@@ -14,6 +14,11 @@
 //!   active on another device.
 //! - `overshare_since` is the open over-share episode of that claim and
 //!   device (`super::episodes`, which keeps an unread GPU's episodes open).
+//! - The other side of each condition is dated too, so a status condition
+//!   that turns False says when: `active_since` is the sample that ended
+//!   the claim's idle spell, `within_share_since` the sample that closed
+//!   the device's episode; before any such end (or after a restart of
+//!   gpusliced, which keeps these in memory only), the prepare.
 //! - The generation moves by one when the set of open conditions (claim,
 //!   device, kind, since) differs from the previous sample's: memory, SM
 //!   and process figures never move it; a claim prepared without a
@@ -54,6 +59,11 @@ pub struct Summaries {
     idle: BTreeMap<String, i64>,
     /// The conditions open after the last sample.
     open: BTreeSet<Open>,
+    /// Claims not idle after the last sample, and since when.
+    active: BTreeMap<String, i64>,
+    /// Devices without an open over-share after the last sample, and since
+    /// when.
+    within: BTreeMap<DeviceKey, i64>,
     generation: u64,
 }
 
@@ -65,6 +75,8 @@ impl Summaries {
             settings,
             idle: BTreeMap::new(),
             open: BTreeSet::new(),
+            active: BTreeMap::new(),
+            within: BTreeMap::new(),
             generation: 0,
         }
     }
@@ -93,11 +105,20 @@ impl Summaries {
             .collect();
         let mut idle = BTreeMap::new();
         let mut open = BTreeSet::new();
+        let (mut active, mut within) = (BTreeMap::new(), BTreeMap::new());
         for claim in claims.iter_mut() {
             let idle_since = self.idle_since(now, claim, unread);
-            if let Some(since) = idle_since {
-                idle.insert(claim.uid.clone(), since);
-            }
+            let active_since = match idle_since {
+                Some(since) => {
+                    idle.insert(claim.uid.clone(), since);
+                    None
+                }
+                None => {
+                    let since = self.active_since(now, claim);
+                    active.insert(claim.uid.clone(), since);
+                    Some(since)
+                }
+            };
             for device in &mut claim.devices {
                 let key = (claim.uid.clone(), device.device.clone());
                 if !unread.contains(&device.gpu) {
@@ -111,6 +132,14 @@ impl Summaries {
                 let overshare_since = overshares
                     .get(&(claim.uid.as_str(), device.device.as_str()))
                     .copied();
+                let within_share_since = match overshare_since {
+                    Some(_) => None,
+                    None => {
+                        let since = self.within_since(now, &key, claim.prepared_at);
+                        within.insert(key.clone(), since);
+                        Some(since)
+                    }
+                };
                 let figures = self.windows.figures(&key).unwrap_or_default();
                 device.summary = Some(DeviceSummary {
                     window_s: self.settings.window_s,
@@ -120,6 +149,8 @@ impl Summaries {
                     process_count: u32::try_from(device.processes.len()).unwrap_or(u32::MAX),
                     idle_since,
                     overshare_since,
+                    active_since,
+                    within_share_since,
                 });
                 let (uid, name) = key;
                 if let Some(since) = idle_since {
@@ -135,7 +166,33 @@ impl Summaries {
         }
         self.idle = idle;
         self.open = open;
+        self.active = active;
+        self.within = within;
         self.generation
+    }
+
+    /// Since when the claim is active after this sample, in which it is
+    /// not idle: as before; now, if it was idle before; else its prepare.
+    fn active_since(&self, now: i64, claim: &ClaimActivity) -> i64 {
+        match self.active.get(&claim.uid) {
+            Some(since) => *since,
+            None if self.idle.contains_key(&claim.uid) => now,
+            None => claim.prepared_at,
+        }
+    }
+
+    /// Since when the device is within its share after this sample, in
+    /// which no episode is open: as before; now, if one was open before;
+    /// else the prepare.
+    fn within_since(&self, now: i64, key: &DeviceKey, prepared_at: i64) -> i64 {
+        let was_over = self.open.iter().any(|(uid, device, kind, _)| {
+            *kind == Kind::OverShare && (uid, device) == (&key.0, &key.1)
+        });
+        match self.within.get(key) {
+            Some(since) => *since,
+            None if was_over => now,
+            None => prepared_at,
+        }
     }
 
     /// The claim's `idle_since` after this sample (module doc).

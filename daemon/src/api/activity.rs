@@ -126,6 +126,8 @@ fn summary(s: &DeviceSummary) -> pb::DeviceUsageSummary {
         idle_since: s.idle_since,
         overshare_since: s.overshare_since,
         process_count: s.process_count,
+        active_since: s.active_since,
+        within_share_since: s.within_share_since,
     }
 }
 

@@ -348,3 +348,42 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn the_quiet_side_of_each_condition_is_dated_from_the_prepare_then_from_the_sample_that_ended_the_other()
+ {
+    let (mut s, mut c, none) = (summaries(), claims(), BTreeSet::new());
+    let all = [active(), active()];
+    sample(&mut s, &mut c, 2_000, &all, &[], &none);
+    assert_eq!(summary(&c, 0).active_since, Some(PREPARED));
+    assert_eq!(summary(&c, 1).within_share_since, Some(PREPARED));
+    let idle_at = 2_000 + i64::try_from(IDLE_AFTER).unwrap();
+    sample(&mut s, &mut c, idle_at, &[quiet(), active()], &[], &none);
+    assert_eq!(summary(&c, 0).active_since, None, "idle: no active side");
+    assert_eq!(summary(&c, 1).active_since, Some(PREPARED), "kept");
+    sample(&mut s, &mut c, idle_at + 5, &all, &[], &none);
+    assert_eq!(
+        summary(&c, 0).active_since,
+        Some(idle_at + 5),
+        "the sample that ended it"
+    );
+    sample(&mut s, &mut c, idle_at + 10, &all, &[], &none);
+    assert_eq!(summary(&c, 0).active_since, Some(idle_at + 5), "kept after");
+
+    let open = [overshare(B, "gpu-1", idle_at + 12)];
+    sample(&mut s, &mut c, idle_at + 15, &all, &open, &none);
+    assert_eq!(
+        summary(&c, 1).within_share_since,
+        None,
+        "over: no within side"
+    );
+    sample(&mut s, &mut c, idle_at + 20, &all, &[], &none);
+    assert_eq!(summary(&c, 1).within_share_since, Some(idle_at + 20));
+    sample(&mut s, &mut c, idle_at + 25, &all, &[], &none);
+    assert_eq!(summary(&c, 1).within_share_since, Some(idle_at + 20));
+    assert_eq!(
+        summary(&c, 0).within_share_since,
+        Some(PREPARED),
+        "another claim's"
+    );
+}

@@ -44,6 +44,8 @@ fn snapshot() -> ActivitySnapshot {
             process_count: 2,
             idle_since: None,
             overshare_since: Some(1_950),
+            active_since: Some(1_000),
+            within_share_since: None,
         }),
     };
     let mps = ClaimActivity {
@@ -154,6 +156,8 @@ fn every_field_of_the_snapshot_reaches_the_reply() {
             idle_since: None,
             overshare_since: Some(1_950),
             process_count: 2,
+            active_since: Some(1_000),
+            within_share_since: None,
         })
     );
     assert_eq!(reply.conditions_generation, 7);
