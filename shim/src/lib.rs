@@ -15,7 +15,7 @@
 //! 6. [`dra`]: the DRA service core and its v1 and v1beta1 adapters.
 //! 7. [`health`]: the kubelet's DRA health API, from gpusliced's device health.
 //! 8. [`registration`]: the plugin-registration service.
-//! 9. [`publisher`]: the ResourceSlice loop, woken by [`inventory_watch`]
+//! 9. [`publisher`]: the ResourceSlice loop, woken by [`gpusliced_watch`]
 //!    (gpusliced's WatchInventory, across its restarts, with [`backoff`])
 //!    and [`slice_watch`] (the API server's watch of our slices).
 //! 10. [`sockets`] and [`run`]: the sockets, start-up and shutdown.
@@ -28,8 +28,8 @@ pub mod claim;
 pub mod claim_status;
 pub mod dra;
 pub mod gpusliced;
+pub mod gpusliced_watch;
 pub mod health;
-pub mod inventory_watch;
 pub mod proto;
 pub mod publisher;
 pub mod registration;

@@ -26,7 +26,7 @@ use crate::publisher::{Publisher, Triggers};
 use crate::registration::{RegistrationService, RegistrationState};
 use crate::slices::PoolTarget;
 use crate::sockets::{self, SocketError};
-use crate::{gpusliced, inventory_watch, slice_watch};
+use crate::{gpusliced, gpusliced_watch, slice_watch};
 
 /// How long calls in flight may take to finish at shutdown.
 const DRAIN: Duration = Duration::from_secs(5);
@@ -123,7 +123,7 @@ pub async fn run(resolved: Resolved) -> Result<(), RunError> {
         Duration::from_secs(config.resync_seconds),
     );
     let (inventory_changes, inventory) = watch::channel(0u64);
-    let following = tokio::spawn(inventory_watch::run(
+    let following = tokio::spawn(gpusliced_watch::inventory(
         gpusliced,
         inventory_changes,
         stopped.clone(),

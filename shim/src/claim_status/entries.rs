@@ -169,6 +169,7 @@ fn conditions(context: &Context, usage: &DeviceUsage) -> Vec<Condition> {
             ActionOutcome::Terminated | ActionOutcome::Killed => ("True", "LimitEnforced"),
             ActionOutcome::WouldEnd => ("True", "DryRun"),
             ActionOutcome::NotPermitted => ("True", "NotPermitted"),
+            ActionOutcome::Failed => ("False", "SignalFailed"),
             ActionOutcome::Gone | ActionOutcome::PidReused => ("False", "NothingEnded"),
         };
         out.push(condition(
@@ -195,6 +196,7 @@ fn outcome_text(outcome: ActionOutcome) -> &'static str {
         ActionOutcome::Gone => "gone before the signal",
         ActionOutcome::PidReused => "its pid names another process now; not signalled",
         ActionOutcome::NotPermitted => "gpusliced may not signal it",
+        ActionOutcome::Failed => "the signal failed; gpusliced's journal says why",
     }
 }
 

@@ -22,6 +22,7 @@
 //! inventory change and refresh deadline.
 
 pub mod entries;
+pub mod feed;
 pub mod plan;
 pub mod probe;
 pub mod round;

@@ -3,7 +3,7 @@
 //! A sync ([`sync`]) runs when something may have changed, a short moment
 //! after it ([`SETTLE`], so a burst of changes is one write):
 //! * gpusliced announced a new inventory generation (WatchInventory,
-//!   followed by [`crate::inventory_watch`] across gpusliced restarts);
+//!   followed by [`crate::gpusliced_watch`] across gpusliced restarts);
 //! * the slice watch ([`crate::slice_watch`]) saw a slice of ours deleted
 //!   (the kubelet does it when it restarts) or changed by someone else, or
 //!   relisted; the echoes of our own writes ([`echoes`]) are not reasons;

@@ -300,7 +300,7 @@ prop_compose! {
         action in prop::option::of((any::<bool>(), any::<bool>(), any::<u32>(), text(), any::<u64>(), time(), 0..6u8)),
     ) -> DeviceUsage {
         let forms = [AdviceForm::Abstain, AdviceForm::Keep, AdviceForm::GiveBack, AdviceForm::Mig, AdviceForm::Mps, AdviceForm::Timeslicing];
-        let outcomes = [ActionOutcome::Terminated, ActionOutcome::Killed, ActionOutcome::WouldEnd, ActionOutcome::Gone, ActionOutcome::PidReused, ActionOutcome::NotPermitted];
+        let outcomes = [ActionOutcome::Terminated, ActionOutcome::Killed, ActionOutcome::WouldEnd, ActionOutcome::Gone, ActionOutcome::PidReused, ActionOutcome::NotPermitted, ActionOutcome::Failed];
         DeviceUsage {
             pool: "node-1".to_owned(),
             device: "gpu-0".to_owned(),

@@ -144,6 +144,8 @@ pub enum ActionOutcome {
     PidReused,
     /// gpusliced may not signal it.
     NotPermitted,
+    /// The signal failed for another reason (gpusliced's journal says why).
+    Failed,
 }
 
 /// The last limit action on the device.
