@@ -4,7 +4,9 @@
 //! v1beta1, and the device-health watch in v1 and v1alpha1) before the
 //! registration socket appears, so the kubelet never dials an endpoint that
 //! is not there; then the publisher and what wakes it: the follower of
-//! gpusliced's inventory and the watch of our slices. The process ends on
+//! gpusliced's inventory and the watch of our slices; then, unless
+//! `[claim_status] mode = "off"`, the claim-status writer (with its own
+//! API-server identity when `[claim_status] kubeconfig` is set). The process ends on
 //! SIGTERM or SIGINT (success), when the kubelet refuses the registration or
 //! a server fails (errors). Either way both sockets are closed and removed.
 
@@ -19,7 +21,8 @@ use tokio_stream::wrappers::UnixListenerStream;
 use tonic::transport::Server;
 use tracing::{info, warn};
 
-use crate::config::{ApiAccess, Resolved};
+use crate::claim_status::{entries, plan, task as claim_status};
+use crate::config::{ApiAccess, ClaimStatusMode, Resolved};
 use crate::dra::{DraCore, v1::V1Service, v1beta1::V1beta1Service};
 use crate::health::{HealthCore, v1::V1HealthService, v1alpha1::V1alpha1HealthService};
 use crate::publisher::{Publisher, Triggers};
@@ -69,6 +72,13 @@ pub enum RunError {
 pub async fn run(resolved: Resolved) -> Result<(), RunError> {
     let config = &resolved.config;
     let kube = kube_client(&resolved.api).await?;
+    let status_kube = match (&config.claim_status.mode, &config.claim_status.kubeconfig) {
+        (ClaimStatusMode::Off, _) => None,
+        (ClaimStatusMode::Auto, None) => Some(kube.clone()),
+        (ClaimStatusMode::Auto, Some(path)) => {
+            Some(kube_client(&ApiAccess::Kubeconfig(path.clone())).await?)
+        }
+    };
     let gpusliced = gpusliced::connect_lazy(config.gpusliced_socket.clone());
     let mut sigterm = signal(SignalKind::terminate()).map_err(RunError::Signals)?;
     let mut sigint = signal(SignalKind::interrupt()).map_err(RunError::Signals)?;
@@ -123,6 +133,15 @@ pub async fn run(resolved: Resolved) -> Result<(), RunError> {
         Duration::from_secs(config.resync_seconds),
     );
     let (inventory_changes, inventory) = watch::channel(0u64);
+    let writing_status = status_kube.map(|status_kube| {
+        tokio::spawn(claim_status::run(
+            gpusliced.clone(),
+            status_kube,
+            claim_status_settings(&resolved),
+            inventory.clone(),
+            stopped.clone(),
+        ))
+    });
     let following = tokio::spawn(gpusliced_watch::inventory(
         gpusliced,
         inventory_changes,
@@ -160,6 +179,11 @@ pub async fn run(resolved: Resolved) -> Result<(), RunError> {
     if tokio::time::timeout(DRAIN, &mut publishing).await.is_err() {
         warn!("a ResourceSlice write was still in flight; abandoned");
     }
+    if let Some(task) = writing_status
+        && tokio::time::timeout(DRAIN, task).await.is_err()
+    {
+        warn!("a claim status write was still in flight; abandoned");
+    }
     for (name, task) in [("inventory", following), ("ResourceSlice", watching)] {
         if tokio::time::timeout(DRAIN, task).await.is_err() {
             warn!(watch = name, "a watch did not stop in time; abandoned");
@@ -168,6 +192,22 @@ pub async fn run(resolved: Resolved) -> Result<(), RunError> {
     drop(reg_file);
     drop(dra_file);
     outcome
+}
+
+fn claim_status_settings(resolved: &Resolved) -> claim_status::Settings {
+    let status = &resolved.config.claim_status;
+    claim_status::Settings {
+        context: entries::Context {
+            driver: resolved.config.driver_name.clone(),
+            node: resolved.node_name.clone(),
+            refresh_s: status.refresh_s,
+        },
+        limits: plan::Limits {
+            refresh: status.refresh_s.saturating_mul(1000),
+            max_writes_per_minute: status.max_writes_per_minute,
+        },
+        recheck: status.recheck_s.saturating_mul(1000),
+    }
 }
 
 async fn kube_client(api: &ApiAccess) -> Result<kube::Client, RunError> {

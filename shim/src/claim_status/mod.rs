@@ -11,19 +11,16 @@
 //! - [`write`]: the apply of one claim's entries;
 //! - [`probe`]: whether the API server lets us write and keeps what we
 //!   write (`Unknown → Enabled | Forbidden | FieldDropped`);
-//! - [`round`]: one round of planned writes behind the probe.
-//!
-//! How it is fed: the task that drives these (next step, once gpusliced's
-//! `WatchActivity` and the per-device summaries land in the proto) maps
-//! `GetActivity`'s claims (`DeviceActivity` with its pool, share id and
-//! `DeviceUsageSummary`) to [`entries::DeviceUsage`], renders each claim's
-//! entries with [`entries::entry`] into [`round::ClaimEntries`] keyed by
-//! uid, and calls [`round::Writer::round`] on each activity message,
-//! inventory change and refresh deadline.
+//! - [`round`]: one round of planned writes behind the probe;
+//! - [`feed`]: gpusliced's GetActivity and GetAdvice to each claim's
+//!   entries;
+//! - [`task`]: what drives the rounds (gpusliced's WatchActivity, inventory
+//!   changes, a tick), across gpusliced's restarts.
 
 pub mod entries;
 pub mod feed;
 pub mod plan;
 pub mod probe;
 pub mod round;
+pub mod task;
 pub mod write;

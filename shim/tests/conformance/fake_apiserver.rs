@@ -255,6 +255,12 @@ fn route(state: &mut State, method: &str, target: &str, body: &[u8]) -> (u16, Va
                        {"name": "resourceslices", "singularName": "resourceslice", "namespaced": false,
                         "kind": "ResourceSlice", "verbs": ["create", "delete", "get", "list", "update", "watch"]}]}),
         ),
+        ("GET", ["apis", "resource.k8s.io", "v1", "resourceclaims"]) => (
+            200,
+            json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimList",
+                   "metadata": {"resourceVersion": state.next_version.to_string()},
+                   "items": state.claims.values().cloned().collect::<Vec<_>>()}),
+        ),
         ("GET", _) if path == SLICES => list_slices(state, query),
         ("POST", _) if path == SLICES && query_value(query, "dryRun").as_deref() == Some("All") => {
             crate::fake_gate::dry_run_create(state, body)

@@ -16,7 +16,9 @@
 //! restarting), never from the timer. [`advertise`]: the MIG form the
 //! plugin probes the API server for, with the gate on, off, and switched off
 //! under it. [`claim_status`]: the claim status writer's apply and probe
-//! against the server's status rules ([`claim_status_rules`]).
+//! against the server's status rules ([`claim_status_rules`]);
+//! [`status_chain`]: the same through the real plugin and gpusliced, read
+//! back by `gpuslicectl claims --cluster`.
 
 mod advertise;
 #[path = "../../../tests/e2e/binaries.rs"]
@@ -33,6 +35,7 @@ mod k8s_schema;
 mod peers;
 mod republish;
 mod slice_rules;
+mod status_chain;
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -53,7 +56,7 @@ pub fn uid(n: u32) -> String {
     format!("3f0b7d6e-4c1a-4e2b-9a8d-{n:012x}")
 }
 
-fn claim(name: &str, uid: &str, devices: &[&str], config: &Value) -> Value {
+pub fn claim(name: &str, uid: &str, devices: &[&str], config: &Value) -> Value {
     let results: Vec<Value> = devices
         .iter()
         .map(|d| json!({"request": "gpu", "driver": "gpu.nvidia.com", "pool": NODE, "device": d}))
@@ -61,7 +64,9 @@ fn claim(name: &str, uid: &str, devices: &[&str], config: &Value) -> Value {
     let allocation = if devices.is_empty() {
         Value::Null
     } else {
-        json!({"devices": {"results": results, "config": config}})
+        json!({"devices": {"results": results, "config": config},
+               "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+                   {"key": "metadata.name", "operator": "In", "values": [NODE]}]}]}})
     };
     json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
            "metadata": {"namespace": "ml", "name": name, "uid": uid},

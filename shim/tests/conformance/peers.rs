@@ -201,6 +201,11 @@ impl Drop for Shim {
 
 impl Shim {
     pub fn start(dir: &Path, api_url: &str, gpusliced_socket: &Path) -> Self {
+        Self::start_with(dir, api_url, gpusliced_socket, "")
+    }
+
+    /// [`Shim::start`], with `extra` appended to its config (a section).
+    pub fn start_with(dir: &Path, api_url: &str, gpusliced_socket: &Path, extra: &str) -> Self {
         let kubeconfig = format!(
             "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: {api_url}\n\
              users:\n- name: node\n  user:\n    token: fake-node-token\n\
@@ -210,7 +215,7 @@ impl Shim {
         let config = format!(
             "node_name = \"node-1\"\nkubeconfig = \"kubeconfig\"\ngpusliced_socket = \"{}\"\n\
              registry_dir = \"registry\"\nplugins_dir = \"plugins\"\nresync_seconds = 3600\n\
-             health_seconds = 1\nconsumable_capacity = true\ntaint_unhealthy = true\n",
+             health_seconds = 1\nconsumable_capacity = true\ntaint_unhealthy = true\n{extra}",
             gpusliced_socket.display()
         );
         write(&dir.join("shim.toml"), &config);

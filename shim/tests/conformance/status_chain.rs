@@ -1,0 +1,202 @@
+//! The claim status chain through the real binaries: gpusliced (simulated,
+//! sampling every second, idle after 2 s) and gpuslice-dra-plugin with its
+//! own status identity (`[claim_status] kubeconfig`, a Node-bound
+//! ServiceAccount granted our driver), against the fake API server's status
+//! rules. A claim the Python kubelet prepares and nothing uses shows Ready
+//! and then `Idle` True in its `status.devices` entry (beside another
+//! driver's entry, which stays), `gpuslicectl claims --cluster --idle` lists
+//! it from the API server, and the unprepare removes our entry.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use crate::claim_status_rules::{ClaimStatusSwitches, Identity};
+use crate::fake_apiserver::{FakeApiServer, State};
+use crate::gpusliced::Daemon;
+use crate::peers::{self, Kubelet, Shim};
+use crate::{BOUND, NODE, NODE_UID, claim, kubelet_claim, uid};
+
+const DRIVER: &str = "gpu.nvidia.com";
+
+/// Our entries of claim ml/`name`, as stored.
+fn ours(state: &State, name: &str) -> Vec<Value> {
+    state
+        .claims
+        .get(&("ml".to_owned(), name.to_owned()))
+        .and_then(|c| c["status"]["devices"].as_array().cloned())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| e["driver"] == DRIVER)
+        .collect()
+}
+
+fn condition(entry: &Value, type_: &str) -> Option<Value> {
+    entry["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)
+        .cloned()
+}
+
+fn idle(state: &State, name: &str) -> bool {
+    ours(state, name)
+        .first()
+        .and_then(|e| condition(e, "Idle"))
+        .is_some_and(|c| c["status"] == "True")
+}
+
+#[test]
+fn an_idle_claim_shows_idle_in_its_status_and_in_claims_cluster() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let Some(kubelet) = Kubelet::generate(dir.path()) else {
+        return;
+    };
+    let api = FakeApiServer::start(NODE, NODE_UID);
+    api.mutate(|state| {
+        state.claim_status = ClaimStatusSwitches {
+            identity: Identity::ServiceAccount {
+                node: Some(NODE.to_owned()),
+                drivers: vec![DRIVER.to_owned()],
+            },
+            ..ClaimStatusSwitches::default()
+        };
+    });
+    let daemon_dir = dir.path().join("daemon");
+    std::fs::create_dir_all(&daemon_dir).expect("daemon dir");
+    let daemon = Daemon::start_with(
+        &daemon_dir,
+        4,
+        "[activity]\ninterval_s = 1\nidle_after_s = 2\n",
+    );
+    let shim_dir = dir.path().join("shim");
+    std::fs::create_dir_all(&shim_dir).expect("shim dir");
+    let status_kubeconfig = shim_dir.join("status-kubeconfig");
+    peers::write(
+        &status_kubeconfig,
+        &format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: {}\n\
+             users:\n- name: sa\n  user:\n    token: node-bound-sa-token\n\
+             contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: sa\ncurrent-context: fake\n",
+            api.url
+        ),
+    );
+    let shim = Shim::start_with(
+        &shim_dir,
+        &api.url,
+        &daemon.socket,
+        "[claim_status]\nkubeconfig = \"status-kubeconfig\"\nrefresh_s = 10\n",
+    );
+    kubelet.call(
+        &shim.registration_socket(),
+        "notify",
+        &json!({"registered": true}),
+    );
+
+    let other = json!({"driver": "other.example.com", "pool": NODE, "device": "nic-0",
+        "conditions": [{"type": "Ready", "status": "True", "reason": "Up", "message": "",
+                        "lastTransitionTime": "2026-09-01T09:00:00Z"}]});
+    let mut idle_claim = claim("notebook", &uid(41), &["gpu-2"], &json!([]));
+    idle_claim["status"]["allocation"]["devices"]["results"]
+        .as_array_mut()
+        .expect("results")
+        .push(json!({"request": "nic", "driver": "other.example.com", "pool": NODE, "device": "nic-0"}));
+    idle_claim["status"]["devices"] = json!([other]);
+    api.put_claim(idle_claim);
+    api.mutate(|state| {
+        let key = (
+            "other.example.com".to_owned(),
+            NODE.to_owned(),
+            "nic-0".to_owned(),
+            String::new(),
+        );
+        state.claim_status_log.owners.insert(
+            ("ml".into(), "notebook".into()),
+            BTreeMap::from([(key, "other-manager".to_owned())]),
+        );
+    });
+    let prepared = kubelet.call(
+        &shim.dra_socket(),
+        "prepare-v1",
+        &json!({"claims": [kubelet_claim("notebook", &uid(41))]}),
+    );
+    assert_eq!(prepared["claims"][&uid(41)]["error"], "", "{prepared}");
+
+    assert!(
+        api.wait_for(BOUND, |s| idle(s, "notebook")),
+        "no Idle=True entry; log {:?}; shim log:\n{}",
+        api.state().claim_status_log,
+        shim.log()
+    );
+    {
+        let state = api.state();
+        let entries = ours(&state, "notebook");
+        let [entry] = entries.as_slice() else {
+            panic!("one entry of ours: {entries:?}")
+        };
+        assert_eq!(
+            (entry["pool"].as_str(), entry["device"].as_str()),
+            (Some(NODE), Some("gpu-2"))
+        );
+        let ready = condition(entry, "Ready").expect("Ready");
+        assert_eq!(
+            (ready["status"].as_str(), ready["reason"].as_str()),
+            (Some("True"), Some("Prepared"))
+        );
+        let idle = condition(entry, "Idle").expect("Idle");
+        assert_eq!(idle["reason"], "NoGpuActivity", "{idle}");
+        assert_eq!(entry["data"]["kind"], "DeviceUsage", "{entry}");
+        assert_eq!(entry["data"]["sharing"], "exclusive", "{entry}");
+        assert_eq!(entry["data"]["node"], NODE, "{entry}");
+        let devices = &state.claims[&("ml".to_owned(), "notebook".to_owned())]["status"]["devices"];
+        assert!(
+            devices
+                .as_array()
+                .is_some_and(|d| d.iter().any(|e| e["driver"] == "other.example.com")),
+            "the other driver's entry stays: {devices}"
+        );
+        assert!(
+            state.claim_status_log.refusals.is_empty(),
+            "{:?}",
+            state.claim_status_log.refusals
+        );
+    }
+
+    let kubeconfig = shim_dir.join("kubeconfig");
+    let out = Command::new(crate::binaries::gpuslicectl())
+        .args(["claims", "--cluster", "--idle", "1s", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .output()
+        .expect("run gpuslicectl");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let row = stdout
+        .lines()
+        .find(|l| l.starts_with("ml/notebook"))
+        .unwrap_or_else(|| panic!("no ml/notebook row:\n{stdout}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(&cells[1..4], [NODE, "gpu-2", "exclusive"], "{stdout}");
+
+    let gone = kubelet.call(
+        &shim.dra_socket(),
+        "unprepare-v1",
+        &json!({"claims": [kubelet_claim("notebook", &uid(41))]}),
+    );
+    assert_eq!(gone["claims"][&uid(41)]["error"], "", "{gone}");
+    assert!(
+        api.wait_for(BOUND, |s| ours(s, "notebook").is_empty()),
+        "our entry stays after the unprepare; shim log:\n{}",
+        shim.log()
+    );
+    let state = api.state();
+    let devices = &state.claims[&("ml".to_owned(), "notebook".to_owned())]["status"]["devices"];
+    assert_eq!(devices.as_array().map(Vec::len), Some(1), "{devices}");
+    drop(state);
+    drop(daemon);
+}
