@@ -43,9 +43,12 @@ exit_of() {
 	RC=0
 	wait "$1" || RC=$?
 }
-# How many of the journal's limit-action lines are about process $1
-# ("ended process $1 (", "did not end process $1 (", ...).
-actions_on() { journalctl -b -u gpusliced.service -o cat --no-pager | grep -cF "end process $1 (" || true; }
+# The journal's limit-action lines about process $1 ("ended process $1 (",
+# "would end process $1 (", "did not end process $1 ("), and how many.
+action_lines() {
+	journalctl -b -u gpusliced.service -o cat --no-pager | grep -E "^(ended|would end|did not end) process $1 \(" || true
+}
+actions_on() { action_lines "$1" | grep -c . || true; }
 # The time of gpusliced's latest sample, in ms (a top-level key of the
 # pretty-printed reply).
 SAMPLED_AT="gpuslicectl top --output json | sed -n 's/^  \"sampled_at_ms\": \([0-9]*\).*/\1/p'"
@@ -91,8 +94,8 @@ as_nobody 12GiB
 EXEC_LARGE=$EXEC PID_LARGE=$PID
 journal_has "ended process $PID_LARGE (sleep, 12.0 GiB) of claim ml/infer-a ($CLAIM): the claim used 22.0 GiB on gpu-0" \
 	|| fail "process $PID_LARGE was not ended"
-journalctl -b -u gpusliced.service -o cat --no-pager | grep -F "end process $PID_LARGE ("
-journalctl -b -u gpusliced.service -o cat --no-pager | grep -F "end process $PID_LARGE (" \
+action_lines "$PID_LARGE"
+action_lines "$PID_LARGE" \
 	| grep -qF "over its mps share of 20.0 GiB (limits: overshare = end, grace 1 s); SIGTERM" \
 	|| fail "the line does not say the share, the limits and SIGTERM"
 exit_of "$EXEC_LARGE"
@@ -114,7 +117,7 @@ as_nobody 12GiB
 EXEC_DENIED=$EXEC PID_DENIED=$PID
 journal_has "gpusliced may not signal process $PID_DENIED (uid $NOBODY): it needs CAP_KILL; was the unit changed?" \
 	|| fail "no not-permitted line for process $PID_DENIED"
-journalctl -b -u gpusliced.service -p err -o cat --no-pager | grep -F "process $PID_DENIED (" | head -n 1 >/tmp/denied
+journalctl -b -u gpusliced.service -p err -o cat --no-pager | grep -F "process $PID_DENIED (" | head -n 1 >/tmp/denied || true
 cat /tmp/denied
 grep -qF "did not end process $PID_DENIED (sleep, 12.0 GiB) of claim ml/infer-a ($CLAIM)" /tmp/denied \
 	|| fail "no ERROR line saying process $PID_DENIED was not ended"
