@@ -7,10 +7,12 @@
 //!   daemons as transient units, the metrics drop-ins, remove and purge;
 //! - `upgrade.rs` (`upgrade.sh`): an upgrade of the installed .deb to a newer
 //!   version of itself and the downgrade back, with a claim of every kind
-//!   prepared and MPS daemons running.
+//!   prepared and MPS daemons running;
+//! - `limits.rs` (`limits.sh`): `[limits] overshare = "end"` ending another
+//!   user's process with the unit's `CAP_KILL`, and refused without it.
 //!
-//! This module owns what both share: the .deb, the cached rootfs, the skip
-//! rules and the boot. The .deb comes from `packaging/build.sh` (GPUSLICE_DEB,
+//! This module owns what the tests share: the .deb, the cached rootfs, the
+//! skip rules and the boot. The .deb comes from `packaging/build.sh` (GPUSLICE_DEB,
 //! else the newest `<target>/debian/gpuslice_*_<this host's architecture>.deb`;
 //! `build.sh --amd64` makes only that one); the MPS control program and
 //! nvidia-smi are the stand-ins of tests/tools (python3 is in the rootfs).
@@ -19,6 +21,7 @@
 //! changes with its package list; each boot runs on a throwaway overlay of
 //! it, one boot at a time.
 
+mod limits;
 mod service;
 mod upgrade;
 
@@ -39,7 +42,7 @@ const ROOTFS_PACKAGES: &str = "systemd,systemd-sysv,dbus,python3-minimal";
 /// The cached rootfs's folder: a new name whenever ROOTFS_PACKAGES changes,
 /// so an older cache (without python3) is never taken for this one.
 const ROOTFS_NAME: &str = "bookworm-rootfs-2";
-/// One boot at a time: both tests use one rootfs, made once.
+/// One boot at a time: the tests use one rootfs, made once.
 static ONE_BOOT: Mutex<()> = Mutex::new(());
 
 /// The .deb to install: GPUSLICE_DEB, else the newest one packaging/build.sh
