@@ -343,3 +343,21 @@ proptest! {
         prop_assert!(e.data.as_ref().is_some_and(|d| d.0.is_object()));
     }
 }
+
+#[test]
+fn the_example_in_claim_status_md_is_valid_data() {
+    const PAGE: &str = include_str!("../../../../docs/claim-status.md");
+    let example = PAGE
+        .split("```json\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("a json block in docs/claim-status.md");
+    let data: serde_json::Value = serde_json::from_str(example).expect("the example is JSON");
+    let errors: Vec<String> = validator()
+        .iter_errors(&data)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(data["kind"], KIND);
+    assert_eq!(data["apiVersion"], API_VERSION);
+}
