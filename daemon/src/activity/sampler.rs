@@ -25,10 +25,10 @@ use super::attribute::{Attribution, GpuSample, Inputs, ProcView, attribute};
 use super::episodes::{Episodes, Unread};
 use super::held::{HeldClaim, held_claims};
 use super::hook::{SampleHook, Sampled};
-use super::persist::{Persister, load};
+use super::persist::{Persister, SavedAction, load};
 use super::procfs::ProcFs;
 use super::series::series_dropped;
-use super::snapshot::{ActivitySnapshot, LimitsReport, WarningKind};
+use super::snapshot::{ActivitySnapshot, LimitAction, LimitsReport, WarningKind};
 use super::summary::{Summaries, SummarySettings};
 use super::warnings::conditions;
 use crate::advice::keeper::HistoryKeeper;
@@ -70,6 +70,10 @@ pub struct Sampler {
     history: Option<HistoryKeeper>,
     /// `[limits]`, when it does more than warn.
     hook: Option<Box<dyn SampleHook>>,
+    /// The claims' last actions found in the state dir at start-up, by
+    /// (claim uid, device): shown until this process acts on the same key,
+    /// or the claim goes.
+    restored_actions: BTreeMap<(String, String), LimitAction>,
 }
 
 impl Sampler {
@@ -77,6 +81,12 @@ impl Sampler {
     /// found in `settings.state_dir`.
     pub fn new(engine: Arc<Engine>, settings: SamplerSettings) -> Self {
         let on_disk = settings.state_dir.as_deref().map(load).unwrap_or_default();
+        let restored_actions = on_disk
+            .actions
+            .iter()
+            .filter_map(SavedAction::action)
+            .map(|a| ((a.claim_uid.clone(), a.device.clone()), a))
+            .collect();
         Self {
             engine,
             procfs: ProcFs::new(settings.proc_root.clone()),
@@ -94,6 +104,7 @@ impl Sampler {
             }),
             history: None,
             hook: None,
+            restored_actions,
             settings,
         }
     }
@@ -256,7 +267,9 @@ impl Sampler {
     }
 
     /// Hands the sample to `[limits]` (which only queues) and reads back
-    /// what it has done so far.
+    /// what it has done so far, with the actions restored from before a
+    /// restart beside it (kept for the claims still held), which the next
+    /// save keeps.
     fn limits(
         &mut self,
         now: i64,
@@ -264,18 +277,33 @@ impl Sampler {
         procs: &HashMap<u32, ProcView>,
         held: &[HeldClaim],
     ) -> LimitsReport {
-        let Some(hook) = &mut self.hook else {
-            return LimitsReport::default();
-        };
-        let episodes = self.episodes.saved();
-        hook.after_sample(&Sampled {
-            now,
-            attribution,
-            procs,
-            episodes: &episodes,
-            claims: held,
-        });
-        hook.report()
+        let mut report = LimitsReport::default();
+        if let Some(hook) = &mut self.hook {
+            let episodes = self.episodes.saved();
+            hook.after_sample(&Sampled {
+                now,
+                attribution,
+                procs,
+                episodes: &episodes,
+                claims: held,
+            });
+            report = hook.report();
+        }
+        self.restored_actions
+            .retain(|(uid, _), _| held.iter().any(|c| &c.uid == uid));
+        for (key, action) in &self.restored_actions {
+            report
+                .last
+                .entry(key.clone())
+                .or_insert_with(|| action.clone());
+        }
+        if let Some(persister) = &mut self.persister {
+            // A claim's actions only: an unclaimed process's has no claim
+            // whose status would show it after a restart.
+            let claims = report.last.iter().filter(|((uid, _), _)| !uid.is_empty());
+            persister.keep_actions(claims.map(|(_, a)| SavedAction::of(a)).collect());
+        }
+        report
     }
 
     fn persist(&mut self, now: i64, force: bool) {

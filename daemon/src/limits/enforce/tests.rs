@@ -181,3 +181,15 @@ fn the_ledger_keeps_the_last_actions_of_at_most_max_last_actions_devices() {
         "every action counted"
     );
 }
+
+#[test]
+fn every_outcome_and_acting_mode_is_one_the_activity_file_keeps() {
+    use strum::VariantArray;
+    let outcomes: Vec<&str> = super::Outcome::VARIANTS.iter().map(|o| o.into()).collect();
+    assert_eq!(outcomes, crate::activity::persist::OUTCOMES);
+    let modes: Vec<&str> = [LimitMode::DryRun, LimitMode::End]
+        .iter()
+        .map(|m| m.into())
+        .collect();
+    assert_eq!(modes, crate::activity::persist::MODES);
+}

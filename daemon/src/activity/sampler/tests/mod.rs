@@ -16,6 +16,7 @@ use crate::gpu::sim::{SimBackend, SimProcess};
 use crate::mps::supervisor::DAEMON_MARKER;
 use crate::testkit::{SimNode, SimNodeBuilder, requests};
 
+mod actions;
 mod at_once;
 mod episodes;
 mod history;
