@@ -73,7 +73,9 @@ fn sim_a_claims_last_action_survives_a_restart_until_acted_on_again_or_unprepare
     drop(after);
 
     let again = action(A, "gpu-0", 101, "killed");
-    let mut acting = node.sampler().with_hook(reporting(&[again.clone()]));
+    let mut acting = node
+        .sampler()
+        .with_hook(reporting(std::slice::from_ref(&again)));
     let shown = acting.sample_once().limits.last;
     assert_eq!(
         shown[&(A.to_owned(), "gpu-0".to_owned())],
