@@ -39,6 +39,24 @@ journal_has() {
 mps_units() { systemctl list-units --all --plain --no-legend 'gpuslice-mps-*' | awk '{print $1}'; }
 ushow() { systemctl show -p "$2" --value "$1"; }
 
+# Writes /etc/gpuslice/sim.toml: the simulated driver root, the GPUs named
+# as arguments (models), and the MPS stand-in; a script appends its own
+# sections after it.
+sim_config() {
+	local gpus
+	gpus=$(printf '"%s", ' "$@")
+	cat >/etc/gpuslice/sim.toml <<EOF
+socket_group = "gpuslice"
+driver_root = "/opt/gpuslice-sim"
+[backend]
+kind = "sim"
+[backend.sim]
+gpus = [${gpus%, }]
+[mps]
+control_program = "$STAND_INS/mps-control"
+EOF
+}
+
 step "the system bus: systemd.run= boots to kernel-command-line.target, which starts no sockets"
 # On a host, sockets.target (before gpusliced's basic.target) has it listening.
 systemctl start dbus.socket

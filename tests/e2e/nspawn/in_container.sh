@@ -12,16 +12,7 @@ SPEC=/run/cdi/k8s.gpuslice.dev-claim_$UID1.json
 step "simulated GPUs: a driver root and a sim config"
 mkdir -p /opt/gpuslice-sim/dev
 for node in nvidia0 nvidia1 nvidia2 nvidiactl nvidia-uvm; do ln -s /dev/null "/opt/gpuslice-sim/dev/$node"; done
-cat >/etc/gpuslice/sim.toml <<EOF
-socket_group = "gpuslice"
-driver_root = "/opt/gpuslice-sim"
-[backend]
-kind = "sim"
-[backend.sim]
-gpus = ["H100-80GB", "H100-80GB", "H100-80GB"]
-[mps]
-control_program = "$STAND_INS/mps-control"
-EOF
+sim_config H100-80GB H100-80GB H100-80GB
 
 step "dpkg -i: group, conffile, unit enabled and started (Type=notify reached active)"
 dpkg -i /out/gpuslice.deb

@@ -63,15 +63,8 @@ capbnd() { grep '^CapBnd:' "/proc/$(show MainPID)/status" | awk '{print $2}'; }
 
 step "one simulated H100, sampled every second; [limits] overshare = end, grace 1 s"
 cp -a /out/sim-root /opt/gpuslice-sim
-cat >/etc/gpuslice/sim.toml <<EOF
-socket_group = "gpuslice"
-driver_root = "/opt/gpuslice-sim"
-[backend]
-kind = "sim"
-[backend.sim]
-gpus = ["H100-80GB"]
-[mps]
-control_program = "$STAND_INS/mps-control"
+sim_config H100-80GB
+cat >>/etc/gpuslice/sim.toml <<EOF
 [activity]
 interval_s = 1
 [limits]

@@ -32,13 +32,8 @@ CONFFILES="gpuslice.toml gpuslice-dra-plugin.toml"
 
 step "five simulated H100s: gpu-1 and gpu-2 MIG GPUs (slices made at prepare), gpu-3 and gpu-4 shared"
 cp -a /out/sim-root /opt/gpuslice-sim
-cat >/etc/gpuslice/sim.toml <<EOF
-socket_group = "gpuslice"
-driver_root = "/opt/gpuslice-sim"
-[backend]
-kind = "sim"
-[backend.sim]
-gpus = ["H100-80GB", "H100-80GB", "H100-80GB", "H100-80GB", "H100-80GB"]
+sim_config H100-80GB H100-80GB H100-80GB H100-80GB H100-80GB
+cat >>/etc/gpuslice/sim.toml <<EOF
 [mig]
 advertise = "partitionable"
 create = "on-prepare"
@@ -48,8 +43,6 @@ layout = ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]
 [[mig.gpu]]
 index = 2
 layout = ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]
-[mps]
-control_program = "$STAND_INS/mps-control"
 [timeslice]
 nvidia_smi = "$STAND_INS/fake-nvidia-smi"
 EOF
