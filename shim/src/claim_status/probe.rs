@@ -26,6 +26,10 @@ use super::write::{Answer, WriteError};
 pub const NODE_IDENTITY_HINT: &str = "the kubelet's credentials never may write claim status \
      (Node authorizer); set [claim_status] kubeconfig, see docs/claim-status.md#access";
 
+/// Why nothing is kept when the API server drops what we write.
+pub const FIELD_DROPPED: &str =
+    "the API server drops ResourceClaim status.devices (DRAResourceClaimDeviceStatus off)";
+
 /// The access state.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum State {
@@ -140,9 +144,7 @@ pub fn describe(state: &State) -> String {
         State::Unknown => "claim status: not probed yet".to_owned(),
         State::Enabled => "claim status: written".to_owned(),
         State::Forbidden(reason) => format!("claim status: off: {reason}"),
-        State::FieldDropped => "claim status: off: the API server drops ResourceClaim \
-             status.devices (DRAResourceClaimDeviceStatus off)"
-            .to_owned(),
+        State::FieldDropped => format!("claim status: off: {FIELD_DROPPED}"),
     }
 }
 
