@@ -137,11 +137,12 @@ impl Access {
     }
 }
 
-/// The line for a state, as logged and as `gpuslicectl status` would show
-/// it (`claim status: written | off: <reason>`).
+/// The line for a state, as logged and as `gpuslicectl status` shows it
+/// once told ([`super::tell`]): `claim status: written | off: <reason> |
+/// not checked yet`.
 pub fn describe(state: &State) -> String {
     match state {
-        State::Unknown => "claim status: not probed yet".to_owned(),
+        State::Unknown => "claim status: not checked yet".to_owned(),
         State::Enabled => "claim status: written".to_owned(),
         State::Forbidden(reason) => format!("claim status: off: {reason}"),
         State::FieldDropped => format!("claim status: off: {FIELD_DROPPED}"),
