@@ -4,10 +4,10 @@
 //! v1beta1, and the device-health watch in v1 and v1alpha1) before the
 //! registration socket appears, so the kubelet never dials an endpoint that
 //! is not there; then the publisher and what wakes it: the follower of
-//! gpusliced's inventory and the watch of our slices; then, unless
-//! `[claim_status] mode = "off"`, the claim-status writer (with its own
-//! API-server identity when `[claim_status] kubeconfig` is set; with the mode
-//! off, what tells gpusliced so). The process ends on
+//! gpusliced's inventory and the watch of our slices; then the claim-status
+//! writer (with its own API-server identity when `[claim_status] kubeconfig`
+//! is set), or, with `[claim_status] mode = "off"`, only what tells
+//! gpusliced that it is off. The process ends on
 //! SIGTERM or SIGINT (success), when the kubelet refuses the registration or
 //! a server fails (errors). Either way both sockets are closed and removed.
 
