@@ -65,10 +65,11 @@ pub fn needs_attention(s: &pb::GetStatusResponse) -> bool {
     !s.problems.is_empty() || !s.warnings.is_empty()
 }
 
-/// `status`.
+/// `status`. The claim status line (and JSON key) only once a DRA plugin
+/// has said it.
 pub fn status(s: &pb::GetStatusResponse, json: bool) -> String {
     if json {
-        return doc(&json!({
+        let mut value = json!({
             "version": s.version, "backend": s.backend, "driver_version": s.driver_version,
             "cuda_driver_version": s.cuda_driver_version, "gpu_count": s.gpu_count,
             "claim_count": s.claim_count, "uptime_seconds": s.uptime_seconds,
@@ -78,7 +79,12 @@ pub fn status(s: &pb::GetStatusResponse, json: bool) -> String {
             "mig_advertise": s.mig_advertise.as_ref().map(|m| json!({
                 "form": advertise_form(m), "configured": m.configured, "reason": m.reason,
             })),
-        }));
+        });
+        if let (Some(c), Some(map)) = (&s.claim_status, value.as_object_mut()) {
+            let state = json!({ "access": claim_status_access(c), "reason": c.reason });
+            map.insert("claim_status".to_owned(), state);
+        }
+        return doc(&value);
     }
     let rows = [
         ("version", s.version.clone()),
@@ -112,6 +118,9 @@ pub fn status(s: &pb::GetStatusResponse, json: bool) -> String {
         &["FIELD", "VALUE"],
         &rows.map(|(k, v)| vec![k.to_owned(), v]),
     );
+    if let Some(c) = &s.claim_status {
+        out.push_str(&claim_status_line(c));
+    }
     for p in &s.problems {
         out.push_str(&format!("problem: {p}\n"));
     }
@@ -131,6 +140,30 @@ fn advertise_form(state: &pb::MigAdvertiseState) -> &'static str {
         Ok(pb::MigAdvertise::Layout) => "layout",
         _ => "unknown",
     }
+}
+
+/// "written", "off" or "unknown" (not checked yet).
+fn claim_status_access(state: &pb::ClaimStatusState) -> &'static str {
+    match pb::ClaimStatusAccess::try_from(state.access) {
+        Ok(pb::ClaimStatusAccess::Written) => "written",
+        Ok(pb::ClaimStatusAccess::Off) => "off",
+        Ok(pb::ClaimStatusAccess::Unknown) => "unknown",
+        Ok(pb::ClaimStatusAccess::Unspecified) | Err(_) => "unspecified",
+    }
+}
+
+/// `claim status: written`, `claim status: off: <reason>` or `claim status:
+/// not checked yet`.
+fn claim_status_line(state: &pb::ClaimStatusState) -> String {
+    let said = match pb::ClaimStatusAccess::try_from(state.access) {
+        Ok(pb::ClaimStatusAccess::Written) => "written".to_owned(),
+        Ok(pb::ClaimStatusAccess::Off) => format!("off: {}", state.reason),
+        Ok(pb::ClaimStatusAccess::Unknown) => "not checked yet".to_owned(),
+        Ok(pb::ClaimStatusAccess::Unspecified) | Err(_) => {
+            format!("unspecified ({})", state.access)
+        }
+    };
+    format!("claim status: {said}\n")
 }
 
 /// `inventory`.
@@ -336,6 +369,55 @@ mod tests {
         );
         let doc: serde_json::Value = serde_json::from_str(&status(&reply, true)).unwrap();
         assert_eq!(doc["warnings"][1], "process 7");
+    }
+
+    #[test]
+    fn status_shows_the_claim_status_line_only_once_a_plugin_said_it() {
+        let quiet = pb::GetStatusResponse::default();
+        assert!(!status(&quiet, false).contains("claim status"));
+        let doc: serde_json::Value = serde_json::from_str(&status(&quiet, true)).unwrap();
+        assert!(doc.get("claim_status").is_none(), "{doc}");
+
+        let said = |access: pb::ClaimStatusAccess, reason: &str| pb::GetStatusResponse {
+            claim_status: Some(pb::ClaimStatusState {
+                access: access.into(),
+                reason: reason.to_owned(),
+            }),
+            ..Default::default()
+        };
+        let off = "[claim_status] mode = \"off\"";
+        for (reply, line, access) in [
+            (
+                said(pb::ClaimStatusAccess::Written, ""),
+                "claim status: written",
+                "written",
+            ),
+            (
+                said(pb::ClaimStatusAccess::Off, off),
+                "claim status: off: [claim_status] mode = \"off\"",
+                "off",
+            ),
+            (
+                said(pb::ClaimStatusAccess::Unknown, ""),
+                "claim status: not checked yet",
+                "unknown",
+            ),
+        ] {
+            let text = status(&reply, false);
+            let lines: Vec<&str> = text
+                .lines()
+                .filter(|l| l.starts_with("claim status"))
+                .collect();
+            assert_eq!(lines, [line], "{text}");
+            assert!(
+                text.ends_with(&format!("{line}\nwarnings: none\n")),
+                "{text}"
+            );
+            let doc: serde_json::Value = serde_json::from_str(&status(&reply, true)).unwrap();
+            assert_eq!(doc["claim_status"]["access"], access, "{doc}");
+            let reason = reply.claim_status.as_ref().map(|c| c.reason.as_str());
+            assert_eq!(doc["claim_status"]["reason"].as_str(), reason, "{doc}");
+        }
     }
 
     #[test]

@@ -4,9 +4,10 @@
 //! v1beta1, and the device-health watch in v1 and v1alpha1) before the
 //! registration socket appears, so the kubelet never dials an endpoint that
 //! is not there; then the publisher and what wakes it: the follower of
-//! gpusliced's inventory and the watch of our slices; then, unless
-//! `[claim_status] mode = "off"`, the claim-status writer (with its own
-//! API-server identity when `[claim_status] kubeconfig` is set). The process ends on
+//! gpusliced's inventory and the watch of our slices; then the claim-status
+//! writer (with its own API-server identity when `[claim_status] kubeconfig`
+//! is set), or, with `[claim_status] mode = "off"`, only what tells
+//! gpusliced that it is off. The process ends on
 //! SIGTERM or SIGINT (success), when the kubelet refuses the registration or
 //! a server fails (errors). Either way both sockets are closed and removed.
 
@@ -21,7 +22,7 @@ use tokio_stream::wrappers::UnixListenerStream;
 use tonic::transport::Server;
 use tracing::{info, warn};
 
-use crate::claim_status::{entries, plan, task as claim_status};
+use crate::claim_status::{entries, plan, task as claim_status, tell};
 use crate::config::{ApiAccess, ClaimStatusMode, Resolved};
 use crate::dra::{DraCore, v1::V1Service, v1beta1::V1beta1Service};
 use crate::health::{HealthCore, v1::V1HealthService, v1alpha1::V1alpha1HealthService};
@@ -133,15 +134,20 @@ pub async fn run(resolved: Resolved) -> Result<(), RunError> {
         Duration::from_secs(config.resync_seconds),
     );
     let (inventory_changes, inventory) = watch::channel(0u64);
-    let writing_status = status_kube.map(|status_kube| {
-        tokio::spawn(claim_status::run(
+    let writing_status = match status_kube {
+        Some(status_kube) => tokio::spawn(claim_status::run(
             gpusliced.clone(),
             status_kube,
             claim_status_settings(&resolved),
             inventory.clone(),
             stopped.clone(),
-        ))
-    });
+        )),
+        None => tokio::spawn(tell::mode_off_until_shutdown(
+            gpusliced.clone(),
+            inventory.clone(),
+            stopped.clone(),
+        )),
+    };
     let following = tokio::spawn(gpusliced_watch::inventory(
         gpusliced,
         inventory_changes,
@@ -179,9 +185,7 @@ pub async fn run(resolved: Resolved) -> Result<(), RunError> {
     if tokio::time::timeout(DRAIN, &mut publishing).await.is_err() {
         warn!("a ResourceSlice write was still in flight; abandoned");
     }
-    if let Some(task) = writing_status
-        && tokio::time::timeout(DRAIN, task).await.is_err()
-    {
+    if tokio::time::timeout(DRAIN, writing_status).await.is_err() {
         warn!("a claim status write was still in flight; abandoned");
     }
     for (name, task) in [("inventory", following), ("ResourceSlice", watching)] {

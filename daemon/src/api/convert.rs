@@ -298,5 +298,6 @@ pub fn status_response(engine: &Engine) -> pb::GetStatusResponse {
         mig_advertise: None,
         warnings: Vec::new(),
         sim_processes_dir: String::new(),
+        claim_status: None,
     }
 }

@@ -6,6 +6,8 @@
 //! adapter, one short method per RPC; [`convert`] turns proto messages into
 //! domain types and back; [`status`] is the one place domain errors become
 //! gRPC codes; `advertise` converts SetMigAdvertise and the form in force;
+//! `claim_status_state` keeps what the DRA plugin last said about claim
+//! status (SetClaimStatusState) for GetStatus;
 //! `inventory_watch` streams the inventory generation
 //! (WatchInventory) and each activity sample (WatchActivity) until shutdown;
 //! `activity` turns the sampler's latest snapshot into GetActivity and the
@@ -17,6 +19,7 @@
 mod activity;
 mod advertise;
 mod advice;
+mod claim_status_state;
 mod convert;
 mod health;
 mod inventory_watch;

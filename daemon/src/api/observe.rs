@@ -22,7 +22,7 @@ use tonic::codegen::http;
 use crate::metrics::{self, Metrics};
 
 /// The service's methods, as the `rpc` label spells them.
-const METHODS: [&str; 14] = [
+const METHODS: [&str; 15] = [
     "Prepare",
     "Unprepare",
     "GetInventory",
@@ -37,6 +37,7 @@ const METHODS: [&str; 14] = [
     "SetMigAdvertise",
     "GetActivity",
     "GetAdvice",
+    "SetClaimStatusState",
 ];
 
 /// The `rpc` label of a request path `/gpuslice.v1.GpuSlice/<Method>`.

@@ -2,7 +2,8 @@
 //! make one engine call on the blocking pool, convert back (WatchInventory:
 //! and WatchActivity: a stream from `inventory_watch`; GetActivity: the
 //! sampler's latest snapshot, or a fresh one when asked, listing the claim
-//! table's claims; GetAdvice: the advice over the sampler's history).
+//! table's claims; GetAdvice: the advice over the sampler's history;
+//! SetClaimStatusState: kept on a board that GetStatus reads).
 //! No business logic, no locks, no hardware here. Prepare and Unprepare
 //! responses carry a [`Outcome`] extension for the latency metrics
 //! (`super::observe`).
@@ -15,6 +16,7 @@ use tokio::sync::watch;
 use tonic::{Request, Response, Status};
 
 use super::activity::{self, ActivityView};
+use super::claim_status_state::{self, Board};
 use super::{advertise, advice, convert, health, inventory_watch, mig_layout, sharing};
 use crate::advertise::Advertiser;
 use crate::claims::{Engine, Prepared, Unprepared};
@@ -30,6 +32,8 @@ pub struct Service {
     stopping: watch::Receiver<bool>,
     /// Per-claim GPU use (GetActivity, the warnings of GetStatus).
     activity: ActivityView,
+    /// What the DRA plugin last said about claim status (SetClaimStatusState).
+    claim_status: Arc<Board>,
 }
 
 impl Service {
@@ -45,6 +49,7 @@ impl Service {
             advertiser,
             stopping,
             activity: ActivityView::default(),
+            claim_status: Arc::default(),
         }
     }
 
@@ -194,6 +199,17 @@ impl GpuSlice for Service {
         if let Some(dir) = &self.activity.sim_processes_dir {
             reply.sim_processes_dir = dir.display().to_string();
         }
+        reply.claim_status = self.claim_status.state();
+        Ok(Response::new(reply))
+    }
+
+    async fn set_claim_status_state(
+        &self,
+        request: Request<pb::ClaimStatusState>,
+    ) -> Result<Response<pb::ClaimStatusState>, Status> {
+        let said = claim_status_state::said(request.into_inner())?;
+        let reply = claim_status_state::state(&said);
+        self.claim_status.set(said);
         Ok(Response::new(reply))
     }
 

@@ -15,7 +15,9 @@
 //! - [`feed`]: gpusliced's GetActivity and GetAdvice to each claim's
 //!   entries;
 //! - [`task`]: what drives the rounds (gpusliced's WatchActivity, inventory
-//!   changes, a tick), across gpusliced's restarts.
+//!   changes, a tick), across gpusliced's restarts;
+//! - [`tell`]: the access state told to gpusliced, for `gpuslicectl
+//!   status` (`claim status: written | off: <reason> | not checked yet`).
 
 pub mod entries;
 pub mod feed;
@@ -23,4 +25,5 @@ pub mod plan;
 pub mod probe;
 pub mod round;
 pub mod task;
+pub mod tell;
 pub mod write;

@@ -26,6 +26,10 @@ use super::write::{Answer, WriteError};
 pub const NODE_IDENTITY_HINT: &str = "the kubelet's credentials never may write claim status \
      (Node authorizer); set [claim_status] kubeconfig, see docs/claim-status.md#access";
 
+/// Why nothing is kept when the API server drops what we write.
+pub const FIELD_DROPPED: &str =
+    "the API server drops ResourceClaim status.devices (DRAResourceClaimDeviceStatus off)";
+
 /// The access state.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum State {
@@ -133,16 +137,15 @@ impl Access {
     }
 }
 
-/// The line for a state, as logged and as `gpuslicectl status` would show
-/// it (`claim status: written | off: <reason>`).
+/// The line for a state, as logged and as `gpuslicectl status` shows it
+/// once told ([`super::tell`]): `claim status: written | off: <reason> |
+/// not checked yet`.
 pub fn describe(state: &State) -> String {
     match state {
-        State::Unknown => "claim status: not probed yet".to_owned(),
+        State::Unknown => "claim status: not checked yet".to_owned(),
         State::Enabled => "claim status: written".to_owned(),
         State::Forbidden(reason) => format!("claim status: off: {reason}"),
-        State::FieldDropped => "claim status: off: the API server drops ResourceClaim \
-             status.devices (DRAResourceClaimDeviceStatus off)"
-            .to_owned(),
+        State::FieldDropped => format!("claim status: off: {FIELD_DROPPED}"),
     }
 }
 

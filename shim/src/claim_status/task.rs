@@ -2,7 +2,8 @@
 //! activity sample gpusliced announces (WatchActivity), each inventory
 //! change (a prepare or unprepare) and a tick, it reads gpusliced's
 //! GetActivity and GetAdvice, renders the entries ([`super::feed`]) and
-//! runs one round of the [`Writer`], which decides what to write.
+//! runs one round of the [`Writer`], which decides what to write. After
+//! each round it tells gpusliced the access state ([`super::tell`]).
 //!
 //! gpusliced may restart: the activity follower reconnects with backoff,
 //! and a round is skipped while GetActivity cannot be read (never taken for
@@ -23,6 +24,7 @@ use super::entries::Context;
 use super::feed::feed;
 use super::plan::{ClaimUid, Limits, Millis};
 use super::round::{ClaimEntries, Writer};
+use super::tell;
 use crate::gpusliced::GpuSlice;
 use crate::gpusliced_watch;
 
@@ -71,6 +73,8 @@ pub async fn run(
             _ = tick.tick() => {}
         }
         state.round(&kube).await;
+        let said = tell::state_of(state.writer.access());
+        tell::tell(&mut state.gpusliced, said).await;
     }
     let _ = following.await;
 }

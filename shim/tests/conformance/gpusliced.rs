@@ -7,12 +7,14 @@ use std::os::unix::fs::symlink;
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::peers::{ChildGuard, log_file, read, stop, write};
 
 /// A bound on start-up, not a sleep.
 const READY_TIMEOUT: Duration = Duration::from_secs(120);
+/// How often a poll of `gpuslicectl status` asks again.
+const POLL: Duration = Duration::from_millis(100);
 
 /// The gpusliced binary, built from its package (`crate::binaries`).
 pub fn gpusliced_binary() -> PathBuf {
@@ -176,6 +178,34 @@ impl Daemon {
             .expect("run gpuslicectl");
         assert!(answered(&out.status), "gpuslicectl status: {out:?}");
         String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// The line of `gpuslicectl status` starting `claim status:` once
+    /// `wanted` accepts it, asking again every [`POLL`] for at most `bound`;
+    /// Err with the last table when none did.
+    pub fn claim_status_until(
+        &self,
+        bound: Duration,
+        wanted: impl Fn(&str) -> bool,
+    ) -> Result<String, String> {
+        let deadline = Instant::now() + bound;
+        loop {
+            let text = self.status_text();
+            let line = text.lines().find(|l| l.starts_with("claim status:"));
+            if let Some(line) = line.filter(|l| wanted(l)) {
+                return Ok(line.to_owned());
+            }
+            if Instant::now() >= deadline {
+                return Err(text);
+            }
+            #[expect(
+                clippy::disallowed_methods,
+                reason = "the pause between the tries of a bounded poll (as tests/e2e's \
+                          `eventually`): no event says gpusliced heard the plugin, and the \
+                          outcome never depends on the pause's length"
+            )]
+            std::thread::sleep(POLL);
+        }
     }
 
     /// gpusliced's log so far.

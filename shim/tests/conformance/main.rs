@@ -271,6 +271,18 @@ fn kubelet_conformance_against_real_gpusliced() {
     );
     assert_eq!(again["claims"][&a]["devices"][0]["cdi_device_ids"], ids);
 
+    // Claim status: the plugin's identity (the fake's default) has no grant
+    // for our driver, so the probe is refused and `gpuslicectl status` says
+    // why and where to look.
+    let said = daemon.claim_status_until(BOUND, |l| l.starts_with("claim status: off: "));
+    assert!(
+        said.as_ref().is_ok_and(|l| l
+            .starts_with("claim status: off: the API server refused the write")
+            && l.ends_with("see docs/claim-status.md#access")),
+        "{said:?}; shim log:\n{}",
+        shim.log()
+    );
+
     // v1beta1, one call with several claims: one entry each, errors per claim.
     api.put_claim(claim("ok", &b, &["gpu-4"], &json!([])));
     api.put_claim(claim("replaced", &uid(99), &["gpu-5"], &json!([])));

@@ -5,7 +5,9 @@
 //! rules. A claim the Python kubelet prepares and nothing uses shows Ready
 //! and then `Idle` True in its `status.devices` entry (beside another
 //! driver's entry, which stays), `gpuslicectl claims --cluster --idle` lists
-//! it from the API server, and the unprepare removes our entry.
+//! it from the API server, and the unprepare removes our entry;
+//! `gpuslicectl status` says `claim status: written`. With `[claim_status]
+//! mode = "off"` it says so instead, again after gpusliced restarts.
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -163,6 +165,14 @@ fn an_idle_claim_shows_idle_in_its_status_and_in_claims_cluster() {
         );
     }
 
+    // The writer tells gpusliced after its round; `gpuslicectl status` shows it.
+    let said = daemon.claim_status_until(BOUND, |l| l == "claim status: written");
+    assert!(said.is_ok(), "{said:?}; shim log:\n{}", shim.log());
+    assert_eq!(
+        daemon.status_json()["claim_status"],
+        json!({"access": "written", "reason": ""})
+    );
+
     let kubeconfig = shim_dir.join("kubeconfig");
     let out = Command::new(crate::binaries::gpuslicectl())
         .args(["claims", "--cluster", "--idle", "1s", "--kubeconfig"])
@@ -199,4 +209,39 @@ fn an_idle_claim_shows_idle_in_its_status_and_in_claims_cluster() {
     assert_eq!(devices.as_array().map(Vec::len), Some(1), "{devices}");
     drop(state);
     drop(daemon);
+}
+
+#[test]
+fn with_the_mode_off_gpuslicectl_status_says_so_across_a_gpusliced_restart() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let api = FakeApiServer::start(NODE, NODE_UID);
+    let daemon_dir = dir.path().join("daemon");
+    std::fs::create_dir_all(&daemon_dir).expect("daemon dir");
+    let mut daemon = Daemon::start(&daemon_dir, 1);
+    assert!(
+        !daemon.status_text().contains("claim status"),
+        "no line before a plugin says it"
+    );
+    let shim_dir = dir.path().join("shim");
+    std::fs::create_dir_all(&shim_dir).expect("shim dir");
+    let shim = Shim::start_with(
+        &shim_dir,
+        &api.url,
+        &daemon.socket,
+        "[claim_status]\nmode = \"off\"\n",
+    );
+    let off = "claim status: off: [claim_status] mode = \"off\"";
+    for when in ["at start", "after a restart of gpusliced"] {
+        if when != "at start" {
+            // gpusliced forgets it; the plugin says it again on reconnecting.
+            daemon.restart(BOUND);
+        }
+        let said = daemon.claim_status_until(BOUND, |l| l == off);
+        assert!(said.is_ok(), "{when}: {said:?}; shim log:\n{}", shim.log());
+        assert_eq!(
+            daemon.status_json()["claim_status"],
+            json!({"access": "off", "reason": "[claim_status] mode = \"off\""}),
+            "{when}"
+        );
+    }
 }
