@@ -61,6 +61,7 @@ pub async fn run(
         writer: Writer::new(settings.limits, settings.recheck),
         settings,
         last: BTreeMap::new(),
+        advice: None,
         said: BTreeSet::new(),
     };
     let mut tick = tokio::time::interval(TICK);
@@ -86,6 +87,11 @@ struct TaskState {
     settings: Settings,
     /// Each claim's entries as last rendered.
     last: BTreeMap<ClaimUid, ClaimEntries>,
+    /// GetAdvice's last answer, and the sample (`sampled_at_ms`) it was
+    /// asked after: the advice moves with samples only, so it is asked
+    /// once per sample, and a failed ask keeps the last answer (its
+    /// entries do not flicker).
+    advice: Option<(i64, pb::GetAdviceResponse)>,
     /// Skipped-device lines already logged.
     said: BTreeSet<String>,
 }
@@ -120,14 +126,21 @@ impl TaskState {
                 return None;
             }
         };
-        let advice = match self.gpusliced.get_advice(pb::GetAdviceRequest {}).await {
-            Ok(answer) => Some(answer.into_inner()),
-            Err(status) => {
-                debug!(code = ?status.code(), "no advice from gpusliced this round");
-                None
+        let sample = activity.sampled_at_ms;
+        if self
+            .advice
+            .as_ref()
+            .is_none_or(|(after, _)| *after != sample)
+        {
+            match self.gpusliced.get_advice(pb::GetAdviceRequest {}).await {
+                Ok(answer) => self.advice = Some((sample, answer.into_inner())),
+                Err(status) => {
+                    debug!(code = ?status.code(), "no new advice from gpusliced; the last kept")
+                }
             }
-        };
-        let mut fed = feed(&self.settings.context, &activity, advice.as_ref());
+        }
+        let advice = self.advice.as_ref().map(|(_, answer)| answer);
+        let mut fed = feed(&self.settings.context, &activity, advice);
         for line in fed.skipped {
             if self.said.insert(line.clone()) {
                 warn!(device = %line, "a device left out of its claim's status");
