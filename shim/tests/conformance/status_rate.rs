@@ -1,7 +1,7 @@
 //! The claim status writer's real API writes per minute at 64 claims, beside
 //! the rate model's prediction (`benches/claim_status/model.rs`) for the
 //! same settings. A measurement, not a check of speed: `#[ignore]`d (it
-//! runs for about nine minutes) and run by hand,
+//! runs for about twelve minutes) and run by hand,
 //! `cargo test -p gpuslice-dra-plugin --test conformance status_rate -- --ignored --nocapture`
 //! (bench/README.md, "claim status", has its figures).
 //!
@@ -10,14 +10,15 @@
 //! `[claim_status] refresh_s = 10` and the default 60 writes a minute, the
 //! Python kubelet preparing 64 claims (one GPU each) in one call, and the
 //! fake API server counting every accepted status apply. Scenario (a): the
-//! claims stay idle; scenario (b): then every claim runs a fake process
-//! (`gpuslicectl sim exec`) whose memory and SM use this test moves every
-//! second, by rewriting its process file, beyond the status' resolution.
-//! The figures are printed; the only assertions are exact: every claim
-//! shows Idle, then a minute passes without a write (a quiet node writes
-//! nothing); every claim shows Idle False once its process runs; no write
-//! was refused.
+//! claims stay idle; (b): then 8 of them run a fake process
+//! (`gpuslicectl sim exec`), (c): then all 64; this test moves each
+//! process's memory and SM use every second, by rewriting its process file,
+//! beyond the status' resolution. The figures are printed; the only
+//! assertions are exact: every claim shows Idle, then a whole minute passes
+//! without a write (a quiet node writes nothing); the claims with a process
+//! show Idle False, the others Idle; no write was refused.
 
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -43,6 +44,8 @@ use crate::{BOUND, NODE, NODE_UID, claim, kubelet_claim, uid};
 
 const DRIVER: &str = "gpu.nvidia.com";
 const CLAIMS: usize = 64;
+/// How many claims scenario (b) makes active.
+const FEW: usize = 8;
 const REFRESH_S: u64 = 10;
 const MAX_WRITES_PER_MINUTE: u32 = 60;
 const IDLE_AFTER_S: u64 = 2;
@@ -71,8 +74,11 @@ fn idle_status(state: &State, name: &str) -> Option<String> {
     idle["status"].as_str().map(str::to_owned)
 }
 
-fn all_show_idle(state: &State, status: &str) -> bool {
-    (0..CLAIMS).all(|i| idle_status(state, &name(i)).as_deref() == Some(status))
+/// Every claim of `claims` shows Idle `status`.
+fn idle_shows(state: &State, claims: Range<usize>, status: &str) -> bool {
+    claims
+        .into_iter()
+        .all(|i| idle_status(state, &name(i)).as_deref() == Some(status))
 }
 
 /// Sleeps until `until`: the measurement counts writes over wall-clock
@@ -98,9 +104,9 @@ fn count_minutes(api: &FakeApiServer, start: Instant, minutes: u32) -> Vec<usize
     out
 }
 
-fn model_settings(minutes: u64, idle_after_s: u64) -> model::Settings {
+fn model_settings(claims: usize, minutes: u64, idle_after_s: u64) -> model::Settings {
     model::Settings {
-        claims: CLAIMS,
+        claims,
         minutes,
         sample_ms: 1000,
         refresh_s: REFRESH_S,
@@ -124,24 +130,25 @@ fn print_table(scenario: &str, real: &[usize], model: &[usize]) {
 
 /// The fake GPU processes, one `gpuslicectl sim exec` per claim, each sent
 /// SIGTERM (it passes it on and removes its file) however the test ends.
+#[derive(Default)]
 struct FakeProcesses(Vec<Child>);
 
 impl FakeProcesses {
-    fn start(daemon: &Daemon) -> Self {
-        let children = (0..CLAIMS)
-            .map(|i| {
-                Command::new(crate::binaries::gpuslicectl())
-                    .arg("--socket")
-                    .arg(&daemon.socket)
-                    .args(["sim", "exec", "--claim", &claim_uid(i)])
-                    .args(["--memory", "4GiB", "--sm", "40", "--", "sleep", "3600"])
-                    .stdin(Stdio::null())
-                    .stderr(Stdio::null())
-                    .spawn()
-                    .expect("run gpuslicectl sim exec")
-            })
-            .collect();
-        Self(children)
+    /// Starts one in each claim of `claims`.
+    fn start(&mut self, daemon: &Daemon, claims: Range<usize>) {
+        let ctl = crate::binaries::gpuslicectl();
+        let children = claims.map(|i| {
+            Command::new(&ctl)
+                .arg("--socket")
+                .arg(&daemon.socket)
+                .args(["sim", "exec", "--claim", &claim_uid(i)])
+                .args(["--memory", "4GiB", "--sm", "40", "--", "sleep", "3600"])
+                .stdin(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("run gpuslicectl sim exec")
+        });
+        self.0.extend(children);
     }
 }
 
@@ -316,7 +323,8 @@ fn all_idle(node: &Node) -> (Vec<usize>, usize) {
     node.prepare_all();
     let per_minute = count_minutes(&node.api, start, 4);
     assert!(
-        node.api.wait_for(BOUND * 5, |s| all_show_idle(s, "True")),
+        node.api
+            .wait_for(BOUND * 5, |s| idle_shows(s, 0..CLAIMS, "True")),
         "not every claim shows Idle; shim log:\n{}",
         node.shim.log()
     );
@@ -325,33 +333,52 @@ fn all_idle(node: &Node) -> (Vec<usize>, usize) {
     (per_minute, applies(&node.api.state()) - quiet_from)
 }
 
-/// (b) All active, figures moving every second: writes per minute for 3
-/// minutes from the processes' start.
-fn all_active(node: &Node) -> Vec<usize> {
+/// (b), (c): a fake process in each claim of `claims` (the others keep
+/// theirs, or stay idle), figures moving every second: writes per minute
+/// for 3 minutes from the processes' start.
+fn active(node: &Node, fakes: &mut FakeProcesses, claims: Range<usize>) -> Vec<usize> {
     let start = Instant::now();
-    let fakes = FakeProcesses::start(&node.daemon);
-    let jitter = Jitter::start(node.processes_dir.clone());
+    fakes.start(&node.daemon, claims);
     let per_minute = count_minutes(&node.api, start, 3);
+    let active = fakes.0.len();
     assert!(
-        node.api.wait_for(BOUND, |s| all_show_idle(s, "False")),
-        "not every claim shows Idle False with its process running; shim log:\n{}",
+        node.api
+            .wait_for(BOUND, |s| idle_shows(s, 0..active, "False")
+                && idle_shows(s, active..CLAIMS, "True")),
+        "not every claim with a process shows Idle False, or not every other Idle; shim log:\n{}",
         node.shim.log()
     );
-    drop(jitter);
-    drop(fakes);
     per_minute
 }
 
+/// Runs the scenarios: (a) idle, (b) 8 claims active (the limit does not
+/// bind: each claim's refresh_s does), (c) all 64 active (the limit binds).
+fn measure(node: &Node) -> (Vec<usize>, usize, Vec<usize>, Vec<usize>) {
+    let (idle, quiet) = all_idle(node);
+    let mut fakes = FakeProcesses::default();
+    let jitter = Jitter::start(node.processes_dir.clone());
+    // Built (or found fresh) before any minute is counted.
+    crate::binaries::gpuslicectl();
+    let few = active(node, &mut fakes, 0..FEW);
+    let all = active(node, &mut fakes, FEW..CLAIMS);
+    drop(jitter);
+    drop(fakes);
+    (idle, quiet, few, all)
+}
+
 #[test]
-#[ignore = "a measurement of about nine minutes: run by hand with --ignored --nocapture"]
+#[ignore = "a measurement of about twelve minutes: run by hand with --ignored --nocapture"]
 fn status_rate_of_64_claims_real_plugin_and_gpusliced_beside_the_model() {
     let Some(node) = Node::start() else {
         return;
     };
-    let (idle_real, quiet) = all_idle(&node);
-    let active_real = all_active(&node);
-    let idle_model = model::run(model::Scenario::AllIdle, &model_settings(4, IDLE_AFTER_S));
-    let active_model = model::run(model::Scenario::AllActive, &model_settings(3, 0));
+    let (idle_real, quiet, few_real, all_real) = measure(&node);
+    let idle_model = model::run(
+        model::Scenario::AllIdle,
+        &model_settings(CLAIMS, 4, IDLE_AFTER_S),
+    );
+    let few_model = model::run(model::Scenario::AllActive, &model_settings(FEW, 3, 0));
+    let all_model = model::run(model::Scenario::AllActive, &model_settings(CLAIMS, 3, 0));
     println!(
         "claim status writes per minute: real gpuslice-dra-plugin and gpusliced (sim), \
          {CLAIMS} claims, refresh_s {REFRESH_S}, interval_s 1, idle_after_s {IDLE_AFTER_S}, \
@@ -359,7 +386,8 @@ fn status_rate_of_64_claims_real_plugin_and_gpusliced_beside_the_model() {
     );
     print_table("AllIdle", &idle_real, &idle_model);
     println!("AllIdle: writes in the minute after every claim showed Idle: {quiet}");
-    print_table("AllActive", &active_real, &active_model);
+    print_table("8 active", &few_real, &few_model);
+    print_table("AllActive", &all_real, &all_model);
     let state = node.api.state();
     let dry_runs = (state.claim_status_log.applies.iter())
         .filter(|a| a.starts_with("dry-run "))
