@@ -62,8 +62,11 @@ pub fn entry(context: &Context, usage: &DeviceUsage) -> AllocatedDeviceStatus {
 }
 
 /// The planner's view of a claim's entries: their conditions, and the
-/// rest as JSON text without `sampledAt` (a newer sample of the same
-/// figures is no change).
+/// rest as JSON text without what moves with the clock alone: `sampledAt`
+/// (a newer sample of the same figures is no change) and the advice's
+/// `observedSeconds` and `reason` (an idle claim's advice says how long it
+/// has been watched, "observed 3s of the 24h needed"). These go with every
+/// write but never cause one; a new advice form, profile or peak does.
 pub fn desired(entries: &[AllocatedDeviceStatus]) -> Desired {
     let conditions = entries
         .iter()
@@ -83,6 +86,10 @@ pub fn desired(entries: &[AllocatedDeviceStatus]) -> Desired {
             let mut data = e.data.as_ref().map(|d| d.0.clone());
             if let Some(serde_json::Value::Object(object)) = data.as_mut() {
                 object.remove("sampledAt");
+                if let Some(serde_json::Value::Object(advice)) = object.get_mut("advice") {
+                    advice.remove("observedSeconds");
+                    advice.remove("reason");
+                }
             }
             serde_json::json!({
                 "entry": entry_key(e),

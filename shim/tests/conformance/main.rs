@@ -36,6 +36,7 @@ mod peers;
 mod republish;
 mod slice_rules;
 mod status_chain;
+mod status_rate;
 
 use std::collections::BTreeSet;
 use std::time::Duration;

@@ -201,6 +201,48 @@ fn figures_are_quantised() {
 }
 
 #[test]
+fn the_advice_growing_with_the_clock_alone_is_no_change() {
+    // An idle claim's advice abstains ("observed 3s of the 24h needed") or
+    // says give it back ("never active in 2h observed"): its observed time
+    // and reason grow with every sample while nothing else moves. Like
+    // sampledAt, they go with every write but never cause one.
+    let advice = |form, observed_seconds, reason: &str| Advice {
+        form,
+        mig_profile: None,
+        device_class: None,
+        observed_seconds,
+        memory_peak_bytes: None,
+        sm_p95_percent: None,
+        reason: reason.to_owned(),
+    };
+    let with = |a: Advice| {
+        let mut u = usage(Sharing::Exclusive);
+        u.advice = Some(a);
+        desired(&[entry(&context(), &u)])
+    };
+    let early = with(advice(
+        AdviceForm::Abstain,
+        3,
+        "observed 3s of the 24h needed",
+    ));
+    let later = with(advice(
+        AdviceForm::Abstain,
+        6,
+        "observed 6s of the 24h needed",
+    ));
+    assert_eq!(early, later);
+    let back = with(advice(
+        AdviceForm::GiveBack,
+        86_400,
+        "never active in 24h observed",
+    ));
+    assert_ne!(early.figures, back.figures, "a new form is a change");
+    let mut peak = advice(AdviceForm::GiveBack, 90_000, "never active in 25h observed");
+    peak.memory_peak_bytes = Some(1 << 30);
+    assert_ne!(back.figures, with(peak).figures, "a new peak is a change");
+}
+
+#[test]
 fn idle_overshare_and_actions_set_their_conditions() {
     let validator = validator();
     let mut u = usage(Sharing::Timeslicing);
