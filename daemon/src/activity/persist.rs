@@ -40,8 +40,9 @@ struct File {
     /// The episodes open when written.
     #[serde(default)]
     open_episodes: Vec<SavedEpisode>,
-    /// The last limit action per claim and device.
-    #[serde(default)]
+    /// The last limit action per claim and device; left out when none, so
+    /// a file without actions stays byte for byte what it was.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     last_actions: Vec<SavedAction>,
 }
 
