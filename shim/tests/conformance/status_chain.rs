@@ -10,6 +10,7 @@
 //! mode = "off"` it says so instead, again after gpusliced restarts.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::process::Command;
 
 use serde_json::{Value, json};
@@ -49,12 +50,9 @@ fn idle(state: &State, name: &str) -> bool {
         .is_some_and(|c| c["status"] == "True")
 }
 
-#[test]
-fn an_idle_claim_shows_idle_in_its_status_and_in_claims_cluster() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let Some(kubelet) = Kubelet::generate(dir.path()) else {
-        return;
-    };
+/// The fake API server, its caller a Node-bound ServiceAccount granted
+/// our driver (`associated-node:patch`), as packaging/rbac/ sets it up.
+pub(crate) fn bound_server() -> FakeApiServer {
     let api = FakeApiServer::start(NODE, NODE_UID);
     api.mutate(|state| {
         state.claim_status = ClaimStatusSwitches {
@@ -65,18 +63,22 @@ fn an_idle_claim_shows_idle_in_its_status_and_in_claims_cluster() {
             ..ClaimStatusSwitches::default()
         };
     });
-    let daemon_dir = dir.path().join("daemon");
-    std::fs::create_dir_all(&daemon_dir).expect("daemon dir");
-    let daemon = Daemon::start_with(
-        &daemon_dir,
-        4,
-        "[activity]\ninterval_s = 1\nidle_after_s = 2\n",
-    );
-    let shim_dir = dir.path().join("shim");
+    api
+}
+
+/// The plugin in `dir/shim`, writing claim status with a kubeconfig of
+/// its own (`[claim_status] kubeconfig`) and `settings` (more keys of
+/// `[claim_status]`, one per line).
+pub(crate) fn start_status_shim(
+    dir: &Path,
+    api: &FakeApiServer,
+    daemon: &Daemon,
+    settings: &str,
+) -> Shim {
+    let shim_dir = dir.join("shim");
     std::fs::create_dir_all(&shim_dir).expect("shim dir");
-    let status_kubeconfig = shim_dir.join("status-kubeconfig");
     peers::write(
-        &status_kubeconfig,
+        &shim_dir.join("status-kubeconfig"),
         &format!(
             "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: {}\n\
              users:\n- name: sa\n  user:\n    token: node-bound-sa-token\n\
@@ -84,12 +86,30 @@ fn an_idle_claim_shows_idle_in_its_status_and_in_claims_cluster() {
             api.url
         ),
     );
-    let shim = Shim::start_with(
+    Shim::start_with(
         &shim_dir,
         &api.url,
         &daemon.socket,
-        "[claim_status]\nkubeconfig = \"status-kubeconfig\"\nrefresh_s = 10\n",
+        &format!("[claim_status]\nkubeconfig = \"status-kubeconfig\"\n{settings}"),
+    )
+}
+
+#[test]
+fn an_idle_claim_shows_idle_in_its_status_and_in_claims_cluster() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let Some(kubelet) = Kubelet::generate(dir.path()) else {
+        return;
+    };
+    let api = bound_server();
+    let daemon_dir = dir.path().join("daemon");
+    std::fs::create_dir_all(&daemon_dir).expect("daemon dir");
+    let daemon = Daemon::start_with(
+        &daemon_dir,
+        4,
+        "[activity]\ninterval_s = 1\nidle_after_s = 2\n",
     );
+    let shim = start_status_shim(dir.path(), &api, &daemon, "refresh_s = 10\n");
+    let shim_dir = shim.dir.clone();
     kubelet.call(
         &shim.registration_socket(),
         "notify",

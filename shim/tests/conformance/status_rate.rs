@@ -36,11 +36,11 @@ use serde_json::{Value, json};
 #[path = "../../benches/claim_status/model.rs"]
 mod model;
 
-use crate::claim_status_rules::{ClaimStatusSwitches, Identity};
 use crate::fake_apiserver::{FakeApiServer, State};
 use crate::gpusliced::Daemon;
 use crate::peers::{self, Kubelet, Shim};
-use crate::{BOUND, NODE, NODE_UID, claim, kubelet_claim, uid};
+use crate::status_chain::{bound_server, start_status_shim};
+use crate::{BOUND, claim, kubelet_claim, uid};
 
 const DRIVER: &str = "gpu.nvidia.com";
 const CLAIMS: usize = 64;
@@ -234,16 +234,7 @@ impl Node {
     fn start() -> Option<Self> {
         let dir = tempfile::tempdir().expect("temp dir");
         let kubelet = Kubelet::generate(dir.path())?;
-        let api = FakeApiServer::start(NODE, NODE_UID);
-        api.mutate(|state| {
-            state.claim_status = ClaimStatusSwitches {
-                identity: Identity::ServiceAccount {
-                    node: Some(NODE.to_owned()),
-                    drivers: vec![DRIVER.to_owned()],
-                },
-                ..ClaimStatusSwitches::default()
-            };
-        });
+        let api = bound_server();
         let daemon_dir = dir.path().join("daemon");
         std::fs::create_dir_all(&daemon_dir).expect("daemon dir");
         let processes_dir = daemon_dir.join("sim-processes");
@@ -256,7 +247,12 @@ impl Node {
                 processes_dir.display()
             ),
         );
-        let shim = start_shim(dir.path(), &api, &daemon);
+        let shim = start_status_shim(
+            dir.path(),
+            &api,
+            &daemon,
+            &format!("refresh_s = {REFRESH_S}\nmax_writes_per_minute = {MAX_WRITES_PER_MINUTE}\n"),
+        );
         kubelet.call(
             &shim.registration_socket(),
             "notify",
@@ -290,30 +286,6 @@ impl Node {
             assert_eq!(prepared["claims"][&claim_uid(i)]["error"], "", "{prepared}");
         }
     }
-}
-
-/// The plugin, writing status as the Node-bound ServiceAccount.
-fn start_shim(dir: &Path, api: &FakeApiServer, daemon: &Daemon) -> Shim {
-    let shim_dir = dir.join("shim");
-    std::fs::create_dir_all(&shim_dir).expect("shim dir");
-    peers::write(
-        &shim_dir.join("status-kubeconfig"),
-        &format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: {}\n\
-             users:\n- name: sa\n  user:\n    token: node-bound-sa-token\n\
-             contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: sa\ncurrent-context: fake\n",
-            api.url
-        ),
-    );
-    Shim::start_with(
-        &shim_dir,
-        &api.url,
-        &daemon.socket,
-        &format!(
-            "[claim_status]\nkubeconfig = \"status-kubeconfig\"\nrefresh_s = {REFRESH_S}\n\
-             max_writes_per_minute = {MAX_WRITES_PER_MINUTE}\n"
-        ),
-    )
 }
 
 /// (a) All idle and steady, from the prepare on: writes per minute for 4
