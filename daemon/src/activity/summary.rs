@@ -185,14 +185,15 @@ impl Summaries {
     /// which no episode is open: as before; now, if one was open before;
     /// else the prepare.
     fn within_since(&self, now: i64, key: &DeviceKey, prepared_at: i64) -> i64 {
+        if let Some(since) = self.within.get(key) {
+            return *since;
+        }
+        // Only a device new to the summaries or whose episode just closed
+        // gets here, so the scan of the open conditions is rare.
         let was_over = self.open.iter().any(|(uid, device, kind, _)| {
             *kind == Kind::OverShare && (uid, device) == (&key.0, &key.1)
         });
-        match self.within.get(key) {
-            Some(since) => *since,
-            None if was_over => now,
-            None => prepared_at,
-        }
+        if was_over { now } else { prepared_at }
     }
 
     /// The claim's `idle_since` after this sample (module doc).
