@@ -3,6 +3,11 @@
 //! kube, a kube-* crate, k8s-openapi or the DRA plugin's library. gpuslicectl
 //! (its own package) and the plugin may; the daemon's tests may (dev
 //! dependencies are not followed).
+//!
+//! The graph is resolved for the platform the test is built for
+//! (`--filter-platform`, the triple from `build.rs`): `--offline` then needs
+//! only the packages a build here downloaded, not every package of the lock
+//! file (Windows-only ones included), which a fresh machine's registry lacks.
 
 use std::process::Command;
 
@@ -22,6 +27,7 @@ fn the_daemon_reaches_no_kubernetes_client_over_normal_dependencies() {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let out = Command::new(cargo)
         .args(["metadata", "--format-version", "1", "--locked", "--offline"])
+        .args(["--filter-platform", env!("GPUSLICE_BUILD_TARGET")])
         .current_dir(repo_root())
         .output()
         .expect("run cargo metadata");
