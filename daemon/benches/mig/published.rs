@@ -126,11 +126,18 @@ pub(super) fn from_inventory(
     }
     for slice in &inventory.mig {
         let position = g.position_of(&slice.profile.name);
+        let Some(mig) = &inventory.gpus[slice.parent].mig else {
+            panic!("{}: a slice of a GPU not in MIG mode", slice.name)
+        };
         devices.push(Device {
             gpu: slice.parent,
             profile: Some(position),
             placement: slice.placement,
-            uses: names[slice.parent].uses(&slice_consumption(&slice.profile, slice.placement)),
+            uses: names[slice.parent].uses(&slice_consumption(
+                mig,
+                &slice.profile,
+                slice.placement,
+            )),
         });
     }
     (devices, capacity)

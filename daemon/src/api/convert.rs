@@ -190,7 +190,9 @@ pub fn inventory_response(view: &NodeView) -> pb::GetInventoryResponse {
                 let counters = if inventory.partitionable {
                     vec![pb::CounterConsumption {
                         counter_set: counter_set_name(&parent.name),
-                        counters: slice_consumption(&slice.profile, slice.placement)
+                        counters: (parent.mig.as_ref())
+                            .map(|mig| slice_consumption(mig, &slice.profile, slice.placement))
+                            .unwrap_or_default()
                             .into_iter()
                             .collect(),
                     }]

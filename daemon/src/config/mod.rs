@@ -11,6 +11,7 @@ mod advice;
 mod limits;
 mod metrics;
 mod mig;
+mod sim;
 mod validate;
 
 use std::path::{Path, PathBuf};
@@ -22,9 +23,8 @@ pub use advice::AdviceConfig;
 pub use limits::{ClaimOverride, LimitMode, LimitsConfig, MAX_GRACE_S};
 pub use metrics::{LoopbackAddr, MetricsConfig};
 pub use mig::{MigAdvertise, MigConfig, MigCreate, MigGpuConfig};
+pub use sim::{DEFAULT_CLUSTER_UUID, SimConfig, SimFabricConfig};
 pub use validate::ConfigError;
-
-use crate::gpu::sim::SimModel;
 
 /// Default path of the config file.
 pub const DEFAULT_PATH: &str = "/etc/gpuslice/gpuslice.toml";
@@ -196,37 +196,6 @@ pub struct NvmlConfig {
     pub sysfs_root: Option<PathBuf>,
 }
 
-/// `[backend.sim]`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct SimConfig {
-    /// One entry per simulated GPU, by model. Default: one "H100-80GB".
-    pub gpus: Vec<SimModel>,
-    /// Seed for the simulated GPUs' UUIDs; nodes with different seeds get
-    /// different UUIDs. Default "gpuslice-sim".
-    pub seed: String,
-    /// The simulated GPUs' own state (MIG mode, instances, compute mode),
-    /// kept so it outlives a daemon restart as real hardware state does.
-    /// Default: `sim-hardware.json` next to the socket (so under the runtime
-    /// dir, /run/gpuslice: gone at reboot, like MIG instances). See
-    /// [`Config::sim_hardware_state`].
-    pub hardware_state: Option<PathBuf>,
-    /// A file a test or an operator appends health events to, one a line
-    /// (`gpu=0 xid=79`; syntax in `gpu::sim::health_spec`). Default:
-    /// `sim-health-events` next to `hardware_state`. See
-    /// [`Config::sim_health_events`].
-    pub health_events: Option<PathBuf>,
-    /// The folder of fake GPU processes (`gpuslicectl sim exec` writes one
-    /// file per process; format in `gpu::sim::process_file`). Default:
-    /// `sim-processes` next to `hardware_state`. See
-    /// [`Config::sim_processes`].
-    pub processes: Option<PathBuf>,
-    /// NUMA nodes of the simulated node; GPUs sit four to a PCIe root, roots
-    /// dealt out to the nodes in turn (`gpu::sim::topology`). 0: the kernel
-    /// gives the GPUs no NUMA affinity, as in many VMs. Default 2.
-    pub numa_nodes: u32,
-}
-
 /// `[log]`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -266,19 +235,6 @@ impl Default for BackendConfig {
             kind: BackendKind::Nvml,
             nvml: NvmlConfig::default(),
             sim: SimConfig::default(),
-        }
-    }
-}
-
-impl Default for SimConfig {
-    fn default() -> Self {
-        Self {
-            gpus: vec![SimModel::H100_80GB],
-            seed: "gpuslice-sim".to_owned(),
-            hardware_state: None,
-            health_events: None,
-            processes: None,
-            numa_nodes: crate::gpu::sim::topology::DEFAULT_NUMA_NODES,
         }
     }
 }

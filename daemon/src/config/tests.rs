@@ -43,7 +43,7 @@ gpus = ["H100-80GB", "A100-40GB"]
     assert_eq!(config.backend.kind, BackendKind::Sim);
     assert_eq!(
         config.backend.sim.gpus,
-        vec![SimModel::H100_80GB, SimModel::A100_40GB]
+        Some(vec![SimModel::H100_80GB, SimModel::A100_40GB])
     );
 }
 
@@ -56,8 +56,8 @@ fn topology_keys_parse_and_resolve() {
         config.backend.nvml.sysfs_root,
         Some(PathBuf::from("/etc/gpuslice/host/sys"))
     );
-    assert_eq!(config.backend.sim.numa_nodes, 0);
-    assert_eq!(parse("").unwrap().backend.sim.numa_nodes, 2);
+    assert_eq!(config.backend.sim.numa_nodes(), 0);
+    assert_eq!(parse("").unwrap().backend.sim.numa_nodes(), 2);
     assert_eq!(parse("").unwrap().backend.nvml.sysfs_root, None);
 }
 
@@ -68,7 +68,7 @@ fn more_numa_nodes_than_linux_allows_are_refused() {
             .unwrap()
             .backend
             .sim
-            .numa_nodes,
+            .numa_nodes(),
         1024
     );
     let err = parse("[backend.sim]\nnuma_nodes = 1025\n").unwrap_err();

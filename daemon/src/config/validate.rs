@@ -7,11 +7,6 @@ use super::{BackendKind, Config};
 /// Longest unix socket path the kernel accepts (sun_path is 108 bytes with the NUL).
 const MAX_SOCKET_PATH: usize = 107;
 
-/// Linux's `MAX_NUMNODES` at its largest (`1 << CONFIG_NODES_SHIFT`, the
-/// shift capped at 10), the bound Kubernetes' `deviceattribute` helpers
-/// check a NUMA node against.
-const MAX_NUMA_NODES: u32 = 1024;
-
 /// A config that cannot be used, with what to fix.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -75,25 +70,7 @@ impl Config {
                 ));
             }
         }
-        if self.backend.kind == BackendKind::Sim && self.backend.sim.gpus.is_empty() {
-            return Err(invalid(
-                "backend.sim.gpus",
-                "the simulated node needs at least one GPU, e.g. gpus = [\"H100-80GB\"]",
-            ));
-        }
-        if self.backend.sim.seed.is_empty() {
-            return Err(invalid("backend.sim.seed", "must not be empty"));
-        }
-        if self.backend.sim.numa_nodes > MAX_NUMA_NODES {
-            return Err(invalid(
-                "backend.sim.numa_nodes",
-                format!(
-                    "{} is more than Linux allows ({MAX_NUMA_NODES}); use e.g. 2 for two \
-                     sockets, or 0 for no NUMA affinity",
-                    self.backend.sim.numa_nodes
-                ),
-            ));
-        }
+        (self.backend.sim).validate(self.backend.kind == BackendKind::Sim)?;
         self.mig.validate()?;
         self.metrics.validate()?;
         self.activity.validate()?;

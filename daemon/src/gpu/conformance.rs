@@ -84,8 +84,9 @@ pub(crate) fn identity(backend: &dyn GpuBackend) {
 pub(crate) fn facts(backend: &dyn GpuBackend) {
     for gpu in all_gpus(backend) {
         assert!(gpu.memory_bytes > 0, "GPU {}: no memory", gpu.index);
+        // "Tesla T4" keeps its old brand in its name.
         assert!(
-            gpu.product_name.starts_with("NVIDIA"),
+            gpu.product_name.starts_with("NVIDIA ") || gpu.product_name.starts_with("Tesla "),
             "{}",
             gpu.product_name
         );
@@ -99,6 +100,43 @@ pub(crate) fn facts(backend: &dyn GpuBackend) {
             assert!(
                 gpu.compute_capability >= (8, 0),
                 "MIG {current:?}/{pending:?}"
+            );
+        }
+    }
+}
+
+/// A GPU without MIG answers every MIG query NOT_SUPPORTED and changes
+/// nothing; NVLink links and fabric go together (a fabric is NVLink's), and
+/// a fabric's cluster UUID is canonical.
+pub(crate) fn capabilities(backend: &dyn GpuBackend) {
+    for gpu in all_gpus(backend) {
+        let index = gpu.index;
+        if gpu.mig == MigSupport::NotSupported {
+            let not_supported = |r: Result<(), GpuError>, what: &str| {
+                assert!(
+                    matches!(r, Err(GpuError::NotSupported { .. })),
+                    "GPU {index} {what}: {r:?}"
+                );
+            };
+            not_supported(backend.mig_profiles(index).map(drop), "MIG profiles");
+            not_supported(backend.gpu_instances(index).map(drop), "GPU instances");
+            let placement = super::Placement { start: 0, size: 1 };
+            not_supported(
+                backend.create_gpu_instance(index, 0, placement).map(drop),
+                "create GPU instance",
+            );
+            assert_eq!(
+                backend.device_info(index).map(|g| g.mig),
+                Ok(MigSupport::NotSupported)
+            );
+        }
+        if let Some(fabric) = &gpu.fabric {
+            assert!(gpu.nvlink_links > 0, "GPU {index}: a fabric without NVLink");
+            let uuid = uuid::Uuid::try_parse(&fabric.cluster_uuid).map(|u| u.to_string());
+            assert_eq!(
+                uuid.as_deref(),
+                Ok(fabric.cluster_uuid.as_str()),
+                "GPU {index}"
             );
         }
     }
@@ -134,6 +172,7 @@ pub(crate) fn out_of_range(backend: &dyn GpuBackend) {
 pub(crate) fn all(backend: &dyn GpuBackend) {
     identity(backend);
     facts(backend);
+    capabilities(backend);
     driver(backend);
     out_of_range(backend);
     health_watch(backend);

@@ -64,7 +64,95 @@ pub struct MigProfile {
 impl MigProfile {
     /// Whether this is a media-extension ("+me") profile, at most one per GPU.
     pub fn media_extensions(&self) -> bool {
-        self.name.ends_with("+me")
+        self.media() == MediaEngines::Extensions
+    }
+
+    /// Which of the GPU's media engines its instances take.
+    pub fn media(&self) -> MediaEngines {
+        MediaEngines::of_name(&self.name)
+    }
+}
+
+/// Which of the GPU's media engines (NVDEC, NVENC, NVJPG, OFA) an instance
+/// of a profile takes, from the suffix NVML names the profile with (go-nvlib
+/// maps NVML's profile indices to these suffixes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MediaEngines {
+    /// Its share of them: no suffix, or "+gfx".
+    Share,
+    /// The GPU's media extensions, "+me" (`_REV1`): one such instance per GPU.
+    Extensions,
+    /// Every one of them, "+me.all" (`_ALL_ME`): NVML's header says its
+    /// instance "prevents allocation of all but _NO_ME profiles", so beside
+    /// it only "-me" instances fit, and it fits only beside those.
+    All,
+    /// None, "-me" (`_NO_ME`).
+    None,
+}
+
+impl MediaEngines {
+    /// The media engines of a profile named `name` ("1g.24gb+me.all").
+    pub fn of_name(name: &str) -> Self {
+        if name.ends_with("+me.all") {
+            Self::All
+        } else if name.ends_with("+me") {
+            Self::Extensions
+        } else if name.ends_with("-me") {
+            Self::None
+        } else {
+            Self::Share
+        }
+    }
+}
+
+/// Why NVML refuses one more instance for its media engines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MediaConflict {
+    /// The GPU's one "+me" (or a "+me.all") instance exists.
+    ExtensionsTaken,
+    /// A "+me.all" instance holds every media engine.
+    AllTaken,
+    /// A "+me.all" instance needs every media engine, which instances other
+    /// than "-me" ones hold.
+    HeldByOthers,
+}
+
+/// The media engines a GPU's instances take, enough to apply NVML's rules
+/// to one more.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct MediaUse {
+    extensions: bool,
+    all: bool,
+    holders: u32,
+}
+
+impl MediaUse {
+    /// A GPU without instances.
+    pub const NONE: MediaUse = MediaUse {
+        extensions: false,
+        all: false,
+        holders: 0,
+    };
+
+    /// This use with one more instance taking `media`.
+    #[must_use]
+    pub fn with(self, media: MediaEngines) -> Self {
+        Self {
+            extensions: self.extensions || media == MediaEngines::Extensions,
+            all: self.all || media == MediaEngines::All,
+            holders: self.holders + u32::from(media != MediaEngines::None),
+        }
+    }
+
+    /// The rule that refuses one more instance taking `media`, if any.
+    pub fn refusal(&self, media: MediaEngines) -> Option<MediaConflict> {
+        match media {
+            MediaEngines::None => None,
+            _ if self.all => Some(MediaConflict::AllTaken),
+            MediaEngines::Extensions if self.extensions => Some(MediaConflict::ExtensionsTaken),
+            MediaEngines::All if self.holders > 0 => Some(MediaConflict::HeldByOthers),
+            _ => None,
+        }
     }
 }
 
@@ -104,4 +192,39 @@ pub enum ComputeMode {
     ExclusiveProcess,
     /// No contexts allowed (PROHIBITED).
     Prohibited,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MediaConflict, MediaEngines, MediaUse};
+
+    #[test]
+    fn suffixes_name_the_media_engines() {
+        let of = MediaEngines::of_name;
+        assert_eq!(of("1g.24gb"), MediaEngines::Share);
+        assert_eq!(of("1g.24gb+gfx"), MediaEngines::Share);
+        assert_eq!(of("1g.10gb+me"), MediaEngines::Extensions);
+        assert_eq!(of("1g.24gb+me.all"), MediaEngines::All);
+        assert_eq!(of("2g.48gb-me"), MediaEngines::None);
+    }
+
+    #[test]
+    fn nvml_media_rules() {
+        use MediaEngines::{All, Extensions, None, Share};
+        let on = |taken: &[MediaEngines]| taken.iter().fold(MediaUse::default(), |u, m| u.with(*m));
+        assert_eq!(on(&[]).refusal(All), Option::None);
+        assert_eq!(
+            on(&[Extensions]).refusal(Extensions),
+            Some(MediaConflict::ExtensionsTaken)
+        );
+        assert_eq!(on(&[Share]).refusal(All), Some(MediaConflict::HeldByOthers));
+        assert_eq!(on(&[None, None]).refusal(All), Option::None);
+        assert_eq!(on(&[All]).refusal(Share), Some(MediaConflict::AllTaken));
+        assert_eq!(
+            on(&[All]).refusal(Extensions),
+            Some(MediaConflict::AllTaken)
+        );
+        assert_eq!(on(&[All]).refusal(None), Option::None);
+        assert_eq!(on(&[Share, Share]).refusal(Extensions), Option::None);
+    }
 }

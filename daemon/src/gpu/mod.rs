@@ -17,6 +17,7 @@
 #[cfg(test)]
 mod conformance;
 mod error;
+mod fabric;
 mod health;
 mod mig;
 #[cfg(test)]
@@ -27,10 +28,14 @@ mod process;
 pub mod sim;
 
 pub use error::GpuError;
+pub use fabric::{FabricState, GpuFabric, ZERO_CLUSTER_UUID};
 pub use health::{
     HealthEvent, HealthEventKind, HealthWatch, NO_INSTANCE, Unmonitored, instance_id,
 };
-pub use mig::{ComputeInstance, ComputeMode, GpuInstance, MigProfile, Placement};
+pub use mig::{
+    ComputeInstance, ComputeMode, GpuInstance, MediaConflict, MediaEngines, MediaUse, MigProfile,
+    Placement,
+};
 pub use process::{GpuProcess, MemoryUse, ProcessUtilization};
 
 /// Versions of the node's NVIDIA driver.
@@ -112,6 +117,12 @@ pub struct GpuInfo {
     pub minor: u32,
     /// MIG capability and mode.
     pub mig: MigSupport,
+    /// Active NVLink links (`nvmlDeviceGetNvLinkState` over every link); 0
+    /// on a GPU without NVLink.
+    pub nvlink_links: u32,
+    /// Its NVLink fabric (`nvmlDeviceGetGpuFabricInfoV`); `None` where NVML
+    /// answers NOT_SUPPORTED.
+    pub fabric: Option<GpuFabric>,
 }
 
 /// The hardware boundary. One method per hardware verb; every call blocks.

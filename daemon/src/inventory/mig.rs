@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 
 use super::{AttrValue, GpuDevice, gpu_attributes};
-use crate::gpu::{DriverInfo, MigProfile, Placement};
+use crate::gpu::{DriverInfo, MediaEngines, MigProfile, Placement};
 
 /// A MIG-managed GPU: the profiles it offers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,8 +85,14 @@ impl MigDevice {
     }
 }
 
-/// "gpu-<index>-mig-<profile without dots or plus>-<start>".
+/// "gpu-<index>-mig-<profile without dots or plus>-<start>", a "-me"
+/// profile's suffix spelled "nome" ("gpu-0-mig-1g24gbnome-2").
 pub fn mig_device_name(gpu_index: u32, profile: &str, start: u32) -> String {
+    // "-me" would lose its sign and meet "+me": it is spelled "nome".
+    let profile = match profile.strip_suffix("-me") {
+        Some(base) => format!("{base}nome"),
+        None => profile.to_owned(),
+    };
     let label: String = profile
         .chars()
         .filter(char::is_ascii_alphanumeric)
@@ -150,13 +156,20 @@ pub fn mig_capacity(profile: &MigProfile) -> BTreeMap<String, i64> {
     ])
 }
 
-/// Counter names: one per memory slice, compute slices, and the one
-/// media-extension unit a GPU has.
+/// Counter names: one per memory slice, compute slices, the one
+/// media-extension unit a GPU has, and on a GPU with "+me.all" profiles its
+/// media engines: [`ALL_MEDIA_ENGINES`] units, every one of which a
+/// "+me.all" slice takes and one of which any slice but a "-me" one takes
+/// (no GPU has that many slices).
 fn slice_counter(i: u32) -> String {
     format!("memory-slice-{i}")
 }
 const COMPUTE_SLICES: &str = "compute-slices";
 const MEDIA_EXTENSIONS: &str = "media-extensions";
+const MEDIA_ENGINES: &str = "media-engines";
+/// The media-engine units of a GPU with "+me.all" profiles: more than it
+/// can have slices.
+const ALL_MEDIA_ENGINES: i64 = 64;
 
 /// The counter set of a MIG-managed GPU: what every slice draws from.
 pub fn gpu_counters(mig: &GpuMig) -> BTreeMap<String, i64> {
@@ -171,6 +184,9 @@ pub fn gpu_counters(mig: &GpuMig) -> BTreeMap<String, i64> {
         .unwrap_or(0);
     counters.insert(COMPUTE_SLICES.to_owned(), i64::from(compute));
     counters.insert(MEDIA_EXTENSIONS.to_owned(), 1);
+    if has_all_media(mig) {
+        counters.insert(MEDIA_ENGINES.to_owned(), ALL_MEDIA_ENGINES);
+    }
     counters
 }
 
@@ -184,7 +200,7 @@ pub fn free_counters(mig: &GpuMig) -> BTreeMap<String, i64> {
         let Some(profile) = mig.profile_by_id(*profile_id) else {
             continue;
         };
-        for (name, used) in slice_consumption(profile, *placement) {
+        for (name, used) in slice_consumption(mig, profile, *placement) {
             if let Some(have) = counters.get_mut(&name) {
                 *have = (*have - used).max(0);
             }
@@ -193,15 +209,38 @@ pub fn free_counters(mig: &GpuMig) -> BTreeMap<String, i64> {
     counters
 }
 
-/// What a slice at `placement` of `profile` consumes from its GPU's set.
-pub fn slice_consumption(profile: &MigProfile, placement: Placement) -> BTreeMap<String, i64> {
+/// What a slice at `placement` of `profile` consumes from the set of its
+/// GPU, `mig`.
+pub fn slice_consumption(
+    mig: &GpuMig,
+    profile: &MigProfile,
+    placement: Placement,
+) -> BTreeMap<String, i64> {
     let mut used: BTreeMap<String, i64> =
         placement.slices().map(|i| (slice_counter(i), 1)).collect();
     used.insert(COMPUTE_SLICES.to_owned(), i64::from(profile.compute_slices));
-    if profile.media_extensions() {
+    let media = profile.media();
+    if matches!(media, MediaEngines::Extensions | MediaEngines::All) {
         used.insert(MEDIA_EXTENSIONS.to_owned(), 1);
     }
+    if has_all_media(mig) {
+        let engines = match media {
+            MediaEngines::All => ALL_MEDIA_ENGINES,
+            MediaEngines::Share | MediaEngines::Extensions => 1,
+            MediaEngines::None => 0,
+        };
+        if engines > 0 {
+            used.insert(MEDIA_ENGINES.to_owned(), engines);
+        }
+    }
     used
+}
+
+/// Whether a profile of the GPU takes every media engine ("+me.all"): its
+/// set then counts the media engines, so that such a slice and any slice
+/// but a "-me" one exclude each other.
+fn has_all_media(mig: &GpuMig) -> bool {
+    (mig.profiles.iter()).any(|p| p.media() == MediaEngines::All)
 }
 
 #[cfg(test)]

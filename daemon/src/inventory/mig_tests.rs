@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::gpu::sim::SimModel;
-use crate::gpu::{GpuInfo, MigMode, MigSupport};
+use crate::gpu::{GpuInfo, MediaUse, MigMode, MigSupport};
 
 fn mig_of(model: SimModel) -> GpuMig {
     GpuMig::new(model.spec().mig_profiles())
@@ -28,6 +28,8 @@ fn parent(model: SimModel) -> GpuDevice {
                 current: MigMode::Enabled,
                 pending: MigMode::Enabled,
             },
+            nvlink_links: 0,
+            fabric: None,
         },
         mig: Some(mig_of(model)),
     }
@@ -67,7 +69,7 @@ fn fits(budget: &BTreeMap<String, i64>, used: &[BTreeMap<String, i64>]) -> bool 
 
 #[test]
 fn names_are_unique_dns_labels() {
-    for model in SimModel::ALL {
+    for model in SimModel::with_mig() {
         let slices = every_slice(model);
         let mut names: Vec<&str> = slices.iter().map(|s| s.name.as_str()).collect();
         for name in &names {
@@ -123,22 +125,29 @@ fn attributes_say_what_nvidia_selectors_read() {
     }
 }
 
+/// Two slices fit the counters together exactly when NVML would make both:
+/// apart, within the compute slices, and their media engines allowed
+/// together (one "+me"; beside a "+me.all" only "-me").
 #[test]
-fn counters_admit_a_pair_of_slices_only_when_they_do_not_overlap() {
-    for model in SimModel::ALL {
+fn counters_admit_a_pair_of_slices_exactly_when_nvml_would() {
+    for model in SimModel::with_mig() {
         let mig = mig_of(model);
         let budget = gpu_counters(&mig);
         let slices = every_slice(model);
+        let compute = mig.profiles.iter().map(|p| p.compute_slices).max().unwrap();
         for a in &slices {
-            let ua = slice_consumption(&a.profile, a.placement);
+            let ua = slice_consumption(&mig, &a.profile, a.placement);
             assert!(fits(&budget, std::slice::from_ref(&ua)), "{}", a.name);
             for b in &slices {
-                let ub = slice_consumption(&b.profile, b.placement);
+                let ub = slice_consumption(&mig, &b.profile, b.placement);
                 let both = fits(&budget, &[ua.clone(), ub]);
-                let media = a.profile.media_extensions() && b.profile.media_extensions();
-                if a.placement.overlaps(b.placement) || media {
-                    assert!(!both, "{model}: {} and {} both fit", a.name, b.name);
-                }
+                let media = (MediaUse::NONE.with(a.profile.media()))
+                    .refusal(b.profile.media())
+                    .is_some();
+                let nvml = !a.placement.overlaps(b.placement)
+                    && !media
+                    && a.profile.compute_slices + b.profile.compute_slices <= compute;
+                assert_eq!(both, nvml, "{model}: {} and {}", a.name, b.name);
             }
         }
     }
@@ -150,21 +159,21 @@ fn the_whole_gpu_consumes_every_counter() {
     assert_eq!(mig.memory_slices, 4);
     let budget = gpu_counters(&mig);
     for slice in every_slice(SimModel::A30_24GB) {
-        let used = slice_consumption(&slice.profile, slice.placement);
+        let used = slice_consumption(&mig, &slice.profile, slice.placement);
         assert!(!fits(&budget, &[budget.clone(), used]));
     }
 }
 
 #[test]
 fn foreign_instances_leave_the_counter_set_and_the_whole_gpu_cannot_fit() {
-    for model in SimModel::ALL {
+    for model in SimModel::with_mig() {
         let mut mig = mig_of(model);
         assert_eq!(free_counters(&mig), gpu_counters(&mig), "{model:?}");
         let profile = mig.profiles[0].clone();
         let placement = profile.placements[0];
         mig.foreign = vec![(profile.id, placement)];
         let free = free_counters(&mig);
-        for (name, used) in slice_consumption(&profile, placement) {
+        for (name, used) in slice_consumption(&mig, &profile, placement) {
             assert_eq!(
                 free[&name],
                 gpu_counters(&mig)[&name] - used,
@@ -173,7 +182,7 @@ fn foreign_instances_leave_the_counter_set_and_the_whole_gpu_cannot_fit() {
         }
         let whole_fits = gpu_counters(&mig).iter().all(|(k, v)| free[k] >= *v);
         assert!(!whole_fits, "{model:?}: the whole GPU still fits");
-        let overlapping = slice_consumption(&profile, placement);
+        let overlapping = slice_consumption(&mig, &profile, placement);
         assert!(
             overlapping.iter().any(|(k, v)| free[k] < *v),
             "{model:?}: a slice on the foreign one still fits"

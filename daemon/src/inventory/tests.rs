@@ -19,6 +19,8 @@ fn h100() -> GpuInfo {
             current: MigMode::Disabled,
             pending: MigMode::Disabled,
         },
+        nvlink_links: 0,
+        fabric: None,
     }
 }
 

@@ -15,6 +15,7 @@
 
 use super::geometry::{MAX_PROFILES, MigGeometry};
 use super::occupancy::Usage;
+use crate::gpu::MediaEngines;
 
 /// Remaining capacity per profile, ordered largest profile first
 /// ([`MigGeometry::names_by_priority`]); a larger score is less fragmented.
@@ -48,11 +49,12 @@ impl Score {
 /// How many more instances of `position` fit together: the most placements on
 /// free slices that do not overlap each other (greedy by end slice, optimal
 /// for intervals), capped by the max count, the free compute slices and the
-/// one "+me" instance per GPU.
+/// media engines (one "+me" or "+me.all" instance per GPU, none beside a
+/// "+me.all" but "-me" ones).
 pub(super) fn remaining_of(geometry: &MigGeometry, usage: &Usage, position: usize) -> u8 {
     let row = geometry.row(position);
     let profile = &geometry.profiles()[position];
-    if row.media && usage.media {
+    if usage.media.refusal(row.media).is_some() {
         return 0;
     }
     let mut taken = usage.mask;
@@ -70,7 +72,10 @@ pub(super) fn remaining_of(geometry: &MigGeometry, usage: &Usage, position: usiz
     let by_compute = free_compute
         .checked_div(profile.compute_slices)
         .unwrap_or(u32::MAX);
-    let by_media = if row.media { 1 } else { u32::MAX };
+    let by_media = match row.media {
+        MediaEngines::Extensions | MediaEngines::All => 1,
+        MediaEngines::Share | MediaEngines::None => u32::MAX,
+    };
     let fit = by_slices.min(by_count).min(by_compute).min(by_media);
     u8::try_from(fit).unwrap_or(u8::MAX)
 }

@@ -74,6 +74,31 @@ pub enum MigPlanError {
         /// The instance holding the media extensions.
         holder: String,
     },
+    /// A "+me.all" instance holds every media engine: beside it only "-me"
+    /// instances fit.
+    #[error(
+        "{profile} takes media engines, but {holder} holds every one of them (beside a +me.all \
+         instance only -me instances fit); ask for a -me profile, release it first, or pick \
+         another GPU"
+    )]
+    AllMediaEnginesTaken {
+        /// The requested profile name.
+        profile: String,
+        /// The "+me.all" instance.
+        holder: String,
+    },
+    /// A "+me.all" instance needs every media engine, which other instances
+    /// take.
+    #[error(
+        "{profile} needs every media engine of the GPU, which {holders} already take (a +me.all \
+         instance fits only beside -me instances); release them first or pick another GPU"
+    )]
+    MediaEnginesInUse {
+        /// The requested profile name.
+        profile: String,
+        /// The instances taking media engines.
+        holders: String,
+    },
     /// Two instances of a layout share a memory slice.
     #[error("{first} and {second} overlap: they share a memory slice")]
     Overlap {

@@ -3,7 +3,7 @@
 //! placement as a memory-slice bit mask. Built once per GPU model from what the
 //! backend reports; read-only afterwards. No I/O.
 
-use crate::gpu::{MigProfile, Placement};
+use crate::gpu::{MediaEngines, MigProfile, Placement};
 
 use super::error::MigPlanError;
 
@@ -17,8 +17,8 @@ const MAX_MEMORY_SLICES: u32 = 32;
 pub(super) struct ProfileRow {
     /// Memory-slice mask of each placement, ascending by end slice.
     pub(super) masks: Vec<(Placement, u32)>,
-    /// Whether it is a "+me" profile.
-    pub(super) media: bool,
+    /// The media engines its instances take.
+    pub(super) media: MediaEngines,
 }
 
 /// A GPU's MIG profiles and slice counts, ready for planning.
@@ -68,12 +68,14 @@ impl MigGeometry {
         &self.profiles
     }
 
-    /// Memory slices of the GPU (8 on A100/H100/H200, 4 on A30).
+    /// Memory slices of the GPU (8 on A100/H100/H200/B200, 4 on A30 and
+    /// the RTX PRO 6000).
     pub fn memory_slices(&self) -> u32 {
         self.memory_slices
     }
 
-    /// Compute slices of the GPU (7 on A100/H100/H200, 4 on A30).
+    /// Compute slices of the GPU (7 on A100/H100/H200/B200, 4 on A30 and
+    /// the RTX PRO 6000).
     pub fn compute_slices(&self) -> u32 {
         self.compute_slices
     }
@@ -213,6 +215,6 @@ fn row(profile: &MigProfile) -> ProfileRow {
     masks.sort_by_key(|(p, _)| (p.start + p.size, p.start));
     ProfileRow {
         masks,
-        media: profile.media_extensions(),
+        media: profile.media(),
     }
 }

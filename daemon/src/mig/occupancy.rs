@@ -1,11 +1,12 @@
 //! The occupied side of one GPU: which GPU instances exist, where, and who
 //! owns them (held by a claim, created by gpuslice and idle, or foreign), with
 //! the NVML rules every new instance must pass: a placement from the
-//! profile's table on free memory slices, the profile's max count, at most one
-//! "+me" instance per GPU, and no more compute slices than the GPU has.
+//! profile's table on free memory slices, the profile's max count, the media
+//! engines (one "+me" instance per GPU; beside a "+me.all" only "-me" ones),
+//! and no more compute slices than the GPU has.
 //! No I/O: callers build it from `GpuBackend::gpu_instances` and their records.
 
-use crate::gpu::{GpuInstance, Placement};
+use crate::gpu::{GpuInstance, MediaConflict, MediaEngines, MediaUse, Placement};
 
 use super::capacity::Score;
 use super::error::MigPlanError;
@@ -54,8 +55,8 @@ pub(super) struct Usage {
     pub(super) mask: u32,
     /// Compute slices in use.
     pub(super) compute: u32,
-    /// Whether a "+me" instance exists.
-    pub(super) media: bool,
+    /// The media engines the instances take.
+    pub(super) media: MediaUse,
     /// Instances per profile position.
     pub(super) counts: [u8; MAX_PROFILES],
 }
@@ -64,7 +65,7 @@ impl Usage {
     pub(super) const EMPTY: Usage = Usage {
         mask: 0,
         compute: 0,
-        media: false,
+        media: MediaUse::NONE,
         counts: [0; MAX_PROFILES],
     };
 
@@ -76,8 +77,8 @@ impl Usage {
     /// The rule, other than free slices, that refuses one more `position`.
     pub(super) fn refusal(&self, geometry: &MigGeometry, position: usize) -> Option<Refusal> {
         let profile = &geometry.profiles()[position];
-        if geometry.row(position).media && self.media {
-            Some(Refusal::Media)
+        if let Some(conflict) = self.media.refusal(geometry.row(position).media) {
+            Some(Refusal::Media(conflict))
         } else if u32::from(self.counts[position]) >= profile.max_count {
             Some(Refusal::MaxCount)
         } else if self.compute + profile.compute_slices > geometry.compute_slices() {
@@ -92,7 +93,7 @@ impl Usage {
         let mut next = *self;
         next.mask |= mask;
         next.compute += geometry.profiles()[position].compute_slices;
-        next.media |= geometry.row(position).media;
+        next.media = next.media.with(geometry.row(position).media);
         next.counts[position] = next.counts[position].saturating_add(1);
         next
     }
@@ -101,7 +102,7 @@ impl Usage {
 /// Why a rule other than free memory slices refuses an instance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Refusal {
-    Media,
+    Media(MediaConflict),
     MaxCount,
     Compute,
 }
@@ -225,18 +226,38 @@ impl<'g> Occupancy<'g> {
     pub(super) fn refusal_error(&self, position: usize, refusal: Refusal) -> MigPlanError {
         let profile = &self.geometry.profiles()[position];
         match refusal {
-            Refusal::Media => MigPlanError::MediaExtensionsInUse {
-                profile: profile.name.clone(),
-                holder: self
-                    .occupants
-                    .iter()
-                    .find(|o| {
-                        self.geometry
-                            .profile_by_id(o.profile_id)
-                            .is_ok_and(|p| p.media_extensions())
-                    })
-                    .map_or_else(|| "another instance".to_owned(), |o| self.describe(o)),
-            },
+            Refusal::Media(conflict) => {
+                let holder = |wanted: &dyn Fn(MediaEngines) -> bool| {
+                    let holders: Vec<String> = (self.occupants.iter())
+                        .filter(|o| {
+                            self.geometry
+                                .profile_by_id(o.profile_id)
+                                .is_ok_and(|p| wanted(p.media()))
+                        })
+                        .map(|o| self.describe(o))
+                        .collect();
+                    if holders.is_empty() {
+                        "another instance".to_owned()
+                    } else {
+                        holders.join(", ")
+                    }
+                };
+                let profile = profile.name.clone();
+                match conflict {
+                    MediaConflict::ExtensionsTaken => MigPlanError::MediaExtensionsInUse {
+                        profile,
+                        holder: holder(&|m| m == MediaEngines::Extensions),
+                    },
+                    MediaConflict::AllTaken => MigPlanError::AllMediaEnginesTaken {
+                        profile,
+                        holder: holder(&|m| m == MediaEngines::All),
+                    },
+                    MediaConflict::HeldByOthers => MigPlanError::MediaEnginesInUse {
+                        profile,
+                        holders: holder(&|m| m != MediaEngines::None),
+                    },
+                }
+            }
             Refusal::MaxCount => MigPlanError::MaxCountReached {
                 profile: profile.name.clone(),
                 max: profile.max_count,

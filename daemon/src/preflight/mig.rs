@@ -5,17 +5,18 @@
 
 use super::Problem;
 use crate::config::{Config, MigAdvertise};
-use crate::gpu::GpuBackend;
 use crate::gpu::sim::SimBackend;
+use crate::gpu::{GpuBackend, MigSupport};
 use crate::inventory::{gpu_device_name, plan_offer};
 use crate::mig::Ownership;
 
 /// The problems of `[mig]` on the simulated node `config` describes.
 pub(super) fn check_sim(config: &Config) -> Vec<Problem> {
     let sim = &config.backend.sim;
-    let node = SimBackend::new(sim.gpus.clone(), &sim.seed);
+    let models = sim.models();
+    let node = SimBackend::new(models.clone(), &sim.seed);
     let gpus: Vec<_> = (0u32..)
-        .zip(&sim.gpus)
+        .zip(&models)
         .filter_map(|(index, model)| Some((node.device_info(index).ok()?, *model)))
         .collect();
     let mut problems = Vec::new();
@@ -47,6 +48,18 @@ pub(super) fn check_sim(config: &Config) -> Vec<Problem> {
         let Some(entry) = config.mig.for_gpu(info.index, &info.uuid) else {
             continue;
         };
+        if info.mig == MigSupport::NotSupported {
+            problems.push(Problem {
+                key: "mig.gpu",
+                text: format!(
+                    "{} is an {} ({model}), which has no MIG: remove it from [[mig.gpu]] and \
+                     share it with MPS or time-slicing instead",
+                    gpu_device_name(info.index),
+                    info.product_name
+                ),
+            });
+            continue;
+        }
         let Ok(profiles) = node.mig_profiles(info.index) else {
             continue;
         };

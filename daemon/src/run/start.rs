@@ -29,14 +29,17 @@ use crate::timeslice::NvidiaSmi;
 pub fn open_backend(config: &Config) -> Result<Arc<dyn GpuBackend>, RunError> {
     match config.backend.kind {
         BackendKind::Sim => SimBackend::open(
-            config.backend.sim.gpus.clone(),
+            config.backend.sim.models(),
             &config.backend.sim.seed,
             &config.sim_hardware_state(),
         )
         .map(|b| {
             let b = (b.with_health_events(&config.sim_health_events()))
-                .with_processes_dir(&config.sim_processes())
-                .with_numa_nodes(config.backend.sim.numa_nodes);
+                .with_processes_dir(&config.sim_processes());
+            let b = match config.backend.sim.shape() {
+                Some(shape) => b.with_instance(shape, &config.backend.sim.fabric()),
+                None => b.with_numa_nodes(config.backend.sim.numa_nodes()),
+            };
             Arc::new(b) as Arc<dyn GpuBackend>
         })
         .map_err(|source| RunError::Backend {

@@ -5,10 +5,12 @@
 //! canonical PCI bus id, CUDA version split, MIG mode). No NVML calls, no I/O.
 
 use nvml_wrapper::enum_wrappers::device::{Brand, ComputeMode as NvmlComputeMode};
+use nvml_wrapper::enums::device::DeviceArchitecture;
 use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::structs::device::MigMode as NvmlMigMode;
+use nvml_wrapper_sys::bindings as sys;
 
-use crate::gpu::{ComputeMode, GpuError, MigMode, MigSupport};
+use crate::gpu::{ComputeMode, FabricState, GpuError, GpuFabric, MigMode, MigSupport};
 
 /// NVML return codes the wrapper has no variant for (it reports `UnexpectedVariant`).
 const INSUFFICIENT_RESOURCES: u32 = 23;
@@ -54,6 +56,45 @@ fn code_name(code: u32) -> String {
         _ => "unknown NVML return code",
     };
     format!("{name} ({code})")
+}
+
+/// The architecture string go-nvlib's `GetArchitectureAsString` gives, which
+/// NVIDIA's DRA driver publishes as the `architecture` attribute: nvml-wrapper
+/// prints Ada Lovelace as "Ada".
+pub(super) fn architecture_name(architecture: &DeviceArchitecture) -> String {
+    match architecture {
+        DeviceArchitecture::Ada => "Ada Lovelace".to_owned(),
+        other => other.to_string(),
+    }
+}
+
+/// A fabric-info answer as the boundary carries it; `Ok(None)` where NVML
+/// reports no fabric (NOT_SUPPORTED, or a driver without the call).
+pub(super) fn fabric(
+    answer: Result<sys::nvmlGpuFabricInfo_v3_t, NvmlError>,
+    what: impl FnOnce() -> String,
+) -> Result<Option<GpuFabric>, GpuError> {
+    let info = match answer {
+        Ok(info) => info,
+        Err(NvmlError::NotSupported | NvmlError::FailedToLoadSymbol(_)) => return Ok(None),
+        Err(err) => return Err(map_err("nvmlDeviceGetGpuFabricInfoV", what(), err)),
+    };
+    let state = match u32::from(info.state) {
+        sys::NVML_GPU_FABRIC_STATE_NOT_STARTED => FabricState::NotStarted,
+        sys::NVML_GPU_FABRIC_STATE_IN_PROGRESS => FabricState::InProgress,
+        sys::NVML_GPU_FABRIC_STATE_COMPLETED => FabricState::Completed,
+        _ => FabricState::NotSupported,
+    };
+    let error = (state == FabricState::Completed && info.status != 0)
+        .then(|| NvmlError::from(info.status).to_string());
+    Ok(Some(GpuFabric {
+        cluster_uuid: uuid::Uuid::from_bytes(info.clusterUuid)
+            .hyphenated()
+            .to_string(),
+        clique_id: info.cliqueId,
+        state,
+        error,
+    }))
 }
 
 /// The brand string go-nvlib's `GetBrandAsString` gives, which NVIDIA's DRA

@@ -35,6 +35,23 @@ use super::{
     ProcessUtilization,
 };
 
+/// NVLink links NVML asks about (`NVML_NVLINK_MAX_LINKS`).
+const NVLINK_MAX_LINKS: u32 = 18;
+
+/// Active NVLink links: each link's state until NVML says the GPU has no
+/// more (NOT_SUPPORTED or INVALID_ARGUMENT at the first link past its last).
+fn active_nvlinks(dev: &nvml_wrapper::Device<'_>) -> u32 {
+    let mut active = 0;
+    for link in 0..NVLINK_MAX_LINKS {
+        match dev.link_wrapper_for(link).is_active() {
+            Ok(true) => active += 1,
+            Ok(false) => {}
+            Err(_) => break,
+        }
+    }
+    active
+}
+
 /// The library `Nvml::init` loads when no path is configured.
 pub const DEFAULT_LIBRARY: &str = "libnvidia-ml.so.1";
 
@@ -225,9 +242,9 @@ impl GpuBackend for NvmlBackend {
             product_name: dev.name().map_err(on_gpu("nvmlDeviceGetName", index))?,
             brand: convert::brand_name(&dev.brand().map_err(on_gpu("nvmlDeviceGetBrand", index))?)
                 .to_owned(),
-            architecture: (dev.architecture())
-                .map_err(on_gpu("nvmlDeviceGetArchitecture", index))?
-                .to_string(),
+            architecture: convert::architecture_name(
+                &(dev.architecture()).map_err(on_gpu("nvmlDeviceGetArchitecture", index))?,
+            ),
             compute_capability,
             memory_bytes: (dev.memory_info())
                 .map_err(on_gpu("nvmlDeviceGetMemoryInfo_v2", index))?
@@ -239,6 +256,10 @@ impl GpuBackend for NvmlBackend {
                 .minor_number()
                 .map_err(on_gpu("nvmlDeviceGetMinorNumber", index))?,
             mig: convert::mig_support(dev.mig_mode(), || format!("GPU {index} mig mode"))?,
+            nvlink_links: active_nvlinks(&dev),
+            fabric: convert::fabric(raw::fabric_info(&self.nvml, &dev), || {
+                format!("GPU {index} fabric info")
+            })?,
         })
     }
     fn mig_profiles(&self, index: u32) -> Result<Vec<MigProfile>, GpuError> {

@@ -1,5 +1,6 @@
 //! Raw NVML calls nvml-wrapper 0.13 lacks or gets wrong: GPU- and
-//! compute-instance enumerate/create/destroy, profile info with names, the
+//! compute-instance enumerate/create/destroy, profile info with names, a
+//! GPU's NVLink fabric info (`nvmlDeviceGetGpuFabricInfoV`, v3), the
 //! possible placements (the wrapper's never sets its vector's length), the
 //! GI/CI ids of a MIG device handle, and an event-set wait that keeps the
 //! GI/CI ids of the event (the wrapper's `EventSet::wait` drops them).
@@ -80,6 +81,27 @@ pub(super) fn profile_info(
     info.version = profile_info_v2_version();
     // SAFETY: valid device handle and a pointer to a live, versioned struct.
     nvml_try(unsafe { sym(handle(dev), profile_index, &mut info) })?;
+    Ok(info)
+}
+
+/// `NVML_STRUCT_VERSION(GpuFabricInfo, 3)`: size | (3 << 24).
+fn fabric_info_v3_version() -> u32 {
+    let size = u32::try_from(std::mem::size_of::<sys::nvmlGpuFabricInfo_v3_t>());
+    size.unwrap_or(0) | (3 << 24)
+}
+
+/// `nvmlDeviceGetGpuFabricInfoV` (v3): the GPU's NVLink fabric membership.
+pub(super) fn fabric_info(
+    nvml: &Nvml,
+    dev: &Device<'_>,
+) -> Result<sys::nvmlGpuFabricInfo_v3_t, NvmlError> {
+    let sym = nvml_sym(nvml.lib().nvmlDeviceGetGpuFabricInfoV.as_ref())?;
+    // SAFETY: the struct is plain C data (integers and a byte array); all-zero
+    // is a valid value.
+    let mut info: sys::nvmlGpuFabricInfo_v3_t = unsafe { std::mem::zeroed() };
+    info.version = fabric_info_v3_version();
+    // SAFETY: valid device handle and a pointer to a live, versioned struct.
+    nvml_try(unsafe { sym(handle(dev), &mut info) })?;
     Ok(info)
 }
 

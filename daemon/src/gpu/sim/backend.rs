@@ -33,7 +33,9 @@ impl GpuBackend for SimBackend {
     }
 
     fn device_info(&self, index: u32) -> Result<GpuInfo, GpuError> {
-        let mig = self.read(index, op::DEVICE_INFO, |state, _| Ok(state.mig_support()))?;
+        let mig = self.read(index, op::DEVICE_INFO, |state, gpu| {
+            Ok(state.mig_support(gpu))
+        })?;
         let gpu = self.gpu(index)?;
         let spec = gpu.model.spec();
         Ok(GpuInfo {
@@ -49,12 +51,14 @@ impl GpuBackend for SimBackend {
             numa_node: gpu.place.numa_node,
             minor: index,
             mig,
+            nvlink_links: gpu.nvlink_links,
+            fabric: gpu.fabric.clone(),
         })
     }
 
     fn mig_profiles(&self, index: u32) -> Result<Vec<MigProfile>, GpuError> {
         self.read(index, op::MIG_PROFILES, |_, gpu| {
-            Ok(super::hardware::SimGpuState::profiles(gpu))
+            super::hardware::SimGpuState::profiles(gpu)
         })
     }
 
@@ -65,7 +69,7 @@ impl GpuBackend for SimBackend {
     }
 
     fn gpu_instances(&self, index: u32) -> Result<Vec<GpuInstance>, GpuError> {
-        self.read(index, op::GPU_INSTANCES, |state, _| Ok(state.instances()))
+        self.read(index, op::GPU_INSTANCES, |state, gpu| state.instances(gpu))
     }
 
     fn create_gpu_instance(

@@ -7,15 +7,16 @@
 //! and answers with the [`GpuError`] real NVML would give; the backend runs it
 //! on a copy and keeps the copy only if the new state could be persisted.
 //! Invariants: instances ascending by id, placements never overlap, at most
-//! `max_count` of a profile and one "+me" instance, at most one compute
-//! instance per GPU instance.
+//! `max_count` of a profile, one "+me" instance and only "-me" ones beside a
+//! "+me.all", at most one compute instance per GPU instance.
 
 use serde::{Deserialize, Serialize};
 
 use super::models::{GiProfile, ModelSpec};
 use super::numbering::{ci_profile_id, gi_id, mig_uuid};
 use crate::gpu::{
-    ComputeInstance, ComputeMode, GpuError, GpuInstance, MigMode, MigProfile, MigSupport, Placement,
+    ComputeInstance, ComputeMode, GpuError, GpuInstance, MediaConflict, MediaUse, MigMode,
+    MigProfile, MigSupport, Placement,
 };
 
 /// The simulated GPU a verb works on: index (for messages), model and UUID.
@@ -86,8 +87,12 @@ impl SimGpuState {
         }
     }
 
-    /// MIG mode as `device_info` reports it.
-    pub fn mig_support(&self) -> MigSupport {
+    /// MIG mode as `device_info` reports it: NOT_SUPPORTED on a GPU without
+    /// MIG, as `nvmlDeviceGetMigMode` answers there.
+    pub fn mig_support(&self, gpu: GpuRef<'_>) -> MigSupport {
+        if !gpu.spec.has_mig() {
+            return MigSupport::NotSupported;
+        }
         MigSupport::Supported {
             current: self.mig_current,
             pending: self.mig_pending,
@@ -101,13 +106,14 @@ impl SimGpuState {
         mode: MigMode,
         busy: bool,
     ) -> Result<MigSupport, GpuError> {
+        require_mig_capable(gpu, &format!("set MIG mode {mode:?}"))?;
         if mode == MigMode::Disabled && !self.gpu_instances.is_empty() {
             return Err(GpuError::InUse {
                 what: gpu.what("disable MIG mode: destroy its GPU instances first"),
             });
         }
         if self.mig_current == mode && self.mig_pending == mode {
-            return Ok(self.mig_support());
+            return Ok(self.mig_support(gpu));
         }
         if busy {
             if !gpu.volatile_mig_mode() {
@@ -122,21 +128,24 @@ impl SimGpuState {
         }
         self.mig_current = mode;
         self.mig_pending = mode;
-        Ok(self.mig_support())
+        Ok(self.mig_support(gpu))
     }
 
     /// The profiles, ascending by profile index, in either MIG mode: real
-    /// NVML answers the profile queries with MIG disabled too.
-    pub fn profiles(gpu: GpuRef<'_>) -> Vec<MigProfile> {
+    /// NVML answers the profile queries with MIG disabled too. NOT_SUPPORTED
+    /// on a GPU without MIG.
+    pub fn profiles(gpu: GpuRef<'_>) -> Result<Vec<MigProfile>, GpuError> {
+        require_mig_capable(gpu, "MIG profiles")?;
         let mut profiles: Vec<MigProfile> = gpu.spec.mig_profiles();
         profiles.sort_by_key(|p| p.index);
-        profiles
+        Ok(profiles)
     }
 
     /// The instances, ascending by id; none while MIG is disabled (real NVML
-    /// lists none then, without an error).
-    pub fn instances(&self) -> Vec<GpuInstance> {
-        self.gpu_instances.clone()
+    /// lists none then, without an error). NOT_SUPPORTED on a GPU without MIG.
+    pub fn instances(&self, gpu: GpuRef<'_>) -> Result<Vec<GpuInstance>, GpuError> {
+        require_mig_capable(gpu, "GPU instances")?;
+        Ok(self.gpu_instances.clone())
     }
 
     /// `nvmlDeviceCreateGpuInstanceWithPlacement`.
@@ -191,11 +200,20 @@ impl SimGpuState {
         if u32::try_from(same).map_or(true, |n| n >= profile.max_count) {
             return Err(full(&format!("{} of {} already", same, profile.name)));
         }
-        let me_taken = (self.gpu_instances.iter())
+        let media = (self.gpu_instances.iter())
             .filter_map(profile_of)
-            .any(GiProfile::media_extensions);
-        if profile.media_extensions() && me_taken {
-            return Err(full("the GPU's one media-extension instance exists"));
+            .fold(MediaUse::NONE, |taken, p| taken.with(p.media()));
+        match media.refusal(profile.media()) {
+            Some(MediaConflict::ExtensionsTaken) => {
+                return Err(full("the GPU's one media-extension instance exists"));
+            }
+            Some(MediaConflict::AllTaken) => {
+                return Err(full("a +me.all instance holds every media engine"));
+            }
+            Some(MediaConflict::HeldByOthers) => {
+                return Err(full("other instances hold media engines"));
+            }
+            None => {}
         }
         if let Some(gi) = (self.gpu_instances.iter()).find(|gi| gi.placement.overlaps(placement)) {
             return Err(full(&format!(
@@ -294,6 +312,7 @@ impl SimGpuState {
     }
 
     fn require_mig(&self, gpu: GpuRef<'_>, verb: &str) -> Result<(), GpuError> {
+        require_mig_capable(gpu, verb)?;
         match self.mig_current {
             MigMode::Enabled => Ok(()),
             MigMode::Disabled => Err(GpuError::NotSupported {
@@ -301,6 +320,16 @@ impl SimGpuState {
             }),
         }
     }
+}
+
+/// NVML's NOT_SUPPORTED for every MIG call on a GPU without MIG.
+fn require_mig_capable(gpu: GpuRef<'_>, verb: &str) -> Result<(), GpuError> {
+    if gpu.spec.has_mig() {
+        return Ok(());
+    }
+    Err(GpuError::NotSupported {
+        what: gpu.what(&format!("{verb}: the {} has no MIG", gpu.spec.product_name)),
+    })
 }
 
 /// NVML's INVALID_ARGUMENT, as the NVML backend's error mapping reports it.

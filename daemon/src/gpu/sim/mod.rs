@@ -28,6 +28,7 @@ mod faults;
 mod hardware;
 mod health;
 pub mod health_spec;
+pub mod instances;
 pub mod models;
 mod numbering;
 mod persist;
@@ -59,10 +60,11 @@ pub use processes::SimProcess;
 
 use self::hardware::GpuRef;
 use self::health::SimHealth;
+use self::instances::{FabricKind, InstanceShape};
 use self::persist::{HardwareFile, Loaded};
 use self::processes::{Occupants, SimProcesses};
 use self::topology::PciPlace;
-use super::GpuError;
+use super::{FabricState, GpuError, GpuFabric, ZERO_CLUSTER_UUID};
 
 /// The driver version every simulated node reports.
 pub const DRIVER_VERSION: &str = "580.95.05";
@@ -73,12 +75,28 @@ pub const CUDA_DRIVER_VERSION: (u32, u32) = (13, 0);
 /// UUIDs in persisted claims and CDI specs depend on it).
 const UUID_NAMESPACE: Uuid = Uuid::from_u128(0x6c1d_3f0e_9a4b_4e57_8d21_5b7f_0c93_a8e4);
 
+/// What the GPUs of a multi-node NVLink instance report of their fabric
+/// (`[backend.sim.fabric]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SimFabric {
+    /// The cluster UUID, canonical lowercase.
+    pub cluster_uuid: String,
+    /// The clique id.
+    pub clique_id: u32,
+    /// The registration state.
+    pub state: FabricState,
+}
+
 /// One simulated GPU: fixed identity plus mutable hardware state.
 #[derive(Debug)]
 struct SimGpu {
     model: SimModel,
     uuid: String,
     place: PciPlace,
+    /// Active NVLink links.
+    nvlink_links: u32,
+    /// What the fabric-info query answers; `None`: NOT_SUPPORTED.
+    fabric: Option<GpuFabric>,
     state: Mutex<SimGpuState>,
     /// Simulated processes hold the GPU (see [`SimBackend::set_busy`]).
     busy: AtomicBool,
@@ -90,6 +108,8 @@ impl SimGpu {
             model,
             uuid: gpu_uuid(node_seed, index, model),
             place: topology::place(index, topology::DEFAULT_NUMA_NODES),
+            nvlink_links: 0,
+            fabric: None,
             state: Mutex::new(SimGpuState::fresh()),
             busy: AtomicBool::new(false),
         }
@@ -169,6 +189,34 @@ impl SimBackend {
     pub fn with_numa_nodes(mut self, numa_nodes: u32) -> SimBackend {
         for (gpu, index) in self.gpus.iter_mut().zip(0u32..) {
             gpu.place = topology::place(index, numa_nodes);
+        }
+        self
+    }
+
+    /// The node as instance type `shape` has it: its GPUs' PCI places and
+    /// NUMA nodes, their NVLink links and fabric (`fabric` for a multi-node
+    /// one; an NVSwitch one registers with a zero cluster UUID). The GPUs
+    /// themselves are the caller's to give (`shape.gpus` of `shape.model`).
+    #[must_use]
+    pub fn with_instance(mut self, shape: &InstanceShape, fabric: &SimFabric) -> SimBackend {
+        let count = u32::try_from(self.gpus.len()).unwrap_or(u32::MAX);
+        for (gpu, index) in self.gpus.iter_mut().zip(0u32..) {
+            gpu.place = topology::place_in(index, count, shape.layout, shape.numa_nodes);
+            gpu.nvlink_links = shape.nvlink_links;
+            gpu.fabric = shape.fabric.map(|kind| match kind {
+                FabricKind::NvSwitch => GpuFabric {
+                    cluster_uuid: ZERO_CLUSTER_UUID.to_owned(),
+                    clique_id: 0,
+                    state: FabricState::Completed,
+                    error: None,
+                },
+                FabricKind::MultiNode => GpuFabric {
+                    cluster_uuid: fabric.cluster_uuid.clone(),
+                    clique_id: fabric.clique_id,
+                    state: fabric.state,
+                    error: None,
+                },
+            });
         }
         self
     }

@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::tables;
+use crate::gpu::MediaEngines;
 
 /// A GPU model the simulator can present. Config strings are the serde names,
 /// and the text is the same canonical string, e.g. "A100-40GB".
@@ -52,18 +53,86 @@ pub enum SimModel {
     #[serde(rename = "H200-141GB")]
     #[strum(to_string = "H200-141GB")]
     H200_141GB,
+    /// NVIDIA B200 (HGX B200, 180 GB): AWS p6-b200.
+    #[serde(rename = "B200-180GB")]
+    #[strum(to_string = "B200-180GB")]
+    B200_180GB,
+    /// NVIDIA B300 SXM6 AC (HGX B300, 288 GB): AWS p6-b300.
+    #[serde(rename = "B300-288GB")]
+    #[strum(to_string = "B300-288GB")]
+    B300_288GB,
+    /// NVIDIA GB200 (the Blackwell GPU of a Grace Blackwell superchip, 186 GB):
+    /// AWS p6e-gb200, arm64.
+    #[serde(rename = "GB200-186GB")]
+    #[strum(to_string = "GB200-186GB")]
+    GB200_186GB,
+    /// NVIDIA RTX PRO 6000 Blackwell Server Edition (96 GB, MIG in 4 slices):
+    /// AWS g7e.
+    #[expect(
+        non_camel_case_types,
+        reason = "variant names mirror the config strings"
+    )]
+    #[serde(rename = "RTX-PRO-6000-96GB")]
+    #[strum(to_string = "RTX-PRO-6000-96GB")]
+    RTX_PRO_6000_96GB,
+    /// NVIDIA L40S (48 GB, no MIG): AWS g6e.
+    #[serde(rename = "L40S-48GB")]
+    #[strum(to_string = "L40S-48GB")]
+    #[expect(
+        non_camel_case_types,
+        reason = "variant names mirror the config strings"
+    )]
+    L40S_48GB,
+    /// NVIDIA L4 (24 GB, no MIG): AWS g6.
+    #[serde(rename = "L4-24GB")]
+    #[strum(to_string = "L4-24GB")]
+    L4_24GB,
+    /// NVIDIA A10G (24 GB, no MIG): AWS g5.
+    #[serde(rename = "A10G-24GB")]
+    #[strum(to_string = "A10G-24GB")]
+    #[expect(
+        non_camel_case_types,
+        reason = "variant names mirror the config strings"
+    )]
+    A10G_24GB,
+    /// NVIDIA Tesla T4 (16 GB, no MIG): AWS g4dn.
+    #[serde(rename = "T4-16GB")]
+    #[strum(to_string = "T4-16GB")]
+    T4_16GB,
+    /// NVIDIA T4G (16 GB, no MIG): AWS g5g, arm64 (Graviton2).
+    #[serde(rename = "T4G-16GB")]
+    #[strum(to_string = "T4G-16GB")]
+    #[expect(
+        non_camel_case_types,
+        reason = "variant names mirror the config strings"
+    )]
+    T4G_16GB,
 }
 
 impl SimModel {
     /// Every model, in declaration order.
-    pub const ALL: [SimModel; 6] = [
+    pub const ALL: [SimModel; 15] = [
         SimModel::A100_40GB,
         SimModel::A100_80GB,
         SimModel::A30_24GB,
         SimModel::H100_80GB,
         SimModel::H100_NVL_94GB,
         SimModel::H200_141GB,
+        SimModel::B200_180GB,
+        SimModel::B300_288GB,
+        SimModel::GB200_186GB,
+        SimModel::RTX_PRO_6000_96GB,
+        SimModel::L40S_48GB,
+        SimModel::L4_24GB,
+        SimModel::A10G_24GB,
+        SimModel::T4_16GB,
+        SimModel::T4G_16GB,
     ];
+
+    /// The models with MIG, in declaration order.
+    pub fn with_mig() -> impl Iterator<Item = SimModel> {
+        Self::ALL.into_iter().filter(|m| m.spec().has_mig())
+    }
 
     /// The static facts of this model.
     pub fn spec(self) -> &'static ModelSpec {
@@ -74,6 +143,15 @@ impl SimModel {
             SimModel::H100_80GB => &tables::H100_80GB,
             SimModel::H100_NVL_94GB => &tables::H100_NVL_94GB,
             SimModel::H200_141GB => &tables::H200_141GB,
+            SimModel::B200_180GB => &tables::B200_180GB,
+            SimModel::B300_288GB => &tables::B300_288GB,
+            SimModel::GB200_186GB => &tables::GB200_186GB,
+            SimModel::RTX_PRO_6000_96GB => &tables::RTX_PRO_6000_96GB,
+            SimModel::L40S_48GB => &tables::L40S_48GB,
+            SimModel::L4_24GB => &tables::L4_24GB,
+            SimModel::A10G_24GB => &tables::A10G_24GB,
+            SimModel::T4_16GB => &tables::T4_16GB,
+            SimModel::T4G_16GB => &tables::T4G_16GB,
         }
     }
 }
@@ -93,17 +171,27 @@ pub struct ModelSpec {
     pub memory_bytes: u64,
     /// PCI device id (the vendor is always 0x10de).
     pub pci_device_id: u16,
-    /// Memory slices MIG divides the framebuffer into (placement units).
+    /// Memory slices MIG divides the framebuffer into (placement units); 0
+    /// on a GPU without MIG.
     pub memory_slices: u32,
-    /// Compute slices (GPCs available to MIG).
+    /// Compute slices (GPCs available to MIG); 0 on a GPU without MIG.
     pub compute_slices: u32,
     /// Streaming multiprocessors of the whole GPU.
     pub sm_count: u32,
-    /// GPU-instance profiles, smallest first.
+    /// GPU-instance profiles, smallest first; empty on a GPU without MIG,
+    /// where NVML answers every MIG query NOT_SUPPORTED.
     pub gi_profiles: &'static [GiProfile],
+    /// Where the numbers come from: the documents, their versions and dates,
+    /// and what no source confirms (docs/install.md's fleet table lists them).
+    pub source: &'static str,
 }
 
 impl ModelSpec {
+    /// Whether the GPU has MIG (NVML answers its MIG queries).
+    pub fn has_mig(&self) -> bool {
+        !self.gi_profiles.is_empty()
+    }
+
     /// The profile with this name (e.g. "3g.40gb"), if the model has one.
     pub fn profile(&self, name: &str) -> Option<&'static GiProfile> {
         self.gi_profiles.iter().find(|p| p.name == name)
@@ -169,7 +257,12 @@ pub struct GiProfile {
 impl GiProfile {
     /// Whether this is a media-extension ("+me") profile, at most one per GPU.
     pub fn media_extensions(&self) -> bool {
-        self.name.ends_with("+me")
+        self.media() == MediaEngines::Extensions
+    }
+
+    /// Which of the GPU's media engines its instances take.
+    pub fn media(&self) -> MediaEngines {
+        MediaEngines::of_name(self.name)
     }
 }
 
@@ -192,6 +285,21 @@ pub mod profile_index {
     pub const SLICE_2_REV1: u32 = 8;
     /// `NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2`: 1 compute slice, double memory.
     pub const SLICE_1_REV2: u32 = 9;
+    /// `NVML_GPU_INSTANCE_PROFILE_1_SLICE_GFX`: graphics capable ("+gfx").
+    pub const SLICE_1_GFX: u32 = 10;
+    /// `NVML_GPU_INSTANCE_PROFILE_2_SLICE_GFX`.
+    pub const SLICE_2_GFX: u32 = 11;
+    /// `NVML_GPU_INSTANCE_PROFILE_4_SLICE_GFX`.
+    pub const SLICE_4_GFX: u32 = 12;
+    /// `NVML_GPU_INSTANCE_PROFILE_1_SLICE_NO_ME`: no media engines ("-me").
+    pub const SLICE_1_NO_ME: u32 = 13;
+    /// `NVML_GPU_INSTANCE_PROFILE_2_SLICE_NO_ME`.
+    pub const SLICE_2_NO_ME: u32 = 14;
+    /// `NVML_GPU_INSTANCE_PROFILE_1_SLICE_ALL_ME`: every media engine of the
+    /// GPU ("+me.all"); while one exists, only `_NO_ME` profiles can be made.
+    pub const SLICE_1_ALL_ME: u32 = 15;
+    /// `NVML_GPU_INSTANCE_PROFILE_2_SLICE_ALL_ME`.
+    pub const SLICE_2_ALL_ME: u32 = 16;
 }
 
 #[cfg(test)]
@@ -231,5 +339,6 @@ mod tests {
         assert!(msg.contains("unknown variant `V100`"), "{msg}");
         assert!(msg.contains("expected one of `A100-40GB`"), "{msg}");
         assert!(msg.contains("`H200-141GB`"), "{msg}");
+        assert!(msg.contains("`L4-24GB`"), "{msg}");
     }
 }

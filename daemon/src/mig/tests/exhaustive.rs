@@ -4,8 +4,8 @@
 //! score any legal placement reaches (so never worse than first-fit), and the
 //! error says the right reason. Deterministic: states are enumerated, not drawn.
 
-use crate::gpu::Placement;
 use crate::gpu::sim::SimModel;
+use crate::gpu::{MediaEngines, Placement};
 use crate::mig::{
     MigGeometry, MigPlanError, Occupancy, Occupant, Ownership, Score, choose_placement, first_fit,
 };
@@ -64,9 +64,15 @@ fn check_state(g: &MigGeometry, layout: &Occupancy<'_>) {
 /// The error names the real reason, checked from the occupants themselves.
 fn check_refusal(g: &MigGeometry, layout: &Occupancy<'_>, name: &str, err: &MigPlanError) {
     let profile = g.profile(name).expect("known");
-    let media_taken = layout.occupants().iter().any(|o| {
+    let media_of = |want: MediaEngines| {
+        layout.occupants().iter().any(|o| {
+            g.profile_by_id(o.profile_id)
+                .is_ok_and(|p| p.media() == want)
+        })
+    };
+    let media_held = layout.occupants().iter().any(|o| {
         g.profile_by_id(o.profile_id)
-            .is_ok_and(|p| p.media_extensions())
+            .is_ok_and(|p| p.media() != MediaEngines::None)
     });
     let count = layout
         .occupants()
@@ -75,7 +81,13 @@ fn check_refusal(g: &MigGeometry, layout: &Occupancy<'_>, name: &str, err: &MigP
         .count();
     match err {
         MigPlanError::MediaExtensionsInUse { .. } => {
-            assert!(profile.media_extensions() && media_taken);
+            assert!(profile.media_extensions() && media_of(MediaEngines::Extensions));
+        }
+        MigPlanError::AllMediaEnginesTaken { .. } => {
+            assert!(profile.media() != MediaEngines::None && media_of(MediaEngines::All));
+        }
+        MigPlanError::MediaEnginesInUse { .. } => {
+            assert!(profile.media() == MediaEngines::All && media_held);
         }
         MigPlanError::MaxCountReached { .. } => {
             assert_eq!(u32::try_from(count).expect("small"), profile.max_count);
@@ -87,7 +99,7 @@ fn check_refusal(g: &MigGeometry, layout: &Occupancy<'_>, name: &str, err: &MigP
 
 #[test]
 fn every_reachable_state_of_every_model_places_legally_and_optimally() {
-    for model in SimModel::ALL {
+    for model in SimModel::with_mig() {
         let g = geometry(model);
         let states = reachable_states(&g);
         println!("{model}: {} reachable states", states.len());
@@ -105,11 +117,20 @@ fn reachable_state_counts_match_a_hand_count() {
     // alone at either slice, with a 1g beside it (2 ways), or 2g+me = 5.
     // 5 x 5 + 2 halves x 5 x 5 + the 4g alone = 76.
     assert_eq!(reachable_states(&geometry(SimModel::A30_24GB)).len(), 76);
+    // RTX PRO 6000, per half: a 2g, 2g+gfx or 2g-me (3) or two slots of
+    // nothing, 1g, 1g+gfx or 1g-me (16) without "+me"; with it, 1g+me at
+    // either slot beside one of those 4 (8). Two halves with at most one
+    // "+me": 19 x 19 + 2 x 8 x 19 = 665. With one "+me.all" (only "-me"
+    // beside it; the other half: nothing, a 2g-me or slots of nothing or
+    // 1g-me, 5 ways): 2g+me.all at 0 or 2, 2 x 5; 1g+me.all at any of 4
+    // slots, its neighbour nothing or 1g-me, 4 x 2 x 5; 50. Plus 4g and
+    // 4g+gfx alone: 665 + 50 + 2 = 717.
+    assert_eq!(
+        reachable_states(&geometry(SimModel::RTX_PRO_6000_96GB)).len(),
+        717
+    );
     // The 8-slice models share one placement table, hence one count.
-    for model in SimModel::ALL
-        .into_iter()
-        .filter(|m| *m != SimModel::A30_24GB)
-    {
+    for model in SimModel::with_mig().filter(|m| m.spec().memory_slices == 8) {
         assert_eq!(reachable_states(&geometry(model)).len(), 2319, "{model}");
     }
 }

@@ -35,7 +35,14 @@ fn model_node(model: SimModel) {
             current: MigMode::Disabled,
             pending: MigMode::Disabled,
         };
-        assert_eq!(gpu.mig, disabled);
+        let mig = if spec.has_mig() {
+            disabled
+        } else {
+            MigSupport::NotSupported
+        };
+        assert_eq!(gpu.mig, mig);
+        // A list of models is a plain PCIe node: no NVLink, no fabric.
+        assert_eq!((gpu.nvlink_links, gpu.fabric), (0, None));
         assert_eq!(sim.model(gpu.index), Ok(model));
     }
 }
@@ -58,13 +65,22 @@ sim_model_tests! {
     sim_h100_80gb_node => H100_80GB,
     sim_h100_nvl_94gb_node => H100_NVL_94GB,
     sim_h200_141gb_node => H200_141GB,
+    sim_b200_180gb_node => B200_180GB,
+    sim_b300_288gb_node => B300_288GB,
+    sim_gb200_186gb_node => GB200_186GB,
+    sim_rtx_pro_6000_96gb_node => RTX_PRO_6000_96GB,
+    sim_l40s_48gb_node => L40S_48GB,
+    sim_l4_24gb_node => L4_24GB,
+    sim_a10g_24gb_node => A10G_24GB,
+    sim_t4_16gb_node => T4_16GB,
+    sim_t4g_16gb_node => T4G_16GB,
 }
 
 #[test]
 fn sim_mixed_node_of_every_model() {
     let sim = SimBackend::new(SimModel::ALL.to_vec(), SEED);
     conformance::all(&sim);
-    assert_eq!(sim.device_count(), Ok(6));
+    assert_eq!(sim.device_count(), Ok(15));
     assert_eq!(sim.name(), "sim");
 }
 

@@ -219,3 +219,134 @@ fn table_lookups_by_id() {
     );
     assert!(spec.profile_by_id(19).is_none());
 }
+
+#[test]
+fn table_b200_180gb() {
+    let names = [
+        "1g.23gb",
+        "1g.23gb+me",
+        "1g.45gb",
+        "2g.45gb",
+        "3g.90gb",
+        "4g.90gb",
+        "7g.180gb",
+    ];
+    check_common(SimModel::B200_180GB, "7g.180gb", &eight_slice(names), 1);
+    check_eight_slice_halves(SimModel::B200_180GB, "4g.90gb", "3g.90gb");
+}
+
+#[test]
+fn table_b300_288gb() {
+    let names = [
+        "1g.34gb",
+        "1g.34gb+me",
+        "1g.67gb",
+        "2g.67gb",
+        "3g.135gb",
+        "4g.135gb",
+        "7g.269gb",
+    ];
+    check_common(SimModel::B300_288GB, "7g.269gb", &eight_slice(names), 1);
+    check_eight_slice_halves(SimModel::B300_288GB, "4g.135gb", "3g.135gb");
+}
+
+#[test]
+fn table_gb200_186gb() {
+    let names = [
+        "1g.23gb",
+        "1g.23gb+me",
+        "1g.47gb",
+        "2g.47gb",
+        "3g.93gb",
+        "4g.93gb",
+        "7g.186gb",
+    ];
+    check_common(SimModel::GB200_186GB, "7g.186gb", &eight_slice(names), 1);
+    check_eight_slice_halves(SimModel::GB200_186GB, "4g.93gb", "3g.93gb");
+}
+
+/// The RTX PRO 6000 is the 4-slice Blackwell: 4 memory and 4 compute
+/// slices (nothing may assume 7 or 8), its own profile ids, NVENC, and the
+/// graphics and media variants of each size.
+#[test]
+fn table_rtx_pro_6000_96gb() {
+    let max = [
+        ("1g.24gb", 4),
+        ("1g.24gb+me", 1),
+        ("1g.24gb+gfx", 4),
+        ("1g.24gb+me.all", 1),
+        ("1g.24gb-me", 4),
+        ("2g.48gb", 2),
+        ("2g.48gb+gfx", 2),
+        ("2g.48gb+me.all", 1),
+        ("2g.48gb-me", 2),
+        ("4g.96gb", 1),
+        ("4g.96gb+gfx", 1),
+    ];
+    let model = SimModel::RTX_PRO_6000_96GB;
+    check_common(model, "4g.96gb", &max, 1);
+    check_full_profile(model.spec(), "4g.96gb+gfx");
+    let spec = model.spec();
+    assert_eq!((spec.memory_slices, spec.compute_slices), (4, 4));
+    for p in spec.gi_profiles {
+        let (variant, base) = match p.name.split_once(['+', '-']) {
+            Some((base, _)) => (true, spec.profile(base).unwrap()),
+            None => (false, p),
+        };
+        // Every variant is its base profile's size, SMs and memory.
+        assert_eq!(
+            (p.memory_slices, p.compute_slices, p.sm_count, p.memory_mib),
+            (
+                base.memory_slices,
+                base.compute_slices,
+                base.sm_count,
+                base.memory_mib
+            ),
+            "{}",
+            p.name
+        );
+        assert!(variant || p.engines.encoders > 0, "{}: NVENC", p.name);
+        let no_media = p.name.ends_with("-me");
+        let media = p.engines.decoders + p.engines.encoders + p.engines.jpeg + p.engines.ofa;
+        assert_eq!(media == 0, no_media, "{}", p.name);
+    }
+}
+
+/// The GPUs without MIG have no profile table and no slices.
+#[test]
+fn tables_of_the_gpus_without_mig_are_empty() {
+    let without: Vec<SimModel> = SimModel::ALL
+        .into_iter()
+        .filter(|m| !m.spec().has_mig())
+        .collect();
+    assert_eq!(
+        without,
+        [
+            SimModel::L40S_48GB,
+            SimModel::L4_24GB,
+            SimModel::A10G_24GB,
+            SimModel::T4_16GB,
+            SimModel::T4G_16GB
+        ]
+    );
+    for model in without {
+        let spec = model.spec();
+        assert_eq!((spec.memory_slices, spec.compute_slices), (0, 0), "{model}");
+        assert!(spec.mig_profiles().is_empty(), "{model}");
+    }
+}
+
+/// Every model says where its numbers come from, and no two GPUs share a
+/// product name or PCI device id.
+#[test]
+fn every_model_names_its_source_and_identity() {
+    let mut names = std::collections::BTreeSet::new();
+    let mut ids = std::collections::BTreeSet::new();
+    for model in SimModel::ALL {
+        let spec = model.spec();
+        assert!(spec.source.len() > 40, "{model}: {}", spec.source);
+        assert!(names.insert(spec.product_name), "{model}");
+        assert!(ids.insert(spec.pci_device_id), "{model}");
+        assert!(spec.sm_count > 0 && spec.memory_bytes > 0, "{model}");
+    }
+}
