@@ -9,7 +9,9 @@
 //!    (test builds only).
 //! 1. [`gpu`]: the hardware boundary (`GpuBackend`, `nvml` and `sim`).
 //! 2. [`mig`]: MIG geometry on top of it (pure: layouts, placements, geometry
-//!    diffs); [`config`]: the TOML file, validated, every key optional.
+//!    diffs); [`config`]: the TOML file, validated, every key optional;
+//!    [`features`]: what each GPU has (MIG, MPS and its limits, time-slice
+//!    settings, an NVLink clique) and the refusal that names what it lacks.
 //! 3. [`inventory`]: devices with attributes and capacities, as the DRA shim
 //!    publishes them; [`driver`]: what a container needs from the host driver
 //!    (device nodes, libraries, binaries), found once under the driver root;
@@ -44,6 +46,7 @@ pub mod gpu;
 
 // Floor 2
 pub mod config;
+pub mod features;
 pub mod mig;
 
 // Floor 3

@@ -21,7 +21,7 @@ const FLOORS: FloorTable<'static> = FloorTable {
     floors: &[
         (0, &["crash"]),
         (1, &["gpu"]),
-        (2, &["mig", "config"]),
+        (2, &["mig", "config", "features"]),
         (3, &["inventory", "driver", "health"]),
         (4, &["cdi_build"]),
         (5, &["mps"]),

@@ -6,8 +6,9 @@ use tonic::Status;
 use crate::claims::{
     ConfigRequest, DeviceRequest, DeviceState, Engine, NodeView, PrepareRequest, Prepared,
 };
+use crate::features::TimeSliceSettings;
 use crate::inventory::{
-    AttrValue, DeviceRef, counter_set_name, free_counters, gpu_capacity, gpu_counters,
+    AttrValue, DeviceRef, GpuDevice, counter_set_name, free_counters, gpu_capacity, gpu_counters,
     mig_attributes, mig_capacity, slice_consumption, whole_gpu_attributes,
 };
 use crate::sharing::ConfigSource;
@@ -179,12 +180,15 @@ pub fn inventory_response(view: &NodeView) -> pb::GetInventoryResponse {
                     }],
                     _ => Vec::new(),
                 };
-                device(
-                    state,
-                    typed(whole_gpu_attributes(gpu, &inventory.driver)),
-                    gpu_capacity(&gpu.info).into_iter().collect(),
-                    counters,
-                )
+                pb::Device {
+                    features: Some(features(gpu, &state.timeslice_settings)),
+                    ..device(
+                        state,
+                        typed(whole_gpu_attributes(gpu, &inventory.driver)),
+                        gpu_capacity(&gpu.info).into_iter().collect(),
+                        counters,
+                    )
+                }
             }
             DeviceRef::Mig(slice, parent) => {
                 let counters = if inventory.partitionable {
@@ -230,6 +234,19 @@ pub fn inventory_response(view: &NodeView) -> pb::GetInventoryResponse {
     }
 }
 
+/// What a whole GPU has.
+fn features(gpu: &GpuDevice, timeslice: &TimeSliceSettings) -> pb::GpuFeatures {
+    pb::GpuFeatures {
+        mig: gpu.features.mig,
+        mig_profiles: gpu.model_profiles.iter().map(|p| p.name.clone()).collect(),
+        mps: gpu.features.mps,
+        mps_limits: gpu.features.mps_limits,
+        timeslice_settings: timeslice.to_string(),
+        nvlink_links: gpu.features.nvlink_links,
+        clique: gpu.features.clique.clone().unwrap_or_default(),
+    }
+}
+
 /// One device; an unhealthy one is not available to a new claim.
 fn device(
     state: &DeviceState,
@@ -249,6 +266,7 @@ fn device(
             .map(|f| f.reason.clone())
             .unwrap_or_default(),
         memory_available: i64::try_from(state.memory_available).unwrap_or(i64::MAX),
+        features: None,
     }
 }
 

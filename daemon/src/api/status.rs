@@ -28,7 +28,8 @@ pub fn error(err: ClaimError) -> Status {
         | ClaimError::SliceOccupied { .. }
         | ClaimError::GpuPartitioned { .. }
         | ClaimError::LayoutUnplaceable { .. }
-        | ClaimError::MigModeStuck { .. } => Code::FailedPrecondition,
+        | ClaimError::MigModeStuck { .. }
+        | ClaimError::FeatureMissing(_) => Code::FailedPrecondition,
         ClaimError::DeviceNodeMissing { .. }
         | ClaimError::DeviceUnhealthy { .. }
         | ClaimError::DeviceGone { .. }

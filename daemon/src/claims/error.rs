@@ -48,6 +48,11 @@ pub enum ClaimError {
         /// The repeated name.
         device: String,
     },
+    /// A device lacks what the claim asks of it (MIG, MPS or its limits,
+    /// time-slice settings): the message names the GPU, what it lacks and
+    /// what to ask instead.
+    #[error(transparent)]
+    FeatureMissing(#[from] crate::features::Missing),
     /// An opaque sharing config that cannot be used (the message names the
     /// field, e.g. `configs[1].sharing.mpsConfig.defaultActiveThreadPercentage`).
     #[error(transparent)]

@@ -7,6 +7,7 @@ mod sharing;
 
 use super::error::ClaimError;
 use crate::config::LimitsConfig;
+use crate::features::{Feature, Missing};
 use crate::inventory::{DeviceRef, Inventory};
 use crate::sharing::admit::admit;
 use crate::sharing::{ClaimLimits, ConfigSource};
@@ -106,6 +107,9 @@ impl PrepareRequest {
         }
         for (i, d) in self.devices.iter().enumerate() {
             let Some(device) = inventory.device(&d.device) else {
+                if let Some(missing) = slice_of_gpu_without_mig(inventory, &d.device) {
+                    return Err(missing.into());
+                }
                 return Err(ClaimError::UnknownDevice {
                     device: d.device.chars().take(80).collect(),
                     known: inventory.device_names().join(", "),
@@ -141,6 +145,20 @@ impl PrepareRequest {
         };
         Ok(Some(admit(node, index, limits)?))
     }
+}
+
+/// A MIG slice's name ("gpu-0-mig-1g24gb-0") whose GPU has no MIG: the
+/// refusal that says so, rather than "not in the inventory".
+fn slice_of_gpu_without_mig(inventory: &Inventory, device: &str) -> Option<Missing> {
+    let (gpu, _) = device.split_once("-mig-")?;
+    let gpu = inventory.gpu(gpu)?;
+    (!gpu.features.mig).then(|| Missing {
+        feature: Feature::Mig,
+        gpu: gpu.name.clone(),
+        product: gpu.info.product_name.clone(),
+        asked: device.chars().take(80).collect(),
+        evidence: None,
+    })
 }
 
 /// Consumed memory, when given, is at least 1 MiB and at most the device's.

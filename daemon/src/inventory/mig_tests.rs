@@ -10,28 +10,28 @@ fn mig_of(model: SimModel) -> GpuMig {
 
 fn parent(model: SimModel) -> GpuDevice {
     let spec = model.spec();
-    GpuDevice {
-        name: "gpu-0".into(),
-        info: GpuInfo {
-            index: 0,
-            uuid: "GPU-00000000-0000-4000-8000-000000000000".into(),
-            product_name: spec.product_name.into(),
-            brand: spec.brand.into(),
-            architecture: spec.architecture.into(),
-            compute_capability: spec.compute_capability,
-            memory_bytes: spec.memory_bytes,
-            pci_bus_id: "0000:18:00.0".into(),
-            pcie_root: Some("pci0000:17".into()),
-            numa_node: Some(1),
-            minor: 0,
-            mig: MigSupport::Supported {
-                current: MigMode::Enabled,
-                pending: MigMode::Enabled,
-            },
-            nvlink_links: 0,
-            fabric: None,
+    let info = GpuInfo {
+        index: 0,
+        uuid: "GPU-00000000-0000-4000-8000-000000000000".into(),
+        product_name: spec.product_name.into(),
+        brand: spec.brand.into(),
+        architecture: spec.architecture.into(),
+        compute_capability: spec.compute_capability,
+        memory_bytes: spec.memory_bytes,
+        pci_bus_id: "0000:18:00.0".into(),
+        pcie_root: Some("pci0000:17".into()),
+        numa_node: Some(1),
+        minor: 0,
+        mig: MigSupport::Supported {
+            current: MigMode::Enabled,
+            pending: MigMode::Enabled,
         },
+        nvlink_links: 0,
+        fabric: None,
+    };
+    GpuDevice {
         mig: Some(mig_of(model)),
+        ..GpuDevice::new(info, spec.mig_profiles())
     }
 }
 

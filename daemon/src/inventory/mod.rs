@@ -15,7 +15,8 @@ mod unreadable;
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::gpu::{DriverInfo, GpuInfo};
+use crate::features::GpuFeatures;
+use crate::gpu::{DriverInfo, GpuInfo, MigProfile};
 
 pub use mig::{
     GpuMig, MigDevice, counter_set_name, free_counters, gpu_counters, mig_attributes, mig_capacity,
@@ -44,8 +45,27 @@ pub struct GpuDevice {
     pub name: String,
     /// What the backend reported.
     pub info: GpuInfo,
+    /// What it has (MIG, MPS and its limits, an NVLink clique).
+    pub features: GpuFeatures,
+    /// Its model's MIG profile table, whatever its MIG mode (NVML answers
+    /// the profile queries with MIG off); empty on a GPU without MIG.
+    pub model_profiles: Vec<MigProfile>,
     /// Its MIG profiles, when the config puts it in MIG mode and MIG is on.
     pub mig: Option<GpuMig>,
+}
+
+impl GpuDevice {
+    /// The GPU `info` describes, with its model's MIG profiles, not (yet)
+    /// MIG-managed.
+    pub fn new(info: GpuInfo, model_profiles: Vec<MigProfile>) -> Self {
+        Self {
+            name: gpu_device_name(info.index),
+            features: GpuFeatures::of(&info),
+            info,
+            model_profiles,
+            mig: None,
+        }
+    }
 }
 
 /// A device looked up by name.
@@ -186,7 +206,10 @@ pub fn gpu_device_name(index: u32) -> String {
 /// kubernetes.io/docs/reference/node/dra-standard-device-attributes/):
 /// `pciBusID`, `pcieRoot` (`pci<domain>:<bus>`) and `numaNode` (an int, the
 /// scalar form), the last two only where the kernel tells them: a device
-/// without NUMA affinity must not publish `numaNode`.
+/// without NUMA affinity must not publish `numaNode`. A GPU attached to a
+/// multi-node NVLink fabric (GB200) also carries its clique as NVIDIA's
+/// driver names it, `cliqueID` = `<cluster UUID>.<clique id>`, and the
+/// cluster alone, `clusterUUID`; a MIG slice carries its GPU's.
 pub fn gpu_attributes(gpu: &GpuInfo, driver: &DriverInfo) -> BTreeMap<String, AttrValue> {
     let (cc_major, cc_minor) = gpu.compute_capability;
     let (cuda_major, cuda_minor) = driver.cuda_driver_version;
@@ -230,6 +253,12 @@ pub fn gpu_attributes(gpu: &GpuInfo, driver: &DriverInfo) -> BTreeMap<String, At
     }
     put("index", AttrValue::Int(i64::from(gpu.index)));
     put("minor", AttrValue::Int(i64::from(gpu.minor)));
+    if let Some(fabric) = &gpu.fabric
+        && let Some(clique) = fabric.clique()
+    {
+        put("cliqueID", AttrValue::Str(clique));
+        put("clusterUUID", AttrValue::Str(fabric.cluster_uuid.clone()));
+    }
     attrs
 }
 

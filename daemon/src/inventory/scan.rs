@@ -65,13 +65,29 @@ impl Inventory {
                     continue;
                 }
             };
-            let mut gpu = GpuDevice {
-                name: gpu_device_name(info.index),
-                info,
-                mig: None,
+            let model_profiles = match info.mig {
+                MigSupport::NotSupported => Vec::new(),
+                MigSupport::Supported { .. } => match backend.mig_profiles(index) {
+                    Ok(profiles) => profiles,
+                    Err(error) => {
+                        problems.push(format!(
+                            "{} ({}): its MIG profiles could not be read ({error}); advice and \
+                             gpuslicectl match know no MIG form for it",
+                            gpu_device_name(index),
+                            info.uuid
+                        ));
+                        Vec::new()
+                    }
+                },
             };
+            let mut gpu = GpuDevice::new(info, model_profiles);
             if let Some(wanted) = mig.for_gpu(gpu.info.index, &gpu.info.uuid) {
                 match mig_of(backend, &gpu, held_whole(&gpu.info.uuid)) {
+                    Ok(None) if gpu.info.mig == MigSupport::NotSupported => problems.push(format!(
+                        "{} ({}): the config asks for MIG, but the {} has no MIG (NVML: not \
+                         supported); remove it from [[mig.gpu]]",
+                        gpu.name, gpu.info.uuid, gpu.info.product_name
+                    )),
                     Ok(Some((mut gpu_mig, instances))) => {
                         let parent = gpus.len();
                         let offer = match mig.advertise {
@@ -148,24 +164,31 @@ impl Inventory {
 
 /// The profiles and instances of a GPU in MIG mode; `None` when MIG is off,
 /// unless a claim holding it whole switched it off (`held_whole`): then its
-/// profiles, and no instance.
+/// profiles, and no instance. The profiles are read again when the scan
+/// could not read them before.
 fn mig_of(
     backend: &dyn GpuBackend,
     gpu: &GpuDevice,
     held_whole: bool,
 ) -> Result<Option<(GpuMig, Vec<GpuInstance>)>, GpuError> {
+    let profiles = || {
+        if gpu.model_profiles.is_empty() {
+            backend.mig_profiles(gpu.info.index)
+        } else {
+            Ok(gpu.model_profiles.clone())
+        }
+    };
     match gpu.info.mig {
         MigSupport::Supported {
             current: MigMode::Enabled,
             ..
         } => {
-            let profiles = backend.mig_profiles(gpu.info.index)?;
+            let profiles = profiles()?;
             let instances = backend.gpu_instances(gpu.info.index)?;
             Ok(Some((GpuMig::new(profiles), instances)))
         }
         MigSupport::Supported { .. } if held_whole => {
-            let profiles = backend.mig_profiles(gpu.info.index)?;
-            Ok(Some((GpuMig::new(profiles), Vec::new())))
+            Ok(Some((GpuMig::new(profiles()?), Vec::new())))
         }
         _ => Ok(None),
     }

@@ -140,13 +140,12 @@ fn device_names_are_dns_labels() {
 fn a_mig_managed_gpu_is_offered_whole_only_in_partitionable_mode() {
     let plain = GpuDevice {
         name: "gpu-0".into(),
-        info: h100(),
-        mig: None,
+        ..GpuDevice::new(h100(), Vec::new())
     };
     let managed = GpuDevice {
         name: "gpu-1".into(),
-        info: h100(),
         mig: Some(GpuMig::new(Vec::new())),
+        ..GpuDevice::new(h100(), Vec::new())
     };
     let mut inventory = Inventory::new(driver(), vec![plain.clone(), managed.clone()], vec![]);
     assert!(inventory.offers_whole(&plain));

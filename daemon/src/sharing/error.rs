@@ -7,6 +7,9 @@ use super::ConfigKind;
 /// A sharing config that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SharingError {
+    /// A device's GPU lacks what the config asks of it (MPS, its limits).
+    #[error(transparent)]
+    FeatureMissing(#[from] crate::features::Missing),
     /// Larger than Kubernetes stores.
     #[error("{field}: the parameters are {bytes} bytes; at most {max} are allowed")]
     TooLarge {

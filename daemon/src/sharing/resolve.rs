@@ -1,11 +1,13 @@
 //! A request's winning policy checked against its actual devices: the config
-//! kind fits the device kind, limits fit the device memory, per-device keys
-//! name one of the request's devices. Pure.
+//! kind fits the device kind, the GPU has what the policy needs (MPS, its
+//! client limits), limits fit the device memory, per-device keys name one of
+//! the request's devices. Pure.
 
 use std::collections::BTreeMap;
 
 use super::error::SharingError;
 use super::{ConfigKind, MpsSettings, RequestSharing, SharingPolicy, TimeSliceInterval};
+use crate::features::{Feature, Missing};
 use crate::mps::{MpsKey, MpsLimits};
 
 /// What the check needs to know of one allocated device.
@@ -17,6 +19,10 @@ pub struct DeviceFacts<'a> {
     pub kind: ConfigKind,
     /// Its memory in bytes.
     pub memory_bytes: u64,
+    /// Its GPU's product name, for a refusal.
+    pub product: &'a str,
+    /// Whether its GPU runs MPS, and MPS client limits.
+    pub mps: (bool, bool),
 }
 
 /// What the engine must do for one request.
@@ -90,6 +96,26 @@ fn resolve_mps(
 ) -> Result<ResolvedSharing, SharingError> {
     let config = sharing.nvidia.map_or(0, |(_, index)| index);
     let mps_field = |path: &str| format!("configs[{config}].sharing.mpsConfig{path}");
+    let wants_limits = settings.default_active_thread_percentage.is_some()
+        || settings.default_pinned_device_memory_limit.is_some()
+        || !settings.per_device_pinned_memory_limit.is_empty()
+        || settings.memory_share.is_some();
+    for device in devices {
+        let lacks = |feature: Feature, asked: &str| Missing {
+            feature,
+            gpu: device.uuid.to_owned(),
+            product: device.product.to_owned(),
+            asked: format!("{asked} of request {request:?}"),
+            evidence: None,
+        };
+        let (mps, limits) = device.mps;
+        if !mps {
+            return Err(lacks(Feature::Mps, "MPS").into());
+        }
+        if wants_limits && !limits {
+            return Err(lacks(Feature::MpsLimits, "the MPS limits").into());
+        }
+    }
     let mut limits = MpsLimits {
         active_thread_percentage: settings.default_active_thread_percentage,
         pinned_memory_limits: BTreeMap::new(),

@@ -50,6 +50,8 @@ fn whole(uuid: &str) -> DeviceFacts<'_> {
         uuid,
         kind: ConfigKind::Gpu,
         memory_bytes: 80 * GIB,
+        product: "NVIDIA H100 80GB HBM3",
+        mps: (true, true),
     }
 }
 
@@ -397,6 +399,7 @@ fn validate_for_device_refusals_name_the_field() {
         uuid: MIG_A,
         kind: ConfigKind::Mig,
         memory_bytes: 10 * GIB,
+        ..whole(MIG_A)
     };
     check(
         mps(r#""defaultPinnedDeviceMemoryLimit":"81Gi""#),
@@ -616,5 +619,43 @@ fn claim_limits_are_stored_with_only_the_fields_set() {
     assert_eq!(
         serde_json::from_str::<ClaimLimits>(&text).unwrap(),
         only_mode
+    );
+}
+
+/// MPS needs compute capability 3.5, its client limits Volta: a GPU below
+/// either is refused, naming it, what it lacks and what to use instead.
+#[test]
+fn mps_and_its_limits_are_refused_on_gpus_without_them() {
+    let policy = |json: String| policies(&[(ConfigSource::Claim, vec![], json)], &["a"]).unwrap();
+    let pascal = DeviceFacts {
+        product: "Tesla P4",
+        mps: (true, false),
+        ..whole(GPU_A)
+    };
+    let kepler = DeviceFacts {
+        product: "Tesla K80",
+        mps: (false, false),
+        ..whole(GPU_A)
+    };
+    let plain = policy(mps(""));
+    assert!(validate_for_device("a", &plain["a"], &[pascal]).is_ok());
+    let err = validate_for_device("a", &plain["a"], &[kepler])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(&format!("{GPU_A} is a Tesla K80, which has no MPS")),
+        "{err}"
+    );
+    let limited = policy(mps(r#""defaultActiveThreadPercentage":50"#));
+    let err = validate_for_device("a", &limited["a"], &[pascal])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("which has no MPS client limits (MPS client limits need Volta"),
+        "{err}"
+    );
+    assert!(
+        err.contains("leave out defaultActiveThreadPercentage"),
+        "{err}"
     );
 }

@@ -55,8 +55,13 @@ pub fn convert(device: &pb::Device, target: &PoolTarget<'_>) -> Result<Device, S
     // mode) is never shareable: the scheduler counts the counters of devices
     // allocated to one claim only, so a shared one would leave its slices
     // allocatable beside it; gpusliced refuses to share it anyway.
-    let shareable =
-        target.consumable_capacity && is_whole_gpu(device) && device.consumes_counters.is_empty();
+    // Nor is one whose MPS has no client limits (before Volta): a memory
+    // share is a pinned memory limit, which it cannot enforce.
+    let limits = device.features.as_ref().is_none_or(|f| f.mps_limits);
+    let shareable = target.consumable_capacity
+        && is_whole_gpu(device)
+        && device.consumes_counters.is_empty()
+        && limits;
     let mut capacity = BTreeMap::new();
     for (key, value) in &device.capacity {
         check_key(name, key)?;

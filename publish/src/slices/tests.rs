@@ -451,6 +451,32 @@ fn consumable_capacity_makes_whole_gpus_shareable_by_memory() {
     );
 }
 
+/// A GPU whose MPS has no client limits (before Volta) takes no memory
+/// share, so it is not published shareable; one whose gpusliced says
+/// nothing of its features (before 0.2) is taken to have them.
+#[test]
+fn a_gpu_without_mps_limits_is_not_shareable_by_memory() {
+    let mut inv = inventory(2);
+    inv.devices[0].features = Some(pb::GpuFeatures {
+        mps: true,
+        mps_limits: false,
+        ..pb::GpuFeatures::default()
+    });
+    inv.devices[1].features = Some(pb::GpuFeatures {
+        mps: true,
+        mps_limits: true,
+        ..pb::GpuFeatures::default()
+    });
+    let target = PoolTarget {
+        consumable_capacity: true,
+        ..TARGET
+    };
+    let shared = build_pool(&inv, &target, 1);
+    let devices = shared.slices[0].devices.as_ref().expect("devices");
+    assert_eq!(devices[0].allow_multiple_allocations, None);
+    assert_eq!(devices[1].allow_multiple_allocations, Some(true));
+}
+
 fn mig_managed(mut device: pb::Device, counters: bool) -> pb::Device {
     device.attributes.insert(
         super::MIG_MANAGED.to_owned(),

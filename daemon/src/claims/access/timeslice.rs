@@ -5,13 +5,19 @@
 //! resets the GPU to Default), and restore at start-up (set again: the policy
 //! does not survive a reboot or a driver reload).
 //!
-//! A GPU that cannot be time-sliced answers NOT_SUPPORTED: a warning shown
-//! in status and the sharing view, not a failure.
+//! A GPU without time-slice settings (nvidia-smi answers "Not Supported")
+//! still time-slices at the driver's own interval: a claim asking for
+//! `Default` prepares; one asking for another interval is refused, naming
+//! the GPU, what it lacks and what to ask instead, and so is every later
+//! one on that GPU, before anything is touched (the books keep what
+//! nvidia-smi said). A prepared claim whose interval cannot be set again at
+//! start-up is reported, not dropped.
 
 use super::shared_gpu::{SharedGpus, TimeSliceOutcome};
 use super::{Access, Cx, Kind, Restored};
 use crate::claims::error::ClaimError;
 use crate::claims::lock;
+use crate::features::{Feature, Missing, TimeSliceSettings};
 use crate::gpu::ComputeMode;
 use crate::inventory::DeviceRef;
 use crate::sharing::TimeSliceInterval;
@@ -56,6 +62,14 @@ impl Access for TimeSlice {
         _devices: &[DeviceRef<'_>],
     ) -> Result<(), ClaimError> {
         cx.shared.tools(&record.uid)?;
+        for (gpu, interval) in timeslices(record) {
+            let learned = lock(&cx.shared.books).timeslice_settings.get(&gpu).cloned();
+            if let Some(TimeSliceSettings::NotSupported { message }) = learned
+                && interval != TimeSliceInterval::Default
+            {
+                return Err(lacks_settings(cx, &gpu, interval, &message));
+            }
+        }
         self.adopt(cx, record)
     }
 
@@ -149,19 +163,24 @@ impl Access for TimeSlice {
     }
 
     /// Sets the time-slice of every GPU `record` time-slices again (once per
-    /// GPU), in compute mode DEFAULT.
+    /// GPU), in compute mode DEFAULT. An interval the GPU turns out not to
+    /// take leaves the claim prepared at the driver's default and is
+    /// reported by its problems and the node's.
     fn restore(&self, cx: &Cx<'_>, record: &mut ClaimRecord) -> Restored {
         let problems = timeslices(record)
             .into_iter()
-            .filter_map(|(gpu, interval)| {
-                apply_one(cx, &record.uid, &gpu, interval)
-                    .err()
-                    .map(|err| {
-                        format!(
-                            "claim {}: the time-slice {interval} of {gpu} could not be set again: {err}",
-                            record.uid
-                        )
-                    })
+            .filter_map(|(gpu, interval)| match apply_one(cx, &record.uid, &gpu, interval) {
+                Ok(()) => None,
+                Err(ClaimError::FeatureMissing(missing)) => {
+                    let message = missing.evidence.unwrap_or_default();
+                    let outcome = TimeSliceOutcome::NotSupported { interval, message };
+                    lock(&cx.shared.books).timeslice.insert(gpu, outcome);
+                    None
+                }
+                Err(err) => Some(format!(
+                    "claim {}: the time-slice {interval} of {gpu} could not be set again: {err}",
+                    record.uid
+                )),
             })
             .collect();
         Restored {
@@ -236,24 +255,56 @@ fn apply_one(
     set(cx, uid, gpu, interval)
 }
 
-/// Runs nvidia-smi and records what it did.
+/// Runs nvidia-smi and records what it did, and what it showed of the GPU.
+/// A GPU without time-slice settings runs at its own interval, which is
+/// what `Default` asks for; any other interval is refused.
 fn set(cx: &Cx<'_>, uid: &str, gpu: &str, interval: TimeSliceInterval) -> Result<(), ClaimError> {
     let tools = cx.shared.tools(uid)?;
-    let outcome = match tools.timeslice.set_timeslice(gpu, interval)? {
+    let (settings, outcome) = match tools.timeslice.set_timeslice(gpu, interval)? {
         SetOutcome::Applied => {
             tracing::info!(claim_uid = %uid, gpu, interval = <&str>::from(interval), "time-slice set");
-            TimeSliceOutcome::Applied(interval)
+            (
+                TimeSliceSettings::Supported,
+                Ok(TimeSliceOutcome::Applied(interval)),
+            )
+        }
+        SetOutcome::NotSupported { message } if interval == TimeSliceInterval::Default => {
+            tracing::info!(claim_uid = %uid, gpu, %message, "GPU has no time-slice settings; it time-slices at the driver's default, as the claim asks");
+            let settings = TimeSliceSettings::NotSupported { message };
+            (settings, Ok(TimeSliceOutcome::Applied(interval)))
         }
         SetOutcome::NotSupported { message } => {
-            tracing::warn!(claim_uid = %uid, gpu, interval = <&str>::from(interval), %message, "GPU does not support time-slice settings; the claim shares it at the driver's default");
-            TimeSliceOutcome::NotSupported { interval, message }
+            tracing::warn!(claim_uid = %uid, gpu, interval = <&str>::from(interval), %message, "GPU has no time-slice settings; the interval cannot be set");
+            let refused = lacks_settings(cx, gpu, interval, &message);
+            (TimeSliceSettings::NotSupported { message }, Err(refused))
         }
     };
-    lock(&cx.shared.books)
-        .timeslice
-        .insert(gpu.to_owned(), outcome);
+    let mut books = lock(&cx.shared.books);
+    books.timeslice_settings.insert(gpu.to_owned(), settings);
+    let outcome = outcome?;
+    books.timeslice.insert(gpu.to_owned(), outcome);
+    drop(books);
     cx.shared.clear_degraded(gpu);
     Ok(())
+}
+
+/// The refusal of `interval` on `gpu` (a UUID), which has no time-slice
+/// settings: it names the GPU, what it lacks and what to ask instead.
+fn lacks_settings(
+    cx: &Cx<'_>,
+    gpu: &str,
+    interval: TimeSliceInterval,
+    message: &str,
+) -> ClaimError {
+    let inventory = cx.env.inventory();
+    let found = inventory.gpu_by_uuid(gpu);
+    ClaimError::FeatureMissing(Missing {
+        feature: Feature::TimeSliceSettings,
+        gpu: found.map_or_else(|| gpu.to_owned(), |g| format!("{} ({gpu})", g.name)),
+        product: found.map_or_else(|| "GPU".to_owned(), |g| g.info.product_name.clone()),
+        asked: format!("interval {interval}"),
+        evidence: Some(format!("nvidia-smi: {message}")),
+    })
 }
 
 fn reset(cx: &Cx<'_>, uid: &str, gpu: &str, interval: TimeSliceInterval) {

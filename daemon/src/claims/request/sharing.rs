@@ -147,6 +147,11 @@ impl Member<'_> {
                 DeviceRef::Mig(..) => ConfigKind::Mig,
             },
             memory_bytes: device_memory(&self.device),
+            product: &self.device.gpu().info.product_name,
+            mps: (
+                self.device.gpu().features.mps,
+                self.device.gpu().features.mps_limits,
+            ),
         }
     }
 }

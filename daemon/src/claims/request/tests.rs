@@ -207,3 +207,38 @@ fn oversized_config_is_refused() {
     let err = r.validate(&fixture_inventory(1)).unwrap_err();
     assert!(err.to_string().contains("at most 10240"), "{err}");
 }
+
+/// A MIG slice asked of a GPU without MIG is refused for what it is, naming
+/// the GPU and what to ask instead; a slice name of a GPU that has MIG, or
+/// of no GPU, is an unknown device as before.
+#[test]
+fn a_slice_of_a_gpu_without_mig_names_the_gpu_and_mig() {
+    use crate::config::MigConfig;
+    use crate::gpu::sim::{SimBackend, SimModel};
+    use crate::inventory::Inventory;
+    let backend = SimBackend::new(vec![SimModel::L4_24GB, SimModel::H100_80GB], "test");
+    let inventory = Inventory::from_backend(&backend, &MigConfig::default(), &|_, _| {
+        crate::mig::Ownership::Foreign
+    })
+    .unwrap();
+    let ask = |device: &str| {
+        let mut req = request();
+        device.clone_into(&mut req.devices[0].device);
+        req.validate(&inventory).unwrap_err()
+    };
+    let err = ask("gpu-0-mig-1g24gb-0");
+    assert!(matches!(err, ClaimError::FeatureMissing(_)), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        "gpu-0 is an NVIDIA L4, which has no MIG (NVML: MIG not supported), so \
+         gpu-0-mig-1g24gb-0 cannot be had; ask for the whole GPU (DeviceClass gpu.nvidia.com), \
+         or share it with MPS or time-slicing (a GpuConfig with sharing.strategy MPS or \
+         TimeSlicing)"
+    );
+    for unknown in ["gpu-1-mig-1g10gb-0", "gpu-7-mig-1g10gb-0"] {
+        assert!(
+            matches!(ask(unknown), ClaimError::UnknownDevice { .. }),
+            "{unknown}"
+        );
+    }
+}

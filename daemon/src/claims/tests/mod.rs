@@ -308,16 +308,19 @@ fn sim_the_status_lists_each_kinds_problems_in_the_kinds_order() {
         }],
         ..MigConfig::default()
     };
-    let node = SimNodeBuilder::h100s(2)
+    let mut node = SimNodeBuilder::h100s(2)
         .mig(mig)
         .foreign_instance(1, "2g.20gb", 0)
         .fake_tools()
         .start();
-    node.smi.as_ref().unwrap().unsupported(&node.uuid(0));
-    let engine = node.engine();
-    engine
+    node.engine()
         .prepare(&request_with(A, &["gpu-0"], &[timeslicing("Medium")]))
         .unwrap();
+    // The GPU no longer takes the interval when gpusliced starts again: the
+    // claim stays prepared, and the time-slice kind reports it.
+    node.smi.as_ref().unwrap().unsupported(&node.uuid(0));
+    node.restart();
+    let engine = node.engine();
     let problems = engine.problems();
     let at = |words: &str| problems.iter().position(|p| p.contains(words));
     let (mig, timeslice) = (

@@ -26,6 +26,7 @@ use std::sync::Arc;
 
 use super::table::{ClaimTable, Share};
 use super::{Engine, EngineSettings, lock};
+use crate::features::TimeSliceSettings;
 use crate::gpu::GpuBackend;
 use crate::health::DeviceFault;
 use crate::inventory::{DeviceRef, GpuDevice, Inventory, MigDevice};
@@ -75,6 +76,9 @@ pub struct DeviceState {
     pub memory_available: u64,
     /// Why it is unhealthy, if it is.
     pub fault: Option<DeviceFault>,
+    /// What nvidia-smi showed of a whole GPU's time-slice settings
+    /// (untried for a slice).
+    pub timeslice_settings: TimeSliceSettings,
 }
 
 /// A GPU the scan could not read, with the claims recorded on it.
@@ -254,18 +258,23 @@ impl Engine {
         let faults: Vec<Option<DeviceFault>> = (places.iter())
             .map(|(_, device)| self.device_fault(device))
             .collect();
-        let promised: Vec<u64> = {
+        let promised: Vec<(u64, TimeSliceSettings)> = {
             let books = lock(&self.kinds.shared.books);
             (places.iter())
                 .map(|(_, device)| match device {
-                    DeviceRef::Gpu(gpu) => books.promised_on(&gpu.info.uuid),
-                    DeviceRef::Mig(..) => 0,
+                    DeviceRef::Gpu(gpu) => (
+                        books.promised_on(&gpu.info.uuid),
+                        (books.timeslice_settings.get(&gpu.info.uuid))
+                            .cloned()
+                            .unwrap_or_default(),
+                    ),
+                    DeviceRef::Mig(..) => (0, TimeSliceSettings::Untried),
                 })
                 .collect()
         };
         let table = lock(&self.table);
         let devices = (places.iter().zip(faults).zip(promised))
-            .map(|(((at, device), fault), promised)| {
+            .map(|(((at, device), fault), (promised, timeslice_settings))| {
                 let (name, used) = match device {
                     DeviceRef::Gpu(gpu) => {
                         let offered = inventory.offers_whole(gpu);
@@ -280,6 +289,7 @@ impl Engine {
                     available: used.free && fault.is_none(),
                     memory_available: used.memory_available,
                     fault,
+                    timeslice_settings,
                 }
             })
             .collect();

@@ -27,6 +27,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::claims::error::ClaimError;
 use crate::claims::keyed::{KeyGuard, KeyedLocks, lock};
+use crate::features::TimeSliceSettings;
 use crate::inventory::Inventory;
 use crate::mps::{MpsDaemon, MpsManager};
 use crate::sharing::TimeSliceInterval;
@@ -64,6 +65,9 @@ pub(in crate::claims) struct SharedBooks {
     pub(in crate::claims) promised: BTreeMap<String, BTreeMap<String, u64>>,
     /// GPU uuid → the last time-slice outcome.
     pub(in crate::claims) timeslice: BTreeMap<String, TimeSliceOutcome>,
+    /// GPU uuid → whether nvidia-smi set an interval on it: learned at the
+    /// first set, kept while gpusliced runs (a fact of the hardware).
+    pub(in crate::claims) timeslice_settings: BTreeMap<String, TimeSliceSettings>,
     /// GPU uuid → why it is degraded (an undo that failed).
     pub(in crate::claims) degraded: BTreeMap<String, String>,
     /// Problems the start-up restore left.

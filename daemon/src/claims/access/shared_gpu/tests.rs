@@ -169,26 +169,61 @@ fn sim_timeslicing_agrees_per_gpu_and_the_last_claim_resets_it() {
     assert_eq!(node.mode(0), ComputeMode::Default);
 }
 
+/// A GPU whose nvidia-smi answers "Not Supported" has no time-slice
+/// settings: a claim asking for an interval is refused, naming the GPU, what
+/// it lacks and what to ask instead, and leaves nothing; the next is refused
+/// before nvidia-smi runs; a claim asking for Default prepares, with no
+/// problem (the GPU time-slices at its own interval, which Default means).
 #[test]
-fn sim_an_unsupported_time_slice_is_a_warning_not_a_failure() {
+fn sim_a_gpu_without_time_slice_settings_refuses_an_interval_and_takes_default() {
     let Some(node) = Node::plain(1) else { return };
     let gpu = node.uuid(0);
     node.smi().unsupported(&gpu);
     let e = node.engine();
-    let prepared = e
+    let err = e
         .prepare(&req(A, &["gpu-0"], &[timeslicing("Medium")]))
-        .unwrap();
-    let health = e.claim_health(prepared.record()).join("\n");
-    assert!(health.contains("Medium not applied"), "{health}");
-    let problems = e.problems().join("\n");
+        .unwrap_err();
+    assert!(matches!(err, ClaimError::FeatureMissing(_)), "{err:?}");
+    let text = err.to_string();
     assert!(
-        problems.contains("does not support time-slice"),
-        "{problems}"
+        text.starts_with(&format!(
+            "gpu-0 ({gpu}) is an NVIDIA H100 80GB HBM3, which has no time-slice settings \
+             (nvidia-smi: "
+        )),
+        "{text}"
     );
     assert!(
-        e.sharing_view()[0]
-            .interval_state
-            .starts_with("not supported")
+        text.contains("so interval Medium cannot be had; ask for interval Default"),
+        "{text}"
+    );
+    assert!(e.claims().is_empty());
+    assert_eq!(node.spec(A), None, "no spec left");
+    let tried = node.lines("smi.record").len();
+    let again = e.prepare(&req(B, &["gpu-0"], &[timeslicing("Long")]));
+    assert!(
+        matches!(again, Err(ClaimError::FeatureMissing(_))),
+        "{again:?}"
+    );
+    assert_eq!(
+        node.lines("smi.record").len(),
+        tried,
+        "refused before nvidia-smi ran"
+    );
+    e.prepare(&req(B, &["gpu-0"], &[timeslicing("Default")]))
+        .unwrap();
+    assert!(
+        !e.problems().join("\n").contains("time-slice"),
+        "{:?}",
+        e.problems()
+    );
+    assert_eq!(e.sharing_view()[0].interval_state, "applied");
+    let view = e.view();
+    let settings = &view.devices[0].timeslice_settings;
+    assert!(
+        settings
+            .to_string()
+            .starts_with("no (Failed to set timeslice"),
+        "{settings}"
     );
 }
 
