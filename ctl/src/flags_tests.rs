@@ -115,6 +115,7 @@ fn the_commands_are_listed_in_the_order_an_operator_looks() {
         [
             "status",
             "inventory",
+            "gpus",
             "claims",
             "top",
             "advise",
@@ -153,8 +154,8 @@ fn every_socket_flag_reads_the_variable_then_the_packaged_path() {
         sub.get_subcommands().for_each(&mut check);
     }
     assert_eq!(
-        seen, 14,
-        "the binary, 11 commands, health clear and sim exec"
+        seen, 15,
+        "the binary, 12 commands, health clear and sim exec"
     );
 }
 

@@ -17,7 +17,9 @@ mod connect;
 #[cfg(test)]
 mod fixture;
 mod flags;
+mod gpus;
 mod health;
+mod match_notes;
 mod match_render;
 mod match_verdict;
 mod matching;
@@ -96,6 +98,15 @@ enum Command {
         /// Print it again at each change, until gpusliced stops.
         #[arg(long)]
         watch: bool,
+        #[command(flatten)]
+        conn: Conn,
+        #[command(flatten)]
+        out: Out,
+    },
+    /// Per GPU, what it has and what gpuslice offers on it: MIG (the
+    /// model's profiles), MPS and its client limits, time-slice intervals,
+    /// NVLink links and the multi-node fabric clique.
+    Gpus {
         #[command(flatten)]
         conn: Conn,
         #[command(flatten)]
@@ -240,6 +251,7 @@ impl Command {
         match self {
             Command::Status { conn, out }
             | Command::Inventory { conn, out, .. }
+            | Command::Gpus { conn, out }
             | Command::Claims { conn, out, .. }
             | Command::Top { conn, out, .. }
             | Command::Advise { conn, out, .. }
@@ -419,6 +431,13 @@ async fn run(
                 .await?
                 .into_inner();
             render::inventory(&reply, json)
+        }
+        Command::Gpus { .. } => {
+            let reply = client
+                .get_inventory(pb::GetInventoryRequest {})
+                .await?
+                .into_inner();
+            gpus::render(&reply, json)
         }
         Command::Mig { .. } => {
             let reply = client

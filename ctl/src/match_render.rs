@@ -112,6 +112,9 @@ fn render_target(target: &TargetReport) -> String {
         "  {matched} of {} devices match.",
         target.devices.len()
     );
+    for why in &target.why_no_slice {
+        let _ = writeln!(out, "  no MIG slice: {why}");
+    }
     if errors > 0 {
         let _ = writeln!(
             out,

@@ -24,6 +24,7 @@ use gpuslice_selector::inputs::{self, ClaimDoc, Labeled, Target};
 use gpuslice_selector::{Catalog, DeviceView, Hint, Outcome, Selector};
 use k8s_openapi::api::resource::v1::ResourceSliceSpec;
 
+use crate::match_notes;
 use crate::match_render;
 use crate::match_verdict::{self, ClaimVerdict};
 
@@ -106,6 +107,10 @@ pub struct TargetReport {
     pub selectors: Vec<Checked>,
     /// Per device (empty when a selector is invalid).
     pub devices: Vec<DeviceResult>,
+    /// Why no MIG slice matches, when the selectors ask for one and none
+    /// does: from each model's own forms.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub why_no_slice: Vec<String>,
     /// The claim of the file it belongs to (an index into the verdicts).
     #[serde(skip)]
     pub claim: Option<usize>,
@@ -149,6 +154,16 @@ pub async fn run(socket: PathBuf, args: MatchArgs, json: bool) -> anyhow::Result
     let reports: Vec<TargetReport> = targets
         .into_iter()
         .map(|t| check(t, &pool.views, &pool.taints, &catalog))
+        .map(|mut report| {
+            let matched = report.devices.iter().any(|d| d.outcome == Outcome::Match);
+            if !matched && !report.devices.is_empty() {
+                let expressions: Vec<&str> = (report.selectors.iter())
+                    .map(|s| s.selector.expression.as_str())
+                    .collect();
+                report.why_no_slice = match_notes::why_no_slice(&expressions, &inventory);
+            }
+            report
+        })
         .collect();
     let invalid = reports
         .iter()
@@ -356,6 +371,7 @@ fn check(
         notes: target.notes,
         selectors,
         devices: results,
+        why_no_slice: Vec::new(),
         claim: target.claim,
     }
 }

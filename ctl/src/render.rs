@@ -318,10 +318,21 @@ pub fn inventory_json(inv: &pb::GetInventoryResponse) -> Value {
                 .iter()
                 .map(|(k, v)| (k.clone(), attr_json(v)))
                 .collect();
-            json!({ "name": d.name, "attributes": attrs, "capacity": d.capacity,
-                        "available": d.available, "holders": d.holders,
-                        "healthy": d.healthy, "health_reason": d.health_reason,
-                        "memory_available": d.memory_available })
+            let mut device = json!({ "name": d.name, "attributes": attrs,
+                        "capacity": d.capacity, "available": d.available,
+                        "holders": d.holders, "healthy": d.healthy,
+                        "health_reason": d.health_reason,
+                        "memory_available": d.memory_available });
+            if let (Some(f), Some(map)) = (&d.features, device.as_object_mut()) {
+                map.insert(
+                    "features".to_owned(),
+                    json!({ "mig": f.mig, "mig_profiles": f.mig_profiles, "mps": f.mps,
+                            "mps_limits": f.mps_limits,
+                            "timeslice_settings": f.timeslice_settings,
+                            "nvlink_links": f.nvlink_links, "clique": f.clique }),
+                );
+            }
+            device
         })
         .collect();
     json!({ "generation": inv.generation, "devices": devices })

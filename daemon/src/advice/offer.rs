@@ -7,10 +7,12 @@
 //!   GPU of the model runs whole (not in MIG mode);
 //! - **time-slicing** likewise with `[timeslice]`'s nvidia-smi.
 //!
-//! The profile table comes from any GPU of the model that has one (a GPU
-//! held whole keeps its table in the inventory), so a claim on a whole GPU
-//! learns the profiles of its model even where its own GPU runs whole. Pure:
-//! whether the tools are there is the caller's to find out.
+//! The profile table is the model's, which NVML reports for a GPU with MIG
+//! whatever its MIG mode: a claim on a whole H100 of a node that runs no MIG
+//! still learns which profile it would fit (the rule's "but no ... runs MIG
+//! on this node" note), and a GPU without MIG (an L4) has none, so it is
+//! never advised one. MPS is offered only on GPUs that run it. Pure: whether
+//! the tools are there is the caller's to find out.
 
 use std::collections::BTreeMap;
 
@@ -90,15 +92,13 @@ pub fn node_offer(inventory: &Inventory, usable: Usable) -> NodeOffer {
                 offer: Offer::default(),
             });
         entry.memory_bytes = entry.memory_bytes.min(gpu.info.memory_bytes);
-        let profiles = gpu.mig.as_ref().map(|m| m.profiles.as_slice());
-        if entry.mig_profiles.is_empty()
-            && let Some(profiles) = profiles
-        {
-            entry.mig_profiles = profiles.to_vec();
+        if entry.mig_profiles.is_empty() {
+            entry.mig_profiles.clone_from(&gpu.model_profiles);
         }
         let mig = in_mig_mode(gpu);
-        entry.offer.mig |= mig && profiles.is_some_and(|p| !p.is_empty());
-        entry.offer.mps |= usable.mps && !mig;
+        let managed = gpu.mig.as_ref().is_some_and(|m| !m.profiles.is_empty());
+        entry.offer.mig |= mig && managed;
+        entry.offer.mps |= usable.mps && !mig && gpu.features.mps;
         entry.offer.timeslice |= usable.timeslice && !mig;
     }
     NodeOffer { models }

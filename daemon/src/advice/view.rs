@@ -78,7 +78,7 @@ pub fn advice_now(
 pub fn gpu_states(
     inventory: &Inventory,
     records: &[ClaimRecord],
-    offer: &NodeOffer,
+    _offer: &NodeOffer,
 ) -> Vec<GpuState> {
     inventory
         .gpus
@@ -87,11 +87,7 @@ pub fn gpu_states(
             name: gpu.name.clone(),
             product_name: gpu.info.product_name.clone(),
             memory_bytes: gpu.info.memory_bytes,
-            profiles: offer
-                .models
-                .get(&gpu.info.product_name)
-                .map(|m| m.mig_profiles.clone())
-                .unwrap_or_default(),
+            profiles: gpu.model_profiles.clone(),
             mig_mode: in_mig_mode(gpu),
             held_slices: records
                 .iter()

@@ -107,3 +107,19 @@ fn models_are_told_apart() {
     assert!(a100.mig_profiles.iter().any(|p| p.name == "1g.5gb"));
     assert!(offer.of_gpu(&inv, "gpu-9").is_none());
 }
+
+/// The model's table comes from the model, not from the node's MIG state:
+/// an H100 of a node that runs no MIG still knows its profiles (the rule's
+/// "would fit ..., but no ... runs MIG" note), an L4 has none and is never
+/// offered MIG, and both are offered MPS and time-slicing.
+#[test]
+fn a_model_knows_its_forms_from_the_model_whatever_the_node_runs() {
+    let inv = inventory(&[SimModel::H100_80GB, SimModel::L4_24GB], &[]);
+    let offer = node_offer(&inv, BOTH);
+    let h100 = offer.of_gpu(&inv, "gpu-0").unwrap();
+    assert_eq!(h100.offer, BOTH_OFFER);
+    assert!(h100.mig_profiles.iter().any(|p| p.name == "1g.10gb"));
+    let l4 = offer.of_gpu(&inv, "gpu-1").unwrap();
+    assert_eq!(l4.offer, BOTH_OFFER);
+    assert!(l4.mig_profiles.is_empty());
+}
