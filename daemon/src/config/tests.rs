@@ -590,3 +590,74 @@ fn the_packaged_limits_block_uncommented_gives_the_defaults() {
         super::LimitsConfig::default()
     );
 }
+
+/// `[backend.sim] instance` gives the instance's GPUs; it excludes `gpus`
+/// and `numa_nodes`, an unknown one lists the known; `[backend.sim.fabric]`
+/// only on a multi-node NVLink instance, with a canonical non-zero UUID.
+#[test]
+fn a_sim_instance_brings_its_gpus_and_excludes_a_model_list() {
+    let sim = |body: &str| parse(&format!("[backend]\nkind = \"sim\"\n[backend.sim]\n{body}"));
+    let config = sim("instance = \"g6.12xlarge\"\n").unwrap();
+    assert_eq!(config.backend.sim.models(), vec![SimModel::L4_24GB; 4]);
+    assert_eq!(config.backend.sim.shape().map(|s| s.numa_nodes), Some(1));
+    assert_eq!(sim("").unwrap().backend.sim.models(), [SimModel::H100_80GB]);
+    let refused = |body: &str, words: &[&str]| {
+        let text = sim(body).unwrap_err().to_string();
+        for word in words {
+            assert!(text.contains(word), "{body}: {text}");
+        }
+    };
+    refused(
+        "instance = \"p5.48xlarge\"\n",
+        &[
+            "backend.sim.instance",
+            "unknown instance type \"p5.48xlarge\"",
+            "p6-b200.48xlarge",
+        ],
+    );
+    refused(
+        "instance = \"g6.xlarge\"\ngpus = [\"L4-24GB\"]\n",
+        &["backend.sim.gpus", "give gpus or instance, not both"],
+    );
+    refused(
+        "instance = \"g6.xlarge\"\nnuma_nodes = 2\n",
+        &[
+            "backend.sim.numa_nodes",
+            "g6.xlarge has 1 NUMA nodes of its own",
+        ],
+    );
+    refused(
+        "instance = \"p6-b200.48xlarge\"\n[backend.sim.fabric]\nclique_id = 2\n",
+        &[
+            "backend.sim.fabric",
+            "p6-b200.48xlarge has no multi-node NVLink fabric",
+            "p6e-gb200.36xlarge",
+        ],
+    );
+    refused(
+        "gpus = [\"GB200-186GB\"]\n[backend.sim.fabric]\n",
+        &["backend.sim.fabric", "a gpus list has no NVLink fabric"],
+    );
+    refused(
+        "instance = \"p6e-gb200.36xlarge\"\n[backend.sim.fabric]\ncluster_uuid = \"00000000-0000-0000-0000-000000000000\"\n",
+        &["backend.sim.fabric.cluster_uuid", "non-zero UUID"],
+    );
+    refused(
+        "instance = \"p6e-gb200.36xlarge\"\n[backend.sim.fabric]\nstate = \"done\"\n",
+        &["state", "completed"],
+    );
+    let gb200 = sim(
+        "instance = \"p6e-gb200.36xlarge\"\n[backend.sim.fabric]\n\
+         cluster_uuid = \"9d2e0c4a-61f3-4b8e-a5d7-3c1f0e2b4a69\"\nclique_id = 7\nstate = \"in-progress\"\n",
+    )
+    .unwrap();
+    let fabric = gb200.backend.sim.fabric();
+    assert_eq!(
+        (fabric.cluster_uuid.as_str(), fabric.clique_id, fabric.state),
+        (
+            "9d2e0c4a-61f3-4b8e-a5d7-3c1f0e2b4a69",
+            7,
+            crate::gpu::FabricState::InProgress
+        )
+    );
+}
