@@ -119,7 +119,8 @@ pub fn profiles(model: SimModel) -> &'static [String] {
         (0u32..)
             .zip(SimModel::ALL)
             .map(|(i, _)| {
-                let profiles = sim.mig_profiles(i).expect("profiles of a simulated GPU");
+                // A GPU without MIG answers NOT_SUPPORTED: no profiles.
+                let profiles = sim.mig_profiles(i).unwrap_or_default();
                 profiles.into_iter().map(|p| p.name).collect()
             })
             .collect()
@@ -172,29 +173,77 @@ fn round() -> impl Strategy<Value = Round> {
         .prop_map(|(pods, release)| Round { pods, release })
 }
 
-/// Every case.
+/// The position of `model` in [`SimModel::ALL`], as a case names it.
+fn model_index(model: SimModel) -> u8 {
+    let at = SimModel::ALL.iter().position(|m| *m == model);
+    at.and_then(|i| u8::try_from(i).ok())
+        .expect("a known model")
+}
+
+fn layout_picks() -> impl Strategy<Value = Option<Vec<u8>>> {
+    proptest::option::weighted(0.7, proptest::collection::vec(any::<u8>(), 1..=4))
+}
+
+/// Every case: 1-4 GPUs of any simulated model.
 pub fn case() -> impl Strategy<Value = Case> {
+    let models = u8::try_from(SimModel::ALL.len()).expect("few models");
     let gpu = (
-        0u8..6,
-        proptest::option::weighted(0.7, proptest::collection::vec(any::<u8>(), 1..=4)),
+        0u8..models,
+        layout_picks(),
         proptest::option::weighted(0.2, any::<(u8, u8)>()),
         proptest::option::weighted(0.15, proptest::option::weighted(0.7, any::<(u8, u8)>())),
     );
+    with_gpus(proptest::collection::vec(gpu, 1..=4), None)
+}
+
+/// The mixed node of the 2026 fleet: a B200 and an RTX PRO 6000 (4 slices)
+/// under `[mig]` with random layouts, a GB200 and an L4 (no MIG) whole, in
+/// the advertise mode `partitionable`.
+pub fn fleet_case(partitionable: bool) -> impl Strategy<Value = Case> {
+    let mig = |model: SimModel| {
+        layout_picks().prop_map(move |picks| {
+            (
+                model_index(model),
+                Some(picks.unwrap_or_else(|| vec![0])),
+                None,
+                None,
+            )
+        })
+    };
+    let whole = |model: SimModel| Just((model_index(model), None, None, None));
+    let gpus = (
+        mig(SimModel::B200_180GB),
+        mig(SimModel::RTX_PRO_6000_96GB),
+        whole(SimModel::GB200_186GB),
+        whole(SimModel::L4_24GB),
+    )
+        .prop_map(|(a, b, c, d): (GenGpu, GenGpu, GenGpu, GenGpu)| vec![a, b, c, d]);
+    with_gpus(gpus, Some(partitionable))
+}
+
+/// Cases of these GPUs, the advertise mode `partitionable` or any.
+fn with_gpus(
+    gpus: impl Strategy<Value = Vec<GenGpu>>,
+    partitionable: Option<bool>,
+) -> impl Strategy<Value = Case> {
     (
-        proptest::collection::vec(gpu, 1..=4),
+        gpus,
         any::<[bool; 5]>(),
         any::<u64>(),
         proptest::collection::vec(round(), 1..=3),
     )
-        .prop_map(|(gpus, flags, seed, rounds)| Case {
-            gpus,
-            partitionable: flags[0],
-            ahead: flags[1] && !flags[0],
-            consumable: flags[2],
-            v1beta1: flags[3],
-            random_order: flags[4],
-            seed,
-            rounds,
+        .prop_map(move |(gpus, flags, seed, rounds)| {
+            let partitionable = partitionable.unwrap_or(flags[0]);
+            Case {
+                gpus,
+                partitionable,
+                ahead: flags[1] && !partitionable,
+                consumable: flags[2],
+                v1beta1: flags[3],
+                random_order: flags[4],
+                seed,
+                rounds,
+            }
         })
 }
 
@@ -213,6 +262,9 @@ impl Case {
                 .map(|(m, layout, foreign, fault)| {
                     let model = SimModel::ALL[usize::from(*m) % SimModel::ALL.len()];
                     let names = profiles(model);
+                    // A GPU without MIG has no layout, no instances, and
+                    // only a fault of its own.
+                    let layout = layout.as_ref().filter(|_| !names.is_empty());
                     GpuPlan {
                         model,
                         // An instance's fault only on a GPU in [mig].
@@ -228,7 +280,7 @@ impl Case {
                         foreign: foreign.filter(|_| layout.is_some()).map(|(p, at)| {
                             (names[usize::from(p) % names.len()].clone(), usize::from(at))
                         }),
-                        mig: layout.as_ref().map(|picks| {
+                        mig: layout.map(|picks| {
                             picks
                                 .iter()
                                 .map(|p| names[usize::from(*p) % names.len()].clone())

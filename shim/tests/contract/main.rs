@@ -4,8 +4,9 @@
 //! publishes prepares, and the prepared claims' CDI devices do not overlap.
 //!
 //! * The node: gpusliced's real claim engine in process on simulated GPUs
-//!   ([`node`]): 1 to 4 GPUs of the six simulated models, each whole or
-//!   MIG-managed with a random layout; `[mig] advertise` layout (slices made
+//!   ([`node`]): 1 to 4 GPUs of any simulated model, each whole or (a model
+//!   with MIG) MIG-managed with a random layout, and the fleet's mixed node
+//!   (a B200 and an RTX PRO 6000 under `[mig]`, a GB200 and an L4 whole); `[mig] advertise` layout (slices made
 //!   at prepare or ahead) or partitionable; the DRA plugin's
 //!   `consumable_capacity` on or off.
 //! * The publication: GetInventory's answer built into ResourceSlices by the
@@ -294,6 +295,29 @@ fn run(case: &Case, real: Option<&Real>) -> Result<(), String> {
     }
     assert_eq!(node.claim_count(), 0, "claims left after every unprepare");
     Ok(())
+}
+
+/// The contract on the mixed node of the 2026 fleet (a B200 and a 4-slice
+/// RTX PRO 6000 under `[mig]`, a GB200 and an L4 whole) in each form
+/// `[mig] advertise` resolves to: the layout (slices made at prepare or
+/// ahead) and partitionable. `GPUSLICE_CONTRACT_CASES` / 2 cases each.
+#[test]
+fn sim_the_fleets_mixed_node_keeps_the_contract_in_every_advertise_mode() {
+    let real = Real::available();
+    for partitionable in [false, true] {
+        let config = Config {
+            cases: (cases() / 2).max(1),
+            source_file: Some(file!()),
+            ..Config::default()
+        };
+        let mut runner = TestRunner::new(config);
+        let result = runner.run(&cases::fleet_case(partitionable), |case| {
+            run(&case, real.as_ref()).map_err(TestCaseError::fail)
+        });
+        if let Err(err) = result {
+            panic!("partitionable {partitionable}: {err}");
+        }
+    }
 }
 
 #[test]
