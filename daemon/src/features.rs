@@ -17,7 +17,7 @@
 //! Pure: the inventory calls [`GpuFeatures::of`], the claim engine and the
 //! sharing configs refuse with a [`Missing`].
 
-use crate::gpu::{GpuInfo, MigSupport};
+use crate::gpu::{GpuInfo, MigProfile, MigSupport};
 
 /// The first compute capability MPS runs on.
 pub const MPS_MIN_CC: (u32, u32) = (3, 5);
@@ -50,6 +50,16 @@ impl GpuFeatures {
             clique: info.fabric.as_ref().and_then(|f| f.clique()),
         }
     }
+}
+
+/// The names of `profiles`, smallest first (memory slices, then compute
+/// slices, then the name): how users read a model's forms.
+pub fn profile_names(profiles: &[MigProfile]) -> Vec<String> {
+    let mut sorted: Vec<&MigProfile> = profiles.iter().collect();
+    sorted.sort_by(|a, b| {
+        (a.memory_slices, a.compute_slices, &a.name).cmp(&(b.memory_slices, b.compute_slices, &b.name))
+    });
+    sorted.into_iter().map(|p| p.name.clone()).collect()
 }
 
 /// Whether a GPU takes time-slice intervals, as gpuslice knows it.

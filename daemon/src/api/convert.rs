@@ -238,7 +238,7 @@ pub fn inventory_response(view: &NodeView) -> pb::GetInventoryResponse {
 fn features(gpu: &GpuDevice, timeslice: &TimeSliceSettings) -> pb::GpuFeatures {
     pb::GpuFeatures {
         mig: gpu.features.mig,
-        mig_profiles: gpu.model_profiles.iter().map(|p| p.name.clone()).collect(),
+        mig_profiles: crate::features::profile_names(&gpu.model_profiles),
         mps: gpu.features.mps,
         mps_limits: gpu.features.mps_limits,
         timeslice_settings: timeslice.to_string(),

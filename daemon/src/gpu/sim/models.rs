@@ -2,7 +2,7 @@
 //!
 //! Owns the [`SimModel`] names as they appear in the config, and the types of
 //! the per-model tables ([`ModelSpec`], [`GiProfile`], [`Placement`]). The
-//! numbers themselves live in `tables.rs`. Data only: no state, no I/O. The
+//! numbers themselves live in `tables/`. Data only: no state, no I/O. The
 //! MIG planner reads the same tables, so they must stay plain `'static` data.
 
 use serde::{Deserialize, Serialize};
