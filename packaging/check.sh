@@ -15,7 +15,10 @@
 #     gpusliced;
 #  5. a smoke test of each architecture's packaged binaries
 #     (packaging/smoke.py): --version, gpusliced on the sim backend until
-#     READY=1, `gpuslicectl status`, SIGTERM -> exit 0. arm64 runs under
+#     READY=1, `gpuslicectl status`, SIGTERM -> exit 0; again on the node
+#     EKS runs that architecture on (amd64: a simulated p6-b200.48xlarge;
+#     arm64: a p6e-gb200.36xlarge, whose GPUs must carry their clique),
+#     checked with `gpuslicectl gpus`. arm64 runs under
 #     qemu-user (qemu-aarch64, with libc6:arm64 from multiarch); without it the
 #     arm64 run is skipped, or fails when GPUSLICE_REQUIRE_TOOLS=1;
 #  6. an install test of the amd64 .deb on this host: dpkg -i, files,
@@ -174,10 +177,14 @@ for arch in amd64 arm64; do
 done
 echo "none of the $(wc -l <<<"$points") crash points and $(wc -l <<<"$hooks") test hooks is in either gpusliced"
 
-echo "== smoke test: amd64 (native), arm64 (qemu-user)"
+echo "== smoke test: amd64 (native, a p6-b200 node), arm64 (qemu-user, a GB200 node)"
 packaging/smoke.py "$vroot/amd64.deb/usr/bin"
+packaging/smoke.py --instance p6-b200.48xlarge:8 "$vroot/amd64.deb/usr/bin"
 if command -v qemu-aarch64 >/dev/null && [ -e "${qemu_sysroot%/}/lib/ld-linux-aarch64.so.1" ]; then
   packaging/smoke.py "$vroot/arm64.deb/usr/bin" qemu-aarch64 -L "$qemu_sysroot"
+  # The arm64 node EKS runs: p6e-gb200.36xlarge, four GB200s on two Grace
+  # sockets in one multi-node NVLink domain.
+  packaging/smoke.py --instance p6e-gb200.36xlarge:4 "$vroot/arm64.deb/usr/bin" qemu-aarch64 -L "$qemu_sysroot"
 elif [ "${GPUSLICE_REQUIRE_TOOLS:-}" = 1 ]; then
   fail "arm64 smoke test: needs qemu-aarch64 (apt qemu-user) and the arm64 glibc in $qemu_sysroot (apt libc6:arm64)"
 else
