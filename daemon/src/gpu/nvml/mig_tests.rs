@@ -98,6 +98,57 @@ fn nvml_mig_profiles_match_the_sim_tables() {
     assert!(compared > 0, "no GPU with a simulated model to compare");
 }
 
+/// Each GPU's facts, field by field, against the simulator's model of the
+/// same product (H100 and H200 on the lent machines; every model of the
+/// fleet where one is run): brand, architecture, compute capability,
+/// memory, MIG support, and what gpuslice makes of them (its features). The
+/// NVLink links and fabric depend on the machine, not the model: printed,
+/// and held only to their own rules (a fabric needs NVLink, a canonical
+/// cluster UUID).
+#[test]
+#[ignore = "needs an NVIDIA GPU and driver"]
+fn nvml_device_facts_match_the_sim_models() {
+    let nvml = open_real();
+    let mut compared = 0;
+    for gpu in conformance::all_gpus(&nvml) {
+        let Some(model) = SimModel::ALL
+            .into_iter()
+            .find(|m| m.spec().product_name == gpu.product_name)
+        else {
+            println!("GPU {} {}: no simulated model", gpu.index, gpu.product_name);
+            continue;
+        };
+        let sim = crate::gpu::sim::SimBackend::new(vec![model], "compare");
+        let modelled = sim.device_info(0).expect("the simulated GPU");
+        let facts = |g: &crate::gpu::GpuInfo| {
+            (
+                g.product_name.clone(),
+                g.brand.clone(),
+                g.architecture.clone(),
+                g.compute_capability,
+                g.memory_bytes,
+                g.mig == MigSupport::NotSupported,
+            )
+        };
+        assert_eq!(facts(&gpu), facts(&modelled), "GPU {} against {model}", gpu.index);
+        let features = crate::features::GpuFeatures::of;
+        let (real, sim) = (features(&gpu), features(&modelled));
+        assert_eq!(
+            (real.mig, real.mps, real.mps_limits),
+            (sim.mig, sim.mps, sim.mps_limits),
+            "GPU {} features against {model}",
+            gpu.index
+        );
+        println!(
+            "GPU {} {}: matches {model}; NVLink links {}, fabric {:?}",
+            gpu.index, gpu.product_name, gpu.nvlink_links, gpu.fabric
+        );
+        compared += 1;
+    }
+    conformance::capabilities(&nvml);
+    assert!(compared > 0, "no GPU with a simulated model to compare");
+}
+
 #[test]
 #[ignore = "creates and destroys MIG instances on GPU $GPUSLICE_NVML_MIG_GPU (MIG on, empty)"]
 fn nvml_mig_mutating() {
