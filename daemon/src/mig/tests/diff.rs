@@ -210,6 +210,18 @@ fn every_h100_state_against_a_spread_of_targets_diffs_minimally() {
     );
 }
 
+/// The 4-slice Blackwell, with its graphics and media variants (a +me.all
+/// beside -me slices only): every state against a spread of targets.
+#[test]
+fn every_rtx_pro_6000_state_against_a_spread_of_targets_diffs_minimally() {
+    let (planned, refused) = sweep(&geometry(SimModel::RTX_PRO_6000_96GB), 3);
+    println!("planned {planned}, refused {refused}");
+    assert!(
+        planned > 1000 && refused > 100,
+        "planned {planned}, refused {refused}"
+    );
+}
+
 #[test]
 fn matching_instances_stay_and_destroys_come_first() {
     let g = geometry(SimModel::H100_80GB);

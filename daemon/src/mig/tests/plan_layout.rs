@@ -87,7 +87,7 @@ fn foreign_instances_are_obstacles_unless_destroy_is_allowed() {
 
 #[test]
 fn every_reachable_layout_is_found_from_scratch_and_kept_in_place() {
-    for model in [SimModel::A30_24GB, SimModel::H100_80GB] {
+    for model in SimModel::with_mig() {
         let g = geometry(model);
         let states = reachable_states(&g);
         for (i, state) in states.iter().enumerate() {
