@@ -57,7 +57,11 @@ impl GpuFeatures {
 pub fn profile_names(profiles: &[MigProfile]) -> Vec<String> {
     let mut sorted: Vec<&MigProfile> = profiles.iter().collect();
     sorted.sort_by(|a, b| {
-        (a.memory_slices, a.compute_slices, &a.name).cmp(&(b.memory_slices, b.compute_slices, &b.name))
+        (a.memory_slices, a.compute_slices, &a.name).cmp(&(
+            b.memory_slices,
+            b.compute_slices,
+            &b.name,
+        ))
     });
     sorted.into_iter().map(|p| p.name.clone()).collect()
 }

@@ -28,15 +28,24 @@ fn gib(bytes: u64) -> String {
 /// The row of one instance shape, from the simulated node's inventory.
 fn row(shape: &InstanceShape) -> String {
     let models = vec![shape.model; usize::try_from(shape.gpus).expect("few GPUs")];
-    let backend = SimBackend::new(models, "fleet").with_instance(shape, &SimConfig::default().fabric());
+    let backend =
+        SimBackend::new(models, "fleet").with_instance(shape, &SimConfig::default().fabric());
     let inventory = Inventory::from_backend(&backend, &MigConfig::default(), &|_, _| {
         gpuslice::mig::Ownership::Foreign
     })
     .expect("the inventory of a simulated instance");
-    assert!(inventory.problems.is_empty(), "{}: {:?}", shape.name, inventory.problems);
+    assert!(
+        inventory.problems.is_empty(),
+        "{}: {:?}",
+        shape.name,
+        inventory.problems
+    );
     let gpu: &GpuDevice = inventory.gpus.first().expect("a GPU");
     assert!(
-        inventory.gpus.iter().all(|g| g.info.product_name == gpu.info.product_name),
+        inventory
+            .gpus
+            .iter()
+            .all(|g| g.info.product_name == gpu.info.product_name),
         "{}: one model",
         shape.name
     );

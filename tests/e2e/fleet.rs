@@ -42,7 +42,18 @@ fn write_instance(dir: &Path, instance: &str, extra: &str) {
          instance = \"{instance}\"\n",
         sim_root().display()
     );
-    std::fs::write(dir.join("gpuslice.toml"), text).expect("write config");
+    write(&dir.join("gpuslice.toml"), &text);
+}
+
+/// Writes a test's config file (not a durable file of gpuslice's).
+fn write(path: &Path, text: &str) {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .open(path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
+        .expect("write a test config");
 }
 
 /// `gpuslicectl --output json ARGS` against the socket: the document.
@@ -259,7 +270,7 @@ async fn sim_p6e_gb200_devices_carry_their_clique() {
                   clique_id = 7\n";
     let config = dir.path().join("gpuslice.toml");
     let text = std::fs::read_to_string(&config).expect("config");
-    std::fs::write(&config, format!("{text}{fabric}")).expect("write config");
+    write(&config, &format!("{text}{fabric}"));
     let daemon = Daemon::start_in(dir);
     let inventory = daemon
         .client()

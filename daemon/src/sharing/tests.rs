@@ -638,7 +638,7 @@ fn mps_and_its_limits_are_refused_on_gpus_without_them() {
         ..whole(GPU_A)
     };
     let plain = policy(mps(""));
-    assert!(validate_for_device("a", &plain["a"], &[pascal]).is_ok());
+    validate_for_device("a", &plain["a"], &[pascal]).unwrap();
     let err = validate_for_device("a", &plain["a"], &[kepler])
         .unwrap_err()
         .to_string();

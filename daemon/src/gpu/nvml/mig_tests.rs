@@ -130,7 +130,12 @@ fn nvml_device_facts_match_the_sim_models() {
                 g.mig == MigSupport::NotSupported,
             )
         };
-        assert_eq!(facts(&gpu), facts(&modelled), "GPU {} against {model}", gpu.index);
+        assert_eq!(
+            facts(&gpu),
+            facts(&modelled),
+            "GPU {} against {model}",
+            gpu.index
+        );
         let features = crate::features::GpuFeatures::of;
         let (real, sim) = (features(&gpu), features(&modelled));
         assert_eq!(
