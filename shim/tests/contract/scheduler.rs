@@ -35,8 +35,10 @@ pub enum Answer {
     No,
     /// The scheduler refuses the claims (its Filter errs), saying why.
     Refused(String),
-    /// The real allocator's search ran past its budget ([`crate::real`]),
-    /// where kube-scheduler runs into its filter timeout.
+    /// The search ran past its budget (the selector allocator's step
+    /// limit, or the real allocator's, [`crate::real`]), where kube-scheduler
+    /// runs into its filter timeout: the pod is not allocated, and where the
+    /// other allocator found an answer, that one must prepare.
     GaveUp(String),
 }
 
@@ -141,6 +143,7 @@ pub fn schedule(
         Err(e @ (AllocateError::TooManyDevices { .. } | AllocateError::AllConstrained { .. })) => {
             Answer::Refused(e.to_string())
         }
+        Err(e @ AllocateError::StepLimit(_)) => Answer::GaveUp(e.to_string()),
         Err(e) => panic!("the allocator refused the case: {e}"),
     }
 }
