@@ -191,7 +191,7 @@ fn enforcement(rounds: usize) -> (Vec<f64>, Vec<f64>) {
             claim_uid: A.to_owned(),
             claim: "bench/a".to_owned(),
             device: "gpu-0".to_owned(),
-            sharing: "timeslicing",
+            sharing: Some(gpuslice::state::AccessKind::TimeSlicing),
             pid,
             start_time: procfs.start_time_of(pid).expect("start time"),
             comm: "sleep".to_owned(),

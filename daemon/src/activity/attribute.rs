@@ -134,7 +134,7 @@ pub fn attribute(inputs: &Inputs<'_>) -> Attribution {
             inputs.last_active.get(&claim.uid).copied()
         };
         for (d, device) in claim.devices.iter().enumerate() {
-            let shared = matches!(device.sharing, "mps" | "timeslicing");
+            let shared = device.sharing.shares_gpus();
             if shared && device.memory_share.is_some_and(|s| device.memory_used > s) {
                 out.overshares.push(OverShare {
                     claim: c,

@@ -2,9 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::state::{
-    ClaimRecord, DeviceKind, DeviceSharing, MigSlice, MpsSharing, Phase, RecordDevice,
-};
+use crate::state::{ClaimRecord, DeviceSharing, MigSlice, MpsSharing, Phase, RecordDevice};
 
 pub const A: &str = "aaaaaaaa-0000-4000-8000-000000000001";
 pub const B: &str = "bbbbbbbb-0000-4000-8000-000000000002";
@@ -34,7 +32,6 @@ pub fn whole(name: &str, uuid: &str) -> RecordDevice {
     RecordDevice {
         device: name.to_owned(),
         uuid: uuid.to_owned(),
-        kind: DeviceKind::Exclusive,
         mig: None,
         restore_mig_mode: false,
         request_names: vec!["r".to_owned()],
@@ -49,7 +46,6 @@ pub fn whole(name: &str, uuid: &str) -> RecordDevice {
 /// Whole GPU shared by time-slicing.
 pub fn timesliced(name: &str, uuid: &str) -> RecordDevice {
     RecordDevice {
-        kind: DeviceKind::Shared,
         sharing: Some(DeviceSharing::Timeslicing {
             interval: crate::sharing::TimeSliceInterval::Default,
         }),
@@ -60,7 +56,6 @@ pub fn timesliced(name: &str, uuid: &str) -> RecordDevice {
 /// Whole GPU shared by MPS, with an optional memory share and pinned limit.
 pub fn mps(name: &str, uuid: &str, share: Option<u64>, pinned: Option<u64>) -> RecordDevice {
     RecordDevice {
-        kind: DeviceKind::Shared,
         sharing: Some(DeviceSharing::Mps(MpsSharing {
             devices: vec![name.to_owned()],
             active_thread_percentage: None,
@@ -76,7 +71,6 @@ pub fn mps(name: &str, uuid: &str, share: Option<u64>, pinned: Option<u64>) -> R
 /// MIG slice `name` of the GPU `uuid`, GPU instance `gi`.
 pub fn slice(name: &str, uuid: &str, gi: u32) -> RecordDevice {
     RecordDevice {
-        kind: DeviceKind::Mig,
         mig: Some(MigSlice {
             profile: "3g.40gb".to_owned(),
             profile_id: 9,

@@ -13,10 +13,10 @@
 
 use std::collections::BTreeMap;
 
-use crate::claims::ClaimKind;
 use crate::inventory::Inventory;
 use crate::sharing::ClaimLimits;
-use crate::state::{ClaimRecord, DeviceKind, DeviceSharing, RecordDevice};
+use crate::state::AccessKind;
+use crate::state::{ClaimRecord, DeviceSharing, RecordDevice};
 
 /// One device of a prepared claim.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,8 +33,8 @@ pub struct HeldDevice {
     pub uuid: String,
     /// The slice's GPU instance id; `None` for a whole GPU.
     pub gpu_instance: Option<u32>,
-    /// "exclusive", "mig", "mps" or "timeslicing".
-    pub sharing: &'static str,
+    /// How the device is used.
+    pub sharing: AccessKind,
     /// The claim's memory share, for a device it shares (MPS, time-slicing).
     pub memory_share: Option<u64>,
     /// Memory of the device (GPU or slice), in bytes; 0 when unknown.
@@ -55,7 +55,7 @@ pub struct HeldClaim {
     /// The claim's name.
     pub name: String,
     /// How it shares its devices.
-    pub kind: ClaimKind,
+    pub kind: AccessKind,
     /// Unix seconds of the prepare.
     pub prepared_at: i64,
     /// Its devices, in record order.
@@ -73,7 +73,7 @@ pub fn held_claims(records: &[ClaimRecord], inventory: &Inventory) -> Vec<HeldCl
             uid: r.uid.clone(),
             namespace: r.namespace.clone(),
             name: r.name.clone(),
-            kind: ClaimKind::of(r),
+            kind: AccessKind::of_claim(r),
             prepared_at: r.prepared_at,
             devices: r
                 .devices
@@ -120,13 +120,12 @@ fn held_device(device: &RecordDevice, inventory: &Inventory, holders: &Holders) 
             .map_or(0, |p| p.memory_bytes),
         None => gpu.map_or(0, |g| g.info.memory_bytes),
     };
-    let sharing = sharing_label(device);
-    let memory_share = match sharing {
-        "mps" | "timeslicing" => {
-            let sharers = holders.get(&device_key(device)).copied().unwrap_or(1);
-            share(device, memory_total, sharers)
-        }
-        _ => None,
+    let sharing = AccessKind::of_device(device);
+    let memory_share = if sharing.shares_gpus() {
+        let sharers = holders.get(&device_key(device)).copied().unwrap_or(1);
+        share(device, memory_total, sharers)
+    } else {
+        None
     };
     HeldDevice {
         device: device.device.clone(),
@@ -142,16 +141,6 @@ fn held_device(device: &RecordDevice, inventory: &Inventory, holders: &Holders) 
         memory_total,
         pool: device.pool.clone(),
         share_id: device.share_id.clone(),
-    }
-}
-
-/// "mps" or "timeslicing" for a shared device, else "mig" or "exclusive".
-fn sharing_label(device: &RecordDevice) -> &'static str {
-    match (&device.sharing, device.kind) {
-        (Some(DeviceSharing::Mps(_)), _) => "mps",
-        (Some(DeviceSharing::Timeslicing { .. }), _) => "timeslicing",
-        (None, DeviceKind::Mig) => "mig",
-        (None, _) => "exclusive",
     }
 }
 

@@ -28,14 +28,14 @@ pub fn kept_series(
 mod tests {
     use super::{kept_series, series_dropped};
     use crate::activity::snapshot::{ActivitySnapshot, ClaimActivity, DeviceActivity};
-    use crate::claims::ClaimKind;
+    use crate::state::AccessKind;
 
     fn claim(uid: &str, devices: usize) -> ClaimActivity {
         ClaimActivity {
             uid: uid.to_owned(),
             namespace: "ns".to_owned(),
             name: uid.to_owned(),
-            kind: ClaimKind::Exclusive,
+            kind: AccessKind::Exclusive,
             prepared_at: 0,
             last_active: None,
             sampled: true,
@@ -44,7 +44,7 @@ mod tests {
                     device: format!("gpu-{i}"),
                     gpu: format!("gpu-{i}"),
                     uuid: String::new(),
-                    sharing: "exclusive",
+                    sharing: AccessKind::Exclusive,
                     memory_used: 0,
                     memory_share: None,
                     memory_total: 0,

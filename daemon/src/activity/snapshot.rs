@@ -5,7 +5,7 @@
 //! what `[limits]` has done (counts, and the last action per claim device).
 //! Plain data, read by the metrics, the gRPC API and `gpuslicectl`.
 
-use crate::claims::ClaimKind;
+use crate::state::AccessKind;
 
 /// One sample of the node, whole. `Default` is "sampling off, nothing seen".
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -47,7 +47,7 @@ pub struct ClaimActivity {
     /// The claim's name.
     pub name: String,
     /// How it shares its devices.
-    pub kind: ClaimKind,
+    pub kind: AccessKind,
     /// Unix seconds of the prepare.
     pub prepared_at: i64,
     /// Unix seconds of the last sample that found the claim active (see
@@ -89,8 +89,8 @@ pub struct DeviceActivity {
     /// The device's own UUID: the GPU's, or the slice's MIG UUID ("" while
     /// the slice has none).
     pub uuid: String,
-    /// How the device is shared: "exclusive", "mig", "mps", "timeslicing".
-    pub sharing: &'static str,
+    /// How the device is used.
+    pub sharing: AccessKind,
     /// Memory the claim's processes use on the device, in bytes.
     pub memory_used: u64,
     /// The claim's memory share of the device, where it shares one (MPS

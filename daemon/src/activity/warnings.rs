@@ -5,6 +5,7 @@
 use super::attribute::Attribution;
 use super::episodes::{Condition, Counter};
 use super::snapshot::{ClaimActivity, UnclaimedProcess, WarningKind};
+use crate::state::AccessKind;
 
 /// Every condition `attribution` shows.
 pub fn conditions(attribution: &Attribution) -> Vec<Condition> {
@@ -22,7 +23,7 @@ fn overshare(claim: &ClaimActivity, device: usize) -> Option<Condition> {
     let share = d.memory_share?;
     Some(Condition {
         kind: WarningKind::OverShare,
-        counter: if d.sharing == "mps" {
+        counter: if d.sharing == AccessKind::Mps {
             Counter::OverShareMps
         } else {
             Counter::OverShareTimeslicing

@@ -17,6 +17,7 @@ use super::node::ClaimAdvice;
 use super::rule::Form;
 use crate::gpu::{MigProfile, Placement};
 use crate::mig::{ForeignPolicy, MigGeometry, Occupancy, Occupant, Ownership, plan_layout};
+use crate::state::AccessKind;
 
 /// One whole GPU as the what-if sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,8 +84,8 @@ struct Plan<'a> {
     on: BTreeMap<&'a str, BTreeSet<&'a str>>,
     /// GPU name → MIG profiles added.
     added: BTreeMap<&'a str, Vec<&'a str>>,
-    /// GPU name → ("mps" | "timeslicing", memory, threads) added.
-    shared: BTreeMap<&'a str, (&'static str, u64, u32)>,
+    /// GPU name → (MPS or time-slicing, memory, threads) added.
+    shared: BTreeMap<&'a str, (AccessKind, u64, u32)>,
     moves: Vec<String>,
     mig_layouts: BTreeSet<&'a str>,
 }
@@ -165,9 +166,14 @@ impl<'a> Plan<'a> {
             Form::Mps {
                 memory_bytes,
                 thread_percentage,
-            } => self.place_shared(&same_model, "mps", *memory_bytes, *thread_percentage),
+            } => self.place_shared(
+                &same_model,
+                AccessKind::Mps,
+                *memory_bytes,
+                *thread_percentage,
+            ),
             Form::TimeSlice { memory_bytes, .. } => {
-                self.place_shared(&same_model, "timeslicing", *memory_bytes, 0)
+                self.place_shared(&same_model, AccessKind::TimeSlicing, *memory_bytes, 0)
             }
             Form::Abstain | Form::Keep | Form::GiveBack => None,
         };
@@ -261,7 +267,7 @@ impl<'a> Plan<'a> {
     fn place_shared(
         &mut self,
         same_model: &[&'a GpuState],
-        kind: &'static str,
+        kind: AccessKind,
         memory: u64,
         threads: u32,
     ) -> Option<(&'a str, String)> {
@@ -278,7 +284,7 @@ impl<'a> Plan<'a> {
             let same = plan.shared.contains_key(g.name.as_str()) && k == kind;
             (fresh || same)
                 && used.saturating_add(memory) <= g.memory_bytes
-                && (kind != "mps" || used_threads + threads <= 100)
+                && (kind != AccessKind::Mps || used_threads + threads <= 100)
         };
         let mut candidates: Vec<&'a GpuState> = same_model.to_vec();
         candidates.sort_by_key(|g| !self.shared.contains_key(g.name.as_str()));
@@ -286,7 +292,7 @@ impl<'a> Plan<'a> {
         let entry = self.shared.entry(&gpu.name).or_insert((kind, 0, 0));
         entry.1 = entry.1.saturating_add(memory);
         entry.2 += threads;
-        Some((&gpu.name, kind.to_owned()))
+        Some((&gpu.name, kind.to_string()))
     }
 
     /// "gpu-3 [1g.10gb×2, 3g.40gb]".

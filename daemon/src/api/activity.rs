@@ -103,7 +103,7 @@ fn device(d: &DeviceActivity, last_action: Option<&LimitAction>) -> pb::DeviceAc
         device: d.device.clone(),
         gpu: d.gpu.clone(),
         uuid: d.uuid.clone(),
-        sharing: d.sharing.to_owned(),
+        sharing: d.sharing.to_string(),
         memory_used_bytes: d.memory_used,
         memory_share_bytes: d.memory_share,
         memory_total_bytes: d.memory_total,

@@ -12,7 +12,7 @@ use crate::inventory::{
     mig_attributes, mig_capacity, slice_consumption, whole_gpu_attributes,
 };
 use crate::sharing::ConfigSource;
-use crate::state::{ClaimRecord, DeviceSharing, RecordDevice};
+use crate::state::{AccessKind, ClaimRecord, DeviceSharing, RecordDevice};
 
 pub use super::status::error;
 
@@ -124,21 +124,20 @@ fn prepared_devices(record: &ClaimRecord) -> Vec<pb::PreparedDevice> {
         .collect()
 }
 
-/// "exclusive", "mig", "mps", "mps, memory 20.0 GiB", "timeslicing Long".
+/// The device's kind of access, with what qualifies it: "exclusive",
+/// "mig", "mps", "mps, memory 20.0 GiB", "timeslicing Long".
 fn sharing_words(d: &RecordDevice) -> String {
-    match (&d.sharing, d.mig.is_some()) {
-        (None, false) => "exclusive".to_owned(),
-        (None, true) => "mig".to_owned(),
-        (Some(DeviceSharing::Timeslicing { interval }), _) => {
-            format!("timeslicing {interval}")
-        }
-        (Some(DeviceSharing::Mps(mps)), _) => match mps.memory_share {
+    let kind = AccessKind::of_device(d);
+    match &d.sharing {
+        Some(DeviceSharing::Timeslicing { interval }) => format!("{kind} {interval}"),
+        Some(DeviceSharing::Mps(mps)) => match mps.memory_share {
             Some(bytes) => format!(
-                "mps, memory {:.1} GiB",
+                "{kind}, memory {:.1} GiB",
                 bytes as f64 / f64::from(1u32 << 30)
             ),
-            None => "mps".to_owned(),
+            None => kind.to_string(),
         },
+        None => kind.to_string(),
     }
 }
 

@@ -20,7 +20,9 @@ fn gpu(view: GpuSharingView) -> pb::GpuSharing {
     pb::GpuSharing {
         device: view.device,
         uuid: view.uuid,
-        mode: view.mode.to_owned(),
+        mode: view
+            .mode
+            .map_or_else(|| "none".to_owned(), |kind| kind.to_string()),
         compute_mode: view
             .compute_mode
             .map(|mode| mode.to_string())

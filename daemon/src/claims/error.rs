@@ -4,10 +4,10 @@
 
 use gpuslice_cdi::atomic::AtomicError;
 
-use super::table::SharedMode;
 use crate::gpu::GpuError;
 use crate::mps::MpsError;
 use crate::sharing::SharingError;
+use crate::state::AccessKind;
 use crate::state::StateError;
 use crate::timeslice::TimeSliceError;
 
@@ -77,17 +77,18 @@ pub enum ClaimError {
     /// The GPU is shared by other claims, and this claim does not share it
     /// the same way (or asks for it whole, or for a slice of it).
     #[error(
-        "device {device} is shared under {mode} by claim {holder}; only a claim with a matching \
+        "device {device} is shared under {} by claim {holder}; only a claim with a matching \
          sharing config (opaque GpuConfig with sharing.strategy) can join it: add one, or \
-         allocate another device"
+         allocate another device",
+        .mode.words()
     )]
     GpuShared {
         /// The device asked for.
         device: String,
         /// A claim sharing it.
         holder: String,
-        /// How it is shared.
-        mode: SharedMode,
+        /// How it is shared: MPS or time-slicing.
+        mode: AccessKind,
     },
     /// A new claim names a whole GPU that is offered as slices only (a
     /// MIG-managed GPU in layout mode).

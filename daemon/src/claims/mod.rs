@@ -57,10 +57,9 @@ pub use error::ClaimError;
 pub use health::Cleared;
 pub use reconcile::ReconcileReport;
 pub use request::{ConfigRequest, DeviceRequest, PrepareRequest, validate_uid};
-pub use table::SharedMode;
 pub use view::claim_health::UnhealthyDevice;
 pub use view::sharing::{DaemonView, GpuSharingView};
-pub use view::usage::{ClaimKind, NodeUsage, SliceState, SliceUse};
+pub use view::usage::{NodeUsage, SliceState, SliceUse};
 pub use view::{
     DeviceAt, DeviceState, GpuMigView, MigHolder, MigInstanceView, NodeView, UnreadableState,
 };

@@ -26,7 +26,7 @@ use super::{Engine, Prepared, lock, spec};
 use crate::cdi_build::{cdi_device_id, spec_file_name};
 use crate::inventory::{DeviceRef, Inventory};
 use crate::sharing::ClaimLimits;
-use crate::state::{ClaimRecord, DeviceKind, DeviceSharing, MigSlice, Phase, RecordDevice};
+use crate::state::{ClaimRecord, DeviceSharing, MigSlice, Phase, RecordDevice};
 
 impl Engine {
     /// Prepares the claim, or returns what an earlier prepare of the same
@@ -214,11 +214,6 @@ impl Engine {
             .map(|((d, device), sharing)| RecordDevice {
                 device: d.device.clone(),
                 uuid: device.gpu().info.uuid.clone(),
-                kind: match (device, &sharing) {
-                    (DeviceRef::Gpu(_), None) => DeviceKind::Exclusive,
-                    (DeviceRef::Gpu(_), Some(_)) => DeviceKind::Shared,
-                    (DeviceRef::Mig(..), _) => DeviceKind::Mig,
-                },
                 mig: match device {
                     DeviceRef::Gpu(_) => None,
                     DeviceRef::Mig(m, _) => Some(MigSlice {

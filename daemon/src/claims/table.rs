@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, HashMap};
 use super::error::ClaimError;
 use crate::gpu::Placement;
 use crate::inventory::DeviceRef;
-use crate::state::{ClaimRecord, DeviceSharing, RecordDevice};
+use crate::state::{AccessKind, ClaimRecord, DeviceSharing, RecordDevice};
 
 /// What a claim takes of one GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,20 +22,9 @@ pub enum Share {
     Whole,
     /// The MIG slice at this placement.
     Slice(Placement),
-    /// The whole GPU, shared with other claims that share it too.
-    Shared(SharedMode),
-}
-
-/// How a shared whole GPU is shared; its text ("MPS" or "time-slicing") is
-/// for messages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::IntoStaticStr)]
-pub enum SharedMode {
-    /// Under an MPS control daemon.
-    #[strum(to_string = "MPS")]
-    Mps,
-    /// Under compute time-slicing.
-    #[strum(to_string = "time-slicing")]
-    Timeslicing,
+    /// The whole GPU, shared with other claims that share it too (under MPS
+    /// or time-slicing).
+    Shared(AccessKind),
 }
 
 impl Share {
@@ -77,7 +66,10 @@ impl Want {
     pub fn of_device(device: &DeviceRef<'_>, sharing: Option<&DeviceSharing>) -> Want {
         let (name, share) = match (device, sharing) {
             (DeviceRef::Gpu(g), None) => (g.name.clone(), Share::Whole),
-            (DeviceRef::Gpu(g), Some(sharing)) => (g.name.clone(), Share::Shared(mode(sharing))),
+            (DeviceRef::Gpu(g), Some(sharing)) => (
+                g.name.clone(),
+                Share::Shared(AccessKind::of_sharing(sharing)),
+            ),
             (DeviceRef::Mig(m, _), _) => (m.name.clone(), Share::Slice(m.placement)),
         };
         Want {
@@ -96,20 +88,13 @@ impl Want {
                 size: m.size,
             }),
             (None, None) => Share::Whole,
-            (None, Some(sharing)) => Share::Shared(mode(sharing)),
+            (None, Some(sharing)) => Share::Shared(AccessKind::of_sharing(sharing)),
         };
         Want {
             gpu_uuid: device.uuid.clone(),
             device: device.device.clone(),
             share,
         }
-    }
-}
-
-fn mode(sharing: &DeviceSharing) -> SharedMode {
-    match sharing {
-        DeviceSharing::Mps(_) => SharedMode::Mps,
-        DeviceSharing::Timeslicing { .. } => SharedMode::Timeslicing,
     }
 }
 
@@ -305,7 +290,7 @@ mod tests {
     #[test]
     fn mig_changes_count_slices_and_whole_gpus_taken_and_freed_only() {
         let mut t = ClaimTable::default();
-        let mps = Share::Shared(SharedMode::Mps);
+        let mps = Share::Shared(AccessKind::Mps);
         t.reserve("m", &[want("gpu-0", mps)]).unwrap();
         t.release("m", ["GPU-a"]);
         assert_eq!(t.mig_changes(), 0, "sharing is not a MIG change");
@@ -338,13 +323,13 @@ mod tests {
     #[test]
     fn shared_holdings_coexist_and_exclude_everything_else() {
         let mut t = ClaimTable::default();
-        let mps = Share::Shared(SharedMode::Mps);
+        let mps = Share::Shared(AccessKind::Mps);
         t.reserve("a", &[want("gpu-0", mps)]).unwrap();
         t.reserve("b", &[want("gpu-0", mps)]).unwrap();
         for other in [Share::Whole, slice(0, 1)] {
             let err = t.reserve("c", &[want("x", other)]).unwrap_err();
             assert!(
-                matches!(err, ClaimError::GpuShared { ref holder, mode: SharedMode::Mps, .. } if holder == "a"),
+                matches!(err, ClaimError::GpuShared { ref holder, mode: AccessKind::Mps, .. } if holder == "a"),
                 "{err}"
             );
         }

@@ -11,9 +11,9 @@
 //! (`prepare`).
 
 use super::access::Access;
-#[cfg(test)]
-use super::access::Kind;
 use super::keyed::KeyGuard;
+#[cfg(test)]
+use crate::state::AccessKind;
 
 /// One thing to undo.
 #[derive(Debug)]
@@ -65,13 +65,13 @@ impl<'a> Undo<'a> {
 
     /// The kinds of the steps, for tests.
     #[cfg(test)]
-    fn kinds(&self) -> Vec<(&'static str, Option<Kind>)> {
+    fn kinds(&self) -> Vec<(&'static str, Option<AccessKind>)> {
         self.steps.iter().map(describe).collect()
     }
 }
 
 #[cfg(test)]
-fn describe(step: &Step<'_>) -> (&'static str, Option<Kind>) {
+fn describe(step: &Step<'_>) -> (&'static str, Option<AccessKind>) {
     match step {
         Step::Table => ("table", None),
         Step::GpuLocks(_) => ("gpu locks", None),
@@ -88,7 +88,7 @@ mod tests {
     use crate::claims::access::{Exclusive, Mig, Mps, TimeSlice};
     use crate::claims::keyed::KeyedLocks;
 
-    fn unwound(undo: Undo<'_>) -> Vec<(&'static str, Option<Kind>)> {
+    fn unwound(undo: Undo<'_>) -> Vec<(&'static str, Option<AccessKind>)> {
         let mut seen = Vec::new();
         undo.unwind(|step| seen.push(describe(&step)));
         seen
@@ -110,10 +110,10 @@ mod tests {
         assert_eq!(
             unwound(undo),
             [
-                ("release", Some(Kind::TimeSlice)),
-                ("release", Some(Kind::Mig)),
+                ("release", Some(AccessKind::TimeSlicing)),
+                ("release", Some(AccessKind::Mig)),
                 ("record", None),
-                ("unreserve", Some(Kind::Mps)),
+                ("unreserve", Some(AccessKind::Mps)),
                 ("gpu locks", None),
                 ("table", None),
             ]
@@ -134,8 +134,8 @@ mod tests {
             undo.kinds(),
             [
                 ("table", None),
-                ("unreserve", Some(Kind::Exclusive)),
-                ("release", Some(Kind::Mps)),
+                ("unreserve", Some(AccessKind::Exclusive)),
+                ("release", Some(AccessKind::Mps)),
                 ("spec", None),
             ]
         );
@@ -143,8 +143,8 @@ mod tests {
             unwound(undo),
             [
                 ("spec", None),
-                ("release", Some(Kind::Mps)),
-                ("unreserve", Some(Kind::Exclusive)),
+                ("release", Some(AccessKind::Mps)),
+                ("unreserve", Some(AccessKind::Exclusive)),
                 ("table", None),
             ]
         );

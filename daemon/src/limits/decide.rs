@@ -20,6 +20,7 @@
 //!    gpusliced's own pid, a name in `unclaimed_exempt`, or a process
 //!    already ended and still listed (under either kind).
 
+use crate::state::AccessKind;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::activity::attribute::ProcView;
@@ -93,8 +94,9 @@ pub struct Decision {
     pub claim: String,
     /// The device.
     pub device: String,
-    /// How the device is shared (over-share), or "".
-    pub sharing: &'static str,
+    /// How the device is shared (over-share); `None` for an unclaimed
+    /// process.
+    pub sharing: Option<AccessKind>,
     /// The process.
     pub pid: u32,
     /// Its start time in this sample.
@@ -230,7 +232,7 @@ impl Decider {
             claim_uid: claim.uid.clone(),
             claim: format!("{}/{}", claim.namespace, claim.name),
             device: d.device.clone(),
-            sharing: d.sharing,
+            sharing: Some(d.sharing),
             pid: target.pid,
             start_time: info.start_time,
             comm: info.name.clone(),
@@ -280,7 +282,7 @@ impl Decider {
             claim_uid: String::new(),
             claim: String::new(),
             device: u.device.clone(),
-            sharing: "",
+            sharing: None,
             pid,
             start_time: info.start_time,
             comm: info.name.clone(),

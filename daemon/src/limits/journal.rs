@@ -34,7 +34,7 @@ pub fn message(
             bytes(d.claim_memory_used),
             d.device,
             d.over_for_s,
-            d.sharing,
+            d.sharing.map_or("", <&str>::from),
             d.share.map_or_else(|| "?".to_owned(), bytes),
         ),
         WarningKind::Unclaimed => format!(

@@ -66,7 +66,7 @@ fn claim_device(families: &ActivityFamilies, claim: &ClaimActivity, device: &Dev
         name: claim.name.clone(),
         uid: claim.uid.clone(),
         device: device.device.clone(),
-        sharing: device.sharing,
+        sharing: device.sharing.into(),
     };
     families
         .memory_used

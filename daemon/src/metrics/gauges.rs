@@ -12,8 +12,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use strum::VariantArray;
 
 use super::families::{Families, KindLabels, SliceLabels, StateLabels};
-use crate::claims::{ClaimKind, NodeUsage, SliceState};
+use crate::claims::{NodeUsage, SliceState};
 use crate::mps::DaemonState;
+use crate::state::AccessKind;
 
 fn count(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
@@ -21,7 +22,7 @@ fn count(n: usize) -> i64 {
 
 /// Sets the gauges from `usage`.
 pub fn apply(families: &Families, usage: &NodeUsage) {
-    for &kind in ClaimKind::VARIANTS {
+    for &kind in AccessKind::VARIANTS {
         let n = usage.claims.iter().filter(|k| **k == kind).count();
         families
             .claims

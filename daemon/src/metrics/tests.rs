@@ -10,8 +10,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::{Format, Metrics, Outcome, UsageSource};
-use crate::claims::{ClaimKind, NodeUsage, SliceState, SliceUse};
+use crate::claims::{NodeUsage, SliceState, SliceUse};
 use crate::mps::DaemonState;
+use crate::state::AccessKind;
 use format_rules::{Sample, check_openmetrics, check_prometheus, samples};
 
 /// A source that always answers the same snapshot.
@@ -41,7 +42,7 @@ fn slice(gpu: &str, profile: &str, state: SliceState) -> SliceUse {
 
 pub(super) fn busy_node() -> NodeUsage {
     NodeUsage {
-        claims: vec![ClaimKind::Exclusive, ClaimKind::Mig, ClaimKind::Mig],
+        claims: vec![AccessKind::Exclusive, AccessKind::Mig, AccessKind::Mig],
         mig_slices: vec![
             slice("gpu-0", "1g.10gb", SliceState::Held),
             slice("gpu-0", "1g.10gb", SliceState::Free),

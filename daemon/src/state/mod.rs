@@ -6,17 +6,19 @@
 //! is the claim engine's reconcile. It also owns the state dir's lock
 //! (`lock`): one gpusliced per state dir.
 
+mod access_kind;
 mod advisory;
 mod boot;
 mod lock;
 mod record;
 mod store;
 
+pub use access_kind::AccessKind;
 pub use advisory::write_advisory;
 pub use boot::{BOOT_ID_PATH, read_boot_id};
 pub use lock::{LOCK_FILE, LockError, StateLock, parse_pid};
 pub use record::{
-    ClaimRecord, DeviceKind, DeviceSharing, MigSlice, MpsSharing, Phase, RECORD_VERSION,
-    RECORD_VERSION_PLAIN, RecordDevice,
+    ClaimRecord, DeviceSharing, MigSlice, MpsSharing, Phase, RECORD_VERSION, RECORD_VERSION_PLAIN,
+    RecordDevice,
 };
 pub use store::{LoadedRecords, StateError, Store};

@@ -7,12 +7,12 @@ use crate::activity::fixtures::{A, B, C, GIB};
 use crate::activity::held::{HeldClaim, HeldDevice};
 use crate::activity::marker::EnvironMarks;
 use crate::activity::procfs::ProcInfo;
-use crate::claims::ClaimKind;
 use crate::gpu::{GpuProcess, MemoryUse, ProcessUtilization};
+use crate::state::AccessKind;
 
 const NOW: i64 = 5_000;
 
-fn whole(index: u32, sharing: &'static str, share: Option<u64>) -> HeldDevice {
+fn whole(index: u32, sharing: AccessKind, share: Option<u64>) -> HeldDevice {
     HeldDevice {
         device: format!("gpu-{index}"),
         gpu: format!("gpu-{index}"),
@@ -32,13 +32,13 @@ fn slice(index: u32, gi: u32) -> HeldDevice {
         device: format!("gpu-{index}-mig-3g40gb-{gi}"),
         gpu_instance: Some(gi),
         uuid: format!("MIG-{gi}"),
-        sharing: "mig",
+        sharing: AccessKind::Mig,
         memory_total: 0,
-        ..whole(index, "mig", None)
+        ..whole(index, AccessKind::Mig, None)
     }
 }
 
-fn claim(uid: &str, kind: ClaimKind, devices: Vec<HeldDevice>) -> HeldClaim {
+fn claim(uid: &str, kind: AccessKind, devices: Vec<HeldDevice>) -> HeldClaim {
     HeldClaim {
         uid: uid.to_owned(),
         namespace: "ns".to_owned(),
@@ -125,8 +125,8 @@ fn run(
 fn a_marked_process_on_its_claims_gpu_is_the_claims() {
     let claims = [claim(
         A,
-        ClaimKind::Exclusive,
-        vec![whole(0, "exclusive", None)],
+        AccessKind::Exclusive,
+        vec![whole(0, AccessKind::Exclusive, None)],
     )];
     let out = run(
         &claims,
@@ -154,8 +154,8 @@ fn a_marked_process_on_its_claims_gpu_is_the_claims() {
 fn unclaimed_processes_say_why() {
     let claims = [claim(
         A,
-        ClaimKind::Exclusive,
-        vec![whole(0, "exclusive", None)],
+        AccessKind::Exclusive,
+        vec![whole(0, AccessKind::Exclusive, None)],
     )];
     let out = run(
         &claims,
@@ -195,7 +195,11 @@ fn unclaimed_processes_say_why() {
 
 #[test]
 fn the_mps_daemon_is_neither_claimed_nor_unclaimed() {
-    let claims = [claim(A, ClaimKind::Mps, vec![whole(0, "mps", Some(GIB))])];
+    let claims = [claim(
+        A,
+        AccessKind::Mps,
+        vec![whole(0, AccessKind::Mps, Some(GIB))],
+    )];
     let daemon = Ok(ProcInfo {
         name: "nvidia-cuda-mps-server".to_owned(),
         marks: EnvironMarks {
@@ -217,7 +221,7 @@ fn the_mps_daemon_is_neither_claimed_nor_unclaimed() {
 
 #[test]
 fn slices_match_by_gpu_instance_and_any_process_makes_them_active() {
-    let claims = [claim(A, ClaimKind::Mig, vec![slice(0, 2)])];
+    let claims = [claim(A, AccessKind::Mig, vec![slice(0, 2)])];
     let out = run(
         &claims,
         &[gpu(
@@ -247,7 +251,7 @@ fn slices_match_by_gpu_instance_and_any_process_makes_them_active() {
 
 #[test]
 fn a_whole_gpu_process_does_not_belong_to_a_slice_claim() {
-    let claims = [claim(A, ClaimKind::Mig, vec![slice(0, 2)])];
+    let claims = [claim(A, AccessKind::Mig, vec![slice(0, 2)])];
     let out = run(
         &claims,
         &[gpu(0, vec![process(10, GIB)], None)],
@@ -263,13 +267,13 @@ fn a_process_naming_two_claims_on_one_gpu_goes_to_the_first_by_uid() {
     let claims = [
         claim(
             A,
-            ClaimKind::TimeSlicing,
-            vec![whole(0, "timeslicing", Some(40 * GIB))],
+            AccessKind::TimeSlicing,
+            vec![whole(0, AccessKind::TimeSlicing, Some(40 * GIB))],
         ),
         claim(
             B,
-            ClaimKind::TimeSlicing,
-            vec![whole(0, "timeslicing", Some(40 * GIB))],
+            AccessKind::TimeSlicing,
+            vec![whole(0, AccessKind::TimeSlicing, Some(40 * GIB))],
         ),
     ];
     let out = run(
@@ -285,8 +289,16 @@ fn a_process_naming_two_claims_on_one_gpu_goes_to_the_first_by_uid() {
 #[test]
 fn an_idle_sampled_claim_keeps_its_last_active_time() {
     let claims = [
-        claim(A, ClaimKind::Exclusive, vec![whole(0, "exclusive", None)]),
-        claim(B, ClaimKind::Exclusive, vec![whole(1, "exclusive", None)]),
+        claim(
+            A,
+            AccessKind::Exclusive,
+            vec![whole(0, AccessKind::Exclusive, None)],
+        ),
+        claim(
+            B,
+            AccessKind::Exclusive,
+            vec![whole(1, AccessKind::Exclusive, None)],
+        ),
     ];
     let out = run(
         &claims,
@@ -312,8 +324,8 @@ fn an_idle_sampled_claim_keeps_its_last_active_time() {
 fn device_sm_is_the_sum_of_its_processes_at_most_100() {
     let claims = [claim(
         A,
-        ClaimKind::Exclusive,
-        vec![whole(0, "exclusive", None)],
+        AccessKind::Exclusive,
+        vec![whole(0, AccessKind::Exclusive, None)],
     )];
     let out = run(
         &claims,
@@ -332,9 +344,21 @@ fn device_sm_is_the_sum_of_its_processes_at_most_100() {
 #[test]
 fn only_shared_devices_past_their_share_are_over_it() {
     let claims = [
-        claim(A, ClaimKind::Mps, vec![whole(0, "mps", Some(4 * GIB))]),
-        claim(B, ClaimKind::Mps, vec![whole(0, "mps", Some(4 * GIB))]),
-        claim(C, ClaimKind::Exclusive, vec![whole(1, "exclusive", None)]),
+        claim(
+            A,
+            AccessKind::Mps,
+            vec![whole(0, AccessKind::Mps, Some(4 * GIB))],
+        ),
+        claim(
+            B,
+            AccessKind::Mps,
+            vec![whole(0, AccessKind::Mps, Some(4 * GIB))],
+        ),
+        claim(
+            C,
+            AccessKind::Exclusive,
+            vec![whole(1, AccessKind::Exclusive, None)],
+        ),
     ];
     let out = run(
         &claims,
@@ -356,7 +380,7 @@ fn only_shared_devices_past_their_share_are_over_it() {
 
 #[test]
 fn a_slice_takes_its_memory_from_its_own_handle() {
-    let claims = [claim(A, ClaimKind::Mig, vec![slice(0, 2)])];
+    let claims = [claim(A, AccessKind::Mig, vec![slice(0, 2)])];
     let mut sample = gpu(0, vec![], None);
     sample.memory.insert(
         Some(2),
@@ -391,8 +415,8 @@ proptest! {
             .iter()
             .zip(&holdings)
             .map(|(uid, &(g, gi))| {
-                let device = match gi { Some(gi) => slice(g, gi), None => whole(g, "timeslicing", Some(GIB)) };
-                claim(uid, ClaimKind::TimeSlicing, vec![device])
+                let device = match gi { Some(gi) => slice(g, gi), None => whole(g, AccessKind::TimeSlicing, Some(GIB)) };
+                claim(uid, AccessKind::TimeSlicing, vec![device])
             })
             .collect();
         let mut gpus = vec![gpu(0, vec![], None), gpu(1, vec![], None)];

@@ -1,7 +1,7 @@
 use super::held_claims;
 use crate::activity::fixtures::{A, B, C, GIB, mps, record, slice, timesliced, whole};
-use crate::claims::ClaimKind;
 use crate::inventory::Inventory;
+use crate::state::AccessKind;
 use crate::testkit::inventory as fixture_inventory;
 
 fn uuid(inventory: &Inventory, i: usize) -> String {
@@ -13,13 +13,13 @@ fn a_whole_gpu_is_matched_by_index_and_has_no_share() {
     let inv = fixture_inventory(2);
     let held = held_claims(&[record(A, vec![whole("gpu-1", &uuid(&inv, 1))])], &inv);
     let d = &held[0].devices[0];
-    assert_eq!(held[0].kind, ClaimKind::Exclusive);
+    assert_eq!(held[0].kind, AccessKind::Exclusive);
     assert_eq!(
         (d.gpu.as_str(), d.gpu_index, d.gpu_instance),
         ("gpu-1", Some(1), None)
     );
     assert_eq!(d.uuid, uuid(&inv, 1));
-    assert_eq!(d.sharing, "exclusive");
+    assert_eq!(d.sharing, AccessKind::Exclusive);
     assert_eq!(d.memory_share, None);
     assert_eq!(d.memory_total, inv.gpus[1].info.memory_bytes);
 }
@@ -42,9 +42,9 @@ fn time_sliced_claims_split_the_gpu_evenly_unless_the_scheduler_counted_memory()
     assert_eq!(uids, vec![A, B, C], "sorted by uid");
     let total = inv.gpus[0].info.memory_bytes;
     assert_eq!(held[0].devices[0].memory_share, Some(total / 3));
-    assert_eq!(held[1].devices[0].sharing, "timeslicing");
+    assert_eq!(held[1].devices[0].sharing, AccessKind::TimeSlicing);
     assert_eq!(held[2].devices[0].memory_share, Some(10 * GIB));
-    assert_eq!(held[0].kind, ClaimKind::TimeSlicing);
+    assert_eq!(held[0].kind, AccessKind::TimeSlicing);
 }
 
 #[test]
@@ -68,7 +68,7 @@ fn mps_share_then_pinned_limit_then_consumed_then_even_split() {
         alone[0].devices[0].memory_share,
         Some(inv.gpus[0].info.memory_bytes)
     );
-    assert_eq!(alone[0].kind, ClaimKind::Mps);
+    assert_eq!(alone[0].kind, AccessKind::Mps);
 }
 
 #[test]
@@ -82,13 +82,13 @@ fn a_slice_is_matched_by_gpu_instance_and_carries_its_mig_uuid() {
         &inv,
     );
     let d = &held[0].devices[0];
-    assert_eq!(held[0].kind, ClaimKind::Mig);
+    assert_eq!(held[0].kind, AccessKind::Mig);
     assert_eq!(
         (d.gpu.as_str(), d.gpu_index, d.gpu_instance),
         ("gpu-1", Some(1), Some(2))
     );
     assert_eq!(d.uuid, "MIG-2");
-    assert_eq!(d.sharing, "mig");
+    assert_eq!(d.sharing, AccessKind::Mig);
     assert_eq!(d.memory_share, None);
 }
 

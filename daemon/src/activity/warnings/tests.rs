@@ -5,9 +5,9 @@ use crate::activity::fixtures::{A, GIB};
 use crate::activity::snapshot::{
     ClaimActivity, DeviceActivity, ProcessActivity, UnclaimedProcess, WarningKind,
 };
-use crate::claims::ClaimKind;
+use crate::state::AccessKind;
 
-fn device(sharing: &'static str, used: u64, share: Option<u64>) -> DeviceActivity {
+fn device(sharing: AccessKind, used: u64, share: Option<u64>) -> DeviceActivity {
     DeviceActivity {
         device: "gpu-0".to_owned(),
         gpu: "gpu-0".to_owned(),
@@ -30,7 +30,7 @@ fn claim(devices: Vec<DeviceActivity>) -> ClaimActivity {
         uid: A.to_owned(),
         namespace: "team".to_owned(),
         name: "notebook".to_owned(),
-        kind: ClaimKind::Mps,
+        kind: AccessKind::Mps,
         prepared_at: 0,
         last_active: None,
         sampled: true,
@@ -42,8 +42,8 @@ fn claim(devices: Vec<DeviceActivity>) -> ClaimActivity {
 fn an_over_share_names_the_claim_its_use_and_share_and_what_to_do() {
     let attribution = Attribution {
         claims: vec![claim(vec![
-            device("mps", 6 * GIB + GIB / 2, Some(4 * GIB)),
-            device("timeslicing", 50 * GIB, Some(40 * GIB)),
+            device(AccessKind::Mps, 6 * GIB + GIB / 2, Some(4 * GIB)),
+            device(AccessKind::TimeSlicing, 50 * GIB, Some(40 * GIB)),
         ])],
         overshares: vec![
             OverShare {

@@ -5,7 +5,7 @@ use crate::activity::{
     ActivitySnapshot, ClaimActivity, DeviceActivity, DeviceSummary, EpisodeCounts, ProcessActivity,
     UnclaimedProcess, Warning, WarningKind,
 };
-use crate::claims::ClaimKind;
+use crate::state::AccessKind;
 
 const GIB: u64 = 1 << 30;
 
@@ -24,7 +24,7 @@ fn snapshot() -> ActivitySnapshot {
         device: "gpu-1".into(),
         gpu: "gpu-1".into(),
         uuid: "GPU-1111".into(),
-        sharing: "mps",
+        sharing: AccessKind::Mps,
         memory_used: 6 * GIB,
         memory_share: Some(4 * GIB),
         memory_total: 80 * GIB,
@@ -52,7 +52,7 @@ fn snapshot() -> ActivitySnapshot {
         uid: "00000000-0000-4000-8000-000000000001".into(),
         namespace: "team-a".into(),
         name: "train".into(),
-        kind: ClaimKind::Mps,
+        kind: AccessKind::Mps,
         prepared_at: 1_000,
         last_active: Some(1_900),
         sampled: true,
@@ -62,7 +62,7 @@ fn snapshot() -> ActivitySnapshot {
         uid: "00000000-0000-4000-8000-000000000002".into(),
         namespace: "team-b".into(),
         name: "notebook".into(),
-        kind: ClaimKind::Exclusive,
+        kind: AccessKind::Exclusive,
         prepared_at: 500,
         last_active: None,
         sampled: true,

@@ -5,11 +5,12 @@
 //! shared by time-slicing or MPS gets the same device node: its CDI device
 //! is built here too.
 
-use super::{Access, Cx, Kind};
+use super::{Access, Cx};
 use crate::cdi_build::ClaimDevice;
 use crate::claims::error::ClaimError;
 use crate::driver::{HostPath, device_node_target, rooted};
 use crate::inventory::{DeviceRef, GpuDevice};
+use crate::state::AccessKind;
 use crate::state::{ClaimRecord, RecordDevice};
 
 /// Whole GPUs: the [`Access`] with no steps but its CDI device.
@@ -17,8 +18,8 @@ use crate::state::{ClaimRecord, RecordDevice};
 pub(in crate::claims) struct Exclusive;
 
 impl Access for Exclusive {
-    fn kind(&self) -> Kind {
-        Kind::Exclusive
+    fn kind(&self) -> AccessKind {
+        AccessKind::Exclusive
     }
 
     /// Never: a whole GPU needs no step under a `preparing` record.

@@ -23,7 +23,7 @@ use super::error::ClaimError;
 use super::table::ClaimTable;
 use crate::cdi_build::ClaimDevice;
 use crate::inventory::DeviceRef;
-use crate::state::ClaimRecord;
+use crate::state::{AccessKind, ClaimRecord};
 
 pub(super) use exclusive::Exclusive;
 pub(super) use mig::Mig;
@@ -40,20 +40,6 @@ pub(super) struct Cx<'a> {
     pub(super) shared: &'a SharedGpus,
 }
 
-/// Which kind of access.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display)]
-#[strum(serialize_all = "lowercase")]
-pub(super) enum Kind {
-    /// A whole GPU, this claim's alone.
-    Exclusive,
-    /// A MIG slice (or a MIG GPU taken whole).
-    Mig,
-    /// Whole GPUs time-sliced between claims.
-    TimeSlice,
-    /// Devices shared through an MPS control daemon.
-    Mps,
-}
-
 /// What a start-up restore did to one claim.
 #[derive(Debug, Default)]
 pub(super) struct Restored {
@@ -67,7 +53,7 @@ pub(super) struct Restored {
 /// the current inventory, in the record's order.
 pub(super) trait Access: Send + Sync + std::fmt::Debug {
     /// Which kind this is.
-    fn kind(&self) -> Kind;
+    fn kind(&self) -> AccessKind;
 
     /// Whether a new claim needs this kind's steps (prepare only).
     fn takes_part(&self, record: &ClaimRecord, devices: &[DeviceRef<'_>]) -> bool;

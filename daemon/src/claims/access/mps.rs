@@ -13,13 +13,14 @@
 use std::collections::BTreeMap;
 
 use super::shared_gpu::{SharedGpus, compute_mode::ModeChange};
-use super::{Access, Cx, Kind, Restored};
+use super::{Access, Cx, Restored};
 use crate::cdi_build::ClaimDevice;
 use crate::claims::error::ClaimError;
 use crate::claims::lock;
 use crate::gpu::ComputeMode;
 use crate::inventory::DeviceRef;
 use crate::mps::{DaemonState, MpsDaemon, MpsKey, MpsLimits, Released};
+use crate::state::AccessKind;
 use crate::state::{ClaimRecord, DeviceSharing, MpsSharing};
 
 /// MPS: the [`Access`] of a claim on devices shared through an MPS control
@@ -101,8 +102,8 @@ fn mps_use(record: &ClaimRecord, mps: &MpsSharing, first: &str) -> Option<MpsUse
 }
 
 impl Access for Mps {
-    fn kind(&self) -> Kind {
-        Kind::Mps
+    fn kind(&self) -> AccessKind {
+        AccessKind::Mps
     }
 
     fn takes_part(&self, record: &ClaimRecord, _devices: &[DeviceRef<'_>]) -> bool {

@@ -14,13 +14,14 @@
 //! start-up is reported, not dropped.
 
 use super::shared_gpu::{SharedGpus, TimeSliceOutcome};
-use super::{Access, Cx, Kind, Restored};
+use super::{Access, Cx, Restored};
 use crate::claims::error::ClaimError;
 use crate::claims::lock;
 use crate::features::{Feature, Missing, TimeSliceSettings};
 use crate::gpu::ComputeMode;
 use crate::inventory::DeviceRef;
 use crate::sharing::TimeSliceInterval;
+use crate::state::AccessKind;
 use crate::state::{ClaimRecord, DeviceSharing};
 use crate::timeslice::{Action, SetOutcome};
 
@@ -43,8 +44,8 @@ pub(in crate::claims) fn timeslices(record: &ClaimRecord) -> Vec<(String, TimeSl
 }
 
 impl Access for TimeSlice {
-    fn kind(&self) -> Kind {
-        Kind::TimeSlice
+    fn kind(&self) -> AccessKind {
+        AccessKind::TimeSlicing
     }
 
     fn takes_part(&self, record: &ClaimRecord, _devices: &[DeviceRef<'_>]) -> bool {

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use super::{Difference, device_words, difference};
 use crate::claims::tests::requests::{request, request_with};
 use crate::sharing::TimeSliceInterval;
-use crate::state::{ClaimRecord, DeviceKind, DeviceSharing, MpsSharing, Phase, RecordDevice};
+use crate::state::{ClaimRecord, DeviceSharing, MpsSharing, Phase, RecordDevice};
 
 const A: &str = "aaaaaaaa-0000-4000-8000-000000000001";
 const GIB: u64 = 1 << 30;
@@ -32,10 +32,6 @@ fn device(name: &str, uuid: &str, sharing: Option<DeviceSharing>) -> RecordDevic
     RecordDevice {
         device: name.to_owned(),
         uuid: uuid.to_owned(),
-        kind: match sharing {
-            Some(_) => DeviceKind::Shared,
-            None => DeviceKind::Exclusive,
-        },
         mig: None,
         restore_mig_mode: false,
         request_names: vec!["gpu".to_owned()],

@@ -21,10 +21,11 @@ use std::sync::Arc;
 
 use gpuslice_cdi::atomic::write_atomic;
 
-use super::table::{Share, SharedMode, Want};
+use super::table::{Share, Want};
 use super::{ClaimError, Prepared, Unprepared};
 use crate::config::{MigAdvertise, MigConfig, MigGpuConfig};
 use crate::gpu::sim::{SimBackend, SimModel};
+use crate::state::AccessKind;
 use crate::state::{Phase, Store};
 use crate::testkit::requests::{mps, request_with, timeslicing};
 use crate::testkit::{SimNode, SimNodeBuilder};
@@ -289,8 +290,8 @@ fn sim_a_record_read_back_holds_what_its_prepare_reserved() {
         shares,
         [
             Share::Whole,
-            Share::Shared(SharedMode::Mps),
-            Share::Shared(SharedMode::Timeslicing),
+            Share::Shared(AccessKind::Mps),
+            Share::Shared(AccessKind::TimeSlicing),
             Share::Slice(placement),
         ],
         "a slice stays the claim's alone, MPS or not"

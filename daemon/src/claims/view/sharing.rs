@@ -10,6 +10,7 @@ use crate::claims::{Engine, lock};
 use crate::gpu::ComputeMode;
 use crate::mps::{DaemonState, MpsDaemon, MpsLimits};
 use crate::sharing::TimeSliceInterval;
+use crate::state::AccessKind;
 
 /// One MPS control daemon.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,8 +42,8 @@ pub struct GpuSharingView {
     pub device: String,
     /// GPU UUID.
     pub uuid: String,
-    /// "none", "mps" or "timeslicing".
-    pub mode: &'static str,
+    /// How it is shared: MPS or time-slicing; `None`: not shared.
+    pub mode: Option<AccessKind>,
     /// The compute mode, when it could be read.
     pub compute_mode: Option<ComputeMode>,
     /// The time-slice asked for, when time-sliced.
@@ -118,9 +119,9 @@ impl Engine {
                 claims.sort();
                 claims.dedup();
                 let mode = match (interval, on_gpu.is_empty()) {
-                    (Some(_), _) => "timeslicing",
-                    (None, false) => "mps",
-                    (None, true) => "none",
+                    (Some(_), _) => Some(AccessKind::TimeSlicing),
+                    (None, false) => Some(AccessKind::Mps),
+                    (None, true) => None,
                 };
                 GpuSharingView {
                     device: gpu.name.clone(),

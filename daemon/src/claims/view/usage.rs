@@ -17,54 +17,7 @@ use crate::claims::{Engine, lock};
 use crate::gpu::{GpuInstance, Placement};
 use crate::inventory::GpuMig;
 use crate::mps::DaemonState;
-use crate::state::{ClaimRecord, DeviceKind, DeviceSharing};
-
-/// How a claim shares its devices (one kind per claim). Its text is the
-/// metric label: "exclusive", "mig", "mps", "timeslicing".
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    strum::Display,
-    strum::IntoStaticStr,
-    strum::VariantArray,
-)]
-#[strum(serialize_all = "lowercase")]
-pub enum ClaimKind {
-    /// Whole GPUs, to this claim alone.
-    Exclusive,
-    /// At least one MIG slice, no sharing strategy.
-    Mig,
-    /// MPS on its devices (whole GPUs or slices).
-    Mps,
-    /// Compute time-slicing on its devices.
-    TimeSlicing,
-}
-
-impl ClaimKind {
-    /// The kind of a prepared claim: its sharing strategy when it has one
-    /// (MPS on a MIG slice counts as MPS), else MIG when any device is a
-    /// slice, else exclusive.
-    pub fn of(record: &ClaimRecord) -> Self {
-        let sharing = record.devices.iter().find_map(|d| d.sharing.as_ref());
-        if let Some(sharing) = sharing {
-            return match sharing {
-                DeviceSharing::Mps(_) => Self::Mps,
-                DeviceSharing::Timeslicing { .. } => Self::TimeSlicing,
-            };
-        }
-        if record.devices.iter().any(|d| d.kind == DeviceKind::Mig) {
-            Self::Mig
-        } else {
-            Self::Exclusive
-        }
-    }
-}
+use crate::state::AccessKind;
 
 /// What a MIG slice is doing. Its text is the metric label: "held", "free",
 /// "made_ahead", "foreign".
@@ -109,7 +62,7 @@ pub struct SliceUse {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NodeUsage {
     /// The kind of every prepared claim.
-    pub claims: Vec<ClaimKind>,
+    pub claims: Vec<AccessKind>,
     /// Every MIG slice held, idle or offered, on GPUs in MIG mode.
     pub mig_slices: Vec<SliceUse>,
     /// The state of every MPS control daemon.
@@ -129,7 +82,7 @@ impl Engine {
         let inventory = self.inventory();
         let (claims, mut mig_slices, held, open) = {
             let table = lock(&self.table);
-            let claims = table.iter().map(ClaimKind::of).collect();
+            let claims = table.iter().map(AccessKind::of_claim).collect();
             let mut held_slices = Vec::new();
             let mut held = HashSet::new();
             for device in table.iter().flat_map(|r| &r.devices) {

@@ -11,10 +11,10 @@ use crate::activity::hook::Sampled;
 use crate::activity::marker::EnvironMarks;
 use crate::activity::procfs::ProcInfo;
 use crate::activity::warnings::conditions;
-use crate::claims::ClaimKind;
 use crate::config::LimitMode;
 use crate::gpu::{GpuProcess, MemoryUse};
 use crate::sharing::ClaimLimits;
+use crate::state::AccessKind;
 
 const A: &str = "aaaaaaaa-0000-4000-8000-000000000001";
 const B: &str = "bbbbbbbb-0000-4000-8000-000000000002";
@@ -58,7 +58,7 @@ fn mps_device(index: u32) -> HeldDevice {
         gpu_index: Some(index),
         uuid: format!("GPU-{index}"),
         gpu_instance: None,
-        sharing: "mps",
+        sharing: AccessKind::Mps,
         memory_share: Some(20 * GIB),
         memory_total: 80 * GIB,
         pool: "node".to_owned(),
@@ -74,7 +74,7 @@ fn claims() -> Vec<HeldClaim> {
             uid: (*uid).to_owned(),
             namespace: "ns".to_owned(),
             name: format!("c-{}", &uid[..1]),
-            kind: ClaimKind::Mps,
+            kind: AccessKind::Mps,
             prepared_at: 0,
             devices: vec![mps_device(0)],
             limits: None,
@@ -237,7 +237,10 @@ fn the_claims_largest_process_is_ended_once_the_grace_has_passed() {
         (100, LimitMode::End, WarningKind::OverShare)
     );
     assert_eq!((d.claim_uid.as_str(), d.claim.as_str()), (A, "ns/c-a"));
-    assert_eq!((d.device.as_str(), d.sharing), ("gpu-0", "mps"));
+    assert_eq!(
+        (d.device.as_str(), d.sharing),
+        ("gpu-0", Some(AccessKind::Mps))
+    );
     assert_eq!((d.start_time, d.comm.as_str()), (1100, "python"));
     assert_eq!((d.memory_used, d.claim_memory_used), (12 * GIB, 22 * GIB));
     assert_eq!((d.share, d.over_for_s, d.grace_s), (Some(20 * GIB), 60, 60));

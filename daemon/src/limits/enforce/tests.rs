@@ -5,6 +5,7 @@ use crate::activity::WarningKind;
 use crate::config::LimitMode;
 use crate::limits::decide::Decision;
 use crate::limits::fake::{EndsOn, FakeProcesses};
+use crate::state::AccessKind;
 
 const GIB: u64 = 1 << 30;
 const UID: &str = "aaaaaaaa-0000-4000-8000-000000000001";
@@ -16,7 +17,7 @@ fn decision(pid: u32, start_time: u64, mode: LimitMode) -> Decision {
         claim_uid: UID.to_owned(),
         claim: "ns/a".to_owned(),
         device: "gpu-0".to_owned(),
-        sharing: "mps",
+        sharing: Some(AccessKind::Mps),
         pid,
         start_time,
         comm: "python".to_owned(),

@@ -5,6 +5,7 @@ use crate::activity::WarningKind;
 use crate::config::LimitMode;
 use crate::limits::decide::Decision;
 use crate::limits::enforce::Outcome;
+use crate::state::AccessKind;
 
 const GIB: u64 = 1 << 30;
 
@@ -15,7 +16,7 @@ fn overshare() -> Decision {
         claim_uid: "7a1e".to_owned(),
         claim: "ml/infer-a".to_owned(),
         device: "gpu-2".to_owned(),
-        sharing: "mps",
+        sharing: Some(AccessKind::Mps),
         pid: 18836,
         start_time: 7,
         comm: "python".to_owned(),
@@ -93,7 +94,7 @@ fn an_unclaimed_process_names_its_device() {
         kind: WarningKind::Unclaimed,
         claim_uid: String::new(),
         claim: String::new(),
-        sharing: "",
+        sharing: None,
         share: None,
         memory_used: GIB,
         claim_memory_used: GIB,

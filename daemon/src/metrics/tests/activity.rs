@@ -8,8 +8,9 @@ use crate::activity::{
     ActivityHandle, ActivitySnapshot, ClaimActivity, DeviceActivity, EpisodeCounts,
     ProcessActivity, UnclaimedProcess,
 };
-use crate::claims::{ClaimKind, NodeUsage};
+use crate::claims::NodeUsage;
 use crate::metrics::{Format, Metrics, UsageSource};
+use crate::state::AccessKind;
 
 const GIB: u64 = 1 << 30;
 
@@ -23,7 +24,7 @@ fn process(pid: u32, memory: u64) -> ProcessActivity {
     }
 }
 
-fn device(name: &str, sharing: &'static str, used: u64, share: Option<u64>) -> DeviceActivity {
+fn device(name: &str, sharing: AccessKind, used: u64, share: Option<u64>) -> DeviceActivity {
     DeviceActivity {
         device: name.into(),
         gpu: name.into(),
@@ -41,7 +42,7 @@ fn device(name: &str, sharing: &'static str, used: u64, share: Option<u64>) -> D
     }
 }
 
-fn claim(n: u8, kind: ClaimKind, devices: Vec<DeviceActivity>) -> ClaimActivity {
+fn claim(n: u8, kind: AccessKind, devices: Vec<DeviceActivity>) -> ClaimActivity {
     ClaimActivity {
         uid: format!("00000000-0000-4000-8000-00000000000{n}"),
         namespace: "team".into(),
@@ -57,13 +58,13 @@ fn claim(n: u8, kind: ClaimKind, devices: Vec<DeviceActivity>) -> ClaimActivity 
 pub(super) fn node() -> ActivitySnapshot {
     let mps = claim(
         1,
-        ClaimKind::Mps,
-        vec![device("gpu-1", "mps", 6 * GIB, Some(4 * GIB))],
+        AccessKind::Mps,
+        vec![device("gpu-1", AccessKind::Mps, 6 * GIB, Some(4 * GIB))],
     );
     let mut idle = claim(
         2,
-        ClaimKind::Exclusive,
-        vec![device("gpu-2", "exclusive", 0, None)],
+        AccessKind::Exclusive,
+        vec![device("gpu-2", AccessKind::Exclusive, 0, None)],
     );
     idle.last_active = None;
     idle.devices[0].processes.clear();
@@ -248,7 +249,7 @@ fn an_unprepared_claim_and_a_gone_unclaimed_process_leave_no_series() {
 fn a_claim_unprepared_since_the_sample_has_no_series_at_the_next_scrape() {
     let (metrics, handle) = metrics(1024);
     handle.publish(node());
-    let still_held = vec![claim(2, ClaimKind::Exclusive, Vec::new()).uid];
+    let still_held = vec![claim(2, AccessKind::Exclusive, Vec::new()).uid];
     let (text, all) = render_holding(&metrics, Holding(Some(still_held)));
     assert!(!text.contains("claim-1"), "{text}");
     assert_eq!(series(&all, "gpuslice_claim_memory_used_bytes").len(), 1);
@@ -276,11 +277,16 @@ fn claim_series_stop_at_the_cap_and_the_rest_are_counted_as_dropped() {
     let mut snapshot = node();
     snapshot.claims[1]
         .devices
-        .push(device("gpu-3", "exclusive", GIB, None));
+        .push(device("gpu-3", AccessKind::Exclusive, GIB, None));
     snapshot.claims.push(claim(
         3,
-        ClaimKind::TimeSlicing,
-        vec![device("gpu-4", "timeslicing", GIB, Some(40 * GIB))],
+        AccessKind::TimeSlicing,
+        vec![device(
+            "gpu-4",
+            AccessKind::TimeSlicing,
+            GIB,
+            Some(40 * GIB),
+        )],
     ));
     handle.publish(snapshot);
     let (text, all) = render(&metrics);

@@ -1,7 +1,7 @@
 use super::{StateError, Store};
 use crate::state::{
-    ClaimRecord, DeviceKind, DeviceSharing, MpsSharing, Phase, RECORD_VERSION,
-    RECORD_VERSION_PLAIN, RecordDevice,
+    ClaimRecord, DeviceSharing, MpsSharing, Phase, RECORD_VERSION, RECORD_VERSION_PLAIN,
+    RecordDevice,
 };
 
 fn record(uid: &str) -> ClaimRecord {
@@ -17,7 +17,6 @@ fn record(uid: &str) -> ClaimRecord {
             restore_mig_mode: false,
             device: "gpu-0".to_owned(),
             uuid: "GPU-1".to_owned(),
-            kind: DeviceKind::Exclusive,
             request_names: vec!["gpu".to_owned()],
             pool: "node".to_owned(),
             cdi_device_ids: vec![format!("k8s.gpuslice.dev/claim={uid}-gpu-0")],
@@ -149,7 +148,6 @@ fn version_1_records_load_and_sharing_records_are_version_2() {
     assert_eq!(loaded, vec![record(A)]);
     assert_eq!(loaded[0].format_version(), RECORD_VERSION_PLAIN);
     let mut shared = record(B);
-    shared.devices[0].kind = DeviceKind::Shared;
     shared.devices[0].sharing = Some(DeviceSharing::Mps(MpsSharing {
         devices: vec!["gpu-0".to_owned()],
         active_thread_percentage: Some(50),
@@ -161,5 +159,6 @@ fn version_1_records_load_and_sharing_records_are_version_2() {
     store.save(&shared).unwrap();
     let text = std::fs::read_to_string(store.dir().join(format!("{B}.json"))).unwrap();
     assert!(text.contains("\"mode\": \"mps\""), "{text}");
+    assert!(text.contains("\"kind\": \"shared\""), "{text}");
     assert_eq!(store.load_all().unwrap().records[1], shared);
 }

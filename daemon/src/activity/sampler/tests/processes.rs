@@ -3,6 +3,7 @@
 //! backend cannot list.
 
 use super::*;
+use crate::state::AccessKind;
 
 fn pids(device: &crate::activity::DeviceActivity) -> Vec<u32> {
     device.processes.iter().map(|p| p.pid).collect()
@@ -133,7 +134,10 @@ fn sim_an_mps_client_over_its_memory_share_raises_one_warning() {
     let mut sampler = node.sampler();
     let first = sampler.sample_once();
     let d = &first.claims[0].devices[0];
-    assert_eq!((d.sharing, d.memory_share), ("mps", Some(4 * GIB)));
+    assert_eq!(
+        (d.sharing, d.memory_share),
+        (AccessKind::Mps, Some(4 * GIB))
+    );
     assert!(d.processes[0].mps_client);
     sampler.sample_once();
     let last = sampler.sample_once();
@@ -203,7 +207,7 @@ fn sim_a_slice_claim_gets_its_processes_by_gpu_instance_and_is_active_without_sm
     let d = &snapshot.claims[0].devices[0];
     assert_eq!(
         (d.device.as_str(), d.uuid.as_str(), d.sharing),
-        (slice.as_str(), mig_uuid.as_str(), "mig")
+        (slice.as_str(), mig_uuid.as_str(), AccessKind::Mig)
     );
     assert_eq!(pids(d), vec![a.pid()]);
     assert_eq!(d.sm_percent, None, "no per-process SM in MIG mode");

@@ -1,6 +1,7 @@
 //! Samples of claims with no process, or processes the simulator holds in
 //! memory: listing, series cap, shares, restarts, sampling off, the task.
 
+use crate::state::AccessKind;
 use std::collections::BTreeMap;
 
 use super::*;
@@ -26,7 +27,7 @@ fn sim_every_claim_is_listed_with_its_devices_and_idle_until_it_runs() {
     let gpu1 = &node.engine.inventory().gpus[1];
     assert_eq!(b.devices[0].uuid, gpu1.info.uuid);
     assert_eq!(b.devices[0].memory_total, gpu1.info.memory_bytes);
-    assert_eq!(b.devices[0].sharing, "exclusive");
+    assert_eq!(b.devices[0].sharing, AccessKind::Exclusive);
     assert!(
         b.devices[0].device_memory_used.is_some(),
         "read for held devices"
@@ -68,7 +69,7 @@ fn sim_a_time_sliced_claim_gets_an_even_share() {
     let snapshot = node.sampler().sample_at(T0);
     let total = node.engine.inventory().gpus[0].info.memory_bytes;
     for claim in &snapshot.claims {
-        assert_eq!(claim.devices[0].sharing, "timeslicing");
+        assert_eq!(claim.devices[0].sharing, AccessKind::TimeSlicing);
         assert_eq!(claim.devices[0].memory_share, Some(total / 2));
     }
 }

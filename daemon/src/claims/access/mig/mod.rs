@@ -31,13 +31,14 @@ mod crash_recovery_tests;
 #[cfg(test)]
 mod tests;
 
-use super::{Access, Cx, Kind, Restored};
+use super::{Access, Cx, Restored};
 use crate::cdi_build::ClaimDevice;
 use crate::claims::error::ClaimError;
 use crate::claims::lock;
 use crate::driver::DriverFiles;
 use crate::gpu::{GpuError, GpuInstance, MigMode, MigSupport, Placement};
 use crate::inventory::{DeviceRef, GpuDevice};
+use crate::state::AccessKind;
 use crate::state::{ClaimRecord, MigSlice, RecordDevice};
 
 use books::MigBooks;
@@ -50,8 +51,8 @@ pub(in crate::claims) struct Mig {
 }
 
 impl Access for Mig {
-    fn kind(&self) -> Kind {
-        Kind::Mig
+    fn kind(&self) -> AccessKind {
+        AccessKind::Mig
     }
 
     fn takes_part(&self, _record: &ClaimRecord, devices: &[DeviceRef<'_>]) -> bool {

@@ -8,6 +8,7 @@ use crate::claims::{ClaimError, PrepareRequest};
 use crate::config::{MigConfig, MigGpuConfig};
 use crate::gpu::{ComputeMode, GpuBackend};
 use crate::mps::{DaemonState, MpsError, MpsKey};
+use crate::state::AccessKind;
 use crate::timeslice::TimeSliceError;
 
 const A: &str = "aaaaaaaa-0000-4000-8000-0000000000a1";
@@ -74,7 +75,7 @@ fn sim_two_mps_claims_on_one_gpu_share_one_daemon_that_the_last_one_stops() {
     assert_eq!(a, b, "the same daemon");
     assert_ne!(a, c, "another GPU, another daemon");
     let view = e.sharing_view();
-    assert_eq!(view[0].mode, "mps");
+    assert_eq!(view[0].mode, Some(AccessKind::Mps));
     assert_eq!(view[0].claims, [A, B]);
     assert_eq!(view[0].daemons[0].claims, [A, B]);
     assert_eq!(view[0].daemons[0].state, DaemonState::Running);
@@ -94,7 +95,7 @@ fn sim_two_mps_claims_on_one_gpu_share_one_daemon_that_the_last_one_stops() {
         ComputeMode::Default,
         "the last claim resets it"
     );
-    assert_eq!(e.sharing_view()[0].mode, "none");
+    assert_eq!(e.sharing_view()[0].mode, None);
 }
 
 #[test]
@@ -337,7 +338,7 @@ fn sim_mps_on_a_mig_slice_runs_after_the_slice_and_quits_before_it_goes() {
         ComputeMode::Default,
         "a MIG GPU keeps its compute mode"
     );
-    assert_eq!(e.sharing_view()[0].mode, "mps");
+    assert_eq!(e.sharing_view()[0].mode, Some(AccessKind::Mps));
     let err = e
         .prepare(&req(B, &[&slice], &[config.to_owned()]))
         .unwrap_err();
@@ -395,7 +396,7 @@ fn sim_preparing_again_with_other_sharing_names_both_and_what_to_do() {
         )
     );
     assert_eq!(node.starts(), 0, "no MPS daemon was started");
-    assert_eq!(e.sharing_view()[0].mode, "timeslicing");
+    assert_eq!(e.sharing_view()[0].mode, Some(AccessKind::TimeSlicing));
 }
 
 /// Time-slicing books before MPS (the kinds' order), so a claim whose

@@ -3,10 +3,11 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use super::{ClaimKind, SliceState, SliceUse, unheld_slices};
+use super::{SliceState, SliceUse, unheld_slices};
 use crate::claims::Engine;
 use crate::config::{MigAdvertise, MigConfig, MigCreate, MigGpuConfig};
 use crate::gpu::{GpuBackend, GpuInstance, Placement};
+use crate::state::AccessKind;
 use crate::testkit::requests::request as req;
 use crate::testkit::{SimNode, SimNodeBuilder};
 
@@ -60,7 +61,7 @@ fn claims_are_counted_by_kind_and_slices_move_from_free_to_held() {
     let usage = engine.usage();
     let mut kinds = usage.claims.clone();
     kinds.sort();
-    assert_eq!(kinds, vec![ClaimKind::Exclusive, ClaimKind::Mig]);
+    assert_eq!(kinds, vec![AccessKind::Exclusive, AccessKind::Mig]);
     assert_eq!(usage.gpus, 2);
     assert!(
         usage.mps_daemons.is_empty(),

@@ -17,6 +17,8 @@
 //! any claim; nothing is misread about who holds what. Records without them
 //! are byte for byte what earlier builds wrote.
 
+mod disk;
+
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -49,19 +51,6 @@ pub enum Phase {
     Preparing,
     /// The CDI spec is written; the claim is usable.
     Prepared,
-}
-
-/// How a device is handed to the claim.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum DeviceKind {
-    /// The whole GPU, to this claim alone.
-    Exclusive,
-    /// One MIG slice of the GPU ([`RecordDevice::mig`] says which).
-    Mig,
-    /// The whole GPU, shared with other claims under MPS or time-slicing
-    /// ([`RecordDevice::sharing`] says how).
-    Shared,
 }
 
 /// How a device is shared, with other claims (whole GPUs) or among the
@@ -117,21 +106,21 @@ pub struct MigSlice {
     pub created: bool,
 }
 
-/// One device of a claim.
+/// One device of a claim. Written in the form of [`disk`], which also
+/// carries the `kind` word every release wrote ("exclusive", "mig",
+/// "shared"), derived from `mig` and `sharing` and checked against them when
+/// read; how the device is used is [`super::AccessKind::of_device`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "disk::DeviceOnDisk", try_from = "disk::DeviceOnDisk")]
 pub struct RecordDevice {
     /// The inventory name at prepare time, e.g. "gpu-0".
     pub device: String,
     /// The (parent) GPU's UUID, which survives renumbering across reboots.
     pub uuid: String,
-    /// How the device is handed out.
-    pub kind: DeviceKind,
-    /// The slice, for [`DeviceKind::Mig`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The slice, when the device is a MIG slice.
     pub mig: Option<MigSlice>,
     /// For a whole GPU whose MIG mode this claim switched off: switch it back
     /// on at unprepare.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub restore_mig_mode: bool,
     /// Request names the device satisfies.
     pub request_names: Vec<String>,
@@ -140,24 +129,18 @@ pub struct RecordDevice {
     /// The CDI ids returned to the kubelet; never change once returned.
     pub cdi_device_ids: Vec<String>,
     /// How the device is shared; absent: it is the claim's alone.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sharing: Option<DeviceSharing>,
     /// Memory the scheduler counted for this allocation
     /// (DRAConsumableCapacity), in bytes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub consumed_memory: Option<u64>,
     /// The allocation's share id (DRAConsumableCapacity), echoed to the kubelet.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub share_id: String,
 }
 
 impl RecordDevice {
     /// Whether the device uses a version-2 field.
     fn needs_version_2(&self) -> bool {
-        self.sharing.is_some()
-            || self.consumed_memory.is_some()
-            || !self.share_id.is_empty()
-            || self.kind == DeviceKind::Shared
+        self.sharing.is_some() || self.consumed_memory.is_some() || !self.share_id.is_empty()
     }
 }
 
