@@ -263,7 +263,7 @@ impl World {
                 ));
             }
             let interval = whole.iter().find_map(|d| match d.sharing {
-                Some(DeviceSharing::Timeslicing { interval }) => Some(interval.level()),
+                Some(DeviceSharing::TimeSlicing { interval }) => Some(interval.level()),
                 _ => None,
             });
             let set = self.timeslices.get(uuid).copied();

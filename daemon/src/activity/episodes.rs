@@ -20,7 +20,7 @@ pub enum Counter {
     /// An MPS claim over its share.
     OverShareMps,
     /// A time-sliced claim over its share.
-    OverShareTimeslicing,
+    OverShareTimeSlicing,
     /// A process that maps to no claim.
     Unclaimed,
 }
@@ -236,7 +236,7 @@ impl Episodes {
     fn count(&mut self, counter: Counter) {
         let slot = match counter {
             Counter::OverShareMps => &mut self.counts.overshare_mps,
-            Counter::OverShareTimeslicing => &mut self.counts.overshare_timeslicing,
+            Counter::OverShareTimeSlicing => &mut self.counts.overshare_timeslicing,
             Counter::Unclaimed => &mut self.counts.unclaimed,
         };
         *slot = slot.saturating_add(1);

@@ -46,7 +46,7 @@ pub fn whole(name: &str, uuid: &str) -> RecordDevice {
 /// Whole GPU shared by time-slicing.
 pub fn timesliced(name: &str, uuid: &str) -> RecordDevice {
     RecordDevice {
-        sharing: Some(DeviceSharing::Timeslicing {
+        sharing: Some(DeviceSharing::TimeSlicing {
             interval: crate::sharing::TimeSliceInterval::Default,
         }),
         ..whole(name, uuid)

@@ -26,7 +26,7 @@ fn overshare(claim: &ClaimActivity, device: usize) -> Option<Condition> {
         counter: if d.sharing == AccessKind::Mps {
             Counter::OverShareMps
         } else {
-            Counter::OverShareTimeslicing
+            Counter::OverShareTimeSlicing
         },
         claim_uid: claim.uid.clone(),
         scope: d.device.clone(),

@@ -19,7 +19,7 @@ pub fn device_class(form: &Form) -> Option<&'static str> {
     match form {
         Form::Mig { .. } => Some("mig.nvidia.com"),
         Form::Mps { .. } => Some("gpu.nvidia.com"),
-        Form::TimeSlice { .. } => Some("shared-gpu.gpuslice.dev"),
+        Form::TimeSlicing { .. } => Some("shared-gpu.gpuslice.dev"),
         Form::Abstain | Form::Keep | Form::GiveBack => None,
     }
 }
@@ -111,7 +111,7 @@ fn sharers(records: &[ClaimRecord]) -> BTreeMap<&str, u32> {
         let mut uuids: Vec<&str> = r
             .devices
             .iter()
-            .filter(|d| matches!(d.sharing, Some(DeviceSharing::Timeslicing { .. })))
+            .filter(|d| matches!(d.sharing, Some(DeviceSharing::TimeSlicing { .. })))
             .map(|d| d.uuid.as_str())
             .collect();
         uuids.sort_unstable();
@@ -138,7 +138,7 @@ pub fn current_form(device: &RecordDevice, sharers: &BTreeMap<&str, u32>) -> Cur
                 .or(device.consumed_memory),
             thread_percentage: mps.active_thread_percentage.map(u32::from),
         },
-        Some(DeviceSharing::Timeslicing { .. }) => CurrentForm::TimeSlice {
+        Some(DeviceSharing::TimeSlicing { .. }) => CurrentForm::TimeSlicing {
             sharers: sharers
                 .get(device.uuid.as_str())
                 .copied()

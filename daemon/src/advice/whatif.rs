@@ -172,7 +172,7 @@ impl<'a> Plan<'a> {
                 *memory_bytes,
                 *thread_percentage,
             ),
-            Form::TimeSlice { memory_bytes, .. } => {
+            Form::TimeSlicing { memory_bytes, .. } => {
                 self.place_shared(&same_model, AccessKind::TimeSlicing, *memory_bytes, 0)
             }
             Form::Abstain | Form::Keep | Form::GiveBack => None,

@@ -62,7 +62,7 @@ pub fn current(form: &CurrentForm) -> String {
         CurrentForm::Whole => "whole".to_owned(),
         CurrentForm::Mig { profile } => format!("mig {profile}"),
         CurrentForm::Mps { .. } => "mps".to_owned(),
-        CurrentForm::TimeSlice { .. } => "timeslicing".to_owned(),
+        CurrentForm::TimeSlicing { .. } => "timeslicing".to_owned(),
     }
 }
 
@@ -84,7 +84,7 @@ pub fn advice(a: &Advice) -> pb::Advice {
         Form::Mps {
             thread_percentage, ..
         } => out.thread_percentage = *thread_percentage,
-        Form::TimeSlice { sharers, .. } => out.timeslice_sharers = *sharers,
+        Form::TimeSlicing { sharers, .. } => out.timeslice_sharers = *sharers,
         Form::Abstain | Form::Keep | Form::GiveBack => {}
     }
     out
@@ -98,7 +98,7 @@ impl From<&Form> for pb::AdviceForm {
             Form::GiveBack => Self::GiveBack,
             Form::Mig { .. } => Self::Mig,
             Form::Mps { .. } => Self::Mps,
-            Form::TimeSlice { .. } => Self::Timeslicing,
+            Form::TimeSlicing { .. } => Self::Timeslicing,
         }
     }
 }
@@ -146,7 +146,7 @@ mod tests {
             (pb::AdviceForm::Mps, 10)
         );
         assert_eq!(mps.device_class, "gpu.nvidia.com");
-        let ts = advice(&advised(Form::TimeSlice {
+        let ts = advice(&advised(Form::TimeSlicing {
             sharers: 4,
             memory_bytes: 20 * GIB,
         }));
@@ -187,7 +187,7 @@ mod tests {
             "mig 3g.40gb"
         );
         assert_eq!(
-            current(&CurrentForm::TimeSlice { sharers: 2 }),
+            current(&CurrentForm::TimeSlicing { sharers: 2 }),
             "timeslicing"
         );
     }

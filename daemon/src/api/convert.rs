@@ -129,7 +129,7 @@ fn prepared_devices(record: &ClaimRecord) -> Vec<pb::PreparedDevice> {
 fn sharing_words(d: &RecordDevice) -> String {
     let kind = AccessKind::of_device(d);
     match &d.sharing {
-        Some(DeviceSharing::Timeslicing { interval }) => format!("{kind} {interval}"),
+        Some(DeviceSharing::TimeSlicing { interval }) => format!("{kind} {interval}"),
         Some(DeviceSharing::Mps(mps)) => match mps.memory_share {
             Some(bytes) => format!(
                 "{kind}, memory {:.1} GiB",

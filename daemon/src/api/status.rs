@@ -38,7 +38,7 @@ pub fn error(err: ClaimError) -> Status {
         ClaimError::MemoryExhausted { .. } => Code::ResourceExhausted,
         ClaimError::SharingNotConfigured { .. } => Code::Unavailable,
         ClaimError::Mps(mps) => mps_code(mps),
-        ClaimError::TimeSlice(ts) => timeslice_code(ts),
+        ClaimError::TimeSlicing(ts) => timeslice_code(ts),
         ClaimError::InvalidSpec { .. } => Code::Internal,
         ClaimError::State(_) => Code::Unavailable,
         ClaimError::Gpu(gpu) => gpu_code(gpu),
@@ -121,7 +121,7 @@ mod tests {
                 Code::ResourceExhausted,
             ),
             (
-                ClaimError::TimeSlice(TimeSliceError::IntervalConflict {
+                ClaimError::TimeSlicing(TimeSliceError::IntervalConflict {
                     gpu: "GPU-a".into(),
                     holder: "c".into(),
                     held: crate::sharing::TimeSliceInterval::Long,

@@ -98,7 +98,7 @@ fn other_sharing(held: &Devices<'_>, asked: &Devices<'_>) -> Option<Difference> 
 pub(super) fn device_words(device: &str, sharing: Option<&DeviceSharing>) -> String {
     match sharing {
         None => device.to_owned(),
-        Some(DeviceSharing::Timeslicing { interval }) => {
+        Some(DeviceSharing::TimeSlicing { interval }) => {
             format!("{device} time-sliced (interval {interval})")
         }
         Some(DeviceSharing::Mps(mps)) => {

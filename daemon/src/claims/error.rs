@@ -147,7 +147,7 @@ pub enum ClaimError {
     Mps(#[from] MpsError),
     /// A time-slice request conflicts with other claims, or nvidia-smi failed.
     #[error(transparent)]
-    TimeSlice(#[from] TimeSliceError),
+    TimeSlicing(#[from] TimeSliceError),
     /// Two devices of one claim overlap on one GPU.
     #[error("devices {first} and {second} of the claim overlap on one GPU; allocate disjoint ones")]
     DevicesOverlap {

@@ -16,7 +16,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::access::{Access, Cx};
+use super::access::{Access, Change, Cx};
 use super::again::difference;
 use super::error::ClaimError;
 use super::request::PrepareRequest;
@@ -59,33 +59,17 @@ impl Engine {
             .filter_map(|d| inventory.device(&d.device))
             .collect();
         self.refuse_unhealthy(&devices)?;
-        for device in &devices {
-            if let DeviceRef::Gpu(gpu) = device
-                && !inventory.offers_whole(gpu)
-            {
-                return Err(ClaimError::NotOfferedWhole {
-                    device: gpu.name.clone(),
-                    slices: inventory.slice_names(gpu).join(", "),
-                });
-            }
-        }
-        for (device, shared) in devices.iter().zip(&sharing) {
-            if let (DeviceRef::Gpu(gpu), Some(_)) = (device, shared)
-                && gpu.mig.is_some()
-            {
-                return Err(ClaimError::SharingOnMigManaged {
-                    device: gpu.name.clone(),
-                });
-            }
-        }
         let mut record = self.new_record(req, &devices, sharing, limits);
+        let cx = self.cx();
+        for kind in self.kinds.in_order() {
+            kind.admit(&cx, &record, &devices)?;
+        }
         let wants: Vec<Want> = devices
             .iter()
             .zip(&record.devices)
             .map(|(device, d)| Want::of_device(device, d.sharing.as_ref()))
             .collect();
         lock(&self.table).reserve(&req.uid, &wants)?;
-        let cx = self.cx();
         let mut undo = Undo::default();
         undo.push(Step::Table);
         undo.push(Step::GpuLocks(self.kinds.shared.lock_gpus(&record)));
@@ -94,13 +78,9 @@ impl Engine {
             return Err(err);
         }
         undo.disarm();
-        let mig_changed = record
-            .devices
-            .iter()
-            .any(|d| d.mig.is_some() || d.restore_mig_mode);
         lock(&self.table).insert(record.clone());
-        if mig_changed {
-            self.kinds.mig.refresh_offer(&cx);
+        for kind in self.kinds.in_order() {
+            kind.after_change(&cx, &record, Change::Prepared);
         }
         self.env.bump();
         tracing::info!(claim_uid = %record.uid, devices = ?device_names(&record), "claim prepared");

@@ -73,9 +73,11 @@ impl Engine {
         for record in prepared {
             self.adopt(record, &mut report)?;
         }
-        match self.kinds.mps.stop_stale(&self.cx()) {
-            Ok(stopped) => report.daemons_stopped += stopped,
-            Err(problem) => report.problems.push(problem),
+        let cx = self.cx();
+        for kind in self.kinds.in_order() {
+            let swept = kind.sweep(&cx);
+            report.daemons_stopped += swept.stopped;
+            report.problems.extend(swept.problems);
         }
         for record in preparing {
             self.roll_back(&record, &mut report)?;
@@ -230,7 +232,7 @@ impl Engine {
             if record.phase != Phase::Prepared || !has_sharing(&record) {
                 continue;
             }
-            problems.extend(self.kinds.timeslice.restore(&cx, &mut record).problems);
+            problems.extend(self.kinds.timeslicing.restore(&cx, &mut record).problems);
             problems.extend(self.kinds.mps.restore(&cx, &mut record).problems);
         }
         for problem in &problems {

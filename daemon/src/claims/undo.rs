@@ -85,7 +85,7 @@ fn describe(step: &Step<'_>) -> (&'static str, Option<AccessKind>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::claims::access::{Exclusive, Mig, Mps, TimeSlice};
+    use crate::claims::access::{Exclusive, Mig, Mps, TimeSlicing};
     use crate::claims::keyed::KeyedLocks;
 
     fn unwound(undo: Undo<'_>) -> Vec<(&'static str, Option<AccessKind>)> {
@@ -96,7 +96,7 @@ mod tests {
 
     #[test]
     fn a_failed_apply_unwinds_applied_kinds_before_the_record_and_the_rest_after() {
-        let (mig, ts, mps) = (Mig::default(), TimeSlice, Mps);
+        let (mig, ts, mps) = (Mig::default(), TimeSlicing, Mps);
         let locks = KeyedLocks::default();
         let mut undo = Undo::default();
         undo.push(Step::Table);

@@ -3,6 +3,7 @@
 //! a MIG slice quits before the slice goes); a claim the daemon does not know
 //! is a success.
 
+use super::access::Change;
 use super::error::ClaimError;
 use super::request::validate_uid;
 use super::{Engine, Unprepared, lock, spec};
@@ -45,12 +46,8 @@ impl Engine {
         }
         self.env.store.remove(uid)?;
         lock(&self.table).remove(uid);
-        if record
-            .devices
-            .iter()
-            .any(|d| d.restore_mig_mode || d.mig.as_ref().is_some_and(|m| m.created))
-        {
-            self.kinds.mig.refresh_offer(&cx);
+        for kind in self.kinds.in_order() {
+            kind.after_change(&cx, record, Change::Unprepared);
         }
         tracing::info!(claim_uid = %uid, "claim unprepared");
         Ok(Unprepared::Removed)

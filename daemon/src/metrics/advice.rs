@@ -104,7 +104,7 @@ pub fn form_label(form: &Form) -> &'static str {
         Form::GiveBack => "give_back",
         Form::Mig { .. } => "mig",
         Form::Mps { .. } => "mps",
-        Form::TimeSlice { .. } => "timeslicing",
+        Form::TimeSlicing { .. } => "timeslicing",
     }
 }
 

@@ -54,7 +54,7 @@ impl AccessKind {
     pub fn of_sharing(sharing: &DeviceSharing) -> Self {
         match sharing {
             DeviceSharing::Mps(_) => Self::Mps,
-            DeviceSharing::Timeslicing { .. } => Self::TimeSlicing,
+            DeviceSharing::TimeSlicing { .. } => Self::TimeSlicing,
         }
     }
 
@@ -76,7 +76,7 @@ impl AccessKind {
             Self::Exclusive => Self::of_device(device) == Self::Exclusive,
             Self::Mig => device.mig.is_some(),
             Self::TimeSlicing => {
-                matches!(device.sharing, Some(DeviceSharing::Timeslicing { .. }))
+                matches!(device.sharing, Some(DeviceSharing::TimeSlicing { .. }))
             }
             Self::Mps => matches!(device.sharing, Some(DeviceSharing::Mps(_))),
         }

@@ -18,7 +18,7 @@ pub enum Action {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Use {
-    TimeSlice {
+    TimeSlicing {
         interval: TimeSliceInterval,
         claims: BTreeSet<String>,
     },
@@ -51,14 +51,14 @@ impl TimeSlicePolicy {
             None => {
                 let claims = BTreeSet::from([claim.to_owned()]);
                 self.gpus
-                    .insert(gpu.to_owned(), Use::TimeSlice { interval, claims });
+                    .insert(gpu.to_owned(), Use::TimeSlicing { interval, claims });
                 Ok(Action::Set(interval))
             }
             Some(Use::Mps { claims }) => Err(TimeSliceError::MpsInUse {
                 gpu: gpu.to_owned(),
                 holder: first(claims),
             }),
-            Some(Use::TimeSlice {
+            Some(Use::TimeSlicing {
                 interval: held,
                 claims,
             }) => {
@@ -84,7 +84,7 @@ impl TimeSlicePolicy {
     /// `claim` stops time-slicing `gpu`; the last one out resets it to
     /// Default (unless it is Default already).
     pub fn leave(&mut self, gpu: &str, claim: &str) -> Action {
-        let Some(Use::TimeSlice { interval, claims }) = self.gpus.get_mut(gpu) else {
+        let Some(Use::TimeSlicing { interval, claims }) = self.gpus.get_mut(gpu) else {
             return Action::Nothing;
         };
         claims.remove(claim);
@@ -109,7 +109,7 @@ impl TimeSlicePolicy {
                 claims.insert(claim.to_owned());
                 Ok(())
             }
-            Use::TimeSlice { claims, .. } => Err(TimeSliceError::TimeSliceInUse {
+            Use::TimeSlicing { claims, .. } => Err(TimeSliceError::TimeSliceInUse {
                 gpu: gpu.to_owned(),
                 holder: first(claims),
             }),
@@ -129,7 +129,7 @@ impl TimeSlicePolicy {
     /// The interval `gpu` is time-sliced at, when it is.
     pub fn interval(&self, gpu: &str) -> Option<TimeSliceInterval> {
         match self.gpus.get(gpu) {
-            Some(Use::TimeSlice { interval, .. }) => Some(*interval),
+            Some(Use::TimeSlicing { interval, .. }) => Some(*interval),
             _ => None,
         }
     }
@@ -137,7 +137,7 @@ impl TimeSlicePolicy {
     /// The claims sharing `gpu` (time-slice or MPS), sorted.
     pub fn claims(&self, gpu: &str) -> Vec<String> {
         match self.gpus.get(gpu) {
-            Some(Use::TimeSlice { claims, .. } | Use::Mps { claims }) => {
+            Some(Use::TimeSlicing { claims, .. } | Use::Mps { claims }) => {
                 claims.iter().cloned().collect()
             }
             None => Vec::new(),

@@ -262,7 +262,7 @@ impl Chooser {
             Sharing::TimeSlicing(interval),
             Expect::MayPrepare,
         );
-        Op::Prepare(plan, OpKind::PrepareTimeslicing)
+        Op::Prepare(plan, OpKind::PrepareTimeSlicing)
     }
 
     /// A request that must be FAILED_PRECONDITION, from what this client

@@ -57,7 +57,7 @@ fn keys_keep_episodes_apart_and_counters_by_kind() {
             unclaimed(7, "gpu-0"),
             unclaimed(7, "gpu-1"),
             overshare("a", "gpu-0", Counter::OverShareMps),
-            overshare("b", "gpu-0", Counter::OverShareTimeslicing),
+            overshare("b", "gpu-0", Counter::OverShareTimeSlicing),
         ],
     );
     assert_eq!(episodes.open().len(), 4);

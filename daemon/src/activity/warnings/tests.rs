@@ -76,7 +76,7 @@ fn an_over_share_names_the_claim_its_use_and_share_and_what_to_do() {
         c.message
     );
     assert!(c.message.contains("give the claim a larger share"));
-    assert_eq!(found[1].counter, Counter::OverShareTimeslicing);
+    assert_eq!(found[1].counter, Counter::OverShareTimeSlicing);
 }
 
 #[test]

@@ -126,7 +126,7 @@ fn sim_current_forms_come_from_the_records() {
     for claim in &claims[1..] {
         assert_eq!(
             claim.devices[0].current,
-            CurrentForm::TimeSlice { sharers: 2 }
+            CurrentForm::TimeSlicing { sharers: 2 }
         );
     }
 }

@@ -101,7 +101,7 @@ fn current_cost(current: &CurrentForm, model: &GpuModel<'_>) -> f64 {
             );
             memory.max(ratio(thread_percentage.unwrap_or(100), 100))
         }
-        CurrentForm::TimeSlice { sharers } => 1.0 / f64::from((*sharers).max(1)),
+        CurrentForm::TimeSlicing { sharers } => 1.0 / f64::from((*sharers).max(1)),
     }
 }
 
@@ -145,7 +145,7 @@ fn timeslice(need: &Need, model: &GpuModel<'_>) -> Option<(Form, f64)> {
     }
     let memory_bytes = model.memory_bytes / u64::from(sharers);
     Some((
-        Form::TimeSlice {
+        Form::TimeSlicing {
             sharers,
             memory_bytes,
         },
@@ -202,7 +202,7 @@ pub(super) fn choose(
                     "an MPS share of {} and {thread_percentage}% threads",
                     bytes(*memory_bytes)
                 ),
-                Form::TimeSlice { sharers, .. } => {
+                Form::TimeSlicing { sharers, .. } => {
                     format!("a time-sliced GPU shared with up to {} others", sharers - 1)
                 }
                 Form::Abstain | Form::Keep | Form::GiveBack => String::new(),

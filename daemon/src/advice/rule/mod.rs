@@ -84,7 +84,7 @@ pub enum CurrentForm {
         thread_percentage: Option<u32>,
     },
     /// A time-sliced GPU shared by this many claims.
-    TimeSlice {
+    TimeSlicing {
         /// Claims on the GPU, this one included.
         sharers: u32,
     },
@@ -114,7 +114,7 @@ pub enum Form {
         thread_percentage: u32,
     },
     /// A time-sliced GPU shared with up to `sharers − 1` others.
-    TimeSlice {
+    TimeSlicing {
         /// Claims on the GPU, this one included.
         sharers: u32,
         /// Memory share, bytes.
@@ -128,7 +128,7 @@ impl Form {
         match self {
             Form::Mig { memory_bytes, .. }
             | Form::Mps { memory_bytes, .. }
-            | Form::TimeSlice { memory_bytes, .. } => Some(*memory_bytes),
+            | Form::TimeSlicing { memory_bytes, .. } => Some(*memory_bytes),
             Form::Abstain | Form::Keep | Form::GiveBack => None,
         }
     }

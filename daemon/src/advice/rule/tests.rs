@@ -180,7 +180,7 @@ fn without_mig_on_this_model_an_mps_share_with_the_slice_that_would_fit() {
     // 80 GiB / 4.6 GiB = 17 by memory, 100 / 11.5 = 8 by SM.
     assert_eq!(
         advice.form,
-        Form::TimeSlice {
+        Form::TimeSlicing {
             sharers: 8,
             memory_bytes: 85_520_809_984 / 8
         }
@@ -272,7 +272,7 @@ fn any_current() -> impl Strategy<Value = CurrentForm> {
                 thread_percentage: t,
             }
         }),
-        (1u32..10).prop_map(|sharers| CurrentForm::TimeSlice { sharers }),
+        (1u32..10).prop_map(|sharers| CurrentForm::TimeSlicing { sharers }),
     ]
 }
 

@@ -166,7 +166,7 @@ fn any_form() -> impl Strategy<Value = Form> {
             memory_bytes: g * GIB,
             thread_percentage: t * 5,
         }),
-        (2u32..=8).prop_map(|k| Form::TimeSlice {
+        (2u32..=8).prop_map(|k| Form::TimeSlicing {
             sharers: k,
             memory_bytes: 80 * GIB / u64::from(k),
         }),

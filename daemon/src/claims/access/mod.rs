@@ -14,7 +14,7 @@ pub(super) mod exclusive;
 pub(super) mod mig;
 pub(super) mod mps;
 pub(super) mod shared_gpu;
-pub(super) mod timeslice;
+pub(super) mod timeslicing;
 
 use std::sync::Mutex;
 
@@ -29,7 +29,7 @@ pub(super) use exclusive::Exclusive;
 pub(super) use mig::Mig;
 pub(super) use mps::Mps;
 pub(super) use shared_gpu::SharedGpus;
-pub(super) use timeslice::TimeSlice;
+pub(super) use timeslicing::TimeSlicing;
 
 /// What a kind's verb may read: the engine's environment, the claim table,
 /// and what the sharing kinds share (tools, books, GPU locks).
@@ -38,6 +38,25 @@ pub(super) struct Cx<'a> {
     pub(super) env: &'a Env,
     pub(super) table: &'a Mutex<ClaimTable>,
     pub(super) shared: &'a SharedGpus,
+}
+
+/// What a start-up sweep did: effects of claims that are gone, stopped.
+#[derive(Debug, Default)]
+pub(super) struct Swept {
+    /// How many (MPS daemons, ...) were stopped.
+    pub(super) stopped: usize,
+    /// What could not be swept, for an operator.
+    pub(super) problems: Vec<String>,
+}
+
+/// What a claim did to the node: the verb a kind's
+/// [`Access::after_change`] follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Change {
+    /// The claim was prepared.
+    Prepared,
+    /// The claim was unprepared.
+    Unprepared,
 }
 
 /// What a start-up restore did to one claim.
@@ -57,6 +76,20 @@ pub(super) trait Access: Send + Sync + std::fmt::Debug {
 
     /// Whether a new claim needs this kind's steps (prepare only).
     fn takes_part(&self, record: &ClaimRecord, devices: &[DeviceRef<'_>]) -> bool;
+
+    /// Prepare, before anything is reserved: refuses a claim this kind
+    /// cannot serve on these devices, whatever other claims hold (MIG: a
+    /// GPU its `[mig]` manages asked for whole where only its slices are
+    /// offered, or asked to be shared). Every kind is asked, whether it
+    /// takes part or not.
+    fn admit(
+        &self,
+        _cx: &Cx<'_>,
+        _record: &ClaimRecord,
+        _devices: &[DeviceRef<'_>],
+    ) -> Result<(), ClaimError> {
+        Ok(())
+    }
 
     /// Checks against other claims and books this claim; fills what apply
     /// will do into the record. Reads hardware and changes none, except what
@@ -89,6 +122,18 @@ pub(super) trait Access: Send + Sync + std::fmt::Debug {
     /// Start-up, `preparing` record: undoes what a prepare cut short may
     /// have done; the problems left, or an error when the record must stay.
     fn roll_back(&self, cx: &Cx<'_>, record: &ClaimRecord) -> Result<Vec<String>, ClaimError>;
+
+    /// After a claim came or went, with the claim table up to date: what
+    /// the kind keeps of the node follows (MIG: its offer, when the
+    /// claim's slices or a GPU's MIG mode changed).
+    fn after_change(&self, _cx: &Cx<'_>, _record: &ClaimRecord, _change: Change) {}
+
+    /// Start-up, once every prepared record is adopted and before any
+    /// `preparing` one is rolled back: stops what this kind left behind for
+    /// claims that are gone (MPS: their daemons).
+    fn sweep(&self, _cx: &Cx<'_>) -> Swept {
+        Swept::default()
+    }
 
     /// Start-up, prepared record: back into this kind's books (no hardware).
     fn adopt(&self, _cx: &Cx<'_>, _record: &ClaimRecord) -> Result<(), ClaimError> {
@@ -134,7 +179,7 @@ pub(super) trait Access: Send + Sync + std::fmt::Debug {
 pub(super) struct Kinds {
     pub(super) exclusive: Exclusive,
     pub(super) mig: Mig,
-    pub(super) timeslice: TimeSlice,
+    pub(super) timeslicing: TimeSlicing,
     pub(super) mps: Mps,
     pub(super) shared: SharedGpus,
 }
@@ -144,6 +189,6 @@ impl Kinds {
     /// MIG slice exists before a daemon on it starts); undo runs in
     /// reverse.
     pub(super) fn in_order(&self) -> [&dyn Access; 4] {
-        [&self.exclusive, &self.mig, &self.timeslice, &self.mps]
+        [&self.exclusive, &self.mig, &self.timeslicing, &self.mps]
     }
 }

@@ -48,7 +48,7 @@ fn whole(name: &str, uuid: &str) -> RecordDevice {
 }
 
 fn timeslicing(interval: TimeSliceInterval) -> Option<DeviceSharing> {
-    Some(DeviceSharing::Timeslicing { interval })
+    Some(DeviceSharing::TimeSlicing { interval })
 }
 
 fn mps_sharing(device: &str, atp: Option<u8>, share: Option<u64>) -> Option<DeviceSharing> {

@@ -165,7 +165,7 @@ fn record_form(
     let name_of = |id: &str| all.iter().find(|m| m.id == id).map(|m| m.name.to_owned());
     match resolved {
         ResolvedSharing::Exclusive => None,
-        ResolvedSharing::TimeSlicing { interval, .. } => Some(DeviceSharing::Timeslicing {
+        ResolvedSharing::TimeSlicing { interval, .. } => Some(DeviceSharing::TimeSlicing {
             interval: *interval,
         }),
         ResolvedSharing::Mps {

@@ -18,7 +18,6 @@
 //! what is reported of device health.
 
 pub(super) mod claim_health;
-mod mig;
 pub(super) mod sharing;
 pub(super) mod usage;
 
@@ -32,8 +31,8 @@ use crate::health::DeviceFault;
 use crate::inventory::{DeviceRef, GpuDevice, Inventory, MigDevice};
 use crate::state::ClaimRecord;
 
+pub use crate::claims::access::mig::{GpuMigView, MigHolder, MigInstanceView};
 use claim_health::unreadable_gpu_of;
-pub use mig::{GpuMigView, MigHolder, MigInstanceView};
 
 /// The node at one moment.
 #[derive(Debug, Clone)]
@@ -168,6 +167,12 @@ fn unreadable_holders(table: &ClaimTable, inventory: &Inventory) -> Vec<Unreadab
 }
 
 impl Engine {
+    /// Every GPU of the inventory with its MIG instances and their holders
+    /// (the MIG kind's view).
+    pub fn mig_view(&self) -> Vec<GpuMigView> {
+        super::access::mig::layout(&self.cx())
+    }
+
     /// The hardware backend.
     pub fn backend(&self) -> &dyn GpuBackend {
         self.env.backend.as_ref()

@@ -59,7 +59,8 @@ pub enum Phase {
 #[serde(tag = "mode", rename_all = "lowercase")]
 pub enum DeviceSharing {
     /// Compute time-slicing of the whole GPU at `interval`.
-    Timeslicing {
+    #[serde(rename = "timeslicing")]
+    TimeSlicing {
         /// The time-slice level.
         interval: TimeSliceInterval,
     },

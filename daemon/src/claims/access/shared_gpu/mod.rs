@@ -1,5 +1,5 @@
 //! What time-slicing and MPS share: the tools they drive, their books and
-//! a lock per shared GPU. The two kinds themselves are `access::timeslice`
+//! a lock per shared GPU. The two kinds themselves are `access::timeslicing`
 //! and `access::mps`; the compute mode both set is [`compute_mode`]. How a
 //! request's configs become per-device sharing is the request's
 //! (`claims/request/sharing.rs`). It must not parse configs (that is
@@ -217,4 +217,16 @@ impl SharedGpus {
             (books.degraded.iter()).map(|(gpu, why)| format!("GPU {gpu} is degraded: {why}"));
         degraded.chain(books.problems.iter().cloned()).collect()
     }
+}
+
+/// A sharing device of a prepare cut short that could not be reset.
+pub(in crate::claims) fn roll_back_problem(
+    record: &ClaimRecord,
+    d: &crate::state::RecordDevice,
+    err: &ClaimError,
+) -> String {
+    format!(
+        "claim {}: {} ({}) could not be reset after a prepare cut short: {err}",
+        record.uid, d.device, d.uuid
+    )
 }

@@ -141,13 +141,13 @@ fn sim_timeslicing_agrees_per_gpu_and_the_last_claim_resets_it() {
         .prepare(&req(B, &["gpu-0"], &[timeslicing("Short")]))
         .unwrap_err();
     assert!(
-        matches!(&err, ClaimError::TimeSlice(TimeSliceError::IntervalConflict { holder, .. }) if holder == A),
+        matches!(&err, ClaimError::TimeSlicing(TimeSliceError::IntervalConflict { holder, .. }) if holder == A),
         "{err}"
     );
     assert!(node.spec(B).is_none() && !node.has_record(B));
     let err = e.prepare(&req(B, &["gpu-0"], &[mps(50)])).unwrap_err();
     assert!(
-        matches!(&err, ClaimError::TimeSlice(TimeSliceError::TimeSliceInUse { holder, .. }) if holder == A),
+        matches!(&err, ClaimError::TimeSlicing(TimeSliceError::TimeSliceInUse { holder, .. }) if holder == A),
         "{err}"
     );
     assert_eq!(node.starts(), 0, "no daemon for a refused MPS claim");
@@ -416,7 +416,7 @@ fn sim_a_claim_both_sharing_kinds_refuse_is_told_the_time_slicing_conflict() {
     }
     let err = e.prepare(&both).unwrap_err();
     assert!(
-        matches!(&err, ClaimError::TimeSlice(TimeSliceError::MpsInUse { holder, .. }) if holder == C),
+        matches!(&err, ClaimError::TimeSlicing(TimeSliceError::MpsInUse { holder, .. }) if holder == C),
         "{err}"
     );
     assert!(node.spec(B).is_none() && !node.has_record(B));

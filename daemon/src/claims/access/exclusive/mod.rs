@@ -3,12 +3,13 @@
 //! spec write and one record write, and there is nothing to roll back on the
 //! GPU. Its only book is the claim table's whole-GPU holding. A whole GPU
 //! shared by time-slicing or MPS gets the same device node: its CDI device
-//! is built here too.
+//! is built here too ([`cdi`]).
+
+mod cdi;
 
 use super::{Access, Cx};
 use crate::cdi_build::ClaimDevice;
 use crate::claims::error::ClaimError;
-use crate::driver::{HostPath, device_node_target, rooted};
 use crate::inventory::{DeviceRef, GpuDevice};
 use crate::state::AccessKind;
 use crate::state::{ClaimRecord, RecordDevice};
@@ -65,32 +66,6 @@ impl Exclusive {
         device: &RecordDevice,
         gpu: &GpuDevice,
     ) -> Result<ClaimDevice, ClaimError> {
-        claim_device(gpu, &device.device, &cx.env.settings.dev_root)
+        cdi::claim_device(gpu, &device.device, &cx.env.settings.dev_root)
     }
-}
-
-/// The CDI device of a whole GPU: /dev/nvidia<minor> from the dev root. The
-/// CDI name uses `cdi_name` (the name the claim was prepared with), so the ids
-/// returned to the kubelet never change even if the GPU is renumbered.
-fn claim_device(
-    gpu: &GpuDevice,
-    cdi_name: &str,
-    dev_root: &std::path::Path,
-) -> Result<ClaimDevice, ClaimError> {
-    let container = format!("/dev/nvidia{}", gpu.info.minor);
-    let host = rooted(dev_root, &container);
-    if !host.exists() {
-        return Err(ClaimError::DeviceNodeMissing {
-            device: gpu.name.clone(),
-            path: host.display().to_string(),
-        });
-    }
-    Ok(ClaimDevice {
-        name: cdi_name.to_owned(),
-        edits: gpuslice_cdi::ContainerEdits::default(),
-        nodes: vec![HostPath {
-            container,
-            host: device_node_target(host),
-        }],
-    })
 }

@@ -3,8 +3,9 @@
 //! `gpuslicectl mig` draws). The instances come from the hardware backend;
 //! a GPU whose instances cannot be listed shows none, with a warning.
 
-use crate::claims::access::mig::slice_placement;
-use crate::claims::{Engine, lock};
+use super::slice_placement;
+use crate::claims::access::Cx;
+use crate::claims::lock;
 use crate::gpu::GpuInstance;
 use crate::inventory::{GpuDevice, Inventory};
 use crate::state::ClaimRecord;
@@ -42,41 +43,39 @@ pub struct MigHolder {
     pub created: bool,
 }
 
-impl Engine {
-    /// Every GPU of the inventory with its MIG instances and their holders.
-    pub fn mig_view(&self) -> Vec<GpuMigView> {
-        let inventory = self.inventory();
-        // The hardware first: the table lock is never held across it.
-        let listed: Vec<(&GpuDevice, Vec<GpuInstance>)> = (inventory.gpus.iter())
-            .map(|gpu| (gpu, self.gpu_instances(gpu)))
-            .collect();
-        let table = lock(&self.table);
-        listed
-            .into_iter()
-            .map(|(gpu, instances)| GpuMigView {
-                gpu: gpu.clone(),
-                instances: instances
-                    .into_iter()
-                    .map(|gi| instance(gi, gpu, &inventory, table.iter()))
-                    .collect(),
-            })
-            .collect()
-    }
+/// Every GPU of the inventory with its MIG instances and their holders.
+pub(in crate::claims) fn layout(cx: &Cx<'_>) -> Vec<GpuMigView> {
+    let inventory = cx.env.inventory();
+    // The hardware first: the table lock is never held across it.
+    let listed: Vec<(&GpuDevice, Vec<GpuInstance>)> = (inventory.gpus.iter())
+        .map(|gpu| (gpu, gpu_instances(cx, gpu)))
+        .collect();
+    let table = lock(cx.table);
+    listed
+        .into_iter()
+        .map(|(gpu, instances)| GpuMigView {
+            gpu: gpu.clone(),
+            instances: instances
+                .into_iter()
+                .map(|gi| instance(gi, gpu, &inventory, table.iter()))
+                .collect(),
+        })
+        .collect()
+}
 
-    /// The GPU instances of a GPU in MIG mode (none otherwise, or when they
-    /// cannot be listed).
-    fn gpu_instances(&self, gpu: &GpuDevice) -> Vec<GpuInstance> {
-        if gpu.mig.is_none() {
-            return Vec::new();
-        }
-        self.env
-            .backend
-            .gpu_instances(gpu.info.index)
-            .unwrap_or_else(|err| {
-                tracing::warn!(gpu = %gpu.name, error = %err, "cannot list MIG instances");
-                Vec::new()
-            })
+/// The GPU instances of a GPU in MIG mode (none otherwise, or when they
+/// cannot be listed).
+fn gpu_instances(cx: &Cx<'_>, gpu: &GpuDevice) -> Vec<GpuInstance> {
+    if gpu.mig.is_none() {
+        return Vec::new();
     }
+    cx.env
+        .backend
+        .gpu_instances(gpu.info.index)
+        .unwrap_or_else(|err| {
+            tracing::warn!(gpu = %gpu.name, error = %err, "cannot list MIG instances");
+            Vec::new()
+        })
 }
 
 fn instance<'a>(

@@ -1,0 +1,27 @@
+//! MPS as a kind of access, one file per part: what a claim uses
+//! ([`books`]), prepare's and unprepare's steps ([`verbs`]), start-up and a
+//! claim asked again ([`restore`]), the CDI edits ([`cdi`]), what is
+//! reported ([`view`]). The daemons themselves are [`crate::mps`]'s.
+//!
+//! The steps: reserve (the claim joins the GPU's policy as MPS, never
+//! beside time-slicing, and its memory share is promised), apply (compute
+//! mode EXCLUSIVE_PROCESS on the key's whole GPUs, then the daemon, which [`crate::mps::MpsManager::acquire`] returns only once it
+//! answers with its limits read back), release (take the claim off the
+//! daemon; after the last claim the daemon quits and the GPUs return to
+//! DEFAULT) and restore at start-up (the same daemons, by key hash: a live
+//! one is adopted, a missing one started again).
+//!
+//! A MIG slice's daemon is keyed by the slice's UUID, known only once the
+//! slice is made: apply runs after the MIG steps, and MIG devices keep
+//! their compute mode.
+
+mod books;
+mod cdi;
+mod restore;
+mod verbs;
+mod view;
+
+/// MPS: the [`super::Access`] of a claim on devices shared through an MPS
+/// control daemon (whole GPUs or MIG slices).
+#[derive(Debug, Default)]
+pub(in crate::claims) struct Mps;
