@@ -22,7 +22,7 @@
 # cargo-deb, cargo-generate-rpm; .ci/run installs them all.
 #
 # One package, gpuslice, holds gpusliced, gpuslicectl (the ctl/ crate) and
-# gpuslice-dra-plugin (the shim/ crate), their man pages and shell
+# gpuslice-dra-plugin (the dra-plugin/ crate), their man pages and shell
 # completions, configs and units; the metadata is in daemon/Cargo.toml. Each
 # stage prints its wall time. The binaries' --version carries the git commit
 # (gpuslice-cli's build script); from a tarball without .git, set

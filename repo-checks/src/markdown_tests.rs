@@ -71,8 +71,8 @@ fn resolve_classifies_targets() {
         ),
         (
             "docs/a.md",
-            "/shim/x.rs",
-            Ok(Target::Path("shim/x.rs".to_owned())),
+            "/dra-plugin/x.rs",
+            Ok(Target::Path("dra-plugin/x.rs".to_owned())),
         ),
         ("docs/a.md", "..", Ok(Target::Path(String::new()))),
         ("docs/a.md", "../../x.md", Err(Why::Outside)),

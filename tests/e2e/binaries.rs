@@ -7,7 +7,7 @@
 //! test (`$CARGO build -p PACKAGE --bin NAME`; cargo does nothing when the
 //! binary is fresh, so a stale one is never picked up), then found in the
 //! test's `target/<profile>/`. Shared with `#[path]` by
-//! shim/tests/conformance and daemon/benches/startup.rs. Std only.
+//! dra-plugin/tests/conformance and daemon/benches/startup.rs. Std only.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 //! once), `GPUSLICE_SOCKET` itself, `gpusliced --check-config` on problems
 //! start-up would only warn about, each binary's `--version`, and the man
 //! pages and completions each binary writes for the packages.
-//! gpuslice-dra-plugin's version and files: shim/tests/cli.rs.
+//! gpuslice-dra-plugin's version and files: dra-plugin/tests/cli.rs.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -13,7 +13,7 @@ use std::process::{Command, Output};
 use crate::harness::{Daemon, answered, gpusliced_binary, write_config};
 
 /// gpusliced and gpuslicectl (gpuslice-dra-plugin's are checked by
-/// shim/tests/cli.rs).
+/// dra-plugin/tests/cli.rs).
 const BINARIES: [&str; 2] = ["gpusliced", "gpuslicectl"];
 
 /// The binary cargo built for this test, or (gpuslicectl) built from its

@@ -1,5 +1,5 @@
 //! The second scheduler: Kubernetes' own structured allocator (the
-//! real-allocator tool, `shim/tests/real_allocator/tool/`, upstream
+//! real-allocator tool, `dra-plugin/tests/real_allocator/tool/`, upstream
 //! k8s.io/dynamic-resource-allocation as kube-scheduler runs it), asked the
 //! same question as the selector allocator for every pod: the same slices in
 //! the same walk, the same classes and claims, the claims still allocated,

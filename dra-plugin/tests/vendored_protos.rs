@@ -1,5 +1,5 @@
 //! The kubelet protos compiled into the shim (`third_party/kubelet/`, see
-//! `shim/build.rs`) are the published ones, unchanged: each has the sha256
+//! `dra-plugin/build.rs`) are the published ones, unchanged: each has the sha256
 //! that `third_party/kubelet/SOURCE` recorded when `third_party/refresh.sh`
 //! fetched it. With `$GPUSLICE_REFERENCE_DIR` set, they must also be
 //! byte-identical to the copies there (a fresh download, say).
