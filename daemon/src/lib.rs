@@ -22,8 +22,7 @@
 //! 7. [`state`]: durable claim records, one file per claim; [`timeslice`]:
 //!    compute time-slice policy.
 //! 8. [`claims`]: the claim engine (prepare, unprepare, reconcile).
-//! 9. [`advertise`]: which form of MIG slices the engine offers
-//!    (`[mig] advertise`); [`advice`]: right-sizing advice from each
+//! 9. [`advice`]: right-sizing advice from each
 //!    claim's usage history (the history, its file, the rule).
 //! 10. [`activity`]: per-claim GPU use (processes attributed to claims, idle
 //!     claims, over-shares, unclaimed processes), sampled through the backend.
@@ -71,7 +70,6 @@ pub mod timeslice;
 pub mod claims;
 
 // Floor 9
-pub mod advertise;
 pub mod advice;
 
 // Floor 10

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use gpuslice::claims::Engine;
-use gpuslice::config::{MigAdvertise, MigConfig, MigCreate, MigGpuConfig};
+use gpuslice::config::{MigOffering, MigConfig, MigCreate, MigGpuConfig};
 use gpuslice::gpu::sim::{SimBackend, SimModel, op};
 use gpuslice::gpu::{GpuBackend, GpuInstance};
 use gpuslice::inventory::Inventory;
@@ -61,7 +61,7 @@ pub fn node() -> &'static Node {
 
 fn mig_config() -> MigConfig {
     MigConfig {
-        advertise: MigAdvertise::Layout,
+        advertise: Some(MigOffering::Layout),
         create: MigCreate::OnPrepare,
         gpu: (0u32..)
             .zip(LAYOUTS)

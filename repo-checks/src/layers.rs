@@ -57,11 +57,19 @@ pub fn scan(module: &[String], text: &str) -> Result<Scanned, proc_macro2::LexEr
     Ok(found)
 }
 
-/// The floor of each top-level module.
+/// The floor of each top-level module, and the files that stand with
+/// another module than the folder they sit in.
 #[derive(Debug, Clone, Copy)]
 pub struct FloorTable<'a> {
     /// `(floor, modules on it)`, from the ground up.
     pub floors: &'a [(u32, &'a [&'a str])],
+    /// `(module pattern, top-level module)`: a module the pattern matches
+    /// (`::`-separated, `*` for any one segment: `"claims::access::*::config"`)
+    /// is judged as part of that top-level module, wherever its folder is: it
+    /// may import only what that module may, and importing it is importing
+    /// that module. This is how a kind of access keeps its config section in
+    /// its own folder while `config` stays below the claim engine.
+    pub parts: &'a [(&'a str, &'a str)],
 }
 
 impl FloorTable<'_> {
@@ -73,6 +81,29 @@ impl FloorTable<'_> {
             .find(|(_, names)| names.contains(&name))
             .map(|(floor, _)| *floor)
     }
+
+    /// The top-level module `path` stands with: the one a part names if a
+    /// part's pattern matches `path` or a module above it, else its first
+    /// segment.
+    #[must_use]
+    pub fn stands_with<'p>(&'p self, path: &'p [String]) -> Option<&'p str> {
+        self.parts
+            .iter()
+            .find(|(pattern, _)| matches(path, pattern))
+            .map(|(_, with)| *with)
+            .or_else(|| path.first().map(String::as_str))
+    }
+}
+
+/// Whether `path` is the module `pattern` matches (`*` for any one segment)
+/// or under it.
+fn matches(path: &[String], pattern: &str) -> bool {
+    let pattern: Vec<&str> = pattern.split("::").collect();
+    path.len() >= pattern.len()
+        && path
+            .iter()
+            .zip(&pattern)
+            .all(|(segment, want)| *want == "*" || segment == want)
 }
 
 /// Modules under `within` must not import modules under any of `not`.
@@ -175,27 +206,27 @@ pub fn judge(
     rules: &[Forbidden<'_>],
 ) -> Vec<Problem> {
     let mut problems = Vec::new();
-    let Some(top) = module.first() else {
+    let Some(top) = floors.stands_with(module) else {
         return problems;
     };
     let Some(from_floor) = floors.floor(top) else {
         problems.push(Problem::Unlisted {
             file: file.to_owned(),
-            module: top.clone(),
+            module: top.to_owned(),
         });
         return problems;
     };
     for used in paths {
         let shown = format!("crate::{}", used.path.join("::"));
-        if let Some(to) = used.path.first().filter(|to| *to != top)
+        if let Some(to) = floors.stands_with(&used.path).filter(|to| *to != top)
             && let Some(to_floor) = floors.floor(to)
             && to_floor >= from_floor
         {
             problems.push(Problem::Climbs {
                 file: file.to_owned(),
                 line: used.line,
-                from: (top.clone(), from_floor),
-                to: (to.clone(), to_floor),
+                from: (top.to_owned(), from_floor),
+                to: (to.to_owned(), to_floor),
                 path: shown.clone(),
             });
         }

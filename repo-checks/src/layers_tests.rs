@@ -24,6 +24,7 @@ const FLOORS: FloorTable<'static> = FloorTable {
         (2, &["mig", "config"]),
         (8, &["claims"]),
     ],
+    parts: &[("claims::access::*::config", "config")],
 };
 
 const RULES: &[Forbidden<'static>] = &[Forbidden {
@@ -206,6 +207,43 @@ fn a_module_the_table_does_not_list_is_named() {
         problems[0].contains("the top-level module newcomer has no floor"),
         "{}",
         problems[0]
+    );
+}
+
+#[test]
+fn a_part_stands_with_its_module_wherever_its_folder_is() {
+    // config imports a kind's config section: config importing config.
+    assert_eq!(
+        judged(
+            "config",
+            "use crate::claims::access::mig::config::MigConfig;"
+        ),
+        Vec::<String>::new()
+    );
+    // The section imports what config may, and no more.
+    assert_eq!(
+        judged("claims::access::mps::config", "use crate::gpu::X;"),
+        Vec::<String>::new()
+    );
+    let problems = judged(
+        "claims::access::mig::config::nested",
+        "use crate::claims::table::ClaimTable;",
+    );
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(
+        problems[0].contains(
+            "config (floor 2) uses crate::claims::table::ClaimTable from claims (floor 8)"
+        ),
+        "{}",
+        problems[0]
+    );
+    // The kind's other files are the claim engine's, which config is below.
+    let problems = judged("config", "use crate::claims::access::mig::Mig;");
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    // `*` is one segment, not several.
+    assert_eq!(
+        judged("config", "use crate::claims::access::config::X;").len(),
+        1
     );
 }
 

@@ -28,7 +28,7 @@ const FLOORS: FloorTable<'static> = FloorTable {
         (6, &["sharing"]),
         (7, &["state", "timeslice"]),
         (8, &["claims"]),
-        (9, &["advertise", "advice"]),
+        (9, &["advice"]),
         (10, &["activity"]),
         (11, &["metrics", "limits"]),
         (12, &["api"]),
@@ -36,7 +36,20 @@ const FLOORS: FloorTable<'static> = FloorTable {
         (14, &["run", "preflight"]),
         (15, &["testkit"]),
     ],
+    parts: PARTS,
 };
+
+/// The files of a kind of access that stand on a lower floor than the claim
+/// engine around them: a kind's folder holds its config section and, for
+/// MIG, the devices it offers and their publish order, while `config` and
+/// `inventory` stay below the engine. What such a file may import is what
+/// its module may.
+const PARTS: &[(&str, &str)] = &[
+    ("claims::access::*::config", "config"),
+    ("claims::access::mig::devices", "inventory"),
+    ("claims::access::mig::offer", "inventory"),
+    ("claims::access::mig::publish_order", "inventory"),
+];
 
 /// Rules inside the claim engine.
 const RULES: &[Forbidden<'static>] = &[

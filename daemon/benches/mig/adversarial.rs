@@ -8,7 +8,7 @@
 //! for comparison. Traces: 1g/2g/3g/4g/7g mixes, and long-lived small slices
 //! among churn of large ones, on A100-40GB, A100-80GB and H100-80GB.
 
-use gpuslice::config::{MigAdvertise, MigConfig, MigGpuConfig};
+use gpuslice::config::{MigConfig, MigGpuConfig, MigOffering};
 use gpuslice::gpu::sim::{SimBackend, SimModel};
 use gpuslice::gpu::{GpuBackend, MigMode};
 use gpuslice::inventory::Inventory;
@@ -157,7 +157,7 @@ fn scanned(model: SimModel, gpus: usize) -> Inventory {
         }
     }
     let config = MigConfig {
-        advertise: MigAdvertise::Partitionable,
+        advertise: Some(MigOffering::Partitionable),
         gpu: vec![MigGpuConfig::default()],
         ..MigConfig::default()
     };

@@ -6,6 +6,7 @@ use tonic::Status;
 use crate::claims::{
     ConfigRequest, DeviceRequest, DeviceState, Engine, NodeView, PrepareRequest, Prepared,
 };
+use crate::config::MigOffering;
 use crate::features::TimeSliceSettings;
 use crate::inventory::{
     AttrValue, DeviceRef, GpuDevice, counter_set_name, free_counters, gpu_capacity, gpu_counters,
@@ -168,11 +169,12 @@ pub fn inventory_response(view: &NodeView) -> pb::GetInventoryResponse {
     let typed = |attrs: std::collections::BTreeMap<String, AttrValue>| {
         attrs.into_iter().map(|(k, v)| (k, attribute(v))).collect()
     };
+    let partitionable = inventory.mig_offering == MigOffering::Partitionable;
     let devices = view
         .each_device()
         .map(|(found, state)| match found {
             DeviceRef::Gpu(gpu) => {
-                let counters = match (&gpu.mig, inventory.partitionable) {
+                let counters = match (&gpu.mig, partitionable) {
                     (Some(mig), true) => vec![pb::CounterConsumption {
                         counter_set: counter_set_name(&gpu.name),
                         counters: gpu_counters(mig).into_iter().collect(),
@@ -190,7 +192,7 @@ pub fn inventory_response(view: &NodeView) -> pb::GetInventoryResponse {
                 }
             }
             DeviceRef::Mig(slice, parent) => {
-                let counters = if inventory.partitionable {
+                let counters = if partitionable {
                     vec![pb::CounterConsumption {
                         counter_set: counter_set_name(&parent.name),
                         counters: (parent.mig.as_ref())
@@ -211,7 +213,7 @@ pub fn inventory_response(view: &NodeView) -> pb::GetInventoryResponse {
             }
         })
         .collect();
-    let counter_sets = if inventory.partitionable {
+    let counter_sets = if partitionable {
         inventory
             .gpus
             .iter()

@@ -5,7 +5,7 @@
 //! own user and the configured group only (SO_PEERCRED); [`service`] is a thin
 //! adapter, one short method per RPC; [`convert`] turns proto messages into
 //! domain types and back; [`status`] is the one place domain errors become
-//! gRPC codes; `advertise` converts SetMigAdvertise and the form in force;
+//! gRPC codes; `mig_offering` converts SetMigAdvertise and the offering in force;
 //! `claim_status_state` keeps what the DRA plugin last said about claim
 //! status (SetClaimStatusState) for GetStatus;
 //! `inventory_watch` streams the inventory generation
@@ -17,13 +17,13 @@
 //! response.
 
 mod activity;
-mod advertise;
 mod advice;
 mod claim_status_state;
 mod convert;
 mod health;
 mod inventory_watch;
 mod mig_layout;
+mod mig_offering;
 pub mod observe;
 pub mod peer;
 mod service;

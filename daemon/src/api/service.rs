@@ -17,8 +17,8 @@ use tonic::{Request, Response, Status};
 
 use super::activity::{self, ActivityView};
 use super::claim_status_state::{self, Board};
-use super::{advertise, advice, convert, health, inventory_watch, mig_layout, sharing};
-use crate::advertise::Advertiser;
+use super::{advice, convert, health, inventory_watch, mig_layout, mig_offering, sharing};
+use crate::claims::mig_offering::OfferingSwitch;
 use crate::claims::{Engine, Prepared, Unprepared};
 use crate::metrics::Outcome;
 
@@ -26,8 +26,8 @@ use crate::metrics::Outcome;
 #[derive(Debug, Clone)]
 pub struct Service {
     engine: Arc<Engine>,
-    /// The MIG advertise form in force (SetMigAdvertise).
-    advertiser: Arc<Advertiser>,
+    /// The MIG offering in force (SetMigAdvertise).
+    offerings: Arc<OfferingSwitch>,
     /// Turns true when the daemon starts stopping: open watches end.
     stopping: watch::Receiver<bool>,
     /// Per-claim GPU use (GetActivity, the warnings of GetStatus).
@@ -37,16 +37,16 @@ pub struct Service {
 }
 
 impl Service {
-    /// A service over `engine` and its `advertiser`; streams end when
+    /// A service over `engine` and its `offerings`; streams end when
     /// `stopping` turns true.
     pub fn new(
         engine: Arc<Engine>,
-        advertiser: Arc<Advertiser>,
+        offerings: Arc<OfferingSwitch>,
         stopping: watch::Receiver<bool>,
     ) -> Self {
         Self {
             engine,
-            advertiser,
+            offerings,
             stopping,
             activity: ActivityView::default(),
             claim_status: Arc::default(),
@@ -126,14 +126,14 @@ impl GpuSlice for Service {
         &self,
         _request: Request<pb::GetInventoryRequest>,
     ) -> Result<Response<pb::GetInventoryResponse>, Status> {
-        let advertiser = self.advertiser.clone();
+        let offerings = self.offerings.clone();
         let reply = self
             .blocking(move |engine| {
-                Ok(advertiser.read(|in_force| {
+                Ok(offerings.read(|in_force| {
                     let view = engine.view();
                     let mut reply = convert::inventory_response(&view);
-                    let partitionable = view.inventory.partitionable;
-                    reply.mig_advertise = Some(advertise::inventory_state(in_force, partitionable));
+                    let offering = view.inventory.mig_offering;
+                    reply.mig_advertise = Some(mig_offering::inventory_state(in_force, offering));
                     reply
                 }))
             })
@@ -145,12 +145,12 @@ impl GpuSlice for Service {
         &self,
         request: Request<pb::SetMigAdvertiseRequest>,
     ) -> Result<Response<pb::MigAdvertiseState>, Status> {
-        let asked = advertise::asked(request.into_inner())?;
-        let advertiser = self.advertiser.clone();
+        let asked = mig_offering::asked(request.into_inner())?;
+        let offerings = self.offerings.clone();
         let in_force = self
-            .blocking(move |engine| advertiser.ask(engine, asked).map_err(convert::error))
+            .blocking(move |engine| offerings.ask(engine, asked).map_err(convert::error))
             .await?;
-        Ok(Response::new(advertise::state(&in_force)))
+        Ok(Response::new(mig_offering::state(&in_force)))
     }
 
     async fn watch_inventory(
@@ -187,11 +187,11 @@ impl GpuSlice for Service {
         &self,
         _request: Request<pb::GetStatusRequest>,
     ) -> Result<Response<pb::GetStatusResponse>, Status> {
-        let advertiser = self.advertiser.clone();
+        let offerings = self.offerings.clone();
         let mut reply = self
             .blocking(move |engine| {
                 let mut reply = convert::status_response(engine);
-                reply.mig_advertise = Some(advertise::state(&advertiser.in_force()));
+                reply.mig_advertise = Some(mig_offering::state(&offerings.in_force()));
                 Ok(reply)
             })
             .await?;

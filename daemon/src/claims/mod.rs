@@ -34,7 +34,7 @@
 //! the prepares and unprepares in flight and hold new ones back until done
 //! (see `quiet`).
 
-mod access;
+pub(crate) mod access;
 mod again;
 mod env;
 mod error;
@@ -52,6 +52,7 @@ mod view;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 
+pub use access::mig::offering as mig_offering;
 pub use access::shared_gpu::{SharingTools, TimeSliceOutcome};
 pub use error::ClaimError;
 pub use health::Cleared;

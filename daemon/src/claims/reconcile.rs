@@ -324,3 +324,9 @@ impl Engine {
         Ok(report)
     }
 }
+
+impl super::mig_offering::ApplyMig for Engine {
+    fn apply_mig(&self, mig: &MigConfig) -> Result<Vec<String>, ClaimError> {
+        self.setup_mig(mig)
+    }
+}

@@ -10,7 +10,6 @@ mod activity;
 mod advice;
 mod limits;
 mod metrics;
-mod mig;
 mod sim;
 mod validate;
 
@@ -22,9 +21,13 @@ pub use activity::ActivityConfig;
 pub use advice::AdviceConfig;
 pub use limits::{ClaimOverride, LimitMode, LimitsConfig, MAX_GRACE_S};
 pub use metrics::{LoopbackAddr, MetricsConfig};
-pub use mig::{MigAdvertise, MigConfig, MigCreate, MigGpuConfig};
 pub use sim::{DEFAULT_CLUSTER_UUID, SimConfig, SimFabricConfig};
 pub use validate::ConfigError;
+pub(crate) use validate::invalid;
+
+pub use crate::claims::access::mig::config::{
+    MigConfig, MigCreate, MigGpuConfig, MigOffering, advertise_text,
+};
 
 /// Default path of the config file.
 pub const DEFAULT_PATH: &str = "/etc/gpuslice/gpuslice.toml";

@@ -37,7 +37,7 @@ pub enum ConfigError {
     },
 }
 
-pub(super) fn invalid(key: &'static str, problem: impl Into<String>) -> ConfigError {
+pub(crate) fn invalid(key: &'static str, problem: impl Into<String>) -> ConfigError {
     ConfigError::Invalid {
         key,
         problem: problem.into(),

@@ -7,22 +7,20 @@
 //! kinds follow NVIDIA's DRA driver, so existing CEL selectors such as
 //! `device.attributes["gpu.nvidia.com"].productName` keep working.
 
-mod mig;
-mod offer;
-mod publish_order;
 mod scan;
 mod unreadable;
 
 use std::collections::{BTreeMap, HashMap};
 
+use crate::config::MigOffering;
 use crate::features::GpuFeatures;
 use crate::gpu::{DriverInfo, GpuInfo, MigProfile};
 
-pub use mig::{
+pub use crate::claims::access::mig::devices::{
     GpuMig, MigDevice, counter_set_name, free_counters, gpu_counters, mig_attributes, mig_capacity,
     mig_device_name, slice_consumption,
 };
-pub use offer::plan_offer;
+pub use crate::claims::access::mig::offer::plan_offer;
 pub use unreadable::UnreadableGpu;
 
 /// One attribute value, as resource.k8s.io/v1 types them.
@@ -103,8 +101,9 @@ pub struct Inventory {
     /// MIG slices offered: by parent then placement, or in publication
     /// order (`publish_order`) in partitionable mode.
     pub mig: Vec<MigDevice>,
-    /// Whether MIG slices are offered with shared counters.
-    pub partitionable: bool,
+    /// How MIG slices are offered: the layout's slices, or every
+    /// placement with shared counters.
+    pub mig_offering: MigOffering,
     /// What the scan could not offer, for an operator.
     pub problems: Vec<String>,
     /// GPUs the scan could not read, left out of the offer.
@@ -135,7 +134,7 @@ impl Inventory {
             driver,
             gpus,
             mig,
-            partitionable: false,
+            mig_offering: MigOffering::Layout,
             problems: Vec::new(),
             unreadable: Vec::new(),
             by_name,
@@ -182,7 +181,7 @@ impl Inventory {
     /// both; in layout mode nothing would tell it that they overlap, so only
     /// the layout's slices are offered (docs/publication.md).
     pub fn offers_whole(&self, gpu: &GpuDevice) -> bool {
-        gpu.mig.is_none() || self.partitionable
+        gpu.mig.is_none() || self.mig_offering == MigOffering::Partitionable
     }
 
     /// The slice names offered on `gpu`, for error messages.

@@ -22,11 +22,11 @@
 //! take claims again once it goes and MIG is back on. Any other GPU the
 //! config puts in MIG mode with MIG off is a problem and offers no slice.
 
-use super::mig::{GpuMig, MigDevice, mig_device_name};
-use super::offer::plan_offer;
-use super::publish_order::publication_order;
 use super::{GpuDevice, Inventory, UnreadableGpu, gpu_device_name};
-use crate::config::{MigAdvertise, MigConfig};
+use crate::claims::access::mig::devices::{GpuMig, MigDevice, mig_device_name};
+use crate::claims::access::mig::offer::plan_offer;
+use crate::claims::access::mig::publish_order::publication_order;
+use crate::config::{MigConfig, MigOffering};
 use crate::gpu::{GpuBackend, GpuError, GpuInstance, MigMode, MigSupport, Placement};
 use crate::mig::Ownership;
 
@@ -90,8 +90,8 @@ impl Inventory {
                     )),
                     Ok(Some((mut gpu_mig, instances))) => {
                         let parent = gpus.len();
-                        let offer = match mig.advertise {
-                            MigAdvertise::Partitionable => {
+                        let offer = match mig.offering() {
+                            MigOffering::Partitionable => {
                                 gpu_mig.foreign = instances
                                     .iter()
                                     .filter(|gi| owner(&gpu.info.uuid, gi) == Ownership::Foreign)
@@ -99,9 +99,9 @@ impl Inventory {
                                     .collect();
                                 every_placement(&gpu_mig)
                             }
-                            // Auto reaches the scan resolved (crate::advertise);
-                            // unresolved, it is the safe form.
-                            MigAdvertise::Layout | MigAdvertise::Auto => {
+                            // "auto" reaches the scan resolved (mig_offering);
+                            // unresolved, it is the layout.
+                            MigOffering::Layout => {
                                 let owner_here = |gi: &GpuInstance| owner(&gpu.info.uuid, gi);
                                 let (offer, missing) = plan_offer(
                                     &gpu_mig.profiles,
@@ -150,12 +150,12 @@ impl Inventory {
             }
             gpus.push(gpu);
         }
-        let partitionable = mig.advertise == MigAdvertise::Partitionable;
-        if partitionable {
+        let offering = mig.offering();
+        if offering == MigOffering::Partitionable {
             publication_order(&mut slices);
         }
         let mut inventory = Self::new(driver, gpus, slices);
-        inventory.partitionable = partitionable;
+        inventory.mig_offering = offering;
         inventory.problems = problems;
         inventory.unreadable = unreadable;
         Ok(inventory)

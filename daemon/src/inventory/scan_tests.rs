@@ -55,7 +55,7 @@ fn sim_a_mig_gpu_whose_mig_state_fails_is_left_out_and_the_others_keep_their_sli
         sim.set_mig_mode(index, MigMode::Enabled).unwrap();
     }
     let mig = MigConfig {
-        advertise: MigAdvertise::Partitionable,
+        advertise: Some(MigOffering::Partitionable),
         gpu: vec![MigGpuConfig::default()],
         ..MigConfig::default()
     };

@@ -150,7 +150,7 @@ fn a_mig_managed_gpu_is_offered_whole_only_in_partitionable_mode() {
     let mut inventory = Inventory::new(driver(), vec![plain.clone(), managed.clone()], vec![]);
     assert!(inventory.offers_whole(&plain));
     assert!(!inventory.offers_whole(&managed));
-    inventory.partitionable = true;
+    inventory.mig_offering = MigOffering::Partitionable;
     assert!(inventory.offers_whole(&managed));
     let flag = |gpu: &GpuDevice| {
         whole_gpu_attributes(gpu, &driver())

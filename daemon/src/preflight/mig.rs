@@ -4,7 +4,7 @@
 //! come from the config, the simulated node lives in memory only.
 
 use super::Problem;
-use crate::config::{Config, MigAdvertise};
+use crate::config::{Config, MigOffering};
 use crate::gpu::sim::SimBackend;
 use crate::gpu::{GpuBackend, MigSupport};
 use crate::inventory::{gpu_device_name, plan_offer};
@@ -41,7 +41,7 @@ pub(super) fn check_sim(config: &Config) -> Vec<Problem> {
             });
         }
     }
-    if config.mig.advertise == MigAdvertise::Partitionable {
+    if config.mig.advertise == Some(MigOffering::Partitionable) {
         return problems;
     }
     for (info, model) in &gpus {

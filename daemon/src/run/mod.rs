@@ -38,10 +38,10 @@ use self::reload::reload;
 pub use self::start::open_backend;
 use self::start::start_engine;
 use crate::activity;
-use crate::advertise::Advertiser;
 use crate::advice::offer::Usable;
 use crate::advice::view::AdviceSettings;
 use crate::api::{self, PeerPolicy, socket};
+use crate::claims::mig_offering::OfferingSwitch;
 use crate::claims::{ClaimError, Engine};
 use crate::config::{BackendKind, Config};
 use crate::gpu::GpuError;
@@ -126,10 +126,10 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
         tokio::task::spawn_blocking(move || StateLock::acquire(&dir)).await??
     };
     tracing::debug!(lock = %state_lock.path().display(), "state dir locked");
-    let advertiser = Arc::new(Advertiser::new(config.mig.clone()));
+    let offerings = Arc::new(OfferingSwitch::new(config.mig.clone()));
     let engine = {
-        let (config, advertiser) = (config.clone(), advertiser.clone());
-        Arc::new(tokio::task::spawn_blocking(move || start_engine(&config, &advertiser)).await??)
+        let (config, offerings) = (config.clone(), offerings.clone());
+        Arc::new(tokio::task::spawn_blocking(move || start_engine(&config, &offerings)).await??)
     };
     // The handle is what the metrics and the API read the samples from.
     let limits = limits::Limits::start(&config.limits, limits::Pidfds::new("/"))
@@ -171,7 +171,7 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
         group: gid,
     };
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let service = api::Service::new(engine.clone(), advertiser.clone(), stop_rx.clone())
+    let service = api::Service::new(engine.clone(), offerings.clone(), stop_rx.clone())
         .with_activity(api::ActivityView {
             handle: activity_handle,
             sim_processes_dir: (config.backend.kind == BackendKind::Sim)
@@ -200,7 +200,7 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
             _ = sigterm.recv() => { tracing::info!("SIGTERM: shutting down"); break; }
             _ = sigint.recv() => { tracing::info!("SIGINT: shutting down"); break; }
             _ = sighup.recv() => {
-                config = reload(config, config_path.as_deref(), &engine, &advertiser).await;
+                config = reload(config, config_path.as_deref(), &engine, &offerings).await;
                 systemd::ready(&status_line(&engine, metrics_addr));
             }
         }

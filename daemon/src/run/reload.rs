@@ -5,8 +5,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::start::discover;
-use crate::advertise::Advertiser;
 use crate::claims::Engine;
+use crate::claims::mig_offering::OfferingSwitch;
 use crate::config::Config;
 use crate::systemd;
 
@@ -17,7 +17,7 @@ pub(super) async fn reload(
     config: Arc<Config>,
     path: Option<&Path>,
     engine: &Arc<Engine>,
-    advertiser: &Arc<Advertiser>,
+    offerings: &Arc<OfferingSwitch>,
 ) -> Arc<Config> {
     systemd::reloading();
     let config = match path.map(Config::load) {
@@ -28,10 +28,10 @@ pub(super) async fn reload(
         }
         None => config,
     };
-    let (in_force, engine2, advertiser) = (config.clone(), engine.clone(), advertiser.clone());
+    let (in_force, engine2, offerings) = (config.clone(), engine.clone(), offerings.clone());
     let result = tokio::task::spawn_blocking(move || {
         let before = engine2.generation();
-        advertiser
+        offerings
             .apply_config(&engine2, in_force.mig.clone())
             .map_err(|e| e.to_string())?;
         let inventory = engine2.inventory();

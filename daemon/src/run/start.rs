@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::RunError;
-use crate::advertise::Advertiser;
+use crate::claims::mig_offering::OfferingSwitch;
 use crate::claims::{Engine, EngineSettings, SharingTools};
 use crate::config::{BackendKind, Config, ShmKind, SupervisorKind};
 use crate::driver::{DriverFiles, Roots};
@@ -126,8 +126,11 @@ fn sharing_tools(config: &Config) -> Result<SharingTools, RunError> {
 }
 
 /// Builds the engine and reconciles; blocking. `[mig]` goes through
-/// `advertiser` (the form in force decided there).
-pub(super) fn start_engine(config: &Config, advertiser: &Advertiser) -> Result<Engine, RunError> {
+/// `offerings` (the form in force decided there).
+pub(super) fn start_engine(
+    config: &Config,
+    offerings: &OfferingSwitch,
+) -> Result<Engine, RunError> {
     let backend = open_backend(config)?;
     let name = backend.name();
     let inventory = Inventory::from_backend(backend.as_ref(), &config.mig, &|_, _| {
@@ -170,7 +173,7 @@ pub(super) fn start_engine(config: &Config, advertiser: &Advertiser) -> Result<E
         Err(err) => tracing::error!(error = %err, "device health not restored"),
     }
     let report = engine
-        .start_up(|engine| advertiser.apply_config(engine, config.mig.clone()))
+        .start_up(|engine| offerings.apply_config(engine, config.mig.clone()))
         .map_err(RunError::Reconcile)?;
     tracing::info!(?report, "reconciled claim records and CDI specs");
     for problem in &report.problems {

@@ -8,7 +8,7 @@
 //! orders, every such allocation prepares, and a claim no root can hold is
 //! not allocated. A MIG slice aligns as its GPU does.
 
-use gpuslice::config::{MigAdvertise, MigCreate};
+use gpuslice::config::{MigCreate, MigOffering};
 use gpuslice::gpu::sim::SimModel;
 use gpuslice_selector::allocate::Held;
 use k8s_openapi::api::resource::v1::{
@@ -35,7 +35,7 @@ fn node(mig_on_gpu_4: bool) -> Node {
         .collect();
     Node::start(&NodePlan {
         gpus,
-        advertise: MigAdvertise::Layout,
+        advertise: Some(MigOffering::Layout),
         create: MigCreate::OnPrepare,
         consumable_capacity: false,
     })

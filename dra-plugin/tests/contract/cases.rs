@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
-use gpuslice::config::{MigAdvertise, MigCreate};
+use gpuslice::config::{MigCreate, MigOffering};
 use gpuslice::gpu::GpuBackend;
 use gpuslice::gpu::sim::{SimBackend, SimModel};
 use gpuslice_dra_plugin::slices::quantity::quantity;
@@ -290,9 +290,9 @@ impl Case {
                 })
                 .collect(),
             advertise: if self.partitionable {
-                MigAdvertise::Partitionable
+                Some(MigOffering::Partitionable)
             } else {
-                MigAdvertise::Layout
+                Some(MigOffering::Layout)
             },
             create: if self.ahead {
                 MigCreate::Ahead

@@ -11,7 +11,7 @@
 use std::path::PathBuf;
 
 use gpuslice::claims::Engine;
-use gpuslice::config::{MigAdvertise, MigConfig, MigCreate, MigGpuConfig};
+use gpuslice::config::{MigConfig, MigCreate, MigGpuConfig, MigOffering};
 use gpuslice::gpu::sim::SimModel;
 use gpuslice::health::{Cause, Fault, Target};
 use gpuslice::testkit::{SimNode, SimNodeBuilder};
@@ -56,7 +56,7 @@ pub struct NodePlan {
     /// The GPUs, by index.
     pub gpus: Vec<GpuPlan>,
     /// `[mig] advertise`.
-    pub advertise: MigAdvertise,
+    pub advertise: Option<MigOffering>,
     /// `[mig] create` (layout mode).
     pub create: MigCreate,
     /// The DRA plugin's `consumable_capacity`.

@@ -8,7 +8,7 @@
 //! is allocated by both allocators alike and prepares, and the same pool
 //! with the counters put back shows the bug the change avoids.
 
-use gpuslice::config::{MigAdvertise, MigCreate};
+use gpuslice::config::{MigCreate, MigOffering};
 use gpuslice::gpu::sim::SimModel;
 use gpuslice_selector::allocate::Held;
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceSliceSpec};
@@ -37,7 +37,7 @@ fn node() -> Node {
             ),
             h100(None, None),
         ],
-        advertise: MigAdvertise::Partitionable,
+        advertise: Some(MigOffering::Partitionable),
         create: MigCreate::OnPrepare,
         consumable_capacity: false,
     })

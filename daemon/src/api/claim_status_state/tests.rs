@@ -10,16 +10,16 @@ use tokio::sync::watch;
 use tonic::{Code, Request};
 
 use super::MAX_REASON;
-use crate::advertise::Advertiser;
 use crate::api::Service;
+use crate::claims::mig_offering::OfferingSwitch;
 use crate::config::MigConfig;
 use crate::testkit::{SimNode, SimNodeBuilder};
 
 fn service() -> (SimNode, Service, watch::Sender<bool>) {
     let node = SimNodeBuilder::h100s(1).hardware_in_memory().start();
     let (stop, stopping) = watch::channel(false);
-    let advertiser = Arc::new(Advertiser::new(MigConfig::default()));
-    let service = Service::new(Arc::clone(node.engine()), advertiser, stopping);
+    let offerings = Arc::new(OfferingSwitch::new(MigConfig::default()));
+    let service = Service::new(Arc::clone(node.engine()), offerings, stopping);
     (node, service, stop)
 }
 

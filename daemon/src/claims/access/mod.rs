@@ -11,7 +11,7 @@
 //! files, and must not call back into the verbs or read the engine's view.
 
 pub(super) mod exclusive;
-pub(super) mod mig;
+pub(crate) mod mig;
 pub(super) mod mps;
 pub(super) mod shared_gpu;
 pub(super) mod timeslicing;

@@ -6,7 +6,7 @@
 //! its claims stay unpreparable but can be unprepared.
 
 use crate::claims::{ClaimError, Engine, PrepareRequest, Unprepared};
-use crate::config::{MigAdvertise, MigConfig, MigGpuConfig};
+use crate::config::{MigConfig, MigGpuConfig, MigOffering};
 use crate::gpu::sim::op;
 use crate::gpu::{GpuError, HealthEvent, HealthEventKind};
 use crate::health::watch::Watcher;
@@ -19,7 +19,7 @@ const C: &str = "cccccccc-0000-4000-8000-0000000000c3";
 /// Three simulated H100s; GPU 2 offers a MIG layout made at prepare.
 fn mig() -> MigConfig {
     MigConfig {
-        advertise: MigAdvertise::Layout,
+        advertise: Some(MigOffering::Layout),
         gpu: vec![MigGpuConfig {
             index: Some(2),
             layout: ["3g.40gb", "1g.10gb"].map(str::to_owned).to_vec(),

@@ -4,7 +4,7 @@
 
 use super::requests::request as req;
 use crate::claims::{ClaimError, Engine, Prepared};
-use crate::config::{MigAdvertise, MigConfig, MigGpuConfig};
+use crate::config::{MigConfig, MigGpuConfig, MigOffering};
 use crate::gpu::{GpuBackend, HealthEvent, HealthEventKind};
 use crate::health::watch::Watcher;
 use crate::testkit::{SimNode, SimNodeBuilder};
@@ -18,7 +18,7 @@ const NOON: i64 = 1_748_779_200;
 /// Two simulated H100s; GPU 1 offers a MIG layout, made at prepare.
 fn node() -> SimNode {
     let mig = MigConfig {
-        advertise: MigAdvertise::Layout,
+        advertise: Some(MigOffering::Layout),
         gpu: vec![MigGpuConfig {
             index: Some(1),
             layout: ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]

@@ -23,7 +23,7 @@ use gpuslice_cdi::atomic::write_atomic;
 
 use super::table::{Share, Want};
 use super::{ClaimError, Prepared, Unprepared};
-use crate::config::{MigAdvertise, MigConfig, MigGpuConfig};
+use crate::config::{MigConfig, MigGpuConfig, MigOffering};
 use crate::gpu::sim::{SimBackend, SimModel};
 use crate::state::AccessKind;
 use crate::state::{Phase, Store};
@@ -248,7 +248,7 @@ fn sim_concurrent_prepares_of_one_gpu_give_it_to_one_claim() {
 #[test]
 fn sim_a_record_read_back_holds_what_its_prepare_reserved() {
     let mig = MigConfig {
-        advertise: MigAdvertise::Layout,
+        advertise: Some(MigOffering::Layout),
         gpu: vec![MigGpuConfig {
             index: Some(3),
             layout: ["3g.40gb", "1g.10gb"].map(str::to_owned).to_vec(),
@@ -301,7 +301,7 @@ fn sim_a_record_read_back_holds_what_its_prepare_reserved() {
 #[test]
 fn sim_the_status_lists_each_kinds_problems_in_the_kinds_order() {
     let mig = MigConfig {
-        advertise: MigAdvertise::Layout,
+        advertise: Some(MigOffering::Layout),
         gpu: vec![MigGpuConfig {
             index: Some(1),
             layout: vec!["1g.10gb".to_owned()],

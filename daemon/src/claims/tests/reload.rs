@@ -11,7 +11,7 @@
 use super::requests::{request, request_with as req};
 use crate::claims::ClaimError;
 use crate::claims::access::shared_gpu::node::Node;
-use crate::config::{MigAdvertise, MigConfig, MigGpuConfig};
+use crate::config::{MigConfig, MigGpuConfig, MigOffering};
 use crate::gpu::{GpuBackend, MigMode, MigSupport};
 
 const A: &str = "aaaaaaaa-0000-4000-8000-0000000000a1";
@@ -41,10 +41,10 @@ fn sim_a_reload_waits_for_a_prepare_in_flight() {
 }
 
 fn layout_node() -> Option<(Node, MigConfig)> {
-    node_advertising(MigAdvertise::Layout)
+    node_advertising(Some(MigOffering::Layout))
 }
 
-fn node_advertising(advertise: MigAdvertise) -> Option<(Node, MigConfig)> {
+fn node_advertising(advertise: Option<MigOffering>) -> Option<(Node, MigConfig)> {
     let mig = MigConfig {
         advertise,
         gpu: vec![MigGpuConfig {
@@ -95,7 +95,7 @@ fn sim_a_reload_in_on_prepare_mode_keeps_held_slices_without_a_problem() {
 #[test]
 fn sim_a_reload_while_a_mig_gpu_is_held_whole_keeps_its_slices_offered() {
     // Offered whole only with shared counters (partitionable mode).
-    let Some((node, mig)) = node_advertising(MigAdvertise::Partitionable) else {
+    let Some((node, mig)) = node_advertising(Some(MigOffering::Partitionable)) else {
         return;
     };
     let engine = node.engine();

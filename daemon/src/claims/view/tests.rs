@@ -2,7 +2,7 @@
 //! left and fault, at the generation read first; the MIG instances with
 //! their holders and devices.
 
-use crate::config::{MigAdvertise, MigConfig, MigGpuConfig};
+use crate::config::{MigConfig, MigGpuConfig, MigOffering};
 use crate::health::{Cause, Fault, Target};
 use crate::inventory::DeviceRef;
 use crate::testkit::SimNodeBuilder;
@@ -64,7 +64,7 @@ fn sim_each_device_has_its_own_holders_memory_and_fault() {
 #[test]
 fn sim_the_mig_view_shows_each_instance_with_its_device_and_holder() {
     let mig = MigConfig {
-        advertise: MigAdvertise::Layout,
+        advertise: Some(MigOffering::Layout),
         gpu: vec![MigGpuConfig {
             index: Some(0),
             layout: ["3g.40gb", "1g.10gb"].map(str::to_owned).to_vec(),

@@ -11,7 +11,7 @@ use crate::activity::WarningKind;
 use crate::activity::fixtures::{A, B, GIB};
 use crate::cdi_build::marker::claim_var_name;
 use crate::claims::{Engine, PrepareRequest};
-use crate::config::{MigAdvertise, MigConfig, MigGpuConfig};
+use crate::config::{MigConfig, MigGpuConfig, MigOffering};
 use crate::gpu::sim::{SimBackend, SimProcess};
 use crate::mps::supervisor::DAEMON_MARKER;
 use crate::testkit::{SimNode, SimNodeBuilder, requests};

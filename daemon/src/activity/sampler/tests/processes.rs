@@ -171,7 +171,7 @@ fn sim_last_active_survives_a_restart() {
 #[test]
 fn sim_a_slice_claim_gets_its_processes_by_gpu_instance_and_is_active_without_sm_samples() {
     let mig = MigConfig {
-        advertise: MigAdvertise::Partitionable,
+        advertise: Some(MigOffering::Partitionable),
         gpu: vec![MigGpuConfig::default()],
         ..MigConfig::default()
     };

@@ -70,7 +70,7 @@ fn sim_a_claim_stopped_is_idle_after_idle_after_since_its_last_active_sample() {
 #[test]
 fn sim_a_slice_claim_has_memory_figures_and_no_sm_figures() {
     let mig = MigConfig {
-        advertise: MigAdvertise::Partitionable,
+        advertise: Some(MigOffering::Partitionable),
         gpu: vec![MigGpuConfig::default()],
         ..MigConfig::default()
     };

@@ -5,7 +5,7 @@
 //! compute instance, temp files in the state folder.
 
 use super::tests::{A, ahead, every_gpu, req, start};
-use crate::config::MigAdvertise;
+use crate::config::MigOffering;
 use crate::gpu::sim::SimModel;
 use crate::gpu::{GpuBackend, MigMode, MigSupport};
 use crate::testkit::SimNode;
@@ -15,7 +15,7 @@ const SLICE: &str = "gpu-0-mig-2g20gb-2";
 fn node() -> SimNode {
     start(
         &[SimModel::H100_80GB],
-        every_gpu(MigAdvertise::Partitionable, &[]),
+        every_gpu(Some(MigOffering::Partitionable), &[]),
     )
 }
 

@@ -1,29 +1,39 @@
-//! MIG slices as a kind of access: everything the engine does to MIG
-//! hardware.
+//! MIG slices as a kind of access: everything gpusliced does with MIG, but
+//! the hardware calls ([`crate::gpu`]) and the layout arithmetic
+//! ([`crate::mig`]: profiles, placements, diffs, free of I/O).
 //!
-//! This folder owns the steps of a MIG claim ([`verbs`]: admit, reserve,
-//! apply, release, the offer after a change), its books ([`books`]: the `[mig]` in force, the rescan lock,
-//! the problems of the last set-up), the node-wide MIG set-up at start-up and
-//! on SIGHUP ([`setup`]), slices made ahead of claims and their ledger
-//! ([`ahead`]), the start-up repair of prepared slices ([`restore`]), the
-//! CDI device of a slice ([`cdi`]) and what is read of the hardware for the
-//! API and the metrics ([`view`]). It must not write records or CDI files:
-//! the verbs (`prepare`, `unprepare`, `reconcile`) call it in the order that
-//! keeps records ahead of effects. The layout arithmetic (profiles,
-//! placements, diffs) lives in [`crate::mig`], free of I/O; the hardware
-//! behind [`crate::gpu::GpuBackend`].
+//! What a claim does, at prepare and unprepare ([`verbs`]: admit, reserve,
+//! apply, release, the offer refreshed after a change), at start-up
+//! ([`restore`]: prepared slices repaired; [`setup`]: the node-wide MIG
+//! set-up at start-up and on SIGHUP; [`ahead`]: slices made ahead of claims
+//! and their ledger), its books ([`books`]: the `[mig]` in force, the rescan
+//! lock, the problems of the last set-up), its piece of a claim's CDI spec
+//! ([`cdi`]) and what is read of the hardware for the API and the metrics
+//! ([`view`]).
 //!
-//! The hardware steps of a claim: creating or taking a MIG slice, destroying
-//! what the claim created, and switching a GPU's MIG mode off for a whole-GPU
-//! claim (and back on after it).
+//! What the node offers: the `[mig]` section ([`config`]), which
+//! [`config::MigOffering`] is in force and why ([`offering`]), the layout
+//! planned on each GPU in layout mode ([`offer`]), the slices as devices with
+//! their attributes, capacities and counters ([`devices`]) and the order
+//! partitionable mode publishes them in, which is where the scheduler places
+//! a slice ([`publish_order`]). `config` stands on the config's floor and
+//! `devices`, `offer` and `publish_order` on the inventory's (the layers
+//! check places them): they import nothing from the claim engine.
 //!
-//! Every step is undone on failure before the error is returned: a GPU
-//! instance whose compute instance could not be made is destroyed, so no
-//! half-made slice is left behind.
+//! The kind must not write records or CDI files: the verbs (`prepare`,
+//! `unprepare`, `reconcile`) call it in the order that keeps records ahead of
+//! effects. Every hardware step is undone on failure before the error is
+//! returned: a GPU instance whose compute instance could not be made is
+//! destroyed, so no half-made slice is left behind.
 
 mod ahead;
 mod books;
 mod cdi;
+pub(crate) mod config;
+pub(crate) mod devices;
+pub(crate) mod offer;
+pub mod offering;
+pub(crate) mod publish_order;
 mod restore;
 mod setup;
 mod verbs;

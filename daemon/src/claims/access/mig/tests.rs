@@ -4,7 +4,7 @@
 
 pub(in crate::claims) use crate::claims::tests::requests::request as req;
 use crate::claims::{ClaimError, Engine, Unprepared};
-use crate::config::{MigAdvertise, MigConfig, MigGpuConfig};
+use crate::config::{MigConfig, MigGpuConfig, MigOffering};
 use crate::gpu::sim::{SimBackend, SimModel, op};
 use crate::gpu::{GpuBackend, GpuError, MigMode, MigSupport};
 use crate::inventory::DeviceRef;
@@ -14,7 +14,7 @@ use crate::testkit::{SimNode, SimNodeBuilder};
 pub(in crate::claims) const A: &str = "aaaaaaaa-0000-4000-8000-00000000000a";
 const B: &str = "bbbbbbbb-0000-4000-8000-00000000000b";
 
-pub(in crate::claims) fn every_gpu(advertise: MigAdvertise, layout: &[&str]) -> MigConfig {
+pub(in crate::claims) fn every_gpu(advertise: Option<MigOffering>, layout: &[&str]) -> MigConfig {
     MigConfig {
         advertise,
         gpu: vec![MigGpuConfig {
@@ -53,7 +53,7 @@ fn every_profile_at_every_placement_of_every_model_can_be_claimed_and_released()
 /// Claims and releases every slice of a partitionable node of `models`, one
 /// at a time; how many.
 fn claim_every_slice(models: &[SimModel]) -> usize {
-    let node = start(models, every_gpu(MigAdvertise::Partitionable, &[]));
+    let node = start(models, every_gpu(Some(MigOffering::Partitionable), &[]));
     let (backend, engine) = (&node.sim, node.engine());
     let inventory = engine.inventory();
     assert!(inventory.problems.is_empty(), "{:?}", inventory.problems);
@@ -81,7 +81,7 @@ fn claim_every_slice(models: &[SimModel]) -> usize {
 fn two_slices_of_one_parent_in_one_claim() {
     let node = start(
         &[SimModel::A100_80GB],
-        every_gpu(MigAdvertise::Layout, &["3g.40gb", "1g.10gb"]),
+        every_gpu(Some(MigOffering::Layout), &["3g.40gb", "1g.10gb"]),
     );
     let (backend, engine) = (&node.sim, node.engine());
     let names: Vec<String> = engine
@@ -109,7 +109,7 @@ fn two_slices_of_one_parent_in_one_claim() {
 fn the_whole_gpu_is_refused_while_a_slice_is_live_then_granted() {
     let node = start(
         &[SimModel::H100_80GB],
-        every_gpu(MigAdvertise::Partitionable, &[]),
+        every_gpu(Some(MigOffering::Partitionable), &[]),
     );
     let (backend, engine) = (&node.sim, node.engine());
     engine.prepare(&req(A, &["gpu-0-mig-1g10gb-3"])).unwrap();
@@ -148,7 +148,7 @@ fn the_whole_gpu_is_refused_while_a_slice_is_live_then_granted() {
 fn a_failure_between_gi_and_ci_creation_leaves_nothing_behind() {
     let node = start(
         &[SimModel::H100_80GB],
-        every_gpu(MigAdvertise::Layout, &["3g.40gb"]),
+        every_gpu(Some(MigOffering::Layout), &["3g.40gb"]),
     );
     let (backend, engine) = (&node.sim, node.engine());
     let slice = engine.inventory().mig[0].name.clone();
@@ -174,7 +174,7 @@ fn a_failure_between_gi_and_ci_creation_leaves_nothing_behind() {
 fn a_restart_keeps_live_slices_and_a_cut_short_prepare_is_rolled_back() {
     let mut node = start(
         &[SimModel::H100_80GB],
-        every_gpu(MigAdvertise::Partitionable, &[]),
+        every_gpu(Some(MigOffering::Partitionable), &[]),
     );
     let (backend, engine) = (&node.sim, node.engine());
     let live = engine.prepare(&req(A, &["gpu-0-mig-3g40gb-4"])).unwrap();
@@ -216,7 +216,7 @@ fn a_restart_keeps_live_slices_and_a_cut_short_prepare_is_rolled_back() {
 fn a_reboot_recreates_the_slices_of_prepared_claims() {
     let mut node = start(
         &[SimModel::H100_80GB],
-        every_gpu(MigAdvertise::Partitionable, &[]),
+        every_gpu(Some(MigOffering::Partitionable), &[]),
     );
     let before = (node.engine())
         .prepare(&req(A, &["gpu-0-mig-2g20gb-2"]))
@@ -238,7 +238,7 @@ fn a_reboot_recreates_the_slices_of_prepared_claims() {
 fn a_busy_ampere_gpu_cannot_leave_mig_mode_and_keeps_it() {
     let node = start(
         &[SimModel::A100_40GB],
-        every_gpu(MigAdvertise::Partitionable, &[]),
+        every_gpu(Some(MigOffering::Partitionable), &[]),
     );
     let (backend, engine) = (&node.sim, node.engine());
     assert!(
@@ -264,7 +264,7 @@ fn a_busy_ampere_gpu_cannot_leave_mig_mode_and_keeps_it() {
 pub(in crate::claims) fn ahead(layout: &[&str]) -> MigConfig {
     MigConfig {
         create: crate::config::MigCreate::Ahead,
-        ..every_gpu(MigAdvertise::Layout, layout)
+        ..every_gpu(Some(MigOffering::Layout), layout)
     }
 }
 
@@ -351,7 +351,7 @@ fn first_offered(engine: &Engine, profile: &str) -> String {
 fn the_partitionable_offer_lists_the_top_placements_first_and_follows_what_is_held() {
     let node = start(
         &[SimModel::H100_80GB],
-        every_gpu(MigAdvertise::Partitionable, &[]),
+        every_gpu(Some(MigOffering::Partitionable), &[]),
     );
     let engine = node.engine();
     // A lone 1g goes to the top end, keeping 0..4 whole for a 4g or a 3g.

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use super::{SliceState, SliceUse, unheld_slices};
 use crate::claims::Engine;
-use crate::config::{MigAdvertise, MigConfig, MigCreate, MigGpuConfig};
+use crate::config::{MigConfig, MigCreate, MigGpuConfig, MigOffering};
 use crate::gpu::{GpuBackend, GpuInstance, Placement};
 use crate::state::AccessKind;
 use crate::testkit::requests::request as req;
@@ -18,7 +18,7 @@ const LAYOUT: [&str; 4] = ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"];
 /// Two H100s; gpu-0 in MIG mode with [`LAYOUT`], gpu-1 whole.
 fn start(create: MigCreate) -> SimNode {
     let mig = MigConfig {
-        advertise: MigAdvertise::Layout,
+        advertise: Some(MigOffering::Layout),
         create,
         gpu: vec![MigGpuConfig {
             index: Some(0),

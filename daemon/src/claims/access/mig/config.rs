@@ -4,17 +4,23 @@
 //! Profile names are checked only for shape here; whether a GPU offers a
 //! profile is known once the backend answers, and start-up reports a layout
 //! entry a GPU cannot take as a problem naming the GPU and the valid profiles.
+//!
+//! Part of [`crate::config`] (the layers check places it on config's floor):
+//! it imports nothing above it, and `config` re-exports its types.
 
 use serde::Deserialize;
 
-use super::validate::{ConfigError, invalid};
+use crate::config::{ConfigError, invalid};
 
 /// `[mig]`.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct MigConfig {
-    /// How slices are advertised. Default "auto".
-    pub advertise: MigAdvertise,
+    /// `advertise`: how slices are offered; `None` is "auto" (the default):
+    /// the offering the DRA plugin asks for, the layout until it asks and
+    /// always with `create = "ahead"`.
+    #[serde(deserialize_with = "auto_or_offering")]
+    pub advertise: Option<MigOffering>,
     /// When slices are created (layout mode only; "ahead" with "auto" keeps
     /// the layout). Default "on-prepare".
     pub create: MigCreate,
@@ -23,15 +29,16 @@ pub struct MigConfig {
     pub gpu: Vec<MigGpuConfig>,
 }
 
-/// How MIG slices reach the scheduler; its text is the value as the config
-/// spells it ("auto", "layout", "partitionable").
+/// How MIG slices are offered to the scheduler: the one name of the
+/// concept that `[mig] advertise`, the DRA plugin's request, the inventory
+/// and the published ResourceSlices share. Its text is the value as the
+/// config spells it ("layout", "partitionable").
 #[derive(
     Debug,
     Clone,
     Copy,
     PartialEq,
     Eq,
-    Default,
     Deserialize,
     strum::Display,
     strum::IntoStaticStr,
@@ -39,12 +46,7 @@ pub struct MigConfig {
 )]
 #[serde(rename_all = "kebab-case")]
 #[strum(serialize_all = "kebab-case")]
-pub enum MigAdvertise {
-    /// Whichever form the DRA plugin asks for (it probes what the API
-    /// server keeps); the layout until it asks, and always with
-    /// `create = "ahead"` (see [`crate::advertise`]).
-    #[default]
-    Auto,
+pub enum MigOffering {
     /// The concrete, non-overlapping layout of each GPU (`layout`): works on
     /// every cluster (Kubernetes 1.34/1.35 default gates).
     Layout,
@@ -52,6 +54,30 @@ pub enum MigAdvertise {
     /// scheduler never picks overlapping slices. Needs the
     /// DRAPartitionableDevices gate (on by default from Kubernetes 1.36).
     Partitionable,
+}
+
+/// `[mig] advertise` as written: `None` is "auto" (whichever offering the
+/// DRA plugin asks for, see [`super::offering`]).
+pub fn advertise_text(advertise: Option<MigOffering>) -> &'static str {
+    advertise.map_or("auto", <&str>::from)
+}
+
+/// Reads `[mig] advertise`: "auto" is `None`, else the offering it names.
+fn auto_or_offering<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<MigOffering>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "kebab-case")]
+    enum Written {
+        Auto,
+        Layout,
+        Partitionable,
+    }
+    Ok(match Written::deserialize(deserializer)? {
+        Written::Auto => None,
+        Written::Layout => Some(MigOffering::Layout),
+        Written::Partitionable => Some(MigOffering::Partitionable),
+    })
 }
 
 /// When slices of a layout are created.
@@ -79,6 +105,13 @@ pub struct MigGpuConfig {
 }
 
 impl MigConfig {
+    /// The offering the engine makes under this config: the configured one,
+    /// and the layout while "auto" has not been resolved
+    /// ([`super::offering::in_force`] resolves it before the engine sees it).
+    pub fn offering(&self) -> MigOffering {
+        self.advertise.unwrap_or(MigOffering::Layout)
+    }
+
     /// The entry for the GPU at `index` with `uuid`: an entry naming it, else
     /// the catch-all entry (neither index nor uuid), else none.
     pub fn for_gpu(&self, index: u32, uuid: &str) -> Option<&MigGpuConfig> {
@@ -94,7 +127,7 @@ impl MigConfig {
 
     /// Rules serde cannot express.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if self.advertise == MigAdvertise::Partitionable && self.create == MigCreate::Ahead {
+        if self.advertise == Some(MigOffering::Partitionable) && self.create == MigCreate::Ahead {
             return Err(invalid(
                 "mig.create",
                 "\"ahead\" needs advertise = \"layout\": partitionable devices are created at \
@@ -129,7 +162,7 @@ impl MigConfig {
                     format!("entry {i} selects a GPU an earlier entry already selects"),
                 ));
             }
-            if self.advertise != MigAdvertise::Partitionable && gpu.layout.is_empty() {
+            if self.advertise != Some(MigOffering::Partitionable) && gpu.layout.is_empty() {
                 return Err(invalid("mig.gpu.layout", no_layout(i, self.advertise)));
             }
             if let Some(bad) = gpu.layout.iter().find(|p| !profile_shaped(p)) {
@@ -147,10 +180,10 @@ impl MigConfig {
 }
 
 /// Why entry `i` needs a layout under `advertise`, and what to write.
-fn no_layout(i: usize, advertise: MigAdvertise) -> String {
+fn no_layout(i: usize, advertise: Option<MigOffering>) -> String {
     let example = "e.g. layout = [\"3g.40gb\", \"2g.20gb\", \"1g.10gb\", \"1g.10gb\"]";
     match advertise {
-        MigAdvertise::Auto => format!(
+        None => format!(
             "entry {i} has no layout; advertise = \"auto\" (the default) offers the layout \
              wherever the cluster does not keep partitionable devices, so it needs the profiles \
              to offer, {example}; or set advertise = \"partitionable\""
@@ -175,5 +208,5 @@ fn profile_shaped(name: &str) -> bool {
 }
 
 #[cfg(test)]
-#[path = "mig_tests.rs"]
+#[path = "config_tests.rs"]
 mod tests;

@@ -30,7 +30,7 @@
 
 use std::cmp::Reverse;
 
-use super::mig::MigDevice;
+use super::devices::MigDevice;
 
 /// Sorts the slices offered in partitionable mode into publication order.
 pub fn publication_order(slices: &mut [MigDevice]) {

@@ -2,22 +2,22 @@
 //! switch on a simulated node: both forms served, a claim prepared in one
 //! form unprepared and prepared again by name in the other.
 
-use super::{Advertiser, Asked, Form, in_force};
+use super::{Asked, OfferingSwitch, in_force};
 use crate::claims::{DeviceRequest, Engine, PrepareRequest, Prepared, Unprepared};
-use crate::config::{MigAdvertise, MigConfig, MigCreate, MigGpuConfig};
+use crate::config::{MigConfig, MigCreate, MigGpuConfig, MigOffering};
 use crate::testkit::{SimNode, SimNodeBuilder};
 
 const A: &str = "aaaaaaaa-0000-4000-8000-00000000000a";
 const B: &str = "bbbbbbbb-0000-4000-8000-00000000000b";
 
-fn asked(form: Form) -> Asked {
+fn asked(offering: MigOffering) -> Asked {
     Asked {
-        form,
+        offering,
         reason: "the probe said so".to_owned(),
     }
 }
 
-fn mig(advertise: MigAdvertise, create: MigCreate) -> MigConfig {
+fn mig(advertise: Option<MigOffering>, create: MigCreate) -> MigConfig {
     MigConfig {
         advertise,
         create,
@@ -30,36 +30,38 @@ fn mig(advertise: MigAdvertise, create: MigCreate) -> MigConfig {
 }
 
 #[test]
-fn an_explicit_form_or_ahead_wins_and_auto_follows_the_plugin() {
-    let forms = [None, Some(Form::Layout), Some(Form::Partitionable)];
+fn an_explicit_offering_or_ahead_wins_and_auto_follows_the_plugin() {
+    let forms = [
+        None,
+        Some(MigOffering::Layout),
+        Some(MigOffering::Partitionable),
+    ];
     for advertise in [
-        MigAdvertise::Auto,
-        MigAdvertise::Layout,
-        MigAdvertise::Partitionable,
+        None,
+        Some(MigOffering::Layout),
+        Some(MigOffering::Partitionable),
     ] {
         for create in [MigCreate::OnPrepare, MigCreate::Ahead] {
             for form in forms {
                 let request = form.map(asked);
                 let got = in_force(&mig(advertise, create), request.as_ref());
                 let want = match (advertise, create, form) {
-                    (MigAdvertise::Layout, ..) => Form::Layout,
-                    (MigAdvertise::Partitionable, ..) => Form::Partitionable,
-                    (MigAdvertise::Auto, MigCreate::Ahead, _) | (MigAdvertise::Auto, _, None) => {
-                        Form::Layout
-                    }
-                    (MigAdvertise::Auto, MigCreate::OnPrepare, Some(f)) => f,
+                    (Some(MigOffering::Layout), ..) => MigOffering::Layout,
+                    (Some(MigOffering::Partitionable), ..) => MigOffering::Partitionable,
+                    (None, MigCreate::Ahead, _) | (None, _, None) => MigOffering::Layout,
+                    (None, MigCreate::OnPrepare, Some(f)) => f,
                 };
                 let case = format!("{advertise:?} {create:?} {form:?}: {got:?}");
-                assert_eq!(got.form, want, "{case}");
+                assert_eq!(got.offering, want, "{case}");
                 assert_eq!(got.configured, advertise, "{case}");
                 match (advertise, create, form) {
-                    (MigAdvertise::Auto, MigCreate::OnPrepare, Some(_)) => {
+                    (None, MigCreate::OnPrepare, Some(_)) => {
                         assert_eq!(got.reason, "auto: the probe said so", "{case}");
                     }
-                    (MigAdvertise::Auto, MigCreate::Ahead, _) => {
+                    (None, MigCreate::Ahead, _) => {
                         assert!(got.reason.contains("\"ahead\""), "{case}");
                     }
-                    (MigAdvertise::Auto, _, None) => {
+                    (None, _, None) => {
                         assert!(got.reason.contains("no DRA plugin has asked"), "{case}");
                     }
                     _ => assert_eq!(got.reason, "set in the config", "{case}"),
@@ -70,18 +72,18 @@ fn an_explicit_form_or_ahead_wins_and_auto_follows_the_plugin() {
 }
 
 /// Two simulated H100s, gpu-0 selected by `config`, started as gpusliced
-/// starts (`Engine::start_up`) with its MIG applied through an advertiser.
-fn start(config: MigConfig) -> (SimNode, Advertiser) {
+/// starts (`Engine::start_up`) with its MIG applied through an offerings.
+fn start(config: MigConfig) -> (SimNode, OfferingSwitch) {
     let node = SimNodeBuilder::h100s(2)
         .seed("advertise")
         .mig(config.clone())
         .engine_only()
         .start();
-    let advertiser = Advertiser::new(config.clone());
+    let offerings = OfferingSwitch::new(config.clone());
     node.engine()
-        .start_up(|engine| advertiser.apply_config(engine, config))
+        .start_up(|engine| offerings.apply_config(engine, config))
         .unwrap();
-    (node, advertiser)
+    (node, offerings)
 }
 
 fn request(uid: &str, device: &str) -> PrepareRequest {
@@ -111,18 +113,20 @@ fn slice_names(engine: &Engine) -> Vec<String> {
 
 #[test]
 fn auto_serves_the_layout_until_asked_then_either_form() {
-    let (node, advertiser) = start(mig(MigAdvertise::Auto, MigCreate::OnPrepare));
+    let (node, offerings) = start(mig(None, MigCreate::OnPrepare));
     let engine = node.engine();
     let layout = slice_names(engine);
     assert_eq!(layout.len(), 2, "{layout:?}");
-    assert!(!engine.inventory().partitionable);
-    assert_eq!(advertiser.in_force().form, Form::Layout);
+    assert_eq!(engine.inventory().mig_offering, MigOffering::Layout);
+    assert_eq!(offerings.in_force().offering, MigOffering::Layout);
 
     let before = engine.generation();
-    let now = advertiser.ask(engine, asked(Form::Partitionable)).unwrap();
-    assert_eq!(now.form, Form::Partitionable);
+    let now = offerings
+        .ask(engine, asked(MigOffering::Partitionable))
+        .unwrap();
+    assert_eq!(now.offering, MigOffering::Partitionable);
     assert_eq!(now.reason, "auto: the probe said so");
-    assert!(engine.inventory().partitionable);
+    assert_eq!(engine.inventory().mig_offering, MigOffering::Partitionable);
     assert!(engine.generation() > before, "a new generation");
     let every = slice_names(engine);
     assert!(every.len() > layout.len(), "{every:?}");
@@ -132,17 +136,19 @@ fn auto_serves_the_layout_until_asked_then_either_form() {
 
     // The same request again changes nothing.
     let generation = engine.generation();
-    advertiser.ask(engine, asked(Form::Partitionable)).unwrap();
+    offerings
+        .ask(engine, asked(MigOffering::Partitionable))
+        .unwrap();
     assert_eq!(engine.generation(), generation);
 
-    advertiser.ask(engine, asked(Form::Layout)).unwrap();
-    assert!(!engine.inventory().partitionable);
+    offerings.ask(engine, asked(MigOffering::Layout)).unwrap();
+    assert_eq!(engine.inventory().mig_offering, MigOffering::Layout);
     assert_eq!(slice_names(engine), layout);
 }
 
 #[test]
 fn claims_outlive_a_switch_by_name() {
-    let (node, advertiser) = start(mig(MigAdvertise::Auto, MigCreate::OnPrepare));
+    let (node, offerings) = start(mig(None, MigCreate::OnPrepare));
     let engine = node.engine();
     // A layout slice, prepared in layout form.
     let in_layout = slice_names(engine)
@@ -150,7 +156,9 @@ fn claims_outlive_a_switch_by_name() {
         .find(|n| n.contains("3g40gb"))
         .unwrap();
     let first = engine.prepare(&request(A, &in_layout)).unwrap();
-    advertiser.ask(engine, asked(Form::Partitionable)).unwrap();
+    offerings
+        .ask(engine, asked(MigOffering::Partitionable))
+        .unwrap();
     // Prepared again by the kubelet after the switch: the same claim.
     let again = engine.prepare(&request(A, &in_layout)).unwrap();
     assert!(matches!(again, Prepared::AlreadyPrepared(_)), "{again:?}");
@@ -159,7 +167,7 @@ fn claims_outlive_a_switch_by_name() {
     let only_partitionable = "gpu-0-mig-1g10gb-0";
     assert!(slice_names(engine).iter().any(|n| n == only_partitionable));
     engine.prepare(&request(B, only_partitionable)).unwrap();
-    advertiser.ask(engine, asked(Form::Layout)).unwrap();
+    offerings.ask(engine, asked(MigOffering::Layout)).unwrap();
     assert_eq!(engine.unprepare(B).unwrap(), Unprepared::Removed);
     assert_eq!(engine.unprepare(A).unwrap(), Unprepared::Removed);
     assert!(engine.claims().is_empty());
@@ -169,10 +177,12 @@ fn claims_outlive_a_switch_by_name() {
 
 #[test]
 fn an_explicit_form_ignores_the_plugin() {
-    let (node, advertiser) = start(mig(MigAdvertise::Layout, MigCreate::OnPrepare));
+    let (node, offerings) = start(mig(Some(MigOffering::Layout), MigCreate::OnPrepare));
     let engine = node.engine();
-    let now = advertiser.ask(engine, asked(Form::Partitionable)).unwrap();
-    assert_eq!(now.form, Form::Layout);
+    let now = offerings
+        .ask(engine, asked(MigOffering::Partitionable))
+        .unwrap();
+    assert_eq!(now.offering, MigOffering::Layout);
     assert_eq!(now.reason, "set in the config");
-    assert!(!engine.inventory().partitionable);
+    assert_eq!(engine.inventory().mig_offering, MigOffering::Layout);
 }

@@ -10,8 +10,8 @@
 
 use std::collections::BTreeMap;
 
-use super::{AttrValue, GpuDevice, gpu_attributes};
 use crate::gpu::{DriverInfo, MediaEngines, MigProfile, Placement};
+use crate::inventory::{AttrValue, GpuDevice, gpu_attributes};
 
 /// A MIG-managed GPU: the profiles it offers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,7 +65,7 @@ impl GpuMig {
 pub struct MigDevice {
     /// Inventory name, a DNS label: "gpu-0-mig-3g40gb-4".
     pub name: String,
-    /// Index into [`super::Inventory::gpus`] of the parent GPU.
+    /// Index into [`crate::inventory::Inventory::gpus`] of the parent GPU.
     pub parent: usize,
     /// The profile.
     pub profile: MigProfile,
@@ -77,7 +77,7 @@ pub struct MigDevice {
 
 impl MigDevice {
     /// Whether the parent GPU has this UUID.
-    pub fn parent_uuid_is(&self, inventory: &super::Inventory, uuid: &str) -> bool {
+    pub fn parent_uuid_is(&self, inventory: &crate::inventory::Inventory, uuid: &str) -> bool {
         inventory
             .gpus
             .get(self.parent)
@@ -244,5 +244,5 @@ fn has_all_media(mig: &GpuMig) -> bool {
 }
 
 #[cfg(test)]
-#[path = "mig_tests.rs"]
+#[path = "devices_tests.rs"]
 mod tests;

@@ -2,7 +2,7 @@
 //! advertise form, what each form needs, and what `create = "ahead"` may go
 //! with.
 
-use super::{MigAdvertise, MigConfig, MigCreate};
+use super::{MigConfig, MigCreate, MigOffering};
 use crate::config::{Config, ConfigError};
 
 fn parse(text: &str) -> Result<Config, ConfigError> {
@@ -24,18 +24,18 @@ const LAYOUT: &str = "[[mig.gpu]]\nlayout = [\"3g.40gb\", \"1g.10gb\"]\n";
 
 #[test]
 fn advertise_defaults_to_auto() {
-    assert_eq!(MigConfig::default().advertise, MigAdvertise::Auto);
+    assert_eq!(MigConfig::default().advertise, None);
     let config = parse(&format!("[mig]\n{LAYOUT}")).unwrap();
-    assert_eq!(config.mig.advertise, MigAdvertise::Auto);
+    assert_eq!(config.mig.advertise, None);
     assert_eq!(config.mig.create, MigCreate::OnPrepare);
 }
 
 #[test]
 fn each_advertise_value_parses() {
     for (text, want) in [
-        ("auto", MigAdvertise::Auto),
-        ("layout", MigAdvertise::Layout),
-        ("partitionable", MigAdvertise::Partitionable),
+        ("auto", None),
+        ("layout", Some(MigOffering::Layout)),
+        ("partitionable", Some(MigOffering::Partitionable)),
     ] {
         let config = parse(&format!("[mig]\nadvertise = \"{text}\"\n{LAYOUT}")).unwrap();
         assert_eq!(config.mig.advertise, want, "{text}");
@@ -85,9 +85,9 @@ fn ahead_goes_with_auto_and_layout_but_not_partitionable() {
 
 #[test]
 fn an_advertise_value_prints_as_the_config_spells_it() {
-    for &advertise in <MigAdvertise as strum::VariantArray>::VARIANTS {
-        let back: MigAdvertise = serde_json::from_str(&format!("\"{advertise}\"")).unwrap();
+    for &advertise in <MigOffering as strum::VariantArray>::VARIANTS {
+        let back: MigOffering = serde_json::from_str(&format!("\"{advertise}\"")).unwrap();
         assert_eq!(back, advertise);
     }
-    assert_eq!(MigAdvertise::Partitionable.to_string(), "partitionable");
+    assert_eq!(MigOffering::Partitionable.to_string(), "partitionable");
 }
