@@ -45,16 +45,22 @@ fn device_sets() -> [Vec<DeviceFacts<'static>>; 4] {
         uuid: H100,
         kind: ConfigKind::Gpu,
         memory_bytes: 80 * GIB,
+        product: "NVIDIA H100 80GB HBM3",
+        mps: (true, true),
     };
     let a100 = DeviceFacts {
         uuid: A100,
         kind: ConfigKind::Gpu,
         memory_bytes: 40 * GIB,
+        product: "NVIDIA A100-SXM4-40GB",
+        mps: (true, true),
     };
     let mig = DeviceFacts {
         uuid: MIG,
         kind: ConfigKind::Mig,
         memory_bytes: 10 * GIB,
+        product: "NVIDIA H100 80GB HBM3",
+        mps: (true, true),
     };
     [vec![h100], vec![h100, a100], vec![mig], vec![a100, mig]]
 }
