@@ -3,7 +3,7 @@
 //!
 //! Part 1: the real sampler on a simulated H100 with two time-sliced claims
 //! (a 40 GiB share each), sampling every `interval` on a thread of its own,
-//! its `[limits]` hook on real pidfds (`overshare = "end"`). Each trial, at
+//! its `[limits]` subscriber on real pidfds (`overshare = "end"`). Each trial, at
 //! a random moment of the sampling period, a real `sleep` child carrying
 //! claim A's marker is registered as a 41 GiB GPU process (t0); t1 is when
 //! the child has exited from the SIGTERM (`wait` returns). Reported: t1 −
@@ -26,14 +26,13 @@ use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use gpuslice::activity::hook::SampleHook;
 use gpuslice::activity::procfs::ProcFs;
 use gpuslice::activity::{Sampler, SamplerSettings, WarningKind};
 use gpuslice::config::{LimitMode, LimitsConfig};
 use gpuslice::gpu::GpuBackend;
 use gpuslice::gpu::sim::SimProcess;
 use gpuslice::limits::enforce::Executor;
-use gpuslice::limits::{Decision, Ledger, Limits, Pidfds};
+use gpuslice::limits::{Decision, Ledger, LimitsBoard, LimitsSubscriber, Pidfds};
 use gpuslice::testkit::requests::{request_with, timeslicing};
 use gpuslice::testkit::{SimNode, SimNodeBuilder};
 use marked::spawn_marked;
@@ -58,7 +57,7 @@ fn node(dir: &tempfile::TempDir) -> SimNode {
     node
 }
 
-/// The sampler with its limits hook, on a thread, sampling every `interval`;
+/// The sampler with its limits subscriber, on a thread, sampling every `interval`;
 /// it says after each sample, and stops when told (or dropped).
 struct Loop {
     stop: mpsc::Sender<()>,
@@ -73,7 +72,8 @@ impl Loop {
             grace_s,
             ..LimitsConfig::default()
         };
-        let hook = Limits::start(&config, Pidfds::new("/")).expect("limits thread");
+        let limits =
+            LimitsSubscriber::start(&config, Pidfds::new("/"), LimitsBoard::default(), None);
         let mut sampler = Sampler::new(
             node.engine().clone(),
             SamplerSettings {
@@ -85,7 +85,7 @@ impl Loop {
                 summary_window: Duration::from_secs(300),
             },
         )
-        .with_hook(Some(Box::new(hook) as Box<dyn SampleHook>));
+        .with_subscriber(Box::new(limits));
         let (stop, stopped) = mpsc::channel::<()>();
         let (sampled, samples) = mpsc::channel();
         let thread = std::thread::spawn(move || {

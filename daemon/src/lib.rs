@@ -22,18 +22,19 @@
 //! 7. [`state`]: durable claim records, one file per claim; [`timeslice`]:
 //!    compute time-slice policy.
 //! 8. [`claims`]: the claim engine (prepare, unprepare, reconcile).
-//! 9. [`advice`]: right-sizing advice from each
-//!    claim's usage history (the history, its file, the rule).
+//! 9. [`advice`]: right-sizing advice from each claim's usage history (the
+//!    history, its file, the rule).
 //! 10. [`activity`]: per-claim GPU use (processes attributed to claims, idle
-//!     claims, over-shares, unclaimed processes), sampled through the backend.
-//! 11. [`metrics`]: Prometheus metrics, on a loopback listener or a textfile;
-//!     [`limits`]: over-shares and unclaimed processes ended (`[limits]`),
-//!     hooked into the sampler by `run`.
-//! 12. [`api`]: the gRPC service on a unix socket.
-//! 13. [`systemd`] and [`logging`]: sd_notify and journald.
-//! 14. [`run`]: start-up, the task set, shutdown; [`preflight`]: what
+//!     claims, over-shares, unclaimed processes), sampled through the claim
+//!     engine's `NodeReads` and published to its subscribers.
+//! 11. [`limits`]: over-shares and unclaimed processes ended (`[limits]`), a
+//!     subscriber of the samples wired by `run`, publishing what it did.
+//! 12. [`metrics`]: Prometheus metrics, on a loopback listener or a textfile.
+//! 13. [`api`]: the gRPC service on a unix socket.
+//! 14. [`systemd`] and [`logging`]: sd_notify and journald.
+//! 15. [`run`]: start-up, the task set, shutdown; [`preflight`]: what
 //!     `gpusliced --check-config` judges beyond parsing.
-//! 15. [`testkit`](crate#floor-15): a simulated node for tests and benches,
+//! 16. [`testkit`](crate#floor-16): a simulated node for tests and benches,
 //!     and the fakes of the external programs it drives (feature `testkit`,
 //!     never in a release build).
 
@@ -77,19 +78,21 @@ pub mod activity;
 
 // Floor 11
 pub mod limits;
-pub mod metrics;
 
 // Floor 12
-pub mod api;
+pub mod metrics;
 
 // Floor 13
+pub mod api;
+
+// Floor 14
 pub mod logging;
 pub mod systemd;
 
-// Floor 14
+// Floor 15
 pub mod preflight;
 pub mod run;
 
-// Floor 15
+// Floor 16
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;

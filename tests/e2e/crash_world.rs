@@ -136,14 +136,14 @@ impl World {
     }
 
     /// A temp file of an advisory write the running daemon's sampler has
-    /// in flight (`activity.json`, `usage-history.json`: temp file, then
+    /// in flight (`activity.json`, `limits.json`, `usage-history.json`: temp file, then
     /// rename): the live daemon's own, not a crash's leftover, which would
     /// carry a dead daemon's pid (start-up removes those).
     fn is_live_advisory_temp(&self, name: &str) -> bool {
         let Some(pid) = self.daemon_pid else {
             return false;
         };
-        ["activity.json", "usage-history.json"]
+        ["activity.json", "limits.json", "usage-history.json"]
             .iter()
             .any(|file| name == format!(".{file}.tmp-{pid}"))
     }

@@ -4,18 +4,18 @@
 //! since its prepare, `sampled` false), and a claim unprepared since is left
 //! out. The processes, warnings and figures stay the sample's.
 //!
-//! [`with_claims`] is pure; [`current`] reads the engine's claim table and
-//! inventory (memory only, no I/O, no hardware). With sampling off the
+//! [`with_claims`] is pure; [`current`] reads the claim table and the
+//! inventory through [`NodeReads`] (memory only, no I/O, no hardware). With sampling off the
 //! snapshot is answered as it is: nothing is listed.
 
 use super::attribute::empty_claim;
 use super::held::{HeldClaim, held_claims};
 use super::snapshot::{ActivitySnapshot, ClaimActivity};
-use crate::claims::Engine;
+use crate::claims::NodeReads;
 
-/// `latest` with the claims of `engine`'s table now.
-pub fn current(latest: &ActivitySnapshot, engine: &Engine) -> ActivitySnapshot {
-    with_claims(latest, &held_claims(&engine.claims(), &engine.inventory()))
+/// `latest` with the claims of `node`'s table now.
+pub fn current(latest: &ActivitySnapshot, node: &dyn NodeReads) -> ActivitySnapshot {
+    with_claims(latest, &held_claims(&node.claims(), &node.inventory()))
 }
 
 /// `latest` listing exactly the claims of `held` (sorted by uid): the
@@ -39,7 +39,6 @@ pub fn with_claims(latest: &ActivitySnapshot, held: &[HeldClaim]) -> ActivitySna
         claims,
         unclaimed: latest.unclaimed.clone(),
         warnings: latest.warnings.clone(),
-        limits: latest.limits.clone(),
         ..*latest
     }
 }

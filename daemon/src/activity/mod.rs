@@ -10,11 +10,12 @@
 //! pure); [`warnings`] (the conditions of a sample and the lines logged,
 //! pure); [`episodes`] (warnings once per episode, pure); [`series`] (the
 //! metrics cardinality cap, pure); [`procfs`] (`/proc` reads, cached);
-//! [`persist`] (last active times across restarts); [`feed`] (what a
-//! sample gives the usage history, pure); [`hook`] (what a sample hands to
-//! `[limits]`, which sits above this module); [`sampler`] (one sample through
-//! the backend, feeding the history); [`task`] (the loop, started and stopped by `run`,
-//! and the fresh samples asked for through the handle); [`current`] (the
+//! [`persist`] (last active times across restarts); [`publish`] (each
+//! sample handed to its subscribers, one way); [`history_feed`] (the usage
+//! history as a subscriber, and what a sample gives it, pure); [`sampler`]
+//! (one sample of the node, read through the claim engine's `NodeReads`);
+//! [`task`] (the loop, started and stopped by `run`, and the fresh samples
+//! asked for through the handle); [`current`] (the
 //! latest sample brought up to the claim table, for the API, pure);
 //! [`window`] (each claim and device's last `summary_window_s` of samples,
 //! pure) and [`summary`] (per claim and device the window's figures, idle
@@ -23,13 +24,13 @@
 pub mod attribute;
 pub mod current;
 pub mod episodes;
-pub mod feed;
 pub mod handle;
 pub mod held;
-pub mod hook;
+pub mod history_feed;
 pub mod marker;
 pub mod persist;
 pub mod procfs;
+pub mod publish;
 pub mod sampler;
 pub mod series;
 pub mod snapshot;
@@ -46,7 +47,7 @@ pub use handle::ActivityHandle;
 pub use sampler::{Sampler, SamplerSettings};
 pub use series::{kept_series, series_dropped};
 pub use snapshot::{
-    ActivitySnapshot, ClaimActivity, DeviceActivity, DeviceSummary, EpisodeCounts, LimitAction,
-    LimitActionKey, LimitsReport, ProcessActivity, UnclaimedProcess, Warning, WarningKind,
+    ActivitySnapshot, ClaimActivity, DeviceActivity, DeviceSummary, EpisodeCounts, ProcessActivity,
+    UnclaimedProcess, Warning, WarningKind,
 };
-pub use task::{ActivityTask, start, start_with_hook, stop};
+pub use task::{ActivityTask, start, stop};

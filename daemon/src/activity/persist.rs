@@ -1,8 +1,9 @@
 //! `<state_dir>/activity.json`: the last time each claim was active, so
-//! `gpuslicectl claims --idle` survives a restart, the open warning
-//! episodes, so one that lasts through a restart is not warned of again,
-//! and the last `[limits]` action per claim and device, so a claim's
-//! `last_action` (and its status's ProcessEnded) survives it too.
+//! `gpuslicectl claims --idle` survives a restart, and the open warning
+//! episodes, so one that lasts through a restart is not warned of again.
+//! (`[limits]` keeps its last actions in a file of its own,
+//! [`crate::limits::saved`]; a file written before that may still hold
+//! them, and `limits` reads them from here once.)
 //!
 //! Advisory, not durable: written through a temp file and a rename (a
 //! reader never sees half a file) but never fsynced; a crash loses at most
@@ -12,8 +13,7 @@
 //! most once a minute, and when sampling stops. Claims gone are dropped by
 //! the caller before a write. A file that cannot be read or parsed is
 //! logged and ignored: the claims count as never active since their
-//! prepare. A file from before episodes (or actions) were kept loads with
-//! none; an older gpusliced reading a newer file ignores the actions.
+//! prepare. A file from before episodes were kept loads with none.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -21,7 +21,6 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::episodes::SavedEpisode;
-use super::snapshot::{LimitAction, WarningKind};
 
 /// The file's name in the state dir.
 pub const FILE_NAME: &str = "activity.json";
@@ -40,74 +39,6 @@ struct File {
     /// The episodes open when written.
     #[serde(default)]
     open_episodes: Vec<SavedEpisode>,
-    /// The last limit action per claim and device; left out when none, so
-    /// a file without actions stays byte for byte what it was.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    last_actions: Vec<SavedAction>,
-}
-
-/// A [`LimitAction`] as the file holds it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SavedAction {
-    kind: WarningKind,
-    mode: String,
-    outcome: String,
-    claim_uid: String,
-    device: String,
-    pid: u32,
-    comm: String,
-    memory_used: u64,
-    over_for_s: i64,
-    at_ms: i64,
-}
-
-/// The modes and outcomes an action may have (the file holds text; the
-/// snapshot the same text, static). `limits::enforce`'s tests keep these
-/// the texts of its outcomes and of the acting modes.
-pub(crate) const MODES: &[&str] = &["dry-run", "end"];
-pub(crate) const OUTCOMES: &[&str] = &[
-    "terminated",
-    "killed",
-    "would-end",
-    "gone",
-    "pid-reused",
-    "not-permitted",
-    "failed",
-];
-
-impl SavedAction {
-    /// `action` as saved.
-    pub fn of(action: &LimitAction) -> Self {
-        Self {
-            kind: action.kind,
-            mode: action.mode.to_owned(),
-            outcome: action.outcome.to_owned(),
-            claim_uid: action.claim_uid.clone(),
-            device: action.device.clone(),
-            pid: action.pid,
-            comm: action.comm.clone(),
-            memory_used: action.memory_used,
-            over_for_s: action.over_for_s,
-            at_ms: action.at_ms,
-        }
-    }
-
-    /// The action; `None` for a mode or outcome this version does not know.
-    pub fn action(&self) -> Option<LimitAction> {
-        let known = |list: &[&'static str], text: &str| list.iter().copied().find(|k| *k == text);
-        Some(LimitAction {
-            kind: self.kind,
-            mode: known(MODES, &self.mode)?,
-            outcome: known(OUTCOMES, &self.outcome)?,
-            claim_uid: self.claim_uid.clone(),
-            device: self.device.clone(),
-            pid: self.pid,
-            comm: self.comm.clone(),
-            memory_used: self.memory_used,
-            over_for_s: self.over_for_s,
-            at_ms: self.at_ms,
-        })
-    }
 }
 
 /// What the file keeps.
@@ -117,8 +48,6 @@ pub struct Saved {
     pub last_active: BTreeMap<String, i64>,
     /// The episodes open.
     pub episodes: Vec<SavedEpisode>,
-    /// The last limit actions.
-    pub actions: Vec<SavedAction>,
 }
 
 /// A failed write of the file.
@@ -147,7 +76,6 @@ pub fn load(state_dir: &Path) -> Saved {
         Ok(file) if file.version == VERSION => Saved {
             last_active: file.last_active,
             episodes: file.open_episodes,
-            actions: file.last_actions,
         },
         Ok(file) => {
             tracing::warn!(path = %path.display(), version = file.version, "claim activity times of an unknown format version ignored");
@@ -166,8 +94,6 @@ pub struct Persister {
     dir: PathBuf,
     written_at: Option<i64>,
     written: Saved,
-    /// The actions the next write holds ([`Persister::keep_actions`]).
-    actions: Vec<SavedAction>,
 }
 
 impl Persister {
@@ -176,26 +102,16 @@ impl Persister {
         Self {
             dir: state_dir.to_path_buf(),
             written_at: None,
-            actions: on_disk.actions.clone(),
             written: on_disk,
         }
     }
 
-    /// The last actions to keep from now on: written with the next save,
-    /// which a change of them makes due.
-    pub fn keep_actions(&mut self, actions: Vec<SavedAction>) {
-        self.actions = actions;
-    }
-
     fn changed(&self, last_active: &BTreeMap<String, i64>, episodes: &[SavedEpisode]) -> bool {
-        last_active != &self.written.last_active
-            || episodes != self.written.episodes.as_slice()
-            || self.actions != self.written.actions
+        last_active != &self.written.last_active || episodes != self.written.episodes.as_slice()
     }
 
-    /// Whether to write at `now`: the claims, the open episodes or the
-    /// actions differ from the file's, or times changed and a minute has
-    /// passed.
+    /// Whether to write at `now`: the claims or the open episodes differ
+    /// from the file's, or times changed and a minute has passed.
     pub fn due(
         &self,
         now: i64,
@@ -203,10 +119,7 @@ impl Persister {
         episodes: &[SavedEpisode],
     ) -> bool {
         let same_claims = last_active.keys().eq(self.written.last_active.keys());
-        if !same_claims
-            || episodes != self.written.episodes.as_slice()
-            || self.actions != self.written.actions
-        {
+        if !same_claims || episodes != self.written.episodes.as_slice() {
             return true;
         }
         last_active != &self.written.last_active
@@ -227,12 +140,11 @@ impl Persister {
         if !wanted {
             return Ok(false);
         }
-        write(&self.dir, last_active, episodes, &self.actions)?;
+        write(&self.dir, last_active, episodes)?;
         self.written_at = Some(now);
         self.written = Saved {
             last_active: last_active.clone(),
             episodes: episodes.to_vec(),
-            actions: self.actions.clone(),
         };
         Ok(true)
     }
@@ -242,13 +154,11 @@ fn write(
     dir: &Path,
     last_active: &BTreeMap<String, i64>,
     episodes: &[SavedEpisode],
-    actions: &[SavedAction],
 ) -> Result<(), PersistError> {
     let file = File {
         version: VERSION,
         last_active: last_active.clone(),
         open_episodes: episodes.to_vec(),
-        last_actions: actions.to_vec(),
     };
     let mut bytes = serde_json::to_vec_pretty(&file).unwrap_or_default();
     bytes.push(b'\n');

@@ -1,21 +1,25 @@
-//! [`SampleHook`]: what the sampler hands, after each sample's episodes, to
-//! a module above it (`limits`, wired by `run`), and what it publishes back
-//! with the snapshot. The hook runs on the sampler's thread: it must not
-//! block (the limits hook only queues its decisions for its own thread).
+//! What the sampler publishes after each sample, and to whom: the
+//! [`SampleSubscriber`]s `run` wires in (the usage history the advice reads,
+//! `[limits]`), called in order on the sampler's thread with the same
+//! [`Sample`], one way: a subscriber returns nothing into the sample, and
+//! what it makes of it, it publishes itself (the history its
+//! `SharedHistory`, `[limits]` its board). The snapshot for the API, the
+//! metrics and the claim-status feed is published through the
+//! [`super::ActivityHandle`]. A subscriber must not block: `[limits]` only
+//! queues its decisions for its own thread.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use super::attribute::{Attribution, ProcView};
 use super::episodes::SavedEpisode;
 use super::held::HeldClaim;
-use super::snapshot::LimitsReport;
 
-/// One sample, after its episodes.
+/// One sample, as every subscriber sees it.
 #[derive(Debug, Clone, Copy)]
-pub struct Sampled<'a> {
+pub struct Sample<'a> {
     /// Unix seconds of the sample.
     pub now: i64,
-    /// The sample's attribution.
+    /// The sample's attribution: each claim's use, the unclaimed processes.
     pub attribution: &'a Attribution,
     /// Each listed pid's `/proc` view in this sample.
     pub procs: &'a HashMap<u32, ProcView>,
@@ -23,13 +27,16 @@ pub struct Sampled<'a> {
     pub episodes: &'a [SavedEpisode],
     /// The claims the sample saw held (sorted by uid), with their own limits.
     pub claims: &'a [HeldClaim],
+    /// The GPUs (by name) the sample could not read: their devices have no
+    /// figures this time.
+    pub unread: &'a BTreeSet<String>,
 }
 
-/// Called by the sampler after each sample.
-pub trait SampleHook: Send + std::fmt::Debug {
+/// Takes each sample the sampler publishes.
+pub trait SampleSubscriber: Send + std::fmt::Debug {
     /// Takes `sample`; must not block.
-    fn after_sample(&mut self, sample: &Sampled<'_>);
+    fn on_sample(&mut self, sample: &Sample<'_>);
 
-    /// What to publish with the snapshot.
-    fn report(&self) -> LimitsReport;
+    /// Sampling stops at `now` (Unix seconds): write what is kept.
+    fn flush(&mut self, _now: i64) {}
 }

@@ -1,9 +1,11 @@
 //! One sample of the node: for each GPU of the inventory its processes,
 //! their utilization since the last sample, and the memory of each device a
-//! claim holds; each process's environment through `/proc`; then the
-//! attribution, the episodes (logged as they open and close), the `[limits]`
-//! hook ([`super::hook`], which only queues), the last active times
-//! (persisted), the usage summaries, the usage history and the snapshot.
+//! claim holds (read through [`NodeReads`], never the backend itself); each
+//! process's environment through `/proc`; then the attribution, the
+//! episodes (logged as they open and close), the usage summaries and the
+//! last active times (persisted); then the sample is handed to each
+//! subscriber ([`super::publish`]: the usage history, `[limits]`) and
+//! returned as the snapshot.
 //!
 //! [`Sampler::sample_once`] takes one sample and returns it, without a
 //! timer (the loop is in `task`, benchmarks call it directly). A backend
@@ -24,16 +26,15 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use super::attribute::{Attribution, GpuSample, Inputs, ProcView, attribute};
 use super::episodes::{Episodes, Unread};
 use super::held::{HeldClaim, held_claims};
-use super::hook::{SampleHook, Sampled};
-use super::persist::{Persister, SavedAction, load};
+use super::persist::{Persister, load};
 use super::procfs::ProcFs;
+use super::publish::{Sample, SampleSubscriber};
 use super::series::series_dropped;
-use super::snapshot::{ActivitySnapshot, LimitAction, LimitsReport, WarningKind};
+use super::snapshot::{ActivitySnapshot, WarningKind};
 use super::summary::{Summaries, SummarySettings};
 use super::warnings::conditions;
-use crate::advice::keeper::HistoryKeeper;
-use crate::claims::Engine;
-use crate::gpu::{GpuBackend, GpuError};
+use crate::claims::NodeReads;
+use crate::gpu::{GpuError, UsageReads};
 use crate::inventory::GpuDevice;
 
 /// How the sampler works.
@@ -56,7 +57,7 @@ pub struct SamplerSettings {
 /// The sampler's state between samples.
 #[derive(Debug)]
 pub struct Sampler {
-    engine: Arc<Engine>,
+    node: Arc<dyn NodeReads>,
     settings: SamplerSettings,
     procfs: ProcFs,
     episodes: Episodes,
@@ -66,29 +67,17 @@ pub struct Sampler {
     read_at_us: HashMap<u32, u64>,
     /// Each claim and device's summary window, idle states and conditions.
     summaries: Summaries,
-    /// The usage history the advice reads, fed after each sample.
-    history: Option<HistoryKeeper>,
-    /// `[limits]`, when it does more than warn.
-    hook: Option<Box<dyn SampleHook>>,
-    /// The claims' last actions found in the state dir at start-up, by
-    /// (claim uid, device): shown until this process acts on the same key,
-    /// or the claim goes.
-    restored_actions: BTreeMap<(String, String), LimitAction>,
+    /// Who takes each sample, in order.
+    subscribers: Vec<Box<dyn SampleSubscriber>>,
 }
 
 impl Sampler {
-    /// A sampler of `engine`'s GPUs and claims, with the last active times
+    /// A sampler of `node`'s GPUs and claims, with the last active times
     /// found in `settings.state_dir`.
-    pub fn new(engine: Arc<Engine>, settings: SamplerSettings) -> Self {
+    pub fn new(node: Arc<dyn NodeReads>, settings: SamplerSettings) -> Self {
         let on_disk = settings.state_dir.as_deref().map(load).unwrap_or_default();
-        let restored_actions = on_disk
-            .actions
-            .iter()
-            .filter_map(SavedAction::action)
-            .map(|a| ((a.claim_uid.clone(), a.device.clone()), a))
-            .collect();
         Self {
-            engine,
+            node,
             procfs: ProcFs::new(settings.proc_root.clone()),
             episodes: Episodes::restore(on_disk.episodes.clone()),
             last_active: on_disk.last_active.clone(),
@@ -102,23 +91,16 @@ impl Sampler {
                 window_s: settings.summary_window.as_secs(),
                 interval_s: settings.interval.as_secs(),
             }),
-            history: None,
-            hook: None,
-            restored_actions,
+            subscribers: Vec::new(),
             settings,
         }
     }
 
-    /// The same sampler, feeding `history` after each sample.
+    /// The same sampler, handing each sample to `subscriber` after the
+    /// ones before it.
     #[must_use]
-    pub fn with_history(mut self, history: HistoryKeeper) -> Self {
-        self.history = Some(history);
-        self
-    }
-
-    /// The same sampler, handing each sample to `hook` after its episodes.
-    pub fn with_hook(mut self, hook: Option<Box<dyn SampleHook>>) -> Self {
-        self.hook = hook;
+    pub fn with_subscriber(mut self, subscriber: Box<dyn SampleSubscriber>) -> Self {
+        self.subscribers.push(subscriber);
         self
     }
 
@@ -135,8 +117,8 @@ impl Sampler {
         let cpu_before = thread_cpu_us();
         let now_s = i64::try_from(now.as_secs()).unwrap_or(i64::MAX);
         let now_us = u64::try_from(now.as_micros()).unwrap_or(u64::MAX);
-        let inventory = self.engine.inventory();
-        let held = held_claims(&self.engine.claims(), &inventory);
+        let inventory = self.node.inventory();
+        let held = held_claims(&self.node.claims(), &inventory);
         let mut unread = Unread {
             held: held.iter().map(|c| c.uid.clone()).collect(),
             ..Unread::default()
@@ -146,7 +128,7 @@ impl Sampler {
             .iter()
             .filter_map(|gpu| {
                 let since = self.since_us(gpu.info.index, now_us);
-                let Some(sample) = read_gpu(self.engine.backend(), gpu, &held, since) else {
+                let Some(sample) = read_gpu(self.node.usage_reads(), gpu, &held, since) else {
                     unread.gpus.insert(gpu.name.clone());
                     return None;
                 };
@@ -174,13 +156,18 @@ impl Sampler {
             &self.episodes.open(),
             &unread.gpus,
         );
-        let limits = self.limits(now_s, &attribution, &procs, &held);
         self.persist(now_s, false);
-        if let Some(history) = &mut self.history {
-            history.record(
-                now_s,
-                &super::feed::figures(&attribution.claims, &unread.gpus),
-            );
+        let episodes = self.episodes.saved();
+        let sample = Sample {
+            now: now_s,
+            attribution: &attribution,
+            procs: &procs,
+            episodes: &episodes,
+            claims: &held,
+            unread: &unread.gpus,
+        };
+        for subscriber in &mut self.subscribers {
+            subscriber.on_sample(&sample);
         }
         let cpu_after = thread_cpu_us();
         ActivitySnapshot {
@@ -194,19 +181,18 @@ impl Sampler {
             warnings: self.episodes.open(),
             episodes: self.episodes.counts(),
             conditions_generation,
-            limits,
         }
     }
 
-    /// Writes the last active times if they changed, and the usage history
-    /// if sampled since its last save (at shutdown).
+    /// Writes the last active times if they changed, and lets each
+    /// subscriber write what it keeps (at shutdown).
     pub fn flush(&mut self) {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
         self.persist(now, true);
-        if let Some(history) = &mut self.history {
-            history.flush(now);
+        for subscriber in &mut self.subscribers {
+            subscriber.flush(now);
         }
     }
 
@@ -266,46 +252,6 @@ impl Sampler {
         }
     }
 
-    /// Hands the sample to `[limits]` (which only queues) and reads back
-    /// what it has done so far, with the actions restored from before a
-    /// restart beside it (kept for the claims still held), which the next
-    /// save keeps.
-    fn limits(
-        &mut self,
-        now: i64,
-        attribution: &Attribution,
-        procs: &HashMap<u32, ProcView>,
-        held: &[HeldClaim],
-    ) -> LimitsReport {
-        let mut report = LimitsReport::default();
-        if let Some(hook) = &mut self.hook {
-            let episodes = self.episodes.saved();
-            hook.after_sample(&Sampled {
-                now,
-                attribution,
-                procs,
-                episodes: &episodes,
-                claims: held,
-            });
-            report = hook.report();
-        }
-        self.restored_actions
-            .retain(|(uid, _), _| held.iter().any(|c| &c.uid == uid));
-        for (key, action) in &self.restored_actions {
-            report
-                .last
-                .entry(key.clone())
-                .or_insert_with(|| action.clone());
-        }
-        if let Some(persister) = &mut self.persister {
-            // A claim's actions only: an unclaimed process's has no claim
-            // whose status would show it after a restart.
-            let claims = report.last.iter().filter(|((uid, _), _)| !uid.is_empty());
-            persister.keep_actions(claims.map(|(_, a)| SavedAction::of(a)).collect());
-        }
-        report
-    }
-
     fn persist(&mut self, now: i64, force: bool) {
         if let Some(persister) = &mut self.persister
             && let Err(err) = persister.save(now, &self.last_active, &self.episodes.saved(), force)
@@ -317,7 +263,7 @@ impl Sampler {
 
 /// What the backend says about `gpu`; `None` when its processes cannot be listed.
 fn read_gpu(
-    backend: &dyn GpuBackend,
+    backend: UsageReads<'_>,
     gpu: &GpuDevice,
     held: &[HeldClaim],
     since_us: u64,

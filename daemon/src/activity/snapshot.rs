@@ -1,9 +1,9 @@
 //! What the sampler publishes after each sample: per claim and device, the
 //! processes gpuslice attributed to it and what they use; the processes on
 //! the node's GPUs that map to no claim; the over-share and unclaimed
-//! episodes open now, and how many have begun since the daemon started;
-//! what `[limits]` has done (counts, and the last action per claim device).
-//! Plain data, read by the metrics, the gRPC API and `gpuslicectl`.
+//! episodes open now, and how many have begun since the daemon started.
+//! Plain data, read by the metrics, the gRPC API and `gpuslicectl`. What
+//! `[limits]` did is published by `limits` itself.
 
 use crate::state::AccessKind;
 
@@ -33,8 +33,6 @@ pub struct ActivitySnapshot {
     /// differ from the sample's before; figures alone never move it. 0
     /// until the first sample that opens one; restarts with the daemon.
     pub conditions_generation: u64,
-    /// What `[limits]` did since the daemon started.
-    pub limits: LimitsReport,
 }
 
 /// One prepared claim's use of its devices.
@@ -233,44 +231,6 @@ pub struct EpisodeCounts {
     pub overshare_timeslicing: u64,
     /// Unclaimed-process episodes.
     pub unclaimed: u64,
-}
-
-/// One process ended, or named, under `[limits]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LimitAction {
-    /// Over-share or unclaimed.
-    pub kind: WarningKind,
-    /// "dry-run" or "end".
-    pub mode: &'static str,
-    /// "terminated", "killed", "would-end", "gone", "pid-reused",
-    /// "not-permitted" or "failed".
-    pub outcome: &'static str,
-    /// The claim (over-share), or "".
-    pub claim_uid: String,
-    /// The device.
-    pub device: String,
-    /// The process.
-    pub pid: u32,
-    /// Its name.
-    pub comm: String,
-    /// Memory it used, in bytes.
-    pub memory_used: u64,
-    /// Seconds the condition had lasted.
-    pub over_for_s: i64,
-    /// When the action ended, Unix milliseconds.
-    pub at_ms: i64,
-}
-
-/// `(kind, mode, outcome)` of `gpuslice_limit_actions_total`.
-pub type LimitActionKey = (WarningKind, &'static str, &'static str);
-
-/// What `[limits]` did since the daemon started.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct LimitsReport {
-    /// Actions by kind, mode and outcome.
-    pub counts: std::collections::BTreeMap<LimitActionKey, u64>,
-    /// The last action per (claim uid, device); unclaimed ones under ("", device).
-    pub last: std::collections::BTreeMap<(String, String), LimitAction>,
 }
 
 #[cfg(test)]

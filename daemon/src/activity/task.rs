@@ -16,12 +16,13 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::handle::{ActivityHandle, Ask};
-use super::hook::SampleHook;
+use super::history_feed::HistoryFeed;
+use super::publish::SampleSubscriber;
 use super::sampler::{Sampler, SamplerSettings};
 use super::snapshot::ActivitySnapshot;
 use crate::advice::HistorySettings;
 use crate::advice::keeper::HistoryKeeper;
-use crate::claims::Engine;
+use crate::claims::NodeReads;
 use crate::config::{ActivityConfig, AdviceConfig};
 
 /// How long [`ActivityTask::stop`] waits for a sample in flight.
@@ -38,26 +39,17 @@ pub struct ActivityTask {
     thread: JoinHandle<()>,
 }
 
-/// Starts sampling `engine`'s GPUs as `config` says, keeping the last
-/// active times and the usage history (as `advice` says) in `state_dir`.
-/// Returns the handle readers use, and the task to stop (`None` when
+/// Starts sampling `node`'s GPUs as `config` says, keeping the last active
+/// times and the usage history (as `advice` says) in `state_dir`, and
+/// handing each sample to the usage history, then to `subscribers` in
+/// order. Returns the handle readers use, and the task to stop (`None` when
 /// sampling is off or the thread did not start).
 pub fn start(
-    engine: Arc<Engine>,
+    node: Arc<dyn NodeReads>,
     config: &ActivityConfig,
     advice: &AdviceConfig,
     state_dir: &Path,
-) -> (ActivityHandle, Option<ActivityTask>) {
-    start_with_hook(engine, config, advice, state_dir, None)
-}
-
-/// [`start`], handing each sample to `hook` after its episodes (`[limits]`).
-pub fn start_with_hook(
-    engine: Arc<Engine>,
-    config: &ActivityConfig,
-    advice: &AdviceConfig,
-    state_dir: &Path,
-    hook: Option<Box<dyn SampleHook>>,
+    subscribers: Vec<Box<dyn SampleSubscriber>>,
 ) -> (ActivityHandle, Option<ActivityTask>) {
     let interval = Duration::from_secs(config.interval_s);
     let handle = ActivityHandle::new(ActivitySnapshot {
@@ -93,9 +85,11 @@ pub fn start_with_hook(
     let thread = std::thread::Builder::new()
         .name("activity".to_owned())
         .spawn(move || {
-            let mut sampler = Sampler::new(engine, settings)
-                .with_history(history)
-                .with_hook(hook);
+            let mut sampler =
+                Sampler::new(node, settings).with_subscriber(Box::new(HistoryFeed::new(history)));
+            for subscriber in subscribers {
+                sampler = sampler.with_subscriber(subscriber);
+            }
             run(&mut sampler, &publish, interval, &asks);
             sampler.flush();
             let _ = finished.send(());

@@ -10,9 +10,10 @@ use gpuslice_proto::gpuslice::v1 as pb;
 
 use crate::activity::handle::Sampled;
 use crate::activity::{
-    ActivityHandle, ActivitySnapshot, ClaimActivity, DeviceActivity, DeviceSummary, LimitAction,
-    LimitsReport, ProcessActivity, UnclaimedProcess, Warning,
+    ActivityHandle, ActivitySnapshot, ClaimActivity, DeviceActivity, DeviceSummary,
+    ProcessActivity, UnclaimedProcess, Warning,
 };
+use crate::limits::{LimitAction, LimitsBoard, LimitsReport};
 
 /// What the API shows of per-claim GPU use: the sampler's latest snapshot
 /// and its usage history, the simulated backend's process folder (for
@@ -21,14 +22,21 @@ use crate::activity::{
 pub struct ActivityView {
     /// Where the sampler publishes.
     pub handle: ActivityHandle,
+    /// Where `[limits]` publishes what it did.
+    pub limits: LimitsBoard,
     /// `[backend.sim] processes` when the backend is the simulator.
     pub sim_processes_dir: Option<PathBuf>,
     /// `[advice]` and the sharing tools found (GetAdvice).
     pub advice: crate::advice::view::AdviceSettings,
 }
 
-/// The reply to GetActivity, with idle times counted at `now` (Unix seconds).
-pub fn activity_response(snapshot: &ActivitySnapshot, now: i64) -> pb::GetActivityResponse {
+/// The reply to GetActivity, with each device's last `[limits]` action from
+/// `limits` and idle times counted at `now` (Unix seconds).
+pub fn activity_response(
+    snapshot: &ActivitySnapshot,
+    limits: &LimitsReport,
+    now: i64,
+) -> pb::GetActivityResponse {
     pb::GetActivityResponse {
         enabled: snapshot.enabled,
         interval_ms: snapshot.interval_ms,
@@ -37,7 +45,7 @@ pub fn activity_response(snapshot: &ActivitySnapshot, now: i64) -> pb::GetActivi
         claims: snapshot
             .claims
             .iter()
-            .map(|c| claim(c, &snapshot.limits, now))
+            .map(|c| claim(c, limits, now))
             .collect(),
         unclaimed: snapshot.unclaimed.iter().map(unclaimed).collect(),
         warnings: snapshot.warnings.iter().map(warning).collect(),

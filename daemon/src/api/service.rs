@@ -222,10 +222,16 @@ impl GpuSlice for Service {
         } else {
             self.activity.handle.latest()
         };
+        let limits = self.activity.limits.clone();
         let reply = self
             .blocking(move |engine| {
                 let now = crate::activity::current(&snapshot, engine);
-                Ok(activity::activity_response(&now, activity::unix_now()))
+                let report = limits.report();
+                Ok(activity::activity_response(
+                    &now,
+                    &report,
+                    activity::unix_now(),
+                ))
             })
             .await?;
         Ok(Response::new(reply))

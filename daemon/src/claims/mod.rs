@@ -59,6 +59,7 @@ pub use health::Cleared;
 pub use reconcile::ReconcileReport;
 pub use request::{ConfigRequest, DeviceRequest, PrepareRequest, validate_uid};
 pub use view::claim_health::UnhealthyDevice;
+pub use view::reads::NodeReads;
 pub use view::sharing::{DaemonView, GpuSharingView};
 pub use view::usage::{NodeUsage, SliceState, SliceUse};
 pub use view::{

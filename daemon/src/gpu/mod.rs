@@ -25,6 +25,7 @@ mod mig_conformance;
 pub mod nvml;
 pub mod observed;
 mod process;
+mod reads;
 pub mod sim;
 
 pub use error::GpuError;
@@ -37,6 +38,7 @@ pub use mig::{
     Placement,
 };
 pub use process::{GpuProcess, MemoryUse, ProcessUtilization};
+pub use reads::{HealthReads, UsageReads};
 
 /// Versions of the node's NVIDIA driver.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,7 +10,7 @@ use super::{
     Monitor, Scope, Target, Verdict,
 };
 use crate::gpu::sim::{InjectedEvent, SimBackend, SimModel};
-use crate::gpu::{GpuBackend, HealthEvent, HealthEventKind, Placement};
+use crate::gpu::{GpuBackend, HealthEvent, HealthEventKind, HealthReads, Placement};
 
 const UUID: &str = "GPU-00000000-0000-4000-8000-000000000000";
 
@@ -300,7 +300,7 @@ fn the_watcher_pins_a_mig_fault_to_its_instance_and_a_vanished_one_to_the_gpu() 
         changes.fetch_add(1, Ordering::SeqCst);
     };
     let watcher = Watcher {
-        backend: backend.as_ref(),
+        backend: HealthReads::new(backend.as_ref()),
         health: &health,
         on_change: &on_change,
     };
@@ -335,7 +335,7 @@ fn the_watcher_loop_registers_reports_injected_events_and_stops() {
         std::thread::spawn(move || {
             let on_change = move || changed_tx.send(()).unwrap();
             let watcher = Watcher {
-                backend: backend.as_ref(),
+                backend: HealthReads::new(backend.as_ref()),
                 health: &health,
                 on_change: &on_change,
             };
@@ -378,7 +378,7 @@ fn a_backend_that_cannot_watch_is_reported_and_retried() {
     let stop = Stop::default();
     let on_change = || {};
     let watcher = Watcher {
-        backend: backend.as_ref(),
+        backend: HealthReads::new(backend.as_ref()),
         health: &health,
         on_change: &on_change,
     };

@@ -18,7 +18,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use super::classify::{Scope, Verdict};
 use super::table::{Fault, Target};
 use super::{DeviceHealth, Monitor};
-use crate::gpu::{GpuBackend, HealthEvent};
+use crate::gpu::{HealthEvent, HealthReads};
 
 /// How long one wait on the backend lasts (also the longest stop takes).
 pub const WAIT: Duration = Duration::from_secs(1);
@@ -56,8 +56,8 @@ impl Stop {
 /// What the loop works with.
 #[derive(Clone, Copy)]
 pub struct Watcher<'a> {
-    /// The hardware.
-    pub backend: &'a dyn GpuBackend,
+    /// What it may read of the hardware.
+    pub backend: HealthReads<'a>,
     /// The rules, and where verdicts go.
     pub health: &'a DeviceHealth,
     /// Called after every change of the faults in force.

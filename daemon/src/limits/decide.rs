@@ -25,8 +25,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::activity::attribute::ProcView;
 use crate::activity::held::HeldClaim;
-use crate::activity::hook::Sampled;
 use crate::activity::procfs::ProcInfo;
+use crate::activity::publish::Sample;
 use crate::activity::{ClaimActivity, UnclaimedProcess, WarningKind};
 use crate::config::{LimitMode, LimitsConfig};
 use crate::sharing::ClaimLimits;
@@ -139,7 +139,7 @@ pub struct Decider {
 
 impl Decider {
     /// The decisions for `sample` under `policy`.
-    pub fn decide(&mut self, policy: &Policy, sample: &Sampled<'_>) -> Vec<Decision> {
+    pub fn decide(&mut self, policy: &Policy, sample: &Sample<'_>) -> Vec<Decision> {
         let open: BTreeMap<Key, i64> = sample
             .episodes
             .iter()
@@ -189,7 +189,7 @@ impl Decider {
     fn overshare(
         &mut self,
         policy: &Policy,
-        sample: &Sampled<'_>,
+        sample: &Sample<'_>,
         open: &BTreeMap<Key, i64>,
         claim: &ClaimActivity,
         device: usize,
@@ -249,7 +249,7 @@ impl Decider {
     fn unclaimed(
         &mut self,
         policy: &Policy,
-        sample: &Sampled<'_>,
+        sample: &Sample<'_>,
         open: &BTreeMap<Key, i64>,
         u: &UnclaimedProcess,
     ) -> Option<Decision> {

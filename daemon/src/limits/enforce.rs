@@ -17,7 +17,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use super::decide::Decision;
 use super::journal;
 use super::process::{ControlError, EndSignal, ProcessControl};
-use crate::activity::{LimitAction, LimitsReport};
+use super::report::{LimitAction, LimitsReport};
 use crate::config::LimitMode;
 
 /// How long the thread waits on its pending processes before it looks for
@@ -50,7 +50,7 @@ pub enum Outcome {
     Failed,
 }
 
-/// What the enforcer did, shared with the sampler (which publishes it).
+/// What the enforcer did, shared through the [`super::LimitsBoard`].
 #[derive(Debug, Clone, Default)]
 pub struct Ledger(Arc<Mutex<LimitsReport>>);
 
@@ -80,12 +80,17 @@ impl Ledger {
             over_for_s: decision.over_for_s,
             at_ms,
         };
+        self.note(action);
+    }
+
+    /// Counts `action` and keeps it as its claim and device's last.
+    pub(crate) fn note(&self, action: LimitAction) {
         let mut report = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         *report
             .counts
-            .entry((decision.kind, mode, outcome.into()))
+            .entry((action.kind, action.mode, action.outcome))
             .or_default() += 1;
-        let key = (decision.claim_uid.clone(), decision.device.clone());
+        let key = (action.claim_uid.clone(), action.device.clone());
         report.last.insert(key, action);
         if report.last.len() > MAX_LAST_ACTIONS
             && let Some(oldest) = report
@@ -219,14 +224,13 @@ pub struct Enforcer {
 }
 
 impl Enforcer {
-    /// Starts the thread, signalling through `control`. `None` when the
-    /// thread cannot start (logged).
-    pub fn start<P>(control: P, term_grace: Duration) -> Option<Self>
+    /// Starts the thread, signalling through `control` and recording into
+    /// `ledger`. `None` when the thread cannot start (logged).
+    pub fn start<P>(control: P, term_grace: Duration, ledger: Ledger) -> Option<Self>
     where
         P: ProcessControl + Send + 'static,
         P::Handle: Send,
     {
-        let ledger = Ledger::default();
         let (decisions, inbox) = mpsc::channel();
         let mut executor = Executor::new(control, term_grace, ledger.clone());
         let spawned = std::thread::Builder::new()

@@ -10,17 +10,16 @@
 //! uid order, devices in record order; the rest are counted in
 //! `gpuslice_activity_series_dropped`; where the sampler already counted
 //! more as dropped, its count wins), and no label names a process. The
-//! episode and `[limits]` action counters follow the snapshot's counts,
-//! which only grow.
+//! episode counters follow the snapshot's counts, and the `[limits]`
+//! action counters the limits board's ([`limit_actions`]); both only grow.
 
 use std::collections::BTreeMap;
 
 use super::families::{
     ActivityFamilies, ClaimDeviceLabels, EpisodeLabels, GpuLabels, LimitActionLabels,
 };
-use crate::activity::{
-    ActivitySnapshot, ClaimActivity, DeviceActivity, EpisodeCounts, LimitsReport,
-};
+use crate::activity::{ActivitySnapshot, ClaimActivity, DeviceActivity, EpisodeCounts};
+use crate::limits::LimitsReport;
 
 /// `[activity] max_claim_series` when the config says nothing.
 pub const DEFAULT_MAX_CLAIM_SERIES: usize = 1024;
@@ -56,7 +55,6 @@ pub fn apply(families: &ActivityFamilies, snapshot: &ActivitySnapshot, max_serie
         .set(i64::try_from(dropped).unwrap_or(i64::MAX));
     unclaimed(families, snapshot);
     episodes(families, snapshot.episodes);
-    limit_actions(families, &snapshot.limits);
     families.sample_cpu.set(snapshot.sample_cpu_us as f64 / 1e6);
 }
 
@@ -137,7 +135,7 @@ fn episodes(families: &ActivityFamilies, counts: EpisodeCounts) {
 }
 
 /// Moves each `[limits]` action counter up to the report's count.
-fn limit_actions(families: &ActivityFamilies, report: &LimitsReport) {
+pub fn limit_actions(families: &ActivityFamilies, report: &LimitsReport) {
     for (&(kind, mode, outcome), &count) in &report.counts {
         let labels = LimitActionLabels {
             kind: kind.into(),

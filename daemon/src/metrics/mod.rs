@@ -45,6 +45,7 @@ use crate::activity::{ActivityHandle, ActivitySnapshot};
 use crate::advice::keeper::SharedHistory;
 use crate::advice::view::{AdviceSettings, NodeAdvice};
 use crate::claims::{Engine, NodeUsage};
+use crate::limits::LimitsBoard;
 
 /// Where the gauges come from: the engine, or a fixed snapshot in tests.
 pub trait UsageSource: Send + Sync + std::fmt::Debug + 'static {
@@ -141,6 +142,8 @@ pub struct Metrics {
     render: Mutex<()>,
     /// Where the sampler publishes (by default: sampling off, nothing seen).
     activity: ActivityHandle,
+    /// Where `[limits]` publishes what it did (by default: nothing).
+    limits: LimitsBoard,
     /// At most this many (claim, device) series per activity family.
     max_claim_series: usize,
     /// `[advice]` and the tools found; `None`: no advice families filled.
@@ -186,6 +189,7 @@ impl Metrics {
             families,
             render: Mutex::new(()),
             activity: ActivityHandle::default(),
+            limits: LimitsBoard::default(),
             max_claim_series: DEFAULT_MAX_CLAIM_SERIES,
             advice: None,
         }
@@ -205,6 +209,13 @@ impl Metrics {
     pub fn with_activity(mut self, activity: ActivityHandle, max_claim_series: usize) -> Self {
         self.activity = activity;
         self.max_claim_series = max_claim_series;
+        self
+    }
+
+    /// The same metrics counting what `[limits]` publishes on `board`.
+    #[must_use]
+    pub fn with_limits(mut self, board: LimitsBoard) -> Self {
+        self.limits = board;
         self
     }
 
@@ -253,6 +264,7 @@ impl Metrics {
             &activity_now,
             self.max_claim_series,
         );
+        activity::limit_actions(&self.families.activity, &self.limits.report());
         advice::apply(
             &self.families.advice,
             advice_now.as_ref(),

@@ -206,7 +206,22 @@ fn openmetrics_keeps_its_own_counter_naming_and_ends_with_eof() {
 fn every_family_has_help_and_follows_the_naming_rules() {
     let handle = crate::activity::ActivityHandle::default();
     handle.publish(activity::node());
-    let metrics = Metrics::new("sim").with_activity(handle, 1024);
+    let board = crate::limits::LimitsBoard::default();
+    board.ledger().note(crate::limits::LimitAction {
+        kind: crate::activity::WarningKind::OverShare,
+        mode: "end",
+        outcome: "terminated",
+        claim_uid: "a".into(),
+        device: "gpu-0".into(),
+        pid: 7,
+        comm: "python".into(),
+        memory_used: 1 << 30,
+        over_for_s: 61,
+        at_ms: 1,
+    });
+    let metrics = Metrics::new("sim")
+        .with_activity(handle, 1024)
+        .with_limits(board);
     metrics.observe("Prepare", Some(Outcome::Prepared), Duration::from_millis(1));
     metrics.count_error("Prepare", tonic::Code::Internal);
     let text = metrics.render(&busy_node(), Format::Prometheus).unwrap();

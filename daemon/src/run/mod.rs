@@ -131,19 +131,27 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
         let (config, offerings) = (config.clone(), offerings.clone());
         Arc::new(tokio::task::spawn_blocking(move || start_engine(&config, &offerings)).await??)
     };
-    // The handle is what the metrics and the API read the samples from.
-    let limits = limits::Limits::start(&config.limits, limits::Pidfds::new("/"))
-        .map(|l| Box::new(l) as Box<dyn activity::hook::SampleHook>);
-    let (activity_handle, activity_task) = activity::start_with_hook(
+    // The sampler publishes each sample: the usage history and `[limits]`
+    // subscribe; the metrics and the API read the activity handle and the
+    // limits board.
+    let limits_board = limits::LimitsBoard::load(Some(&config.state_dir));
+    let limits = limits::LimitsSubscriber::start(
+        &config.limits,
+        limits::Pidfds::new("/"),
+        limits_board.clone(),
+        Some(&config.state_dir),
+    );
+    let (activity_handle, activity_task) = activity::start(
         engine.clone(),
         &config.activity,
         &config.advice,
         &config.state_dir,
-        limits,
+        vec![Box::new(limits)],
     );
     let metrics = Arc::new(
         Metrics::new(engine.backend_name())
             .with_activity(activity_handle.clone(), config.activity.max_claim_series)
+            .with_limits(limits_board.clone())
             .with_advice(advice_settings(&config)),
     );
     let source: Arc<dyn UsageSource> = engine.clone();
@@ -174,6 +182,7 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
     let service = api::Service::new(engine.clone(), offerings.clone(), stop_rx.clone())
         .with_activity(api::ActivityView {
             handle: activity_handle,
+            limits: limits_board,
             sim_processes_dir: (config.backend.kind == BackendKind::Sim)
                 .then(|| config.sim_processes()),
             advice: advice_settings(&config),
@@ -252,7 +261,7 @@ async fn start_health_watcher(
         .spawn(move || {
             let on_change = || engine.health_changed();
             let watcher = Watcher {
-                backend: engine.backend(),
+                backend: engine.health_reads(),
                 health: engine.health(),
                 on_change: &on_change,
             };

@@ -1,5 +1,5 @@
 //! The writer of advisory files in the state folder (`activity.json`,
-//! `usage-history.json`): a temp file, then a rename, so a reader never sees
+//! `limits.json`, `usage-history.json`): a temp file, then a rename, so a reader never sees
 //! half a file, but no fsync, so not the durable writer of records and
 //! specs. A crash may lose the last write; the files' owners say what that
 //! costs.

@@ -93,7 +93,6 @@ fn a_forced_save_writes_only_a_change() {
         Saved {
             last_active: on_disk.clone(),
             episodes: Vec::new(),
-            actions: Vec::new(),
         },
     );
     assert!(!persister.save(2, &on_disk, &[], true).unwrap());
@@ -141,7 +140,6 @@ fn open_episodes_are_written_at_once_and_load_back() {
         Saved {
             last_active: claims.clone(),
             episodes: vec![episode(7)],
-            actions: Vec::new(),
         }
     );
     assert!(!persister.save(6, &claims, &[episode(7)], false).unwrap());
@@ -167,68 +165,19 @@ fn a_file_from_before_episodes_were_kept_loads_with_none_open() {
     assert!(saved.episodes.is_empty());
 }
 
-fn action(outcome: &'static str) -> crate::activity::LimitAction {
-    crate::activity::LimitAction {
-        kind: WarningKind::OverShare,
-        mode: "end",
-        outcome,
-        claim_uid: "a".to_owned(),
-        device: "gpu-0".to_owned(),
-        pid: 4242,
-        comm: "python".to_owned(),
-        memory_used: 12 << 30,
-        over_for_s: 3,
-        at_ms: 1_000_500,
-    }
-}
-
 #[test]
-fn the_last_actions_are_saved_at_once_and_load_back_and_an_unknown_outcome_is_dropped() {
-    use super::SavedAction;
+fn a_file_that_still_holds_limit_actions_loads_its_times_and_is_written_without_them() {
     let dir = tempfile::tempdir().unwrap();
-    let mut persister = Persister::new(dir.path(), Saved::default());
-    let claims = times(&[("a", 100)]);
-    assert!(persister.save(1_000, &claims, &[], false).unwrap());
-    persister.keep_actions(vec![SavedAction::of(&action("terminated"))]);
-    assert!(
-        persister.save(1_001, &claims, &[], false).unwrap(),
-        "a new action is written at once"
-    );
-    assert!(!persister.save(1_002, &claims, &[], false).unwrap());
-    let loaded = load(dir.path());
-    let actions: Vec<_> = loaded
-        .actions
-        .iter()
-        .filter_map(SavedAction::action)
-        .collect();
-    assert_eq!(actions, [action("terminated")]);
-
-    let text = std::fs::read_to_string(dir.path().join(FILE_NAME)).unwrap();
-    let newer = text.replace("\"terminated\"", "\"frozen\"");
-    gpuslice_cdi::write_atomic(dir.path(), FILE_NAME, newer.as_bytes(), 0o644).unwrap();
-    let loaded = load(dir.path());
-    assert_eq!(loaded.last_active, claims, "the rest of the file stands");
-    assert_eq!(
-        loaded
-            .actions
-            .iter()
-            .filter_map(SavedAction::action)
-            .count(),
-        0
-    );
-}
-
-#[test]
-fn a_file_from_before_actions_were_kept_loads_with_none() {
-    let dir = tempfile::tempdir().unwrap();
-    gpuslice_cdi::write_atomic(
-        dir.path(),
-        FILE_NAME,
-        br#"{"version":1,"last_active":{"a":1},"open_episodes":[]}"#,
-        0o644,
-    )
-    .unwrap();
+    let before = br#"{"version":1,"last_active":{"a":1},"open_episodes":[],"last_actions":[{"kind":"overshare","mode":"end","outcome":"terminated","claim_uid":"a","device":"gpu-0","pid":7,"comm":"x","memory_used":1,"over_for_s":1,"at_ms":1}]}"#;
+    gpuslice_cdi::write_atomic(dir.path(), FILE_NAME, before, 0o644).unwrap();
     let loaded = load(dir.path());
     assert_eq!(loaded.last_active, times(&[("a", 1)]));
-    assert!(loaded.actions.is_empty());
+    let mut persister = Persister::new(dir.path(), loaded);
+    assert!(
+        persister
+            .save(1_000, &times(&[("a", 2)]), &[], true)
+            .unwrap()
+    );
+    let text = std::fs::read_to_string(dir.path().join(FILE_NAME)).unwrap();
+    assert!(!text.contains("last_actions"), "{text}");
 }

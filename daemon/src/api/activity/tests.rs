@@ -109,13 +109,12 @@ fn snapshot() -> ActivitySnapshot {
         },
         series_dropped: 0,
         conditions_generation: 7,
-        limits: Default::default(),
     }
 }
 
 #[test]
 fn every_field_of_the_snapshot_reaches_the_reply() {
-    let reply = activity_response(&snapshot(), 2_000);
+    let reply = activity_response(&snapshot(), &crate::limits::LimitsReport::default(), 2_000);
     assert!(reply.enabled);
     assert_eq!(reply.interval_ms, 5_000);
     assert_eq!(reply.sampled_at_ms, 1_999_000);
@@ -185,7 +184,7 @@ fn every_field_of_the_snapshot_reaches_the_reply() {
 
 #[test]
 fn a_claim_never_active_is_idle_since_its_prepare() {
-    let reply = activity_response(&snapshot(), 2_000);
+    let reply = activity_response(&snapshot(), &crate::limits::LimitsReport::default(), 2_000);
     let idle = &reply.claims[1];
     assert_eq!(idle.last_active, None);
     assert_eq!(idle.idle_seconds, 1_500);
@@ -196,7 +195,7 @@ fn a_claim_never_active_is_idle_since_its_prepare() {
 fn a_device_not_summarised_has_no_summary() {
     let mut snapshot = snapshot();
     snapshot.claims[0].devices[0].summary = None;
-    let reply = activity_response(&snapshot, 2_000);
+    let reply = activity_response(&snapshot, &crate::limits::LimitsReport::default(), 2_000);
     assert_eq!(reply.claims[0].devices[0].summary, None);
 }
 
@@ -204,7 +203,7 @@ fn a_device_not_summarised_has_no_summary() {
 fn a_claim_not_sampled_yet_says_so() {
     let mut snapshot = snapshot();
     snapshot.claims[1].sampled = false;
-    let reply = activity_response(&snapshot, 2_000);
+    let reply = activity_response(&snapshot, &crate::limits::LimitsReport::default(), 2_000);
     assert!(reply.claims[1].not_sampled_yet);
     assert_eq!(reply.claims[1].idle_seconds, 1_500, "since its prepare");
     assert!(!reply.claims[0].not_sampled_yet);
@@ -212,7 +211,11 @@ fn a_claim_not_sampled_yet_says_so() {
 
 #[test]
 fn sampling_off_answers_an_empty_disabled_reply() {
-    let reply = activity_response(&ActivitySnapshot::default(), 42);
+    let reply = activity_response(
+        &ActivitySnapshot::default(),
+        &crate::limits::LimitsReport::default(),
+        42,
+    );
     assert!(!reply.enabled);
     assert!(reply.claims.is_empty() && reply.unclaimed.is_empty());
     assert!(reply.warnings.is_empty());
@@ -234,8 +237,10 @@ fn status_lists_each_open_warning_by_its_message() {
 
 #[test]
 fn the_last_limits_action_shows_on_its_claims_device() {
-    use crate::activity::{LimitAction, WarningKind};
-    let mut snapshot = snapshot();
+    use crate::activity::WarningKind;
+    use crate::limits::{LimitAction, LimitsReport};
+    let snapshot = snapshot();
+    let mut limits = LimitsReport::default();
     let uid = snapshot.claims[0].uid.clone();
     let action = LimitAction {
         kind: WarningKind::OverShare,
@@ -249,20 +254,16 @@ fn the_last_limits_action_shows_on_its_claims_device() {
         over_for_s: 61,
         at_ms: 1_999_500,
     };
-    snapshot
-        .limits
-        .last
-        .insert((uid, "gpu-1".into()), action.clone());
+    limits.last.insert((uid, "gpu-1".into()), action.clone());
     let unclaimed = LimitAction {
         kind: WarningKind::Unclaimed,
         claim_uid: String::new(),
         ..action
     };
-    snapshot
-        .limits
+    limits
         .last
         .insert((String::new(), "gpu-1".into()), unclaimed);
-    let reply = activity_response(&snapshot, 2_000);
+    let reply = activity_response(&snapshot, &limits, 2_000);
     let last = reply.claims[0].devices[0].last_action.as_ref().unwrap();
     assert_eq!(
         (
@@ -281,6 +282,6 @@ fn the_last_limits_action_shows_on_its_claims_device() {
         reply.claims[1].devices.is_empty(),
         "another claim shows no action"
     );
-    let plain = activity_response(&self::snapshot(), 2_000);
+    let plain = activity_response(&self::snapshot(), &LimitsReport::default(), 2_000);
     assert_eq!(plain.claims[0].devices[0].last_action, None);
 }

@@ -91,7 +91,7 @@ fn sim_every_change_of_the_inventory_answer_is_a_new_generation() {
     let watcher_event = |kind: HealthEventKind| {
         let on_change = || engine.health_changed();
         let watcher = Watcher {
-            backend: engine.backend(),
+            backend: engine.health_reads(),
             health: engine.health(),
             on_change: &on_change,
         };

@@ -36,7 +36,7 @@ fn event(node: &SimNode, gpu: u32, gpu_instance: Option<u32>, kind: HealthEventK
     let engine = node.engine();
     let on_change = || engine.health_changed();
     let watcher = Watcher {
-        backend: engine.backend(),
+        backend: engine.health_reads(),
         health: engine.health(),
         on_change: &on_change,
     };

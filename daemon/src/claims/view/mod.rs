@@ -18,6 +18,7 @@
 //! what is reported of device health.
 
 pub(super) mod claim_health;
+pub(super) mod reads;
 pub(super) mod sharing;
 pub(super) mod usage;
 
@@ -26,7 +27,9 @@ use std::sync::Arc;
 use super::table::{ClaimTable, Share};
 use super::{Engine, EngineSettings, lock};
 use crate::features::TimeSliceSettings;
+#[cfg(any(test, feature = "testkit"))]
 use crate::gpu::GpuBackend;
+use crate::gpu::{HealthReads, UsageReads};
 use crate::health::DeviceFault;
 use crate::inventory::{DeviceRef, GpuDevice, Inventory, MigDevice};
 use crate::state::ClaimRecord;
@@ -173,9 +176,22 @@ impl Engine {
         super::access::mig::layout(&self.cx())
     }
 
-    /// The hardware backend.
+    /// The hardware backend itself, for tests and the test kit only: the
+    /// daemon's own modules read through [`Engine::usage_reads`] and
+    /// [`Engine::health_reads`], and change the hardware through the verbs.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn backend(&self) -> &dyn GpuBackend {
         self.env.backend.as_ref()
+    }
+
+    /// What the activity sampler may read of the GPUs.
+    pub fn usage_reads(&self) -> UsageReads<'_> {
+        UsageReads::new(self.env.backend.as_ref())
+    }
+
+    /// What the health watcher may read of the GPUs.
+    pub fn health_reads(&self) -> HealthReads<'_> {
+        HealthReads::new(self.env.backend.as_ref())
     }
 
     /// The backend's name ("sim" or "nvml").

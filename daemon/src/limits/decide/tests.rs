@@ -7,9 +7,9 @@ use crate::activity::WarningKind;
 use crate::activity::attribute::{Attribution, GpuSample, Inputs, ProcView, attribute};
 use crate::activity::episodes::{Episodes, SavedEpisode};
 use crate::activity::held::{HeldClaim, HeldDevice};
-use crate::activity::hook::Sampled;
 use crate::activity::marker::EnvironMarks;
 use crate::activity::procfs::ProcInfo;
+use crate::activity::publish::Sample;
 use crate::activity::warnings::conditions;
 use crate::config::LimitMode;
 use crate::gpu::{GpuProcess, MemoryUse};
@@ -189,12 +189,13 @@ impl Node {
         let episodes = self.episodes.saved();
         let decisions = self.decider.decide(
             &self.policy,
-            &Sampled {
+            &Sample {
                 now,
                 attribution: &attribution,
                 procs: &procs,
                 episodes: &episodes,
                 claims: &claims,
+                unread: &BTreeSet::new(),
             },
         );
         Seen {

@@ -151,7 +151,8 @@ fn eperm_is_not_permitted_and_the_process_lives() {
 fn the_thread_ends_a_process_and_counts_it() {
     let fake = FakeProcesses::default();
     fake.spawn(100, 7, EndsOn::Term);
-    let enforcer = super::Enforcer::start(fake.clone(), Duration::from_secs(10)).unwrap();
+    let enforcer =
+        super::Enforcer::start(fake.clone(), Duration::from_secs(10), Ledger::default()).unwrap();
     enforcer.submit(decision(100, 7, LimitMode::End));
     let deadline = Instant::now() + Duration::from_secs(30);
     while enforcer.ledger().report().counts.is_empty() {
@@ -187,10 +188,10 @@ fn the_ledger_keeps_the_last_actions_of_at_most_max_last_actions_devices() {
 fn every_outcome_and_acting_mode_is_one_the_activity_file_keeps() {
     use strum::VariantArray;
     let outcomes: Vec<&str> = super::Outcome::VARIANTS.iter().map(|o| o.into()).collect();
-    assert_eq!(outcomes, crate::activity::persist::OUTCOMES);
+    assert_eq!(outcomes, crate::limits::saved::OUTCOMES);
     let modes: Vec<&str> = [LimitMode::DryRun, LimitMode::End]
         .iter()
         .map(|m| m.into())
         .collect();
-    assert_eq!(modes, crate::activity::persist::MODES);
+    assert_eq!(modes, crate::limits::saved::MODES);
 }

@@ -87,14 +87,6 @@ pub(super) fn node() -> ActivitySnapshot {
         },
         series_dropped: 0,
         conditions_generation: 0,
-        limits: crate::activity::LimitsReport {
-            counts: [(
-                (crate::activity::WarningKind::OverShare, "end", "terminated"),
-                1,
-            )]
-            .into(),
-            last: Default::default(),
-        },
     }
 }
 
@@ -385,7 +377,9 @@ fn both_formats_keep_their_rules_with_activity_series() {
 #[test]
 fn limit_actions_are_counters_by_kind_mode_and_outcome_that_never_fall() {
     use crate::activity::WarningKind;
-    let (metrics, handle) = metrics(1024);
+    use crate::limits::{LimitAction, LimitsBoard, LimitsReport};
+    let board = LimitsBoard::default();
+    let metrics = Metrics::new("sim").with_limits(board.clone());
     let actions = |all: &[Sample], kind, mode, outcome| {
         value(
             all,
@@ -393,17 +387,30 @@ fn limit_actions_are_counters_by_kind_mode_and_outcome_that_never_fall() {
             &[("kind", kind), ("mode", mode), ("outcome", outcome)],
         )
     };
-    let mut snapshot = node();
-    snapshot.limits.counts.clear();
-    snapshot
-        .limits
-        .counts
-        .insert((WarningKind::OverShare, "end", "terminated"), 2);
-    snapshot
-        .limits
-        .counts
-        .insert((WarningKind::Unclaimed, "dry-run", "would-end"), 1);
-    handle.publish(snapshot.clone());
+    let ended = LimitAction {
+        kind: WarningKind::OverShare,
+        mode: "end",
+        outcome: "terminated",
+        claim_uid: "a".into(),
+        device: "gpu-0".into(),
+        pid: 7,
+        comm: "python".into(),
+        memory_used: GIB,
+        over_for_s: 61,
+        at_ms: 1,
+    };
+    board.ledger().note(ended.clone());
+    board.ledger().note(LimitAction {
+        pid: 8,
+        ..ended.clone()
+    });
+    board.ledger().note(LimitAction {
+        kind: WarningKind::Unclaimed,
+        mode: "dry-run",
+        outcome: "would-end",
+        claim_uid: String::new(),
+        ..ended
+    });
     let (text, all) = render(&metrics);
     assert!(
         text.contains("# TYPE gpuslice_limit_actions_total counter\n"),
@@ -415,7 +422,7 @@ fn limit_actions_are_counters_by_kind_mode_and_outcome_that_never_fall() {
         Some(1.0)
     );
     assert_eq!(actions(&all, "overshare", "end", "killed"), None);
-    handle.publish(ActivitySnapshot::default());
+    super::super::activity::limit_actions(&metrics.families.activity, &LimitsReport::default());
     let (_, all) = render(&metrics);
     assert_eq!(
         actions(&all, "overshare", "end", "terminated"),

@@ -1,22 +1,11 @@
-//! The last `[limits]` actions across a restart: what the hook reported is
-//! saved, shown again by the next process until it acts on the same claim
-//! and device itself, and dropped with its claim.
+//! The sampler hands each sample to its subscribers: `[limits]`'s last
+//! actions across a restart, through its board and its file. What this
+//! process did is saved, shown again by the next process until it acts on
+//! the same claim and device itself, and dropped with its claim.
 
 use super::*;
-use crate::activity::hook::{SampleHook, Sampled};
-use crate::activity::{LimitAction, LimitsReport};
-
-/// A hook that reports fixed actions and decides nothing.
-#[derive(Debug)]
-struct Reports(LimitsReport);
-
-impl SampleHook for Reports {
-    fn after_sample(&mut self, _: &Sampled<'_>) {}
-
-    fn report(&self) -> LimitsReport {
-        self.0.clone()
-    }
-}
+use crate::config::LimitsConfig;
+use crate::limits::{LimitAction, LimitsBoard, LimitsSubscriber, Pidfds};
 
 fn action(uid: &str, device: &str, pid: u32, outcome: &'static str) -> LimitAction {
     LimitAction {
@@ -33,15 +22,24 @@ fn action(uid: &str, device: &str, pid: u32, outcome: &'static str) -> LimitActi
     }
 }
 
-fn reporting(actions: &[LimitAction]) -> Option<Box<dyn SampleHook>> {
-    let last = actions
-        .iter()
-        .map(|a| ((a.claim_uid.clone(), a.device.clone()), a.clone()))
-        .collect();
-    Some(Box::new(Reports(LimitsReport {
-        last,
-        ..LimitsReport::default()
-    })))
+impl Node {
+    /// A sampler with `[limits]` (warning only) publishing on the board
+    /// loaded from the node's state dir, as `run` wires it.
+    fn sampler_with_limits(&self) -> (Sampler, LimitsBoard) {
+        let dir = self.state_dir();
+        let board = LimitsBoard::load(Some(&dir));
+        let limits = LimitsSubscriber::start(
+            &LimitsConfig::default(),
+            Pidfds::new("/"),
+            board.clone(),
+            Some(&dir),
+        );
+        (self.sampler().with_subscriber(Box::new(limits)), board)
+    }
+}
+
+fn key(uid: &str, device: &str) -> (String, String) {
+    (uid.to_owned(), device.to_owned())
 }
 
 #[test]
@@ -51,45 +49,37 @@ fn sim_a_claims_last_action_survives_a_restart_until_acted_on_again_or_unprepare
     node.engine.prepare(&request(B, &["gpu-1"])).unwrap();
     let ended_a = action(A, "gpu-0", 100, "terminated");
     let ended_b = action(B, "gpu-1", 200, "not-permitted");
-    let unclaimed = action("", "gpu-1", 300, "terminated");
-    let mut before =
-        node.sampler()
-            .with_hook(reporting(&[ended_a.clone(), ended_b.clone(), unclaimed]));
+    let (mut before, board) = node.sampler_with_limits();
+    for done in [&ended_a, &ended_b, &action("", "gpu-1", 300, "terminated")] {
+        board.ledger().note(done.clone());
+    }
     before.sample_once();
     drop(before);
 
-    let mut after = node.sampler();
-    let shown = after.sample_once().limits.last;
+    let (mut after, board) = node.sampler_with_limits();
+    after.sample_once();
+    let shown = board.report().last;
     let keys: Vec<_> = shown.keys().cloned().collect();
     assert_eq!(
         keys,
-        [
-            (A.to_owned(), "gpu-0".to_owned()),
-            (B.to_owned(), "gpu-1".to_owned())
-        ],
+        [key(A, "gpu-0"), key(B, "gpu-1")],
         "the claims' actions, not the unclaimed process's"
     );
-    assert_eq!(shown[&(A.to_owned(), "gpu-0".to_owned())], ended_a);
-    drop(after);
+    assert_eq!(shown[&key(A, "gpu-0")], ended_a);
+    assert!(board.report().counts.is_empty(), "counts restart at zero");
 
     let again = action(A, "gpu-0", 101, "killed");
-    let mut acting = node
-        .sampler()
-        .with_hook(reporting(std::slice::from_ref(&again)));
-    let shown = acting.sample_once().limits.last;
-    assert_eq!(
-        shown[&(A.to_owned(), "gpu-0".to_owned())],
-        again,
-        "this process's own wins"
-    );
-    assert_eq!(shown[&(B.to_owned(), "gpu-1".to_owned())], ended_b);
+    board.ledger().note(again.clone());
+    after.sample_once();
+    let shown = board.report().last;
+    assert_eq!(shown[&key(A, "gpu-0")], again, "this process's own wins");
+    assert_eq!(shown[&key(B, "gpu-1")], ended_b);
     node.engine.unprepare(B).unwrap();
-    let shown = acting.sample_once().limits.last;
+    after.sample_once();
     assert!(
-        !shown.contains_key(&(B.to_owned(), "gpu-1".to_owned())),
+        !board.report().last.contains_key(&key(B, "gpu-1")),
         "gone with its claim"
     );
-    drop(acting);
-    let saved = crate::activity::persist::load(&node.state_dir()).actions;
-    assert_eq!(saved.len(), 1, "{saved:?}");
+    drop(after);
+    assert_eq!(crate::limits::saved::load(&node.state_dir()), [again]);
 }

@@ -14,7 +14,7 @@ fn sim_a_claim_prepared_after_the_last_sample_is_listed_at_once() {
     node.engine.prepare(&request(A, &["gpu-0"])).unwrap();
     let sample = node.sampler().sample_once();
     node.engine.prepare(&request(B, &["gpu-1"])).unwrap();
-    let now = current(&sample, &node.engine);
+    let now = current(&sample, node.engine.as_ref());
     let uids: Vec<&str> = now.claims.iter().map(|c| c.uid.as_str()).collect();
     assert_eq!(uids, [A, B], "B was prepared after the sample");
     let b = &now.claims[1];
@@ -22,7 +22,7 @@ fn sim_a_claim_prepared_after_the_last_sample_is_listed_at_once() {
     assert_eq!(b.devices[0].device, "gpu-1");
     assert_eq!(b.last_active, None);
     node.engine.unprepare(A).unwrap();
-    let now = current(&sample, &node.engine);
+    let now = current(&sample, node.engine.as_ref());
     let uids: Vec<&str> = now.claims.iter().map(|c| c.uid.as_str()).collect();
     assert_eq!(uids, [B], "A is gone from the table");
 }
@@ -39,6 +39,7 @@ async fn sim_a_fresh_sample_is_taken_at_once_published_and_answered() {
         &config,
         &crate::config::AdviceConfig::default(),
         &node.state_dir(),
+        Vec::new(),
     );
     let before = handle.fresh().await;
     assert!(before.enabled && before.claims.is_empty());
@@ -74,10 +75,11 @@ async fn sim_with_sampling_off_a_fresh_ask_answers_the_disabled_snapshot() {
         &config,
         &crate::config::AdviceConfig::default(),
         &node.state_dir(),
+        Vec::new(),
     );
     assert!(task.is_none());
     let answer = handle.fresh().await;
     assert!(!answer.enabled);
     assert_eq!(answer.sampled_at_ms, 0, "nothing sampled");
-    assert!(current(&answer, &node.engine).claims.is_empty());
+    assert!(current(&answer, node.engine.as_ref()).claims.is_empty());
 }

@@ -16,7 +16,10 @@ impl Node {
     /// A sampler feeding the history kept in the node's state dir.
     fn sampler_with_history(&self, settings: HistorySettings) -> Sampler {
         let keeper = HistoryKeeper::load(Some(&self.state_dir()), settings);
-        self.sampler().with_history(keeper)
+        self.sampler()
+            .with_subscriber(Box::new(crate::activity::history_feed::HistoryFeed::new(
+                keeper,
+            )))
     }
 
     /// The history file as it is on disk now.
@@ -170,6 +173,7 @@ fn sim_the_handle_shows_the_history_the_task_feeds() {
         &config,
         &crate::config::AdviceConfig::default(),
         &node.state_dir(),
+        Vec::new(),
     );
     // The loop takes a first sample before it looks for the stop.
     task.unwrap().stop();

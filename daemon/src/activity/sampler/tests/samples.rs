@@ -105,6 +105,7 @@ fn sim_sampling_off_publishes_one_disabled_snapshot_and_runs_nothing() {
         &config,
         &crate::config::AdviceConfig::default(),
         &node.state_dir(),
+        Vec::new(),
     );
     assert!(task.is_none());
     let latest = handle.latest();
@@ -125,6 +126,7 @@ fn sim_the_task_samples_at_once_and_stops_when_told() {
         &config,
         &crate::config::AdviceConfig::default(),
         &node.state_dir(),
+        Vec::new(),
     );
     // The loop publishes a first sample before it looks for the stop.
     task.unwrap().stop();

@@ -1,0 +1,36 @@
+//! [`NodeReads`]: the one interface through which the modules that watch
+//! the node from above the claim engine (the activity sampler, the advice,
+//! the metrics) read it: the inventory, the claim records and the GPUs'
+//! usage, nothing that changes anything. The engine implements it; a test
+//! can hand in its own.
+
+use std::sync::Arc;
+
+use crate::claims::Engine;
+use crate::gpu::UsageReads;
+use crate::inventory::Inventory;
+use crate::state::ClaimRecord;
+
+/// What the watchers of the node read of it.
+pub trait NodeReads: Send + Sync + std::fmt::Debug {
+    /// The devices offered now.
+    fn inventory(&self) -> Arc<Inventory>;
+    /// Every claim record, prepared or being prepared.
+    fn claims(&self) -> Vec<ClaimRecord>;
+    /// The GPUs' processes, utilization and memory in use.
+    fn usage_reads(&self) -> UsageReads<'_>;
+}
+
+impl NodeReads for Engine {
+    fn inventory(&self) -> Arc<Inventory> {
+        Engine::inventory(self)
+    }
+
+    fn claims(&self) -> Vec<ClaimRecord> {
+        Engine::claims(self)
+    }
+
+    fn usage_reads(&self) -> UsageReads<'_> {
+        Engine::usage_reads(self)
+    }
+}
