@@ -26,7 +26,7 @@
 //!   time-slicing claim is refused UNAVAILABLE after validation and must
 //!   leave nothing behind like any other refusal.
 
-use gpuslice::api::{MAX_FIELD, claim_status, prepare_request};
+use gpuslice::api::{MAX_FIELD, grpc_status, prepare_request};
 use gpuslice::claims::{PrepareRequest, Prepared, Unprepared};
 use gpuslice_cdi::{QualifiedName, Spec};
 use gpuslice_proto::gpuslice::v1 as pb;
@@ -79,7 +79,7 @@ pub fn check(request: pb::PrepareRequest) {
                 refusal.to_string(),
                 "engine and validation disagree"
             );
-            let status = claim_status(err);
+            let status = grpc_status(err);
             assert!(
                 status.code() == Code::InvalidArgument,
                 "validation refusal with status {status:?}"
@@ -149,7 +149,7 @@ fn prepare_cycle(node: &Node, req: &PrepareRequest) {
     let prepared = match node.engine.prepare(req) {
         Ok(prepared) => prepared,
         Err(err) => {
-            let status = claim_status(err);
+            let status = grpc_status(err);
             assert_ne!(
                 status.code(),
                 Code::Internal,

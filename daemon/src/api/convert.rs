@@ -15,7 +15,7 @@ use crate::inventory::{
 use crate::sharing::ConfigSource;
 use crate::state::{AccessKind, ClaimRecord, DeviceSharing, RecordDevice};
 
-pub use super::status::error;
+pub use super::grpc_status::error;
 
 /// Longest string field accepted before any other check: a 10 MB uid or name
 /// is refused here without being copied into an error message.

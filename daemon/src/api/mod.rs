@@ -4,11 +4,11 @@
 //! steal one a live daemon still serves; [`peer`] admits root, the daemon's
 //! own user and the configured group only (SO_PEERCRED); [`service`] is a thin
 //! adapter, one short method per RPC; [`convert`] turns proto messages into
-//! domain types and back; [`status`] is the one place domain errors become
+//! domain types and back; [`grpc_status`] is the one place domain errors become
 //! gRPC codes; `mig_offering` converts SetMigAdvertise and the offering in force;
 //! `claim_status_state` keeps what the DRA plugin last said about claim
 //! status (SetClaimStatusState) for GetStatus;
-//! `inventory_watch` streams the inventory generation
+//! `watch_streams` streams the inventory generation
 //! (WatchInventory) and each activity sample (WatchActivity) until shutdown;
 //! `activity` turns the sampler's latest snapshot into GetActivity and the
 //! warnings of GetStatus; `advice` turns the node's advice into GetAdvice;
@@ -20,8 +20,8 @@ mod activity;
 mod advice;
 mod claim_status_state;
 mod convert;
+mod grpc_status;
 mod health;
-mod inventory_watch;
 mod mig_layout;
 mod mig_offering;
 pub mod observe;
@@ -29,9 +29,9 @@ pub mod peer;
 mod service;
 mod sharing;
 pub mod socket;
-mod status;
 #[cfg(test)]
 mod tests;
+mod watch_streams;
 
 use std::sync::Arc;
 
@@ -52,7 +52,7 @@ pub use convert::{MAX_FIELD, prepare_request};
 // What GetInventory answers, public so the DRA plugin's contract test builds
 // the node's ResourceSlices from exactly what the socket would serve.
 pub use convert::inventory_response;
-pub use status::error as claim_status;
+pub use grpc_status::error as grpc_status;
 
 /// Largest request accepted: a prepare is a few KB; anything near this is
 /// hostile and is refused (OUT_OF_RANGE) before it is decoded.

@@ -1,6 +1,6 @@
 //! The gRPC service: one short method per RPC. Unwrap the request, convert,
 //! make one engine call on the blocking pool, convert back (WatchInventory:
-//! and WatchActivity: a stream from `inventory_watch`; GetActivity: the
+//! and WatchActivity: a stream from `watch_streams`; GetActivity: the
 //! sampler's latest snapshot, or a fresh one when asked, listing the claim
 //! table's claims; GetAdvice: the advice over the sampler's history;
 //! SetClaimStatusState: kept on a board that GetStatus reads).
@@ -17,7 +17,7 @@ use tonic::{Request, Response, Status};
 
 use super::activity::{self, ActivityView};
 use super::claim_status_state::{self, Board};
-use super::{advice, convert, health, inventory_watch, mig_layout, mig_offering, sharing};
+use super::{advice, convert, health, mig_layout, mig_offering, sharing, watch_streams};
 use crate::claims::mig_offering::OfferingSwitch;
 use crate::claims::{Engine, Prepared, Unprepared};
 use crate::metrics::Outcome;
@@ -82,8 +82,8 @@ fn marked<T>(reply: T, outcome: Outcome) -> Response<T> {
 
 #[tonic::async_trait]
 impl GpuSlice for Service {
-    type WatchInventoryStream = inventory_watch::InventoryStream;
-    type WatchActivityStream = inventory_watch::ActivityStream;
+    type WatchInventoryStream = watch_streams::InventoryStream;
+    type WatchActivityStream = watch_streams::ActivityStream;
 
     #[tracing::instrument(skip_all, fields(claim_uid = tracing::field::Empty))]
     async fn prepare(
@@ -157,7 +157,7 @@ impl GpuSlice for Service {
         &self,
         _request: Request<pb::WatchInventoryRequest>,
     ) -> Result<Response<Self::WatchInventoryStream>, Status> {
-        Ok(Response::new(inventory_watch::stream(
+        Ok(Response::new(watch_streams::stream(
             self.engine.watch_generation(),
             self.stopping.clone(),
         )))
@@ -167,7 +167,7 @@ impl GpuSlice for Service {
         &self,
         _request: Request<pb::WatchActivityRequest>,
     ) -> Result<Response<Self::WatchActivityStream>, Status> {
-        Ok(Response::new(inventory_watch::activity_stream(
+        Ok(Response::new(watch_streams::activity_stream(
             self.activity.handle.watch(),
             self.stopping.clone(),
         )))

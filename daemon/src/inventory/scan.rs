@@ -90,33 +90,17 @@ impl Inventory {
                     )),
                     Ok(Some((mut gpu_mig, instances))) => {
                         let parent = gpus.len();
-                        let offer = match mig.offering() {
-                            MigOffering::Partitionable => {
-                                gpu_mig.foreign = instances
-                                    .iter()
-                                    .filter(|gi| owner(&gpu.info.uuid, gi) == Ownership::Foreign)
-                                    .map(|gi| (gi.profile_id, gi.placement))
-                                    .collect();
-                                every_placement(&gpu_mig)
-                            }
-                            // "auto" reaches the scan resolved (mig_offering);
-                            // unresolved, it is the layout.
-                            MigOffering::Layout => {
-                                let owner_here = |gi: &GpuInstance| owner(&gpu.info.uuid, gi);
-                                let (offer, missing) = plan_offer(
-                                    &gpu_mig.profiles,
-                                    &instances,
-                                    &owner_here,
-                                    &wanted.layout,
-                                );
-                                problems.extend(
-                                    missing
-                                        .into_iter()
-                                        .map(|m| format!("{} ({}): {m}", gpu.name, gpu.info.uuid)),
-                                );
-                                offer
-                            }
-                        };
+                        let owner_here = |gi: &GpuInstance| owner(&gpu.info.uuid, gi);
+                        let offer = offer_of(
+                            &mut gpu_mig,
+                            &instances,
+                            mig.offering(),
+                            &owner_here,
+                            &wanted.layout,
+                            &mut |miss| {
+                                problems.push(format!("{} ({}): {miss}", gpu.name, gpu.info.uuid))
+                            },
+                        );
                         slices.extend(offer.into_iter().filter_map(|(profile_id, placement)| {
                             let profile = gpu_mig.profile_by_id(profile_id)?.clone();
                             let uuid = instance_uuid(&instances, profile_id, placement);
@@ -191,6 +175,37 @@ fn mig_of(
             Ok(Some((GpuMig::new(profiles()?), Vec::new())))
         }
         _ => Ok(None),
+    }
+}
+
+/// The (profile, placement) pairs one GPU in MIG mode offers under
+/// `offering`: every legal one (partitionable; the instances gpuslice did
+/// not make noted as foreign on `gpu_mig`) or the layout's plan around the
+/// instances there (each part of `wanted` that does not fit told to
+/// `missing`). "auto" reaches the scan resolved (`mig_offering`);
+/// unresolved, it is the layout.
+fn offer_of(
+    gpu_mig: &mut GpuMig,
+    instances: &[GpuInstance],
+    offering: MigOffering,
+    owner: &dyn Fn(&GpuInstance) -> Ownership,
+    wanted: &[String],
+    missing: &mut dyn FnMut(String),
+) -> Vec<(u32, Placement)> {
+    match offering {
+        MigOffering::Partitionable => {
+            gpu_mig.foreign = instances
+                .iter()
+                .filter(|gi| owner(gi) == Ownership::Foreign)
+                .map(|gi| (gi.profile_id, gi.placement))
+                .collect();
+            every_placement(gpu_mig)
+        }
+        MigOffering::Layout => {
+            let (offer, misses) = plan_offer(&gpu_mig.profiles, instances, owner, wanted);
+            misses.into_iter().for_each(|m| missing(m.to_string()));
+            offer
+        }
     }
 }
 

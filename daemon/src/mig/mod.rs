@@ -14,10 +14,11 @@
 //!    planner the daemon uses.
 //! 5. [`diff()`]: the fewest destroy/create [`Step`]s from the current instances
 //!    to a target, never touching a held instance.
-//! 6. The `online` module ([`choose_placement`], [`first_fit`],
-//!    [`choose_gpu`]): placement policies for one request at a time, with no
-//!    wanted set in view. The daemon does not use them; the MIG bench compares
-//!    them with `plan_layout`, and the tests hold them to the NVML rules.
+//! 6. The `online` module (`choose_placement`, `first_fit`, `choose_gpu`):
+//!    placement policies for one request at a time, with no wanted set in
+//!    view. The daemon does not use them, so they are built for tests and
+//!    benches only (the `testkit` feature): the MIG bench compares them with
+//!    `plan_layout`, and the tests hold them to the NVML rules.
 //!
 //! Invariant: an [`Occupancy`] only ever holds instances that pass the rules,
 //! so every plan made from it is one NVML would accept.
@@ -27,6 +28,7 @@ mod diff;
 mod error;
 mod geometry;
 mod occupancy;
+#[cfg(any(test, feature = "testkit"))]
 mod online;
 mod plan_layout;
 
@@ -38,5 +40,6 @@ pub use diff::{ForeignPolicy, GeometryDiff, Step, TargetInstance, diff};
 pub use error::MigPlanError;
 pub use geometry::MigGeometry;
 pub use occupancy::{Occupancy, Occupant, Ownership};
+#[cfg(any(test, feature = "testkit"))]
 pub use online::{choose_gpu, choose_placement, first_fit, legal_placements, scored_candidates};
 pub use plan_layout::plan_layout;

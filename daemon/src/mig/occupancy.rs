@@ -218,6 +218,8 @@ impl<'g> Occupancy<'g> {
         all.join(", ")
     }
 
+    /// The slices in use (for the online policies, test and bench builds).
+    #[cfg(any(test, feature = "testkit"))]
     pub(super) fn usage(&self) -> &Usage {
         &self.usage
     }

@@ -27,11 +27,12 @@ mod notify;
 mod reload;
 mod start;
 
-use std::path::PathBuf;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::signal::unix::{SignalKind, signal};
+use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use self::notify::{feed_watchdog, follow_status, status_line};
 use self::reload::reload;
@@ -116,10 +117,8 @@ fn advice_settings(config: &Config) -> AdviceSettings {
 /// Runs the daemon until SIGTERM or SIGINT. On SIGHUP the file at
 /// `config_path` (if any) is read again and its `[mig]` section applied.
 pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), RunError> {
-    let mut sigterm = signal(SignalKind::terminate()).map_err(RunError::Signal)?;
-    let mut sigint = signal(SignalKind::interrupt()).map_err(RunError::Signal)?;
-    let mut sighup = signal(SignalKind::hangup()).map_err(RunError::Signal)?;
-    let mut config = Arc::new(config);
+    let mut signals = Signals::install()?;
+    let config = Arc::new(config);
     // Before the backend or a record is touched; held until this returns.
     let state_lock = {
         let dir = config.state_dir.clone();
@@ -131,34 +130,13 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
         let (config, offerings) = (config.clone(), offerings.clone());
         Arc::new(tokio::task::spawn_blocking(move || start_engine(&config, &offerings)).await??)
     };
-    // The sampler publishes each sample: the usage history and `[limits]`
-    // subscribe; the metrics and the API read the activity handle and the
-    // limits board.
-    let limits_board = limits::LimitsBoard::load(Some(&config.state_dir));
-    let limits = limits::LimitsSubscriber::start(
-        &config.limits,
-        limits::Pidfds::new("/"),
-        limits_board.clone(),
-        Some(&config.state_dir),
-    );
-    let (activity_handle, activity_task) = activity::start(
-        engine.clone(),
-        &config.activity,
-        &config.advice,
-        &config.state_dir,
-        vec![Box::new(limits)],
-    );
-    let metrics = Arc::new(
-        Metrics::new(engine.backend_name())
-            .with_activity(activity_handle.clone(), config.activity.max_claim_series)
-            .with_limits(limits_board.clone())
-            .with_advice(advice_settings(&config)),
-    );
+    let observers = Observers::start(&config, &engine);
     let source: Arc<dyn UsageSource> = engine.clone();
-    let exporters = match Exporters::start(&config.metrics, source, metrics.clone()).await {
+    let exporters = match Exporters::start(&config.metrics, source, observers.metrics.clone()).await
+    {
         Ok(exporters) => exporters,
         Err(err) => {
-            activity::stop(activity_task).await;
+            activity::stop(observers.activity_task).await;
             return Err(err.into());
         }
     };
@@ -166,7 +144,7 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
     let (listener, gid) = match bind_socket(&config) {
         Ok(bound) => bound,
         Err(err) => {
-            activity::stop(activity_task).await;
+            activity::stop(observers.activity_task).await;
             exporters.stop().await;
             return Err(err);
         }
@@ -181,13 +159,19 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let service = api::Service::new(engine.clone(), offerings.clone(), stop_rx.clone())
         .with_activity(api::ActivityView {
-            handle: activity_handle,
-            limits: limits_board,
+            handle: observers.activity,
+            limits: observers.limits,
             sim_processes_dir: (config.backend.kind == BackendKind::Sim)
                 .then(|| config.sim_processes()),
             advice: advice_settings(&config),
         });
-    let server = tokio::spawn(api::serve(listener, service, policy, metrics, stop_rx));
+    let server = tokio::spawn(api::serve(
+        listener,
+        service,
+        policy,
+        observers.metrics,
+        stop_rx,
+    ));
     // Subscribed before the first line is made: a prepare that lands
     // before the spawned task first runs still moves the line.
     let changes = engine.watch_generation();
@@ -204,16 +188,15 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
     let status = tokio::spawn(follow_status(engine.clone(), changes, metrics_addr));
     let watchdog = systemd::watchdog_interval()
         .map(|every| tokio::spawn(feed_watchdog(engine.clone(), every)));
-    loop {
-        tokio::select! {
-            _ = sigterm.recv() => { tracing::info!("SIGTERM: shutting down"); break; }
-            _ = sigint.recv() => { tracing::info!("SIGINT: shutting down"); break; }
-            _ = sighup.recv() => {
-                config = reload(config, config_path.as_deref(), &engine, &offerings).await;
-                systemd::ready(&status_line(&engine, metrics_addr));
-            }
-        }
-    }
+    let config = signals
+        .serve(
+            config,
+            config_path.as_deref(),
+            &engine,
+            &offerings,
+            metrics_addr,
+        )
+        .await;
     systemd::stopping();
     status.abort();
     if let Some(task) = watchdog {
@@ -226,22 +209,115 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
     {
         tracing::error!("health watcher thread panicked");
     }
-    let mut server = server;
-    let served = match tokio::time::timeout(DRAIN_GRACE, &mut server).await {
+    let served = drain(server).await;
+    socket::remove(&config.socket);
+    activity::stop(observers.activity_task).await;
+    exporters.stop().await;
+    served??;
+    tracing::info!("stopped");
+    drop(state_lock);
+    Ok(())
+}
+
+/// The signals the daemon answers: SIGTERM and SIGINT stop it, SIGHUP
+/// reloads.
+struct Signals {
+    term: Signal,
+    int: Signal,
+    hup: Signal,
+}
+
+impl Signals {
+    /// Installs the three handlers.
+    fn install() -> Result<Self, RunError> {
+        let install = |kind| signal(kind).map_err(RunError::Signal);
+        Ok(Self {
+            term: install(SignalKind::terminate())?,
+            int: install(SignalKind::interrupt())?,
+            hup: install(SignalKind::hangup())?,
+        })
+    }
+
+    /// Serves until SIGTERM or SIGINT, reloading `config` on each SIGHUP;
+    /// answers the config in force at the stop.
+    async fn serve(
+        &mut self,
+        mut config: Arc<Config>,
+        config_path: Option<&Path>,
+        engine: &Arc<Engine>,
+        offerings: &Arc<OfferingSwitch>,
+        metrics_addr: Option<SocketAddr>,
+    ) -> Arc<Config> {
+        loop {
+            tokio::select! {
+                _ = self.term.recv() => { tracing::info!("SIGTERM: shutting down"); return config; }
+                _ = self.int.recv() => { tracing::info!("SIGINT: shutting down"); return config; }
+                _ = self.hup.recv() => {
+                    config = reload(config, config_path, engine, offerings).await;
+                    systemd::ready(&status_line(engine, metrics_addr));
+                }
+            }
+        }
+    }
+}
+
+/// What watches the claims' use once the engine runs: the sampler (its
+/// handle and task), the `[limits]` board it publishes to, and the metrics
+/// that read both.
+struct Observers {
+    activity: activity::ActivityHandle,
+    activity_task: Option<activity::ActivityTask>,
+    limits: limits::LimitsBoard,
+    metrics: Arc<Metrics>,
+}
+
+impl Observers {
+    /// The sampler publishes each sample: the usage history and `[limits]`
+    /// subscribe; the metrics and the API read the activity handle and the
+    /// limits board.
+    fn start(config: &Config, engine: &Arc<Engine>) -> Self {
+        let board = limits::LimitsBoard::load(Some(&config.state_dir));
+        let subscriber = limits::LimitsSubscriber::start(
+            &config.limits,
+            limits::Pidfds::new("/"),
+            board.clone(),
+            Some(&config.state_dir),
+        );
+        let (activity, activity_task) = activity::start(
+            engine.clone(),
+            &config.activity,
+            &config.advice,
+            &config.state_dir,
+            vec![Box::new(subscriber)],
+        );
+        let metrics = Arc::new(
+            Metrics::new(engine.backend_name())
+                .with_activity(activity.clone(), config.activity.max_claim_series)
+                .with_limits(board.clone())
+                .with_advice(advice_settings(config)),
+        );
+        Self {
+            activity,
+            activity_task,
+            limits: board,
+            metrics,
+        }
+    }
+}
+
+/// Waits up to [`DRAIN_GRACE`] for the server to finish the calls in flight
+/// and its clients to hang up, then closes what is left.
+async fn drain(
+    mut server: tokio::task::JoinHandle<Result<(), tonic::transport::Error>>,
+) -> Result<Result<(), tonic::transport::Error>, tokio::task::JoinError> {
+    match tokio::time::timeout(DRAIN_GRACE, &mut server).await {
         Ok(joined) => joined,
         Err(_) => {
             tracing::warn!(grace = ?DRAIN_GRACE, "clients kept connections open; closing them");
             server.abort();
             Ok(Ok(()))
         }
-    };
-    socket::remove(&config.socket);
-    activity::stop(activity_task).await;
-    exporters.stop().await;
-    served??;
-    tracing::info!("stopped");
-    drop(state_lock);
-    Ok(())
+    }
 }
 
 /// Starts the health watcher on a thread of its own and waits until it has

@@ -190,7 +190,7 @@ impl Node {
         let converted = gpuslice::api::prepare_request(request)
             .map_err(|s| format!("conversion: {}", s.message()))?;
         self.engine().prepare(&converted).map_err(|e| {
-            let status = gpuslice::api::claim_status(e);
+            let status = gpuslice::api::grpc_status(e);
             format!("{:?}: {}", status.code(), status.message())
         })?;
         Ok(())
