@@ -5,6 +5,8 @@
 //! says its cause twice; no daemon module imports from a module above it;
 //! and the daemon links no Kubernetes client.
 //!
+//! * [`access_words`]: enums that name kinds of access (the daemon keeps
+//!   one).
 //! * [`deps`]: the packages a package reaches over normal dependencies, from
 //!   `cargo metadata`.
 //! * [`error_messages`]: `thiserror` variants that show their source in
@@ -20,6 +22,7 @@
 //! contents in. Problems carry the file, line and target they are about, so a
 //! failing test says what to fix.
 
+pub mod access_words;
 pub mod deps;
 pub mod error_messages;
 pub mod layers;

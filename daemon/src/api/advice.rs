@@ -7,6 +7,7 @@ use crate::advice::node::{ClaimAdvice, DeviceAdvice, device_class};
 use crate::advice::view::{AdviceSettings, NodeAdvice};
 use crate::advice::whatif::WhatIf;
 use crate::advice::{Advice, CurrentForm, Form};
+use crate::state::AccessKind;
 
 /// The reply to GetAdvice at `now` (Unix seconds); `advice` is `None` when
 /// sampling is off.
@@ -56,13 +57,13 @@ fn device(d: &DeviceAdvice) -> pb::DeviceAdvice {
     }
 }
 
-/// "whole", "mig 3g.40gb", "mps", "timeslicing".
+/// "whole", "mig 3g.40gb", or a shared kind's word ([`AccessKind`]).
 pub fn current(form: &CurrentForm) -> String {
     match form {
         CurrentForm::Whole => "whole".to_owned(),
         CurrentForm::Mig { profile } => format!("mig {profile}"),
-        CurrentForm::Mps { .. } => "mps".to_owned(),
-        CurrentForm::TimeSlicing { .. } => "timeslicing".to_owned(),
+        CurrentForm::Mps { .. } => AccessKind::Mps.to_string(),
+        CurrentForm::TimeSlicing { .. } => AccessKind::TimeSlicing.to_string(),
     }
 }
 
@@ -188,7 +189,7 @@ mod tests {
         );
         assert_eq!(
             current(&CurrentForm::TimeSlicing { sharers: 2 }),
-            "timeslicing"
+            AccessKind::TimeSlicing.to_string()
         );
     }
 }

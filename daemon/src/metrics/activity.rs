@@ -20,6 +20,7 @@ use super::families::{
 };
 use crate::activity::{ActivitySnapshot, ClaimActivity, DeviceActivity, EpisodeCounts};
 use crate::limits::LimitsReport;
+use crate::state::AccessKind;
 
 /// `[activity] max_claim_series` when the config says nothing.
 pub const DEFAULT_MAX_CLAIM_SERIES: usize = 1024;
@@ -120,8 +121,12 @@ fn unclaimed(families: &ActivityFamilies, snapshot: &ActivitySnapshot) {
 /// goes down: a lower count, which a sampler never publishes, is ignored).
 fn episodes(families: &ActivityFamilies, counts: EpisodeCounts) {
     for (kind, sharing, count) in [
-        ("overshare", "mps", counts.overshare_mps),
-        ("overshare", "timeslicing", counts.overshare_timeslicing),
+        ("overshare", AccessKind::Mps.into(), counts.overshare_mps),
+        (
+            "overshare",
+            AccessKind::TimeSlicing.into(),
+            counts.overshare_timeslicing,
+        ),
         ("unclaimed", "none", counts.unclaimed),
     ] {
         let counter = families

@@ -14,6 +14,7 @@ use prometheus_client::registry::Registry;
 
 use crate::advice::Form;
 use crate::advice::view::NodeAdvice;
+use crate::state::AccessKind;
 
 /// `{namespace, name, uid, device}` of the per-claim advice gauges.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
@@ -102,9 +103,9 @@ pub fn form_label(form: &Form) -> &'static str {
         Form::Abstain => "abstain",
         Form::Keep => "keep",
         Form::GiveBack => "give_back",
-        Form::Mig { .. } => "mig",
-        Form::Mps { .. } => "mps",
-        Form::TimeSlicing { .. } => "timeslicing",
+        Form::Mig { .. } => AccessKind::Mig.into(),
+        Form::Mps { .. } => AccessKind::Mps.into(),
+        Form::TimeSlicing { .. } => AccessKind::TimeSlicing.into(),
     }
 }
 
