@@ -32,14 +32,9 @@ pub fn whole(name: &str, uuid: &str) -> RecordDevice {
     RecordDevice {
         device: name.to_owned(),
         uuid: uuid.to_owned(),
-        mig: None,
-        restore_mig_mode: false,
         request_names: vec!["r".to_owned()],
         pool: "node".to_owned(),
-        cdi_device_ids: Vec::new(),
-        sharing: None,
-        consumed_memory: None,
-        share_id: String::new(),
+        ..RecordDevice::default()
     }
 }
 

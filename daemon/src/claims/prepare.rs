@@ -207,13 +207,14 @@ impl Engine {
                         created: false,
                     }),
                 },
-                restore_mig_mode: false,
                 request_names: d.request_names.clone(),
                 pool: d.pool.clone(),
                 cdi_device_ids: vec![cdi_device_id(&req.uid, &d.device)],
                 sharing,
                 consumed_memory: d.consumed_memory,
                 share_id: d.share_id.clone(),
+                // What a kind's reserve fills in (a MIG mode to restore).
+                ..RecordDevice::default()
             })
             .collect();
         let mut record = ClaimRecord {

@@ -36,10 +36,8 @@ fn device(name: &str, uuid: &str, sharing: Option<DeviceSharing>) -> RecordDevic
         restore_mig_mode: false,
         request_names: vec!["gpu".to_owned()],
         pool: "node".to_owned(),
-        cdi_device_ids: Vec::new(),
         sharing,
-        consumed_memory: None,
-        share_id: String::new(),
+        ..RecordDevice::default()
     }
 }
 

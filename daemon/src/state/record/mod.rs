@@ -111,7 +111,7 @@ pub struct MigSlice {
 /// carries the `kind` word every release wrote ("exclusive", "mig",
 /// "shared"), derived from `mig` and `sharing` and checked against them when
 /// read; how the device is used is [`super::AccessKind::of_device`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(into = "disk::DeviceOnDisk", try_from = "disk::DeviceOnDisk")]
 pub struct RecordDevice {
     /// The inventory name at prepare time, e.g. "gpu-0".

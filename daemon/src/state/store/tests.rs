@@ -20,9 +20,7 @@ fn record(uid: &str) -> ClaimRecord {
             request_names: vec!["gpu".to_owned()],
             pool: "node".to_owned(),
             cdi_device_ids: vec![format!("k8s.gpuslice.dev/claim={uid}-gpu-0")],
-            sharing: None,
-            consumed_memory: None,
-            share_id: String::new(),
+            ..RecordDevice::default()
         }],
         configs: vec![],
         cdi_spec_file: format!("k8s.gpuslice.dev-claim_{uid}.json"),
