@@ -28,6 +28,8 @@ pub(crate) use validate::invalid;
 pub use crate::claims::access::mig::config::{
     MigConfig, MigCreate, MigGpuConfig, MigOffering, advertise_text,
 };
+pub use crate::claims::access::mps::config::{MpsConfig, ShmKind, SupervisorKind};
+pub use crate::claims::access::timeslicing::config::TimeSliceConfig;
 
 /// Default path of the config file.
 pub const DEFAULT_PATH: &str = "/etc/gpuslice/gpuslice.toml";
@@ -90,79 +92,6 @@ pub struct HealthConfig {
     /// XIDs that do not make a device unhealthy, besides NVIDIA's default
     /// list (13, 31, 43, 45, 68, 109). Default: none.
     pub ignore_xids: Vec<u64>,
-}
-
-/// `[mps]`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct MpsConfig {
-    /// Host path of nvidia-cuda-mps-control. Default:
-    /// `<driver_root>/usr/bin/nvidia-cuda-mps-control`.
-    pub control_program: Option<PathBuf>,
-    /// Where daemons' folders go (`<run_dir>/mps/<hash>/`). Default /run/gpuslice.
-    pub run_dir: PathBuf,
-    /// "auto" (systemd units when gpusliced runs under systemd with a
-    /// reachable system bus, child processes otherwise), "systemd" or "child".
-    pub supervisor: SupervisorKind,
-    /// What each daemon's shm folder is: "tmpfs" (a tmpfs of `shm_size`
-    /// mounted by gpusliced; needs root and the host's mount namespace),
-    /// "folder" (a plain folder on the run dir's filesystem, /run being a
-    /// tmpfs already), or "auto" (the default: "folder" under systemd, whose
-    /// sandbox forbids mounts, "tmpfs" for root otherwise, "folder" without
-    /// root).
-    pub shm: ShmKind,
-    /// The tmpfs `size=` of each daemon's /dev/shm. Default "50%" (of RAM,
-    /// as NVIDIA's drivers do).
-    pub shm_size: String,
-    /// Seconds a starting daemon gets to answer. Default 30.
-    pub ready_timeout_s: u64,
-}
-
-/// `[mps] supervisor`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SupervisorKind {
-    /// systemd when available, else child.
-    #[default]
-    Auto,
-    /// Transient systemd units over D-Bus.
-    Systemd,
-    /// Child processes of gpusliced.
-    Child,
-}
-
-/// `[mps] shm`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ShmKind {
-    /// "folder" under systemd or without root, "tmpfs" otherwise.
-    #[default]
-    Auto,
-    /// A tmpfs mounted by gpusliced.
-    Tmpfs,
-    /// A plain folder.
-    Folder,
-}
-
-/// `[timeslice]`.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct TimeSliceConfig {
-    /// Host path of nvidia-smi. Default: `<driver_root>/usr/bin/nvidia-smi`.
-    pub nvidia_smi: Option<PathBuf>,
-}
-
-impl Default for MpsConfig {
-    fn default() -> Self {
-        Self {
-            control_program: None,
-            run_dir: PathBuf::from("/run/gpuslice"),
-            supervisor: SupervisorKind::Auto,
-            shm: ShmKind::Auto,
-            shm_size: "50%".to_owned(),
-            ready_timeout_s: 30,
-        }
-    }
 }
 
 /// `[backend]`: the hardware boundary.

@@ -12,9 +12,9 @@
 
 pub(super) mod exclusive;
 pub(crate) mod mig;
-pub(super) mod mps;
+pub(crate) mod mps;
 pub(super) mod shared_gpu;
-pub(super) mod timeslicing;
+pub(crate) mod timeslicing;
 
 use std::sync::Mutex;
 

@@ -17,6 +17,7 @@
 
 mod books;
 mod cdi;
+pub(crate) mod config;
 mod restore;
 mod verbs;
 mod view;

@@ -16,6 +16,7 @@
 //! nvidia-smi said). A prepared claim whose interval cannot be set again at
 //! start-up is reported, not dropped.
 
+pub(crate) mod config;
 mod restore;
 mod settings;
 mod verbs;
