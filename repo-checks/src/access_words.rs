@@ -34,7 +34,7 @@ pub struct KindEnum {
 
 /// Why a file could not be judged.
 #[derive(Debug, thiserror::Error)]
-#[error("not Rust that parses: {0}")]
+#[error("not Rust that parses")]
 pub struct ParseError(#[from] syn::Error);
 
 /// The kind-naming enums of one file's `text`, test modules included (a
