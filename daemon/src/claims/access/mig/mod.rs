@@ -6,7 +6,7 @@
 //! apply, release, the offer refreshed after a change), at start-up
 //! ([`restore`]: prepared slices repaired; [`setup`]: the node-wide MIG
 //! set-up at start-up and on SIGHUP; [`ahead`]: slices made ahead of claims
-//! and their ledger), its books ([`books`]: the `[mig]` in force, the rescan
+//! and their ledger), what it holds ([`held`]: the `[mig]` in force, the rescan
 //! lock, the problems of the last set-up), its piece of a claim's CDI spec
 //! ([`cdi`]) and what is read of the hardware for the API and the metrics
 //! ([`view`]).
@@ -27,10 +27,10 @@
 //! destroyed, so no half-made slice is left behind.
 
 mod ahead;
-mod books;
 mod cdi;
 pub(crate) mod config;
 pub(crate) mod devices;
+mod held;
 pub(crate) mod offer;
 pub mod offering;
 pub(crate) mod publish_order;
@@ -44,7 +44,7 @@ mod crash_recovery_tests;
 #[cfg(test)]
 mod tests;
 
-use books::MigBooks;
+use held::MigBooks;
 
 pub use verbs::slice_placement;
 pub(in crate::claims) use view::layout;

@@ -3,7 +3,7 @@
 //! memory share), so a container that gets all the request's devices gets
 //! them once.
 
-use super::books::mps_uses;
+use super::held::mps_uses;
 use crate::cdi_build::ClaimDevice;
 use crate::claims::access::Cx;
 use crate::claims::error::ClaimError;

@@ -1,5 +1,5 @@
 //! MPS as a kind of access, one file per part: what a claim uses
-//! ([`books`]), prepare's and unprepare's steps ([`verbs`]), start-up and a
+//! ([`held`]), prepare's and unprepare's steps ([`verbs`]), start-up and a
 //! claim asked again ([`restore`]), the CDI edits ([`cdi`]), what is
 //! reported ([`view`]). The daemons themselves are [`crate::mps`]'s.
 //!
@@ -15,9 +15,9 @@
 //! slice is made: apply runs after the MIG steps, and MIG devices keep
 //! their compute mode.
 
-mod books;
 mod cdi;
 pub(crate) mod config;
+mod held;
 mod restore;
 mod verbs;
 mod view;

@@ -6,7 +6,7 @@
 //! before any of that, the daemons of claims that are gone stopped
 //! ([`sweep`]).
 
-use super::books::{mps_devices, mps_uses};
+use super::held::{mps_devices, mps_uses};
 use crate::claims::access::{Cx, Restored, Swept};
 use crate::claims::error::ClaimError;
 use crate::claims::lock;

@@ -3,7 +3,7 @@
 //! the [`Access`] calls on into [`super::restore`], [`super::cdi`] and
 //! [`super::view`].
 
-use super::books::{MpsUse, mps_devices, mps_uses};
+use super::held::{MpsUse, mps_devices, mps_uses};
 use super::{Mps, cdi, restore, view};
 use crate::cdi_build::ClaimDevice;
 use crate::claims::access::shared_gpu::{SharedGpus, compute_mode::ModeChange, roll_back_problem};

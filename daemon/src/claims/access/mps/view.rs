@@ -1,7 +1,7 @@
 //! What is reported of MPS: each claim's daemons that do not run as they
 //! should, and the node's daemons that failed, restarted or stopped.
 
-use super::books::{MpsUse, mps_uses};
+use super::held::{MpsUse, mps_uses};
 use crate::claims::access::Cx;
 use crate::mps::{DaemonState, MpsDaemon};
 use crate::state::ClaimRecord;
