@@ -36,6 +36,7 @@ pub mod offering;
 pub(crate) mod publish_order;
 mod restore;
 mod setup;
+mod usage;
 mod verbs;
 mod view;
 
@@ -46,6 +47,9 @@ mod tests;
 
 use held::MigBooks;
 
+#[cfg(test)]
+pub(in crate::claims) use usage::unheld_slices;
+pub use usage::{SliceState, SliceUse};
 pub use verbs::slice_placement;
 pub(in crate::claims) use view::layout;
 pub use view::{GpuMigView, MigHolder, MigInstanceView};

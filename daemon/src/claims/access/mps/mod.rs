@@ -26,3 +26,13 @@ mod view;
 /// control daemon (whole GPUs or MIG slices).
 #[derive(Debug, Default)]
 pub(in crate::claims) struct Mps;
+
+impl Mps {
+    /// The state of every MPS control daemon of the node, for the metrics.
+    pub(in crate::claims) fn daemon_states(
+        &self,
+        cx: &super::Cx<'_>,
+    ) -> Vec<crate::mps::DaemonState> {
+        view::daemon_states(cx)
+    }
+}

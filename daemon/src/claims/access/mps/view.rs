@@ -1,10 +1,16 @@
 //! What is reported of MPS: each claim's daemons that do not run as they
-//! should, and the node's daemons that failed, restarted or stopped.
+//! should, the node's daemons that failed, restarted or stopped, and every
+//! daemon's state for the metrics.
 
 use super::held::{MpsUse, mps_uses};
 use crate::claims::access::Cx;
 use crate::mps::{DaemonState, MpsDaemon};
 use crate::state::ClaimRecord;
+
+/// The state of every MPS control daemon of the node, for the metrics.
+pub(super) fn daemon_states(cx: &Cx<'_>) -> Vec<DaemonState> {
+    cx.shared.daemons().iter().map(|d| d.status.state).collect()
+}
 
 /// Each MPS daemon of the claim that is not running as it should.
 pub(super) fn claim_problems(cx: &Cx<'_>, records: &[ClaimRecord]) -> Vec<Vec<String>> {

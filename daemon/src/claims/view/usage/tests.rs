@@ -3,8 +3,9 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use super::{SliceState, SliceUse, unheld_slices};
+use super::{SliceState, SliceUse};
 use crate::claims::Engine;
+use crate::claims::access::mig::unheld_slices;
 use crate::config::{MigConfig, MigCreate, MigGpuConfig, MigOffering};
 use crate::gpu::{GpuBackend, GpuInstance, Placement};
 use crate::state::AccessKind;
