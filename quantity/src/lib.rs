@@ -1,6 +1,10 @@
 //! gpuslice-quantity: Kubernetes `resource.Quantity` values held exactly, for
-//! CEL's `quantity()` and the capacities of a device (gpuslice-selector) and
-//! the memory amounts of gpusliced's config. Pure (std and thiserror).
+//! CEL's `quantity()` and the capacities of a device (gpuslice-selector);
+//! every byte count a person types, read with Kubernetes' suffixes
+//! ([`bytes`]: the memory amounts of gpusliced's sharing configs,
+//! `gpuslicectl sim exec --memory`); and the one way every binary prints a
+//! byte amount for people ([`show`]: "6.0 GiB", "512 MiB"). Pure (std and
+//! thiserror).
 //!
 //! A quantity is kept as a whole number of nano-units in an `i128`, which is
 //! what `resource.ParseQuantity` keeps: it rounds a value finer than 1n up
@@ -9,6 +13,9 @@
 //! Invariant: a [`Quantity`] never overflows; parsing a value beyond about
 //! 1.7e29 fails instead (Kubernetes accepts larger decimal values; no device
 //! capacity comes near).
+
+pub mod bytes;
+pub mod show;
 
 use std::cmp::Ordering;
 use std::fmt;
