@@ -1,5 +1,5 @@
-//! Hands the tests the target triple they are built for, so
-//! `tests/daemon_deps.rs` asks `cargo metadata` for that platform only: the
+//! Hands the tests the target triple they are built for, so the dependency
+//! checks (`tests/metadata/`) ask `cargo metadata` for that platform only: the
 //! packages a build on this machine downloads, never another platform's.
 
 fn main() {

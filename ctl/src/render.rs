@@ -54,8 +54,10 @@ fn attr_json(value: &pb::AttributeValue) -> Value {
     }
 }
 
+/// An amount of the API (int64, never negative) as "6.0 GiB"
+/// (gpuslice-quantity's one way to print it).
 pub fn gib(bytes: i64) -> String {
-    format!("{:.1} GiB", bytes as f64 / f64::from(1u32 << 30))
+    gpuslice_quantity::show::gib(u64::try_from(bytes).unwrap_or(0))
 }
 
 /// Whether `status` lists something to act on: a problem (unhealthy or

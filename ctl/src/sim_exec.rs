@@ -19,16 +19,16 @@ use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 
 use anyhow::{Context, bail};
-use gpuslice::gpu::sim::process_file::{
-    SimProcessFile, proc_start_time, remove_process_file, write_process_file,
-};
 use gpuslice_cdi::spec::Spec;
 use gpuslice_proto::gpuslice::v1 as pb;
 use gpuslice_proto::gpuslice::v1::gpu_slice_client::GpuSliceClient;
+use gpuslice_quantity::bytes::parse_bytes;
+use gpuslice_quantity::show::cell;
+use gpuslice_sim_files::{
+    SimProcessFile, proc_start_time, remove_process_file, write_process_file,
+};
 use tokio::signal::unix::{SignalKind, signal};
 use tonic::transport::Channel;
-
-use crate::units::{parse_bytes, size};
 
 /// `sim exec`'s options.
 #[derive(Debug, clap::Args)]
@@ -47,8 +47,9 @@ pub struct SimExecArgs {
     /// The device it runs on, by inventory name (default: the claim's first).
     #[arg(long)]
     device: Option<String>,
-    /// GPU memory it uses, e.g. 4GiB.
-    #[arg(long, value_parser = parse_bytes, default_value = "1GiB")]
+    /// GPU memory it uses, a Kubernetes quantity: 4Gi is 4 GiB (2^30
+    /// bytes each), 4G is 4×10^9 bytes; "4GiB" is refused ("write 4Gi").
+    #[arg(long, value_parser = parse_bytes, default_value = "1Gi")]
     memory: u64,
     /// SM utilization it shows, percent (0 reads as idle).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=100))]
@@ -143,7 +144,7 @@ fn announcement(file: &SimProcessFile, target: &Target) -> String {
         "sim exec: pid {} on {} {owner}, {}, SM {}%{mps}",
         file.pid,
         target.device,
-        size(file.memory_bytes),
+        cell(file.memory_bytes),
         file.sm_percent
     )
 }

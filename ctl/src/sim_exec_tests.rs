@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use gpuslice::gpu::sim::process_file::SimProcessFile;
+use gpuslice_sim_files::SimProcessFile;
 
 use super::{Target, announcement, cdi_env, exit_code};
 use gpuslice_cdi::spec::{ContainerEdits, Device, Spec};
@@ -86,4 +86,49 @@ fn the_line_once_running_names_pid_device_claim_and_figures() {
         announcement(&file, &target(None, "gpu-4")),
         "sim exec: pid 1234 on gpu-4 outside any claim, 2.0 GiB, SM 20%"
     );
+}
+
+/// `sim exec`'s options on their own.
+#[derive(Debug, clap::Parser)]
+struct Exec {
+    #[command(flatten)]
+    args: super::SimExecArgs,
+}
+
+/// `--memory TEXT` as clap reads it: the bytes, or the error's words.
+fn memory(text: &str) -> Result<u64, String> {
+    use clap::Parser;
+    let memory = format!("--memory={text}");
+    Exec::try_parse_from(["exec", "--claim", "u", &memory, "--", "true"])
+        .map(|exec| exec.args.memory)
+        .map_err(|err| err.to_string())
+}
+
+#[test]
+fn memory_is_a_kubernetes_quantity() {
+    assert_eq!(memory("4G"), Ok(4_000_000_000));
+    assert_eq!(memory("4Gi"), Ok(4 << 30));
+    assert_eq!(memory("512M"), Ok(512_000_000));
+    assert_eq!(memory("512Mi"), Ok(512 << 20));
+    assert_eq!(memory("1.5Gi"), Ok(3 << 29));
+    assert_eq!(memory("1073741824"), Ok(1 << 30));
+    use clap::Parser;
+    let default = Exec::try_parse_from(["exec", "--claim", "u", "--", "true"]).expect("parses");
+    assert_eq!(default.args.memory, 1 << 30, "the default is 1Gi");
+}
+
+#[test]
+fn memory_in_another_spelling_is_refused_saying_what_to_write() {
+    let refused = memory("4GiB").expect_err("4GiB is no quantity");
+    assert!(
+        refused.contains("\"4GiB\" is not a Kubernetes quantity: write 4Gi"),
+        "{refused}"
+    );
+    let refused = memory("4GB").expect_err("4GB is no quantity");
+    assert!(
+        refused.contains("write 4G (G is 10^9) or 4Gi (Gi is 2^30)"),
+        "{refused}"
+    );
+    let refused = memory("-1Gi").expect_err("negative");
+    assert!(refused.contains("is negative"), "{refused}");
 }

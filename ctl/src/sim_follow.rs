@@ -15,7 +15,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use gpuslice::gpu::sim::process_file::{
+use gpuslice_sim_files::{
     SimProcessFile, proc_start_time, remove_process_file, write_process_file,
 };
 use tokio::signal::unix::{SignalKind, signal};

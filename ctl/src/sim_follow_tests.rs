@@ -5,7 +5,7 @@
 use std::process::{Command, Stdio};
 
 use clap::Parser;
-use gpuslice::gpu::sim::process_file::{SimProcessFile, proc_start_time, read_live};
+use gpuslice_sim_files::{SimProcessFile, proc_start_time, read_live};
 
 use super::{Ended, follow};
 use crate::sim_exec::SimExecArgs;

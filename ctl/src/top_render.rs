@@ -6,9 +6,10 @@
 
 use clap::ValueEnum;
 use gpuslice_proto::gpuslice::v1 as pb;
+use gpuslice_quantity::show::cell;
 
 use crate::render::table;
-use crate::units::{ago, size, span};
+use crate::units::{ago, span};
 
 /// The order of the claim rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -119,12 +120,12 @@ fn memory_cell(d: &pb::DeviceActivity) -> String {
             } else {
                 ""
             };
-            format!("{} / {}{over}", size(d.memory_used_bytes), size(share))
+            format!("{} / {}{over}", cell(d.memory_used_bytes), cell(share))
         }
         None => format!(
             "{} / {}",
-            size(d.memory_used_bytes),
-            size(d.memory_total_bytes)
+            cell(d.memory_used_bytes),
+            cell(d.memory_total_bytes)
         ),
     }
 }
@@ -253,7 +254,7 @@ fn unclaimed_cells(u: &pb::UnclaimedProcess) -> Vec<String> {
         p.pid.to_string(),
         u.device.clone(),
         p.name,
-        p.memory_used_bytes.map_or_else(|| "-".to_owned(), size),
+        p.memory_used_bytes.map_or_else(|| "-".to_owned(), cell),
         u.reason.clone(),
     ]
 }

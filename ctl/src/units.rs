@@ -1,5 +1,7 @@
-//! Durations and sizes as an operator types and reads them: `90s`, `30m`,
-//! `1h30m`, `1d`; `4GiB`, `512MiB`; "12s ago", "6.0 GiB". Pure.
+//! Durations as an operator types and reads them: `90s`, `30m`, `1h30m`,
+//! `1d`; "12s ago". Pure. Sizes are gpuslice-quantity's: typed as
+//! Kubernetes quantities (`bytes::parse_bytes`: `4Gi`, `512Mi`), printed by
+//! `show` ("6.0 GiB"; `show::cell` in a table).
 
 /// A duration like `90s`, `30m`, `2h`, `1d`, `1h30m` or `0s`, in seconds:
 /// one or more number-unit pairs (units s, m, h, d, w), or `0`.
@@ -41,53 +43,6 @@ pub fn parse_duration(text: &str) -> Result<u64, String> {
     Ok(total)
 }
 
-/// A size like `4GiB`, `512MiB`, `4G` or `1000000`, in bytes. Binary units
-/// (KiB, MiB, GiB, TiB) and decimal ones (KB, MB, GB, TB; K, M, G, T alone
-/// read as binary, as nvidia-smi and Kubernetes quantities `Gi` do).
-pub fn parse_bytes(text: &str) -> Result<u64, String> {
-    let bad = || format!("{text:?} is not a size: e.g. 4GiB, 512MiB, 1073741824");
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let unit: u64 = match unit.trim() {
-        "" | "B" => 1,
-        "K" | "Ki" | "KiB" => 1 << 10,
-        "M" | "Mi" | "MiB" => 1 << 20,
-        "G" | "Gi" | "GiB" => 1 << 30,
-        "T" | "Ti" | "TiB" => 1 << 40,
-        "KB" | "kB" => 1_000,
-        "MB" => 1_000_000,
-        "GB" => 1_000_000_000,
-        "TB" => 1_000_000_000_000,
-        _ => return Err(bad()),
-    };
-    match number.split_once('.') {
-        None => number
-            .parse::<u64>()
-            .ok()
-            .and_then(|n| n.checked_mul(unit))
-            .ok_or_else(bad),
-        // A fraction (1.5GiB): whole bytes, rounded down.
-        Some((whole, frac)) if !frac.is_empty() && frac.len() <= 9 => {
-            let whole: u64 = if whole.is_empty() {
-                0
-            } else {
-                whole.parse().map_err(|_| bad())?
-            };
-            let digits: u64 = frac.parse().map_err(|_| bad())?;
-            let scale = 10_u64.pow(u32::try_from(frac.len()).map_err(|_| bad())?);
-            let part = u128::from(digits) * u128::from(unit) / u128::from(scale);
-            whole
-                .checked_mul(unit)
-                .and_then(|w| w.checked_add(u64::try_from(part).ok()?))
-                .ok_or_else(bad)
-        }
-        Some(_) => Err(bad()),
-    }
-}
-
 /// A span of seconds in its two largest units: "45s", "12m", "2h5m", "3d4h".
 pub fn span(seconds: i64) -> String {
     let s = seconds.max(0);
@@ -110,23 +65,9 @@ pub fn ago(at: Option<i64>, now: i64) -> String {
     }
 }
 
-/// Bytes for a column: "0", "512 MiB", "6.0 GiB".
-pub fn size(bytes: u64) -> String {
-    const MIB: f64 = (1u64 << 20) as f64;
-    const GIB: f64 = (1u64 << 30) as f64;
-    let b = bytes as f64;
-    if bytes == 0 {
-        "0".to_owned()
-    } else if b < GIB {
-        format!("{:.0} MiB", (b / MIB).max(1.0))
-    } else {
-        format!("{:.1} GiB", b / GIB)
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{ago, parse_bytes, parse_duration, size, span};
+    use super::{ago, parse_duration, span};
 
     #[test]
     fn durations_in_every_unit_and_combined() {
@@ -159,35 +100,6 @@ mod tests {
     }
 
     #[test]
-    fn sizes_binary_decimal_and_fractions() {
-        let gib = 1u64 << 30;
-        let cases = [
-            ("4GiB", 4 * gib),
-            ("4G", 4 * gib),
-            ("4Gi", 4 * gib),
-            ("512MiB", 512 << 20),
-            ("1.5GiB", gib + gib / 2),
-            ("2GB", 2_000_000_000),
-            ("1000", 1_000),
-            ("0", 0),
-        ];
-        for (text, bytes) in cases {
-            assert_eq!(parse_bytes(text), Ok(bytes), "{text}");
-        }
-        for bad in [
-            "",
-            "GiB",
-            "4 PiB",
-            "4XB",
-            "1.GiB",
-            "-1GiB",
-            "99999999999TiB",
-        ] {
-            assert!(parse_bytes(bad).is_err(), "{bad:?}");
-        }
-    }
-
-    #[test]
     fn spans_and_ages_read_like_top() {
         assert_eq!(span(0), "0s");
         assert_eq!(span(45), "45s");
@@ -199,14 +111,5 @@ mod tests {
         assert_eq!(span(-5), "0s", "a clock step back is not negative");
         assert_eq!(ago(Some(88), 100), "12s ago");
         assert_eq!(ago(None, 100), "never");
-    }
-
-    #[test]
-    fn sizes_print_short() {
-        assert_eq!(size(0), "0");
-        assert_eq!(size(1), "1 MiB");
-        assert_eq!(size(512 << 20), "512 MiB");
-        assert_eq!(size(6 << 30), "6.0 GiB");
-        assert_eq!(size((3 << 30) / 2), "1.5 GiB");
     }
 }

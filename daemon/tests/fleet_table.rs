@@ -11,6 +11,7 @@ use gpuslice::config::{MigConfig, SimConfig};
 use gpuslice::gpu::sim::SimBackend;
 use gpuslice::gpu::sim::instances::{FabricKind, InstanceShape};
 use gpuslice::inventory::{GpuDevice, Inventory};
+use gpuslice_quantity::show::gib;
 
 /// The heading the table follows.
 const HEADING: &str = "### The EKS GPU fleet";
@@ -20,10 +21,6 @@ const HEADER: [&str; 2] = [
     "| instance | arch | GPUs | NUMA nodes | MIG profiles | MPS | time-slicing | NVLink | fabric attributes |",
     "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
 ];
-
-fn gib(bytes: u64) -> String {
-    format!("{:.1} GiB", bytes as f64 / f64::from(1u32 << 30))
-}
 
 /// The row of one instance shape, from the simulated node's inventory.
 fn row(shape: &InstanceShape) -> String {

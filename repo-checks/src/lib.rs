@@ -3,7 +3,7 @@
 //! points outside it, and the vendored upstream files in `third_party/` are
 //! the ones their `SOURCE` manifests record; no error type of the workspace
 //! says its cause twice; no daemon module imports from a module above it;
-//! and the daemon links no Kubernetes client.
+//! the daemon links no Kubernetes client, and gpuslicectl no daemon.
 //!
 //! * [`access_words`]: enums that name kinds of access (the daemon keeps
 //!   one).

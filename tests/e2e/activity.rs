@@ -154,8 +154,8 @@ async fn sim_claims_use_shows_in_top_metrics_idle_and_warnings() {
     };
     let mut procs = Processes::default();
     prepare_two_claims(&node);
-    procs.exec(&node, A, &["--memory", "2GiB", "--sm", "30"]);
-    procs.exec(&node, B, &["--memory", "1GiB", "--sm", "0"]);
+    procs.exec(&node, A, &["--memory", "2Gi", "--sm", "30"]);
+    procs.exec(&node, B, &["--memory", "1Gi", "--sm", "0"]);
     let seen = eventually(&node, "both processes in their claims", || {
         let now = activity(&node);
         (processes(&now, A) == 1 && processes(&now, B) == 1).then_some(now)
@@ -177,7 +177,7 @@ async fn sim_claims_use_shows_in_top_metrics_idle_and_warnings() {
     metrics_have_both(&node, test).await;
     let status = ctl_ok(&node, &["status"]);
     assert!(status.contains("warnings: none\n"), "{status}");
-    let over = procs.exec(&node, A, &["--memory", "3GiB", "--sm", "10"]);
+    let over = procs.exec(&node, A, &["--memory", "3Gi", "--sm", "10"]);
     let dir = sim_processes_dir(&node);
     let uuid = claim(&seen, B).expect("B")["devices"][0]["uuid"]
         .as_str()

@@ -105,7 +105,7 @@ async fn sim_a_whole_h100_using_4_gib_is_advised_a_1g_10gb_slice_that_match_acce
     ];
     ctl_ok(&daemon, &prepare);
     let mut procs = Processes::default();
-    procs.exec(&daemon, UID, &["--memory", "4GiB", "--sm", "5"]);
+    procs.exec(&daemon, UID, &["--memory", "4Gi", "--sm", "5"]);
     let first = advice(&daemon).expect("the claim is listed");
     assert_eq!(first["form"], "abstain", "{first}");
     let advised = advice_until(&daemon, "advice of a MIG slice", |a| a["form"] == "mig").await;

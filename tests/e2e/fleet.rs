@@ -226,7 +226,7 @@ async fn sim_g6_advice_never_offers_mig() {
         .await
         .expect("prepare a whole L4");
     let mut processes = Processes::default();
-    processes.exec(&node, A, &["--memory", "4GiB", "--sm", "5"]);
+    processes.exec(&node, A, &["--memory", "4Gi", "--sm", "5"]);
     let deadline = Instant::now() + Duration::from_secs(60);
     let advice = loop {
         let doc = ctl_json(&node.socket, &["advise"]);

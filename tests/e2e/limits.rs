@@ -104,10 +104,10 @@ async fn sim_overshare_end_ends_only_the_claims_largest_process() {
     };
     prepare_two_claims(&node);
     let mut procs = Processes::default();
-    let b = procs.exec(&node, B, &["--memory", "5GiB", "--sm", "10"]);
+    let b = procs.exec(&node, B, &["--memory", "5Gi", "--sm", "10"]);
     let stray = procs.exec_no_claim(&node, "gpu-1");
-    let a_small = procs.exec(&node, A, &["--memory", "10GiB", "--sm", "10"]);
-    let a_large = procs.exec(&node, A, &["--memory", "12GiB", "--sm", "10"]);
+    let a_small = procs.exec(&node, A, &["--memory", "10Gi", "--sm", "10"]);
+    let a_large = procs.exec(&node, A, &["--memory", "12Gi", "--sm", "10"]);
     let large = pid_of(&node, A, 12).await;
     let ended = format!("ended process {large} (sleep, 12.0 GiB) of claim ml/infer-a ({A})");
     eventually(&node, "the ended line", || {
@@ -158,9 +158,9 @@ async fn sim_overshare_dry_run_names_the_process_once_and_ends_nothing() {
     prepare_two_claims(&node);
     let mut procs = Processes::default();
     let started = [
-        procs.exec(&node, A, &["--memory", "10GiB", "--sm", "10"]),
-        procs.exec(&node, A, &["--memory", "12GiB", "--sm", "10"]),
-        procs.exec(&node, B, &["--memory", "5GiB", "--sm", "10"]),
+        procs.exec(&node, A, &["--memory", "10Gi", "--sm", "10"]),
+        procs.exec(&node, A, &["--memory", "12Gi", "--sm", "10"]),
+        procs.exec(&node, B, &["--memory", "5Gi", "--sm", "10"]),
     ];
     let large = pid_of(&node, A, 12).await;
     let would = format!("would end process {large} (sleep, 12.0 GiB) of claim ml/infer-a");
@@ -195,7 +195,7 @@ async fn sim_unclaimed_end_ends_the_no_claim_process_only() {
     };
     prepare_two_claims(&node);
     let mut procs = Processes::default();
-    let b = procs.exec(&node, B, &["--memory", "5GiB", "--sm", "10"]);
+    let b = procs.exec(&node, B, &["--memory", "5Gi", "--sm", "10"]);
     let stray = procs.exec_no_claim(&node, "gpu-1");
     pid_of(&node, B, 5).await;
     let pid = unclaimed_on(&node, "gpu-1").await;

@@ -347,10 +347,7 @@ async fn sim_memory_shares_pack_a_gpu_until_it_is_full() {
         spec_env(&node.cdi_dir, B)
     );
     let table = ctl(&node, &["inventory"]);
-    let left = format!(
-        "{:.1} GiB",
-        (total - (70 << 30)) as f64 / f64::from(1u32 << 30)
-    );
+    let left = gpuslice_quantity::show::gib(u64::try_from(total - (70 << 30)).expect("70 GiB fit"));
     assert!(
         table.contains("FREE") && table.contains(&left),
         "{left}: {table}"

@@ -2,17 +2,18 @@
 //! Pure.
 
 use gpuslice_proto::gpuslice::v1 as pb;
+use gpuslice_quantity::show::cell;
 use serde_json::{Value, json};
 
 use crate::render::{doc, table};
-use crate::units::{size, span};
+use crate::units::span;
 
 /// The advice in words for the ADVICE column: "mig 1g.10gb",
 /// "mps 5.0 GiB 10%", "timeslice 1/4", "give back", "keep", "abstain".
 pub fn form(a: &pb::Advice) -> String {
     match a.form() {
         pb::AdviceForm::Mig => format!("mig {}", a.mig_profile),
-        pb::AdviceForm::Mps => format!("mps {} {}%", size(a.memory_bytes), a.thread_percentage),
+        pb::AdviceForm::Mps => format!("mps {} {}%", cell(a.memory_bytes), a.thread_percentage),
         pb::AdviceForm::Timeslicing => format!("timeslice 1/{}", a.timeslice_sharers),
         pb::AdviceForm::GiveBack => "give back".to_owned(),
         pb::AdviceForm::Keep => "keep".to_owned(),
@@ -41,7 +42,7 @@ pub fn table_of(reply: &pb::GetAdviceResponse) -> String {
                     d.device.clone(),
                     d.current.clone(),
                     span(i64::try_from(a.observed_seconds).unwrap_or(i64::MAX)),
-                    a.memory_peak_bytes.map_or_else(|| "-".to_owned(), size),
+                    a.memory_peak_bytes.map_or_else(|| "-".to_owned(), cell),
                     a.sm_p95_percent
                         .map_or_else(|| "-".to_owned(), |p| format!("{p}%")),
                     form(&a),

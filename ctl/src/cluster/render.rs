@@ -3,12 +3,13 @@
 //! table with a footer counting the entries skipped, or one JSON document
 //! that lists them. Times are seen from `now`, given by the caller.
 
+use gpuslice_quantity::show::cell;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
 use super::usage::{Entry, Reading, Why};
 use crate::render::{doc, table};
-use crate::units::{size, span};
+use crate::units::span;
 
 /// Which entries to keep. Both filters given: entries that pass both.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -139,9 +140,9 @@ fn memory_of(entry: &Entry) -> String {
 
 fn memory(used: Option<u64>, of: Option<u64>) -> String {
     match (used, of) {
-        (Some(used), Some(of)) => format!("{} / {}", size(used), size(of)),
-        (Some(used), None) => size(used),
-        (None, Some(of)) => format!("- / {}", size(of)),
+        (Some(used), Some(of)) => format!("{} / {}", cell(used), cell(of)),
+        (Some(used), None) => cell(used),
+        (None, Some(of)) => format!("- / {}", cell(of)),
         (None, None) => "-".to_owned(),
     }
 }

@@ -2,6 +2,8 @@
 //! its share and each unclaimed process, with the line logged when its
 //! episode begins, which says what is wrong and what to do.
 
+use gpuslice_quantity::show::size;
+
 use super::attribute::Attribution;
 use super::episodes::{Condition, Counter};
 use super::snapshot::{ClaimActivity, UnclaimedProcess, WarningKind};
@@ -40,10 +42,10 @@ fn overshare(claim: &ClaimActivity, device: usize) -> Option<Condition> {
             claim.namespace,
             claim.name,
             claim.uid,
-            bytes(d.memory_used),
+            size(d.memory_used),
             d.device,
             d.sharing,
-            bytes(share),
+            size(share),
         ),
     })
 }
@@ -56,7 +58,7 @@ fn unclaimed(u: &UnclaimedProcess) -> Condition {
     let memory = u
         .process
         .memory_used
-        .map_or_else(String::new, |m| format!(", using {},", bytes(m)));
+        .map_or_else(String::new, |m| format!(", using {},", size(m)));
     Condition {
         kind: WarningKind::Unclaimed,
         counter: Counter::Unclaimed,
@@ -70,18 +72,6 @@ fn unclaimed(u: &UnclaimedProcess) -> Condition {
              the scheduler: run it through a ResourceClaim, or stop it",
             u.process.pid, u.device, u.reason
         ),
-    }
-}
-
-/// "3.5 GiB" (to the nearest tenth), "512 MiB".
-pub fn bytes(n: u64) -> String {
-    const MIB: u64 = 1 << 20;
-    const GIB: u64 = 1 << 30;
-    if n >= GIB {
-        let tenths = (u128::from(n) * 10 + u128::from(GIB / 2)) / u128::from(GIB);
-        format!("{}.{} GiB", tenths / 10, tenths % 10)
-    } else {
-        format!("{} MiB", n / MIB)
     }
 }
 

@@ -132,10 +132,7 @@ fn sharing_words(d: &RecordDevice) -> String {
     match &d.sharing {
         Some(DeviceSharing::TimeSlicing { interval }) => format!("{kind} {interval}"),
         Some(DeviceSharing::Mps(mps)) => match mps.memory_share {
-            Some(bytes) => format!(
-                "{kind}, memory {:.1} GiB",
-                bytes as f64 / f64::from(1u32 << 30)
-            ),
+            Some(bytes) => format!("{kind}, memory {}", gpuslice_quantity::show::gib(bytes)),
             None => kind.to_string(),
         },
         None => kind.to_string(),

@@ -121,10 +121,7 @@ pub(super) fn device_words(device: &str, sharing: Option<&DeviceSharing>) -> Str
     }
 }
 
-/// "20.0 GiB".
-fn gib(bytes: u64) -> String {
-    format!("{:.1} GiB", bytes as f64 / f64::from(1u32 << 30))
-}
+use gpuslice_quantity::show::gib;
 
 /// Longest config shown whole in a refusal; longer ones end in "…".
 const CONFIG_SHOWN: usize = 160;

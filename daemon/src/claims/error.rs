@@ -279,10 +279,8 @@ pub enum ClaimError {
     Gpu(#[from] GpuError),
 }
 
-/// "20.0 GiB (21474836480 bytes)": readable, and exact.
+/// "20.0 GiB (21474836480 bytes)": readable, and exact (gpuslice-quantity's
+/// one way to print a byte amount).
 pub fn bytes_text(bytes: &u64) -> String {
-    format!(
-        "{:.1} GiB ({bytes} bytes)",
-        *bytes as f64 / f64::from(1u32 << 30)
-    )
+    gpuslice_quantity::show::gib_exact(*bytes)
 }

@@ -6,11 +6,12 @@
 
 use std::time::Duration;
 
+use gpuslice_quantity::show::size;
+
 use super::decide::Decision;
 use super::enforce::Outcome;
 use super::process::ControlError;
 use crate::activity::WarningKind;
-use crate::activity::warnings::bytes;
 
 /// The message of the line (without its fields).
 pub fn message(
@@ -31,11 +32,11 @@ pub fn message(
             "of claim {} ({}): the claim used {} on {} for {} s, over its {} share of {}",
             d.claim,
             d.claim_uid,
-            bytes(d.claim_memory_used),
+            size(d.claim_memory_used),
             d.device,
             d.over_for_s,
             d.sharing.map_or("", <&str>::from),
-            d.share.map_or_else(|| "?".to_owned(), bytes),
+            d.share.map_or_else(|| "?".to_owned(), size),
         ),
         WarningKind::Unclaimed => format!(
             "on {}: it belongs to no gpuslice claim, for {} s",
@@ -69,7 +70,7 @@ pub fn message(
         "{verb} process {} ({}, {}) {what} (limits: {} = {}, grace {} s); {how}",
         d.pid,
         d.comm,
-        bytes(d.memory_used),
+        size(d.memory_used),
         d.kind,
         d.mode,
         d.grace_s,

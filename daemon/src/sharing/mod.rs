@@ -38,7 +38,6 @@ pub mod admit;
 mod error;
 mod model;
 mod parse;
-mod quantity;
 mod resolve;
 
 use std::collections::BTreeMap;
@@ -46,9 +45,9 @@ use std::collections::BTreeMap;
 use crate::config::LimitMode;
 
 pub use error::SharingError;
+pub use gpuslice_quantity::bytes::parse_bytes;
 pub use model::{GPUSLICE_API_VERSION, NVIDIA_API_VERSION};
 pub use parse::{MAX_CONFIG_BYTES, ParsedEntry, parse_entry};
-pub use quantity::parse_bytes;
 pub use resolve::{DeviceFacts, ResolvedSharing, validate_for_device};
 
 /// The smallest pinned memory limit MPS takes (it counts in whole MiB).

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use gpuslice_quantity::bytes::parse_bytes;
 use serde::de::DeserializeOwned;
 
 use super::error::SharingError;
@@ -10,7 +11,6 @@ use super::model::{
     GPUSLICE_API_VERSION, GpuConfig, LimitsConfigEntry, MigDeviceConfig, MpsConfig,
     MpsMemoryConfig, NVIDIA_API_VERSION, Quantity, TypeMeta,
 };
-use super::quantity::parse_bytes;
 use super::{
     ClaimLimits, ConfigKind, MIN_PINNED_LIMIT_BYTES, MpsSettings, SharingPolicy, TimeSliceInterval,
 };
@@ -235,7 +235,7 @@ fn limit(field: &str, quantity: &Quantity) -> Result<u64, SharingError> {
     let text = quantity.as_text();
     let bytes = parse_bytes(&text).map_err(|problem| SharingError::Malformed {
         field: field.to_owned(),
-        problem,
+        problem: problem.to_string(),
     })?;
     if bytes < MIN_PINNED_LIMIT_BYTES {
         return Err(SharingError::BadValue {

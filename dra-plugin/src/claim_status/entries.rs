@@ -12,11 +12,13 @@
 //! Strings that come from outside (node, names, advice) are cut so that
 //! `data` stays far below the API server's 10 KiB limit.
 
-use super::plan::{ConditionKey, Desired};
+use gpuslice_quantity::show;
 use k8s_openapi::api::resource::v1::AllocatedDeviceStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
 use k8s_openapi::jiff::Timestamp;
+
+use super::plan::{ConditionKey, Desired};
 
 mod data;
 mod usage;
@@ -144,7 +146,7 @@ fn conditions(context: &Context, usage: &DeviceUsage) -> Vec<Condition> {
         ),
     });
     if usage.sharing.is_shared() {
-        let share = usage.memory.share.map(mib_text).unwrap_or_default();
+        let share = usage.memory.share.map(show::mib).unwrap_or_default();
         match usage.overshare {
             Some(OverShare::Over { since }) => out.push(condition(
                 "OverShare",
@@ -221,10 +223,6 @@ fn condition(type_: &str, status: &str, reason: &str, at: Timestamp, message: St
 /// Bytes down to a whole MiB.
 pub(super) fn mib(bytes: u64) -> u64 {
     bytes / MIB * MIB
-}
-
-fn mib_text(bytes: u64) -> String {
-    format!("{} MiB", bytes / MIB)
 }
 
 /// A time to the second.

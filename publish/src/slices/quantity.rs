@@ -3,35 +3,16 @@
 //! what a later list returns: the largest binary suffix that keeps an integer
 //! ("80Gi") or the largest decimal one ("2k", "80G", "132"), whichever is
 //! shorter (binary on a tie). And the way back, [`whole_value`], for the
-//! amounts the scheduler writes into a claim (consumed capacity).
+//! amounts the scheduler writes into a claim (consumed capacity). Both are
+//! gpuslice-quantity's, the one reader and writer of quantities.
 
+use gpuslice_quantity::Quantity as Exact;
+use gpuslice_quantity::bytes::parse_bytes;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-
-const BINARY: [&str; 7] = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
-const DECIMAL: [&str; 7] = ["", "k", "M", "G", "T", "P", "E"];
 
 /// `value` as a canonical Kubernetes quantity string.
 pub fn canonical(value: i64) -> String {
-    if value == 0 {
-        return "0".to_owned();
-    }
-    let binary = with_suffix(value, 1024, &BINARY);
-    let decimal = with_suffix(value, 1000, &DECIMAL);
-    if decimal.len() < binary.len() {
-        decimal
-    } else {
-        binary
-    }
-}
-
-fn with_suffix(value: i64, base: i64, suffixes: &[&str; 7]) -> String {
-    let mut mantissa = value;
-    let mut exponent = 0;
-    while mantissa % base == 0 && exponent + 1 < suffixes.len() {
-        mantissa /= base;
-        exponent += 1;
-    }
-    format!("{mantissa}{}", suffixes[exponent])
+    Exact::from_units(value).canonical()
 }
 
 /// `value` as a [`Quantity`].
@@ -39,43 +20,14 @@ pub fn quantity(value: i64) -> Quantity {
     Quantity(canonical(value))
 }
 
-/// A quantity as a whole number, rounded up as `Quantity.Value()` does:
-/// "10Gi", "512Mi", "1.5G", "1e9", "1048576". `None` for what is not a
-/// non-negative quantity of at least one unit or does not fit an `i64`
-/// (milli and smaller suffixes).
+/// A byte amount as a whole number, rounded up as `Quantity.Value()` does:
+/// "10Gi", "512Mi", "1.5G", "1e9", "1048576" ([`parse_bytes`]). `None` for
+/// what is not a non-negative quantity or does not fit an `i64` (milli and
+/// smaller suffixes included).
 pub fn whole_value(text: &str) -> Option<i64> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+'))
-        .unwrap_or(text.len());
-    let (number, suffix) = text.split_at(split);
-    let number = number.strip_prefix('+').unwrap_or(number);
-    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
-    let digits = |s: &str| s.chars().all(|c| c.is_ascii_digit());
-    if (whole.is_empty() && fraction.is_empty()) || !digits(whole) || !digits(fraction) {
-        return None;
-    }
-    let (base, power): (u128, u32) = if suffix.is_empty() {
-        (1, 0)
-    } else if let Some(p) = BINARY.iter().position(|s| *s == suffix && !s.is_empty()) {
-        (1024, u32::try_from(p).ok()?)
-    } else if let Some(p) = DECIMAL.iter().position(|s| *s == suffix && !s.is_empty()) {
-        (1000, u32::try_from(p).ok()?)
-    } else {
-        let exponent = suffix.strip_prefix(['e', 'E'])?;
-        if exponent.is_empty() || !digits(exponent) {
-            return None;
-        }
-        (10, exponent.parse::<u32>().ok().filter(|e| *e <= 18)?)
-    };
-    let fraction = fraction.trim_end_matches('0');
-    if fraction.len() > 30 {
-        return None;
-    }
-    let mantissa: u128 = format!("{whole}{fraction}").parse().ok()?;
-    let numerator = mantissa.checked_mul(base.checked_pow(power)?)?;
-    let denominator = 10u128.checked_pow(u32::try_from(fraction.len()).ok()?)?;
-    i64::try_from(numerator.div_ceil(denominator)).ok()
+    parse_bytes(text)
+        .ok()
+        .and_then(|bytes| i64::try_from(bytes).ok())
 }
 
 #[cfg(test)]

@@ -152,9 +152,7 @@ async fn process_seen_once_announced(node: &Daemon) {
     let mut exec = Command::new(crate::binaries::gpuslicectl())
         .arg("--socket")
         .arg(&node.socket)
-        .args([
-            "sim", "exec", "--claim", C, "--memory", "3GiB", "--sm", "25",
-        ])
+        .args(["sim", "exec", "--claim", C, "--memory", "3Gi", "--sm", "25"])
         .args(["--", "sleep", "600"])
         .stdin(Stdio::null())
         .stderr(Stdio::piped())

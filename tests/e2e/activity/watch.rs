@@ -84,7 +84,7 @@ async fn sim_a_stopped_claim_turns_idle_after_idle_after_s_and_the_watch_says_wh
         .await
         .expect("prepare");
     let mut procs = Processes::default();
-    let running = procs.exec(&node, D, &["--memory", "1GiB", "--sm", "20"]);
+    let running = procs.exec(&node, D, &["--memory", "1Gi", "--sm", "20"]);
     let (busy, _) = until(&node, &mut watch, "the claim active at 20% SM", |now, _| {
         device(now).is_some_and(|(c, s)| {
             c.last_active.is_some() && s.idle_since.is_none() && s.sm_peak_percent == Some(20)

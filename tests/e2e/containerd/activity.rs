@@ -70,7 +70,7 @@ pub async fn follow_every_container(daemon: &Daemon, pod: &mut Pod) -> Followed 
         let mut exec = Command::new(crate::binaries::gpuslicectl())
             .arg("--socket")
             .arg(&daemon.socket)
-            .args(["sim", "exec", "--claim", kind.uid(), "--memory", "1GiB"])
+            .args(["sim", "exec", "--claim", kind.uid(), "--memory", "1Gi"])
             .args(["--sm", "10", "--pid", &pid.to_string()])
             .stdin(Stdio::null())
             .stderr(Stdio::piped())

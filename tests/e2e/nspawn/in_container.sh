@@ -49,7 +49,7 @@ grep -q '^Seccomp:[[:space:]]*2$' "/proc/$pid/status" || fail "no seccomp filter
 step "per-claim use: another user's GPU process is seen and given to its claim (CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH under ProtectProc=invisible)"
 # A fake GPU process of claim UID1 running as nobody, as a container's would:
 # setpriv execs sleep in the pid sim exec registered, with the claim's CDI environment.
-gpuslicectl sim exec --claim "$UID1" --memory 1GiB --sm 10 -- \
+gpuslicectl sim exec --claim "$UID1" --memory 1Gi --sm 10 -- \
 	setpriv --reuid=65534 --regid=65534 --clear-groups sleep 600 &
 EXEC=$!
 timeout 60 sh -c 'until gpuslicectl top --once | grep -Eq " gpu-1 +exclusive +1 "; do sleep 1; done' \

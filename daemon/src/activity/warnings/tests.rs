@@ -1,4 +1,4 @@
-use super::{bytes, conditions};
+use super::conditions;
 use crate::activity::attribute::{Attribution, OverShare};
 use crate::activity::episodes::Counter;
 use crate::activity::fixtures::{A, GIB};
@@ -113,12 +113,4 @@ fn an_unclaimed_process_says_why_and_what_to_do() {
          gpuslice claim in its environment); it bypasses the scheduler: run it through a \
          ResourceClaim, or stop it"
     );
-}
-
-#[test]
-fn bytes_read_as_mib_below_a_gib() {
-    assert_eq!(bytes(0), "0 MiB");
-    assert_eq!(bytes(GIB - 1), "1023 MiB");
-    assert_eq!(bytes(GIB), "1.0 GiB");
-    assert_eq!(bytes(80 * GIB + 9 * GIB / 10), "80.9 GiB");
 }

@@ -1,7 +1,9 @@
 //! The candidate forms of steps 3–6 and their cost: MIG profiles, MPS
 //! shares and time-slices, each checked against the need. Pure.
 
-use super::reason::{bytes, percent};
+use gpuslice_quantity::show::size;
+
+use super::reason::percent;
 use super::{CurrentForm, Form, GpuModel, Need, Offer};
 use crate::gpu::MigProfile;
 
@@ -193,14 +195,14 @@ pub(super) fn choose(
                     profile,
                     memory_bytes,
                 } => {
-                    format!("MIG {profile} ({})", bytes(*memory_bytes))
+                    format!("MIG {profile} ({})", size(*memory_bytes))
                 }
                 Form::Mps {
                     memory_bytes,
                     thread_percentage,
                 } => format!(
                     "an MPS share of {} and {thread_percentage}% threads",
-                    bytes(*memory_bytes)
+                    size(*memory_bytes)
                 ),
                 Form::TimeSlicing { sharers, .. } => {
                     format!("a time-sliced GPU shared with up to {} others", sharers - 1)

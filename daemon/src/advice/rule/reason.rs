@@ -1,5 +1,8 @@
-//! The words of the advice: durations, sizes, and why the rule abstains.
+//! The words of the advice: durations, percents, and why the rule abstains
+//! (sizes are gpuslice-quantity's `show::size`).
 //! Pure.
+
+use gpuslice_quantity::show::size;
 
 use super::Need;
 use crate::advice::history::DeviceHistory;
@@ -11,17 +14,6 @@ pub fn duration(s: u64) -> String {
         120..7_200 => format!("{}m", s / 60),
         7_200..172_800 => format!("{}h", s / 3_600),
         _ => format!("{}d", s / 86_400),
-    }
-}
-
-/// Bytes as "4.6 GiB" (or MiB below a GiB).
-pub fn bytes(b: u64) -> String {
-    #[expect(clippy::cast_precision_loss, reason = "shown with one decimal")]
-    let b = b as f64;
-    if b >= f64::from(1u32 << 30) {
-        format!("{:.1} GiB", b / f64::from(1u32 << 30))
-    } else {
-        format!("{:.0} MiB", b / f64::from(1u32 << 20))
     }
 }
 
@@ -61,8 +53,8 @@ pub(super) fn give_back(observed_s: u64) -> String {
 pub(super) fn fits(need: &Need) -> String {
     let memory = format!(
         "peak {} ({} with headroom)",
-        bytes(need.peak),
-        bytes(need.memory)
+        size(need.peak),
+        size(need.memory)
     );
     match (need.sm_p95, need.sm) {
         (Some(p95), Some(sm)) => format!(

@@ -1,13 +1,14 @@
 //! `sim_*` tests of the process folder a running daemon reads: files of real
 //! (spawned `sleep`) processes, listed while the process lives and its start
 //! time matches, skipped when malformed or naming no device, on whole GPUs
-//! and MIG slices; and the `/proc/<pid>/stat` reader.
+//! and MIG slices (the `/proc/<pid>/stat` reader is tested in
+//! gpuslice-sim-files).
 
 use std::io::Write;
 use std::path::Path;
 use std::process::{Child, Command};
 
-use crate::gpu::sim::process_file::{parse_stat, read_live};
+use crate::gpu::sim::process_file::read_live;
 use crate::gpu::sim::{
     SimBackend, SimModel, SimProcessFile, proc_start_time, process_file_path, remove_process_file,
     write_process_file,
@@ -194,14 +195,4 @@ fn sim_folder_slice_processes_hold_their_instance_until_reboot() {
         vec![std::process::id()],
         "its MIG device is gone"
     );
-}
-
-#[test]
-fn stat_lines_give_state_and_start_time() {
-    let line = "42 (a) b (c)) S 1 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 100 10";
-    assert_eq!(parse_stat(line), Some(('S', 987_654)));
-    assert_eq!(parse_stat("42 (short) S 1 2"), None);
-    assert_eq!(parse_stat("no parenthesis"), None);
-    assert!(proc_start_time(std::process::id()).is_some());
-    assert_eq!(proc_start_time(u32::MAX), None);
 }
