@@ -400,7 +400,8 @@ pub(crate) async fn connect(socket: std::path::PathBuf) -> anyhow::Result<GpuSli
 }
 
 /// Runs `command` against gpusliced at `socket`; returns what to print and
-/// the exit status.
+/// the exit status (status and health: [`ATTENTION`] when they list
+/// something to act on).
 async fn run(
     command: Command,
     socket: std::path::PathBuf,
@@ -408,21 +409,46 @@ async fn run(
     yaml: bool,
 ) -> anyhow::Result<(String, u8)> {
     let mut client = connect(socket).await?;
-    let text = match command {
+    let attention = |needs: bool| if needs { ATTENTION } else { 0 };
+    match command {
         Command::Status { .. } => {
             let reply = client
                 .get_status(pb::GetStatusRequest {})
                 .await?
                 .into_inner();
-            let code = if render::needs_attention(&reply) {
-                ATTENTION
-            } else {
-                0
-            };
-            return Ok((render::status(&reply, json), code));
+            let code = attention(render::needs_attention(&reply));
+            Ok((render::status(&reply, json), code))
         }
+        Command::Health { action: None, .. } => {
+            let reply = client
+                .get_health(pb::GetHealthRequest {})
+                .await?
+                .into_inner();
+            let code = attention(health::needs_attention(&reply));
+            Ok((health::render(&reply, json), code))
+        }
+        Command::Advise { advise, .. } => {
+            let format = match (json, yaml) {
+                (true, _) => advise::Format::Json,
+                (_, true) => advise::Format::Yaml,
+                _ => advise::Format::Table,
+            };
+            advise::run(&mut client, &advise, format).await
+        }
+        command => Ok((show(&mut client, command, json).await?, 0)),
+    }
+}
+
+/// Runs a command whose exit status is 0 when it succeeds; returns what to
+/// print.
+async fn show(
+    client: &mut GpuSliceClient<Channel>,
+    command: Command,
+    json: bool,
+) -> anyhow::Result<String> {
+    let text = match command {
         Command::Inventory { watch: true, .. } => {
-            watch::inventory(&mut client, json).await?;
+            watch::inventory(client, json).await?;
             String::new()
         }
         Command::Inventory { watch: false, .. } => {
@@ -445,18 +471,6 @@ async fn run(
                 .await?
                 .into_inner();
             mig_map::render(&reply, json)
-        }
-        Command::Health { action: None, .. } => {
-            let reply = client
-                .get_health(pb::GetHealthRequest {})
-                .await?
-                .into_inner();
-            let code = if health::needs_attention(&reply) {
-                ATTENTION
-            } else {
-                0
-            };
-            return Ok((health::render(&reply, json), code));
         }
         Command::Health {
             action: Some(HealthAction::Clear { device, .. }),
@@ -497,16 +511,8 @@ async fn run(
             }
             activity_render::idle_claims(&reply, idle, json)
         }
-        Command::Top { top, .. } => top::run(&mut client, top, json).await?,
-        Command::Advise { advise, .. } => {
-            let format = match (json, yaml) {
-                (true, _) => advise::Format::Json,
-                (_, true) => advise::Format::Yaml,
-                _ => advise::Format::Table,
-            };
-            return advise::run(&mut client, &advise, format).await;
-        }
-        Command::Prepare { claim, .. } => prepare::run(&mut client, claim, json).await?,
+        Command::Top { top, .. } => top::run(client, top, json).await?,
+        Command::Prepare { claim, .. } => prepare::run(client, claim, json).await?,
         Command::Unprepare { uid, .. } => {
             let req = pb::UnprepareRequest {
                 claim: Some(pb::ClaimRef {
@@ -519,6 +525,9 @@ async fn run(
         }
         Command::Match { .. } => anyhow::bail!("match is run by main"),
         Command::Sim { .. } => anyhow::bail!("sim exec is run by main"),
+        Command::Status { .. } | Command::Health { action: None, .. } | Command::Advise { .. } => {
+            anyhow::bail!("status, health and advise are run by run")
+        }
     };
-    Ok((text, 0))
+    Ok(text)
 }

@@ -69,7 +69,7 @@ pub enum RunError {
     },
 }
 
-/// Runs the shim until a signal (Ok) or a failure (Err).
+/// Runs the DRA plugin until a signal (Ok) or a failure (Err).
 pub async fn run(resolved: Resolved) -> Result<(), RunError> {
     let config = &resolved.config;
     let kube = kube_client(&resolved.api).await?;
@@ -121,50 +121,7 @@ pub async fn run(resolved: Resolved) -> Result<(), RunError> {
     info!(driver = %config.driver_name, node = %resolved.node_name, dra = %dra_path.display(),
           registration = %reg_file.path().display(), "serving; waiting for the kubelet");
 
-    let target = PoolTarget {
-        driver: &config.driver_name,
-        node_name: &resolved.node_name,
-        taint_unhealthy: config.taint_unhealthy,
-        consumable_capacity: config.consumable_capacity,
-    };
-    let publisher = Publisher::new(
-        kube.clone(),
-        gpusliced.clone(),
-        &target,
-        Duration::from_secs(config.resync_seconds),
-    );
-    let (inventory_changes, inventory) = watch::channel(0u64);
-    let writing_status = match status_kube {
-        Some(status_kube) => tokio::spawn(claim_status::run(
-            gpusliced.clone(),
-            status_kube,
-            claim_status_settings(&resolved),
-            inventory.clone(),
-            stopped.clone(),
-        )),
-        None => tokio::spawn(tell::mode_off_until_shutdown(
-            gpusliced.clone(),
-            inventory.clone(),
-            stopped.clone(),
-        )),
-    };
-    let following = tokio::spawn(gpusliced_watch::inventory(
-        gpusliced,
-        inventory_changes,
-        stopped.clone(),
-    ));
-    let (slice_events, slices) = mpsc::channel(SLICE_EVENTS);
-    let watching = tokio::spawn(slice_watch::run(
-        kube,
-        slice_watch::selector(&resolved.node_name, &config.driver_name),
-        slice_events,
-        stopped.clone(),
-    ));
-    let mut publishing = tokio::spawn(publisher.run(Triggers {
-        inventory,
-        slices,
-        shutdown: stopped,
-    }));
+    let tasks = Tasks::spawn(&resolved, kube, gpusliced, status_kube, stopped);
 
     let outcome = tokio::select! {
         _ = sigterm.recv() => { info!("SIGTERM: stopping"); Ok(()) }
@@ -182,20 +139,105 @@ pub async fn run(resolved: Resolved) -> Result<(), RunError> {
             );
         }
     }
-    if tokio::time::timeout(DRAIN, &mut publishing).await.is_err() {
-        warn!("a ResourceSlice write was still in flight; abandoned");
-    }
-    if tokio::time::timeout(DRAIN, writing_status).await.is_err() {
-        warn!("a claim status write was still in flight; abandoned");
-    }
-    for (name, task) in [("inventory", following), ("ResourceSlice", watching)] {
-        if tokio::time::timeout(DRAIN, task).await.is_err() {
-            warn!(watch = name, "a watch did not stop in time; abandoned");
-        }
-    }
+    tasks.drain().await;
     drop(reg_file);
     drop(dra_file);
     outcome
+}
+
+/// The plugin's tasks beside its two gRPC servers: the ResourceSlice
+/// publisher, the claim-status writer (or, with it off, what says so to
+/// gpusliced), and the two watches that wake them.
+struct Tasks {
+    publishing: JoinHandle<()>,
+    writing_status: JoinHandle<()>,
+    following: JoinHandle<()>,
+    watching: JoinHandle<()>,
+}
+
+impl Tasks {
+    /// Starts them; they run until `stopped`.
+    fn spawn(
+        resolved: &Resolved,
+        kube: kube::Client,
+        gpusliced: gpusliced::GpuSlice,
+        status_kube: Option<kube::Client>,
+        stopped: watch::Receiver<bool>,
+    ) -> Self {
+        let config = &resolved.config;
+        let target = PoolTarget {
+            driver: &config.driver_name,
+            node_name: &resolved.node_name,
+            taint_unhealthy: config.taint_unhealthy,
+            consumable_capacity: config.consumable_capacity,
+        };
+        let publisher = Publisher::new(
+            kube.clone(),
+            gpusliced.clone(),
+            &target,
+            Duration::from_secs(config.resync_seconds),
+        );
+        let (inventory_changes, inventory) = watch::channel(0u64);
+        let writing_status = match status_kube {
+            Some(status_kube) => tokio::spawn(claim_status::run(
+                gpusliced.clone(),
+                status_kube,
+                claim_status_settings(resolved),
+                inventory.clone(),
+                stopped.clone(),
+            )),
+            None => tokio::spawn(tell::mode_off_until_shutdown(
+                gpusliced.clone(),
+                inventory.clone(),
+                stopped.clone(),
+            )),
+        };
+        let following = tokio::spawn(gpusliced_watch::inventory(
+            gpusliced,
+            inventory_changes,
+            stopped.clone(),
+        ));
+        let (slice_events, slices) = mpsc::channel(SLICE_EVENTS);
+        let watching = tokio::spawn(slice_watch::run(
+            kube,
+            slice_watch::selector(&resolved.node_name, &config.driver_name),
+            slice_events,
+            stopped.clone(),
+        ));
+        let publishing = tokio::spawn(publisher.run(Triggers {
+            inventory,
+            slices,
+            shutdown: stopped,
+        }));
+
+        Self {
+            publishing,
+            writing_status,
+            following,
+            watching,
+        }
+    }
+
+    /// Waits up to [`DRAIN`] for each to finish what it has in flight.
+    async fn drain(self) {
+        let Self {
+            mut publishing,
+            writing_status,
+            following,
+            watching,
+        } = self;
+        if tokio::time::timeout(DRAIN, &mut publishing).await.is_err() {
+            warn!("a ResourceSlice write was still in flight; abandoned");
+        }
+        if tokio::time::timeout(DRAIN, writing_status).await.is_err() {
+            warn!("a claim status write was still in flight; abandoned");
+        }
+        for (name, task) in [("inventory", following), ("ResourceSlice", watching)] {
+            if tokio::time::timeout(DRAIN, task).await.is_err() {
+                warn!(watch = name, "a watch did not stop in time; abandoned");
+            }
+        }
+    }
 }
 
 fn claim_status_settings(resolved: &Resolved) -> claim_status::Settings {
