@@ -118,7 +118,9 @@ impl Run {
     /// Waits until `done` holds for the pool: the time since the start,
     /// or None after [`LIMIT`].
     fn until(&self, done: impl Fn(&State) -> bool) -> Option<Duration> {
-        let complete = self.api.wait_for(LIMIT, |s| !s.violations.is_empty() || done(s));
+        let complete = self
+            .api
+            .wait_for(LIMIT, |s| !s.violations.is_empty() || done(s));
         let took = self.started.elapsed();
         let violations = self.api.state().violations.clone();
         assert!(violations.is_empty(), "{violations:?}");
@@ -196,10 +198,9 @@ fn time_to_a_complete_publication_with_80_percent_of_writes_failing() {
     let mut seconds = Vec::new();
     for seed in SEEDS {
         let f = run_with_faults(seed, &reference);
-        let time = f.seconds.map_or_else(
-            || format!(">{}", LIMIT.as_secs()),
-            |s| format!("{s:.1}"),
-        );
+        let time = f
+            .seconds
+            .map_or_else(|| format!(">{}", LIMIT.as_secs()), |s| format!("{s:.1}"));
         println!(
             "{:>4} {time:>8} {:>7} {:>7} {:>9} {:>17}",
             f.seed, f.writes, f.failed, f.dry_runs, f.layout_decisions
