@@ -8,8 +8,10 @@
 //!    gpusliced's inventory to ResourceSlice specs (pure).
 //! 2. [`claim`]: from an allocated ResourceClaim to gpusliced's Prepare (pure).
 //! 3. [`sync_plan`]: which slice writes make the published pool right (pure);
-//!    [`advertise`]: which form of MIG slices the API server takes (a probe
-//!    and its pure rule).
+//!    [`advertise`]: which form of MIG slices the API server takes (the
+//!    pure rule); [`probe`]: every dry run the plugin sends (the MIG form,
+//!    the claim-status access) and the one reading of an API answer
+//!    (verdict, or nothing decided).
 //! 4. [`proto`]: the kubelet's gRPC APIs, generated.
 //! 5. [`gpusliced`]: the client of gpusliced's socket.
 //! 6. [`dra`]: the DRA service core and its v1 and v1beta1 adapters.
@@ -20,7 +22,7 @@
 //!    and [`slice_watch`] (the API server's watch of our slices).
 //! 10. [`sockets`] and [`run`]: the sockets, start-up and shutdown.
 //! 11. [`claim_status`]: usage in each prepared claim's status (its pure
-//!     entries and write plan, the apply and the access probe).
+//!     entries and write plan, the apply and the access state).
 
 pub mod advertise;
 pub mod backoff;
@@ -30,6 +32,7 @@ pub mod dra;
 pub mod gpusliced;
 pub mod gpusliced_watch;
 pub mod health;
+pub mod probe;
 pub mod proto;
 pub mod publisher;
 pub mod registration;

@@ -9,24 +9,25 @@
 //! strategy clears `spec.sharedCounters` and every device's
 //! `consumesCounters` on create (and on update unless the stored slice
 //! already uses them), and answers success. So the gate is never assumed
-//! from a version: [`probe`] asks discovery whether resource.k8s.io/v1
-//! ResourceSlices are served, then dry-run creates (`dryRun=All`: strategy,
-//! validation and admission run, nothing is stored) the two slices a
-//! partitionable pool is made of, for this node: one with a counter set,
-//! one with a device that consumes from it. Kept in both answers: the gate
-//! is on. [`decide`] is the pure rule from those findings to a form and a
-//! reason. [`dropped`] checks every real write's answer the same way, so a
-//! gate switched off later is noticed at the next write.
+//! from a version: the probe ([`crate::probe::MigFormProbe`]) asks
+//! discovery whether resource.k8s.io/v1 ResourceSlices are served, then
+//! dry-run creates the two slices a partitionable pool is made of, for this
+//! node: one with a counter set, one with a device that consumes from it.
+//! Kept in both answers: the gate is on. [`decide`] is the pure rule from
+//! those findings to a form and a reason. [`dropped`] checks every real
+//! write's answer the same way, so a gate switched off later is noticed at
+//! the next write.
 //!
-//! A probe the API server refuses (403, 422) decides too: the layout, with
-//! the refusal as the reason. A probe that cannot reach it decides nothing
-//! (the sync fails and is retried, as a failed list is).
-
-mod probe;
+//! A probe the API server refuses for good (400, 401, 403, 404, 422:
+//! [`crate::probe::answer`]) decides too: the layout, with the refusal as
+//! the reason. A probe answered 408, 409, 429, 5xx or not at all decides
+//! nothing (the sync fails and is retried with backoff, keeping what the
+//! probe found so far).
 
 use k8s_openapi::api::resource::v1::ResourceSliceSpec;
 
-pub use probe::{ProbeError, is_verdict, probe};
+use crate::probe::Finding;
+use crate::probe::answer::first_line;
 
 /// A form of MIG slices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,26 +38,15 @@ pub enum Form {
     Partitionable,
 }
 
-/// What one dry-run create answered.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Probe {
-    /// The answer still has the field.
-    Kept,
-    /// The answer lacks it: the API server dropped it.
-    Dropped,
-    /// The API server refused the create (HTTP code, its message).
-    Refused(u16, String),
-}
-
 /// Everything the probe found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Findings {
     /// Discovery lists `resourceslices` in resource.k8s.io/v1.
     pub v1_served: bool,
     /// The counter-set slice's `spec.sharedCounters`.
-    pub shared_counters: Probe,
+    pub shared_counters: Finding,
     /// The device slice's `devices[0].consumesCounters`.
-    pub consumes_counters: Probe,
+    pub consumes_counters: Finding,
 }
 
 /// The form to ask gpusliced for, and why (one line, logged and shown by
@@ -70,8 +60,9 @@ pub struct Decision {
 }
 
 /// The field names as the API spells them.
-const SHARED: &str = "sharedCounters";
-const CONSUMES: &str = "consumesCounters";
+pub const SHARED: &str = "sharedCounters";
+/// See [`SHARED`].
+pub const CONSUMES: &str = "consumesCounters";
 
 /// From the findings to a form: partitionable only when v1 is served and
 /// both fields came back; otherwise the layout, saying why.
@@ -89,18 +80,20 @@ pub fn decide(findings: &Findings) -> Decision {
         (SHARED, &findings.shared_counters),
         (CONSUMES, &findings.consumes_counters),
     ];
-    if let Some((field, Probe::Refused(code, message))) =
-        probes.iter().find(|(_, p)| matches!(p, Probe::Refused(..)))
+    if let Some((field, Finding::Refused(refusal))) = probes
+        .iter()
+        .find(|(_, p)| matches!(p, Finding::Refused(_)))
     {
         return layout(format!(
             "the API server refused the dry-run create of a ResourceSlice with {field} \
-             ({code}: {})",
-            first_line(message)
+             ({}: {})",
+            refusal.code,
+            first_line(&refusal.message, 200)
         ));
     }
     let dropped: Vec<&str> = probes
         .iter()
-        .filter(|(_, p)| **p == Probe::Dropped)
+        .filter(|(_, p)| **p == Finding::Dropped)
         .map(|(field, _)| *field)
         .collect();
     if dropped.is_empty() {
@@ -140,12 +133,6 @@ pub fn consumes(spec: &ResourceSliceSpec) -> usize {
         .flatten()
         .filter(|d| d.consumes_counters.as_ref().is_some_and(|c| !c.is_empty()))
         .count()
-}
-
-/// The first line of an API message, at most 200 characters.
-fn first_line(message: &str) -> String {
-    let line = message.lines().next().unwrap_or_default();
-    line.chars().take(200).collect()
 }
 
 #[cfg(test)]

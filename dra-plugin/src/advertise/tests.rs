@@ -6,17 +6,18 @@ use k8s_openapi::api::resource::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
-use super::probe::{is_verdict, probe_slices};
-use super::{Decision, Findings, Form, Probe, decide, dropped};
+use super::{Decision, Findings, Form, decide, dropped};
+use crate::probe::{Finding, ProbeTarget, Refusal, Verdict, probe_slices};
 
-fn every_probe() -> [Probe; 3] {
+fn every_probe() -> [Finding; 3] {
     [
-        Probe::Kept,
-        Probe::Dropped,
-        Probe::Refused(
-            403,
-            "resourceslices is forbidden: User \"system:node:n\"\nmore".to_owned(),
-        ),
+        Finding::Kept,
+        Finding::Dropped,
+        Finding::Refused(Refusal {
+            verdict: Verdict::Forbidden,
+            code: 403,
+            message: "resourceslices is forbidden: User \"system:node:n\"\nmore".to_owned(),
+        }),
     ]
 }
 
@@ -32,7 +33,7 @@ fn partitionable_only_when_v1_is_served_and_both_fields_are_kept() {
                 };
                 let Decision { form, reason } = decide(&findings);
                 let case = format!("{findings:?}: {form:?} {reason}");
-                let on = v1_served && shared == Probe::Kept && consumed == Probe::Kept;
+                let on = v1_served && shared == Finding::Kept && consumed == Finding::Kept;
                 assert_eq!(form == Form::Partitionable, on, "{case}");
                 assert!(!reason.is_empty() && !reason.contains('\n'), "{case}");
                 if on {
@@ -45,8 +46,8 @@ fn partitionable_only_when_v1_is_served_and_both_fields_are_kept() {
                         reason.contains("does not serve resource.k8s.io/v1"),
                         "{case}"
                     );
-                } else if matches!(shared, Probe::Refused(..))
-                    || matches!(consumed, Probe::Refused(..))
+                } else if matches!(shared, Finding::Refused(_))
+                    || matches!(consumed, Finding::Refused(_))
                 {
                     assert!(
                         reason.contains("refused") && reason.contains("403"),
@@ -56,12 +57,12 @@ fn partitionable_only_when_v1_is_served_and_both_fields_are_kept() {
                     assert!(reason.contains("DRAPartitionableDevices off"), "{case}");
                     assert_eq!(
                         reason.contains("sharedCounters"),
-                        shared == Probe::Dropped,
+                        shared == Finding::Dropped,
                         "{case}"
                     );
                     assert_eq!(
                         reason.contains("consumesCounters"),
-                        consumed == Probe::Dropped,
+                        consumed == Finding::Dropped,
                         "{case}"
                     );
                 }
@@ -83,11 +84,16 @@ fn owner() -> OwnerReference {
 
 #[test]
 fn the_probe_slices_are_this_nodes_split_partitionable_pool() {
-    let [counters, device] = probe_slices("node-1", "gpu.nvidia.com", &owner());
+    let owner = owner();
+    let [counters, device] = probe_slices(&ProbeTarget {
+        node: "node-1",
+        driver: "gpu.nvidia.com",
+        owner: &owner,
+    });
     for slice in [&counters, &device] {
         assert_eq!(slice.spec.node_name.as_deref(), Some("node-1"));
         assert_eq!(slice.spec.driver, "gpu.nvidia.com");
-        assert_eq!(slice.metadata.owner_references, Some(vec![owner()]));
+        assert_eq!(slice.metadata.owner_references, Some(vec![owner.clone()]));
         assert!(slice.metadata.name.is_none() && slice.metadata.generate_name.is_some());
     }
     assert!(super::has_shared(&counters.spec) && counters.spec.devices.is_none());
@@ -153,14 +159,4 @@ fn a_write_whose_answer_lost_counters_is_caught() {
         dropped(&spec(false, 2, 1), &spec(false, 1, 2)),
         Some("consumesCounters")
     );
-}
-
-#[test]
-fn only_lasting_client_errors_are_verdicts() {
-    for code in [400, 403, 404, 409, 422] {
-        assert!(is_verdict(code), "{code}");
-    }
-    for code in [200, 408, 429, 500, 503] {
-        assert!(!is_verdict(code), "{code}");
-    }
 }

@@ -9,9 +9,10 @@
 //! - [`plan`]: which claims to write now (per-claim refresh, a global rate
 //!   limit, conditions first);
 //! - [`write`]: the apply of one claim's entries;
-//! - [`probe`]: whether the API server lets us write and keeps what we
-//!   write (`Unknown → Enabled | Forbidden | FieldDropped`);
-//! - [`round`]: one round of planned writes behind the probe;
+//! - [`access`]: whether the API server lets us write and keeps what we
+//!   write (`Unknown → Enabled | Forbidden | FieldDropped`), from the dry
+//!   run of [`crate::probe::claim_status`] and the real writes' answers;
+//! - [`round`]: one round of planned writes behind the access state;
 //! - [`feed`]: gpusliced's GetActivity and GetAdvice to each claim's
 //!   entries;
 //! - [`task`]: what drives the rounds (gpusliced's WatchActivity, inventory
@@ -19,10 +20,10 @@
 //! - [`tell`]: the access state told to gpusliced, for `gpuslicectl
 //!   status` (`claim status: written | off: <reason> | not checked yet`).
 
+pub mod access;
 pub mod entries;
 pub mod feed;
 pub mod plan;
-pub mod probe;
 pub mod round;
 pub mod task;
 pub mod tell;

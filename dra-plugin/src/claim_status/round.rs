@@ -4,20 +4,23 @@
 //! change, a refresh deadline) with every prepared claim's rendered
 //! entries; it owns the planner and the access state across rounds.
 //!
-//! Until access is Enabled, each write is preceded by its dry run (the
-//! probe); while Forbidden or FieldDropped nothing is planned or sent until
-//! `recheck_s` has passed. A real write answered 401/403 or without our
-//! entries moves the access state as a probe would. Each change of state
-//! is logged once ([`super::probe::log`]).
+//! Until access is Enabled, each write is preceded by its dry run
+//! ([`crate::probe::claim_status`]); while Forbidden or FieldDropped
+//! nothing is planned or sent until `recheck_s` has passed. A real write
+//! answered 401/403 or without our entries moves the access state as a dry
+//! run would; one that decides nothing (408, 409, 429, 5xx, no answer) is
+//! planned again and moves nothing. Each change of state is logged once
+//! ([`super::access::log`]).
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::resource::v1::AllocatedDeviceStatus;
 
+use super::access::{self, Access, State};
 use super::entries::desired;
 use super::plan::{ClaimUid, Limits, Millis, Outcome, Planner};
-use super::probe::{self, Access, Finding, State};
-use super::write::{self, ClaimRef, WriteError};
+use super::write::{self, ClaimRef};
+use crate::probe::{self, Finding, Verdict};
 
 /// A prepared claim's entries, as they should be now.
 #[derive(Debug, Clone, PartialEq)]
@@ -130,8 +133,8 @@ impl Writer {
     ) -> Outcome {
         if self.access.needs_probe(now) {
             report.requests += 1;
-            let probed = write::apply(kube, claim, entries, true).await;
-            if let Some(outcome) = self.take(kube, &probed, now, report).await
+            let probed = probe::claim_status(kube, claim, entries).await.ok();
+            if let Some(outcome) = self.take(kube, probed.as_ref(), now, report).await
                 && outcome != Outcome::Applied
             {
                 return outcome;
@@ -141,47 +144,42 @@ impl Writer {
             }
         }
         report.requests += 1;
-        let result = write::apply(kube, claim, entries, false).await;
-        self.take(kube, &result, now, report)
+        let written = write::apply(kube, claim, entries).await;
+        self.take(kube, write::finding(&written).as_ref(), now, report)
             .await
             .unwrap_or(Outcome::Failed)
     }
 
-    /// Moves the access state by an apply's result; the planner's outcome
-    /// for the claim (None: the access says no).
+    /// Moves the access state by an apply's finding (None: it decided
+    /// nothing); the planner's outcome for the claim (None: the access
+    /// says no).
     async fn take(
         &mut self,
         kube: &kube::Client,
-        result: &Result<write::Answer, WriteError>,
+        finding: Option<&Finding>,
         now: Millis,
         report: &mut RoundReport,
     ) -> Option<Outcome> {
-        let forbidden = matches!(
-            result,
-            Err(WriteError::Refused {
-                code: 401 | 403,
-                ..
-            })
-        );
+        let Some(finding) = finding else {
+            return Some(Outcome::Failed);
+        };
+        let forbidden = matches!(finding, Finding::Refused(r) if r.verdict == Verdict::Forbidden);
         let identity = if forbidden {
-            probe::identity(kube).await
+            access::identity(kube).await
         } else {
             None
         };
-        let finding = Finding::of(result, identity);
-        if let Some(state) = self.access.observe(&finding, now) {
-            probe::log(state);
-            report.access_changed = Some(probe::describe(state));
+        if let Some(state) = self.access.observe(finding, identity.as_deref(), now) {
+            access::log(state);
+            report.access_changed = Some(access::describe(state));
         }
-        match (&finding, result) {
-            (Finding::Kept, _) => Some(Outcome::Applied),
-            (Finding::Dropped, _) => None,
-            (_, Err(error)) => match error.outcome() {
-                Outcome::Done => Some(Outcome::Done),
-                _ if forbidden => None,
-                other => Some(other),
-            },
-            (_, Ok(_)) => Some(Outcome::Failed),
+        match finding {
+            Finding::Kept => Some(Outcome::Applied),
+            Finding::Dropped => None,
+            Finding::Refused(_) if forbidden => None,
+            // The claim is gone, replaced, or its entries will never be
+            // taken: done with this uid.
+            Finding::Refused(_) => Some(Outcome::Done),
         }
     }
 }

@@ -10,7 +10,7 @@ use gpuslice_proto::gpuslice::v1 as pb;
 use tokio::sync::watch;
 use tracing::debug;
 
-use super::probe::{FIELD_DROPPED, State};
+use super::access::{FIELD_DROPPED, State};
 use crate::gpusliced::GpuSlice;
 
 /// The reason given with `[claim_status] mode = "off"`.

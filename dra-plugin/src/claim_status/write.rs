@@ -8,6 +8,10 @@
 //! an apply meant for an earlier claim of the same name. Never sends
 //! `allocation` or `reservedFor` (those need `resourceclaims/binding`).
 //!
+//! The same apply as a dry run is the access probe
+//! ([`crate::probe::claim_status`]); both read the API server's answer with
+//! [`crate::probe::answer`].
+//!
 //! Needs `patch` on `resourceclaims/status` and, from Kubernetes 1.36,
 //! `associated-node:patch` on `resourceclaims/driver` for our driver
 //! (packaging/rbac/claim-status.yaml).
@@ -18,7 +22,7 @@ use kube::api::{Patch, PatchParams};
 
 use super::entries::entry_key;
 use super::plan::Outcome;
-use crate::advertise::is_verdict;
+use crate::probe::{Finding, Refusal, Verdict, refusal};
 
 /// The field manager of every apply.
 pub const FIELD_MANAGER: &str = "gpuslice-dra-plugin";
@@ -47,19 +51,21 @@ pub enum Answer {
 /// An apply that was not taken.
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {
-    /// The API server refused it for good (a 4xx other than 408 and 429).
-    #[error("the API server refused the status of claim {namespace}/{name} ({code}: {message})")]
+    /// The API server refused it for good ([`crate::probe::answer`]).
+    #[error(
+        "the API server refused the status of claim {namespace}/{name} ({code}: {message})",
+        code = refusal.code,
+        message = refusal.message
+    )]
     Refused {
         /// The claim's namespace.
         namespace: String,
         /// The claim's name.
         name: String,
-        /// The HTTP code.
-        code: u16,
-        /// The API server's message.
-        message: String,
+        /// The refusal.
+        refusal: Refusal,
     },
-    /// It may pass (transport, 408, 429, 5xx).
+    /// It may pass (transport, 408, 409 but a uid precondition, 429, 5xx).
     #[error("cannot apply the status of claim {namespace}/{name}")]
     Failed {
         /// The claim's namespace.
@@ -74,14 +80,25 @@ pub enum WriteError {
 
 impl WriteError {
     /// The planner's view: a refusal of this claim's write (404 gone, 409
-    /// replaced, 422 entries it will never take, any other verdict) is
-    /// done; 401 and 403 are the probe's business and, like anything that
-    /// may pass, tried again.
+    /// replaced, 400 or 422 entries it will never take) is done; 401 and
+    /// 403 are the access state's business and, like anything that may
+    /// pass, tried again.
     pub fn outcome(&self) -> Outcome {
         match self {
-            Self::Refused { code, .. } if !matches!(code, 401 | 403) => Outcome::Done,
+            Self::Refused { refusal, .. } if refusal.verdict != Verdict::Forbidden => Outcome::Done,
             Self::Refused { .. } | Self::Failed { .. } => Outcome::Failed,
         }
+    }
+}
+
+/// An apply's result as the access state reads it (None: it decided
+/// nothing).
+pub fn finding(result: &Result<Answer, WriteError>) -> Option<Finding> {
+    match result {
+        Ok(Answer::Kept) => Some(Finding::Kept),
+        Ok(Answer::Dropped) => Some(Finding::Dropped),
+        Err(WriteError::Refused { refusal, .. }) => Some(Finding::Refused(refusal.clone())),
+        Err(WriteError::Failed { .. }) => None,
     }
 }
 
@@ -99,34 +116,42 @@ pub fn body(claim: &ClaimRef, entries: &[AllocatedDeviceStatus]) -> serde_json::
     })
 }
 
-/// Applies `entries` as the claim's status entries of our driver
-/// (`dry_run`: validated, authorised and answered, nothing stored).
+/// Applies `entries` as the claim's status entries of our driver.
 pub async fn apply(
     kube: &kube::Client,
     claim: &ClaimRef,
     entries: &[AllocatedDeviceStatus],
-    dry_run: bool,
 ) -> Result<Answer, WriteError> {
+    match send(kube, claim, entries, false).await {
+        Ok(answer) => Ok(kept(entries, &answer)),
+        Err(error) => Err(match refusal(&error) {
+            Some(refusal) => WriteError::Refused {
+                namespace: claim.namespace.clone(),
+                name: claim.name.clone(),
+                refusal,
+            },
+            None => WriteError::Failed {
+                namespace: claim.namespace.clone(),
+                name: claim.name.clone(),
+                error,
+            },
+        }),
+    }
+}
+
+/// Sends the apply (`dry_run`: validated, authorised and answered, nothing
+/// stored) and hands back the API server's answer as it came.
+pub(crate) async fn send(
+    kube: &kube::Client,
+    claim: &ClaimRef,
+    entries: &[AllocatedDeviceStatus],
+    dry_run: bool,
+) -> Result<ResourceClaim, kube::Error> {
     let api = Api::<ResourceClaim>::namespaced(kube.clone(), &claim.namespace);
     let mut params = PatchParams::apply(FIELD_MANAGER).force();
     params.dry_run = dry_run;
-    match api
-        .patch_status(&claim.name, &params, &Patch::Apply(body(claim, entries)))
+    api.patch_status(&claim.name, &params, &Patch::Apply(body(claim, entries)))
         .await
-    {
-        Ok(answer) => Ok(kept(entries, &answer)),
-        Err(kube::Error::Api(status)) if is_verdict(status.code) => Err(WriteError::Refused {
-            namespace: claim.namespace.clone(),
-            name: claim.name.clone(),
-            code: status.code,
-            message: status.message.clone(),
-        }),
-        Err(error) => Err(WriteError::Failed {
-            namespace: claim.namespace.clone(),
-            name: claim.name.clone(),
-            error,
-        }),
-    }
 }
 
 /// Whether the answer holds every entry sent (by driver and key).

@@ -1,19 +1,33 @@
-//! The MIG advertise form, before each sync: probe the API server when no
-//! verdict holds ([`crate::advertise::probe`]), tell gpusliced
-//! (`SetMigAdvertise`, every sync: gpusliced forgets it when it restarts),
-//! and log what gpusliced put in force, once and again on change. Under an
-//! explicit form in gpusliced's config the log says the probe was not used,
-//! and warns when that form is one the API server drops.
+//! The MIG advertise form, before each sync: the probe's verdict
+//! ([`crate::probe::MigFormProbe`]: kept, or the steps still open asked
+//! now), told to gpusliced (`SetMigAdvertise`, every sync: gpusliced
+//! forgets it when it restarts), and what gpusliced put in force logged,
+//! once and again on change. Under an explicit form in gpusliced's config
+//! the log says the probe was not used, and warns when that form is one the
+//! API server drops.
 //!
-//! The verdict is dropped (probed again) after a relist of the slice watch
-//! (it reconnected: the API server may have restarted with other gates), a
-//! write the API server refused, or one whose answer lost its counters.
+//! What can change the verdict is the API server's configuration (its
+//! feature gates, served versions, admission and authorization), which
+//! changes when it restarts (an upgrade to another version included). So
+//! the verdict is kept across syncs and their retries, and forgotten (the
+//! next sync probes from the start) only when:
+//! - the slice watch relists (it reconnected: the API server may have
+//!   restarted with other gates);
+//! - a write is refused as invalid or forbidden (400, 401, 403, 422: the
+//!   API server no longer takes what the probe found it takes);
+//! - a write's answer lost counters it sent (the gate went off under it);
+//! - the plugin restarts (it keeps nothing).
+//!
+//! A write that decides nothing (408, 409, 429, 5xx, no answer) or that
+//! names a slice gone (404) is retried and forgets nothing; the plugin has
+//! no config reload, and gpusliced's config does not bear on the verdict.
 
 use gpuslice_proto::gpuslice::v1 as pb;
 use tracing::{debug, info, warn};
 
 use super::{PublishError, Publisher};
-use crate::advertise::{self, Decision, Form};
+use crate::advertise::{Decision, Form};
+use crate::probe::ProbeTarget;
 
 impl Publisher {
     /// Probes if needed, then asks gpusliced for the form.
@@ -21,18 +35,21 @@ impl Publisher {
         // The first relist is the watch starting, not a reconnect.
         let relists = self.echoes.relists();
         if relists > 1 && relists != self.probed_at_relists {
-            self.mig_form = None;
+            self.mig_probe.forget();
+            self.probed_at_relists = relists;
         }
-        let decision = match &self.mig_form {
+        let decision = match self.mig_probe.decision() {
             Some(decision) => decision.clone(),
             None => {
                 let owner = self.owner().await?;
-                let decision = advertise::probe(&self.kube, &self.node_name, &self.driver, &owner)
-                    .await
+                let target = ProbeTarget {
+                    node: &self.node_name,
+                    driver: &self.driver,
+                    owner: &owner,
+                };
+                let decision = (self.mig_probe.decide(&self.kube, &target).await)
                     .map_err(PublishError::Probe)?;
                 debug!(form = ?decision.form, reason = %decision.reason, "probed the API server");
-                self.probed_at_relists = relists;
-                self.mig_form = Some(decision.clone());
                 decision
             }
         };
@@ -50,9 +67,10 @@ impl Publisher {
         Ok(())
     }
 
-    /// Probe again at the next sync (a write was refused or lost fields).
+    /// Probe again at the next sync (a write was refused as invalid or
+    /// forbidden, or lost fields).
     pub(super) fn probe_again(&mut self) {
-        self.mig_form = None;
+        self.mig_probe.forget();
     }
 
     fn log_in_force(&mut self, probe: &Decision, state: pb::MigAdvertiseState) {

@@ -13,10 +13,11 @@
 //!   jitter, never later than the next resync).
 //!
 //! Before each sync it tells gpusliced which form of MIG slices the API
-//! server takes ([`crate::advertise`], probed at start and again after a
-//! relist of the slice watch, a refused write, or a write whose answer lost
-//! its counters; see `mig_form`), and logs the form in force (one INFO line,
-//! again on change).
+//! server takes ([`crate::advertise`], probed at start by
+//! [`crate::probe::MigFormProbe`], whose verdict is kept across syncs and
+//! retries until a relist of the slice watch, a write refused as invalid or
+//! forbidden, or a write whose answer lost its counters; see `mig_form`),
+//! and logs the form in force (one INFO line, again on change).
 //!
 //! Slices are owned by the Node, so deleting the Node garbage-collects
 //! them. Errors are logged and retried; the loop never ends the process.
@@ -71,7 +72,7 @@ pub enum PublishError {
     },
     /// The API server could not be probed for partitionable devices.
     #[error("cannot probe the API server for partitionable devices: {0}")]
-    Probe(crate::advertise::ProbeError),
+    Probe(crate::probe::ProbeError),
     /// gpusliced did not take the MIG advertise form.
     #[error("cannot tell gpusliced the MIG advertise form ({code:?}): {message}", code = .0.code(), message = .0.message())]
     Advertise(tonic::Status),
@@ -153,8 +154,9 @@ pub struct Publisher {
     /// change, a relist, a resync, a failure).
     dirty: bool,
     echoes: Echoes,
-    /// The probe's verdict (None: probe at the next sync).
-    mig_form: Option<crate::advertise::Decision>,
+    /// The MIG-form probe: its findings so far, and its verdict once
+    /// reached (kept until `mig_form` forgets it).
+    mig_probe: crate::probe::MigFormProbe,
     /// The relists seen when the probe last ran.
     probed_at_relists: u64,
     /// gpusliced's form in force, as last logged.
@@ -193,7 +195,7 @@ impl Publisher {
             last_built: None,
             dirty: true,
             echoes: Echoes::default(),
-            mig_form: None,
+            mig_probe: crate::probe::MigFormProbe::default(),
             probed_at_relists: 0,
             mig_in_force: None,
         }

@@ -19,6 +19,7 @@ use kube::api::{DeleteParams, ListParams, PostParams, Preconditions};
 use tracing::warn;
 
 use super::{PublishError, Publisher, SyncReport};
+use crate::probe::Verdict;
 use crate::slice_watch::selector;
 use crate::slices::{self, PoolTarget};
 use crate::sync_plan::{self, Existing, Write};
@@ -138,8 +139,10 @@ impl Publisher {
     }
 
     /// A create's or update's answer: an error, or the slice as stored. A
-    /// refusal, or an answer that lost counters we sent, means the API
-    /// server is not what the probe found: probe again.
+    /// refusal as invalid or forbidden, or an answer that lost counters we
+    /// sent, means the API server is not what the probe found: probe again.
+    /// Anything else (a conflict, a rate limit, a server error, a slice
+    /// gone) says nothing about it: the verdict is kept for the retry.
     fn written(
         &mut self,
         action: &'static str,
@@ -148,7 +151,8 @@ impl Publisher {
         answer: Result<ResourceSlice, kube::Error>,
     ) -> Result<ResourceSlice, PublishError> {
         let stored = answer.map_err(|source| {
-            if matches!(&source, kube::Error::Api(s) if crate::advertise::is_verdict(s.code)) {
+            let refused = crate::probe::refusal(&source).map(|r| r.verdict);
+            if matches!(refused, Some(Verdict::Invalid | Verdict::Forbidden)) {
                 self.probe_again();
             }
             write_error(action, slice.clone(), source)

@@ -64,8 +64,15 @@ struct Node {
 }
 
 fn node(gate: bool) -> Node {
+    node_with_faults(gate, &[])
+}
+
+/// [`node`], its API server answering the first writes with `script`
+/// ([`crate::fake_faults`]; None: served).
+fn node_with_faults(gate: bool, script: &[Option<u16>]) -> Node {
     let dir = tempfile::tempdir().expect("temp dir");
     let api = FakeApiServer::start_with_gate(NODE, NODE_UID, gate);
+    api.mutate(|s| s.faults.script = script.iter().copied().collect());
     let daemon_dir = dir.path().join("daemon");
     std::fs::create_dir_all(&daemon_dir).expect("daemon dir");
     let daemon = Daemon::start_with(&daemon_dir, 2, MIG);
@@ -169,4 +176,39 @@ fn a_gate_switched_off_under_the_plugin_is_noticed_at_the_next_write() {
     node.logged("dropped");
     node.logged(&format!("MIG advertise: layout ({DROPPED})"));
     node.status_says("layout", DROPPED);
+}
+
+#[test]
+fn transient_errors_decide_nothing_and_the_verdict_is_kept_across_retries() {
+    // The first dry run fails (409: the name generateName drew is taken),
+    // then the second (500); once the verdict is in, the first slice
+    // writes fail too (409, 500, 409). No kube-level retry hides these.
+    let script = [
+        Some(409),
+        None,
+        Some(500),
+        None,
+        Some(409),
+        Some(500),
+        Some(409),
+    ];
+    let node = node_with_faults(true, &script);
+    node.wait("partitionable devices", partitionable_published);
+    node.logged(&format!("MIG advertise: partitionable ({KEPT})"));
+    let log = node.shim.log();
+    assert!(!log.contains("MIG advertise: layout"), "{log}");
+    node.status_says("partitionable", KEPT);
+    let state = node.api.state();
+    assert_eq!(state.faults.failed.len(), 5, "{:?}", state.faults.failed);
+    let failed_dry_runs = (state.faults.failed.iter())
+        .filter(|f| f.contains("dryRun=All"))
+        .count();
+    // Two dry runs failed, two answered: none sent again after the verdict,
+    // whatever the writes met.
+    assert_eq!(
+        (failed_dry_runs, state.dry_runs.len()),
+        (2, 2),
+        "{:?}",
+        state.faults.failed
+    );
 }

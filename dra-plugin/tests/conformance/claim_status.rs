@@ -1,4 +1,5 @@
-//! The claim status writer's API calls ([`write`] and [`probe`]) against
+//! The claim status writer's API calls ([`write`] and its dry run,
+//! [`gpuslice_dra_plugin::probe::claim_status`]) against
 //! the fake API server's rules ([`crate::claim_status_rules`]), driven
 //! directly (nothing prepared; the claims are seeded in the server): what
 //! it writes is kept next to another driver's entry and dropped by an
@@ -14,10 +15,11 @@ use gpuslice_dra_plugin::claim_status::entries::{
 };
 use std::collections::BTreeMap;
 
+use gpuslice_dra_plugin::claim_status::access::{self, Access, State as Access_};
 use gpuslice_dra_plugin::claim_status::plan::Limits;
-use gpuslice_dra_plugin::claim_status::probe::{self, Access, Finding, State as Access_};
 use gpuslice_dra_plugin::claim_status::round::{ClaimEntries, RoundReport, Writer};
 use gpuslice_dra_plugin::claim_status::write::{self, Answer, ClaimRef, FIELD_MANAGER};
+use gpuslice_dra_plugin::probe;
 use k8s_openapi::api::resource::v1::AllocatedDeviceStatus;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
@@ -46,7 +48,7 @@ fn seeded_claim(name: &str, uid: &str, node: &str) -> Value {
                                             "message": "", "lastTransitionTime": "2026-09-01T09:00:00Z"}]}]}})
 }
 
-fn server(switches: ClaimStatusSwitches) -> FakeApiServer {
+pub(crate) fn server(switches: ClaimStatusSwitches) -> FakeApiServer {
     let server = FakeApiServer::start(NODE, NODE_UID);
     server.mutate(|state| {
         state.claim_status = switches;
@@ -77,7 +79,7 @@ fn other_owner(node: &str) -> BTreeMap<crate::claim_status_rules::EntryKey, Stri
     )])
 }
 
-fn bound_account() -> ClaimStatusSwitches {
+pub(crate) fn bound_account() -> ClaimStatusSwitches {
     ClaimStatusSwitches {
         identity: Identity::ServiceAccount {
             node: Some(NODE.to_owned()),
@@ -158,30 +160,25 @@ fn written_entries_are_kept_beside_other_drivers_and_dropped_by_an_empty_apply()
     with_client(&server, async |kube| {
         let a = claim_ref("a", 901);
         let sent = [our_entry(NODE)];
-        let probed = write::apply(&kube, &a, &sent, true).await;
-        assert_eq!(
-            access.observe(&Finding::of(&probed, None), 0),
-            Some(&Access_::Enabled)
-        );
+        let probed = probe::claim_status(&kube, &a, &sent)
+            .await
+            .expect("a finding");
+        assert_eq!(access.observe(&probed, None, 0), Some(&Access_::Enabled));
         assert_eq!(
             drivers_stored(&server, "a"),
             ["other.example.com"],
             "dry run stores nothing"
         );
         assert_eq!(
-            write::apply(&kube, &a, &sent, false).await.expect("apply"),
+            write::apply(&kube, &a, &sent).await.expect("apply"),
             Answer::Kept
         );
         assert_eq!(drivers_stored(&server, "a"), ["other.example.com", DRIVER]);
         // Again, identical: kept, still one entry of ours.
-        write::apply(&kube, &a, &sent, false)
-            .await
-            .expect("apply again");
+        write::apply(&kube, &a, &sent).await.expect("apply again");
         assert_eq!(drivers_stored(&server, "a"), ["other.example.com", DRIVER]);
         // Unprepared: the empty list drops ours, and only ours.
-        write::apply(&kube, &a, &[], false)
-            .await
-            .expect("empty apply");
+        write::apply(&kube, &a, &[]).await.expect("empty apply");
         assert_eq!(drivers_stored(&server, "a"), ["other.example.com"]);
     });
     let state = server.state();
@@ -199,20 +196,20 @@ fn written_entries_are_kept_beside_other_drivers_and_dropped_by_an_empty_apply()
 fn a_claim_allocated_on_another_node_is_refused_and_recorded() {
     let server = server(bound_account());
     with_client(&server, async |kube| {
-        let err = write::apply(&kube, &claim_ref("b", 902), &[our_entry("node-2")], false)
+        let err = write::apply(&kube, &claim_ref("b", 902), &[our_entry("node-2")])
             .await
             .expect_err("node-2's claim");
         assert!(err.to_string().contains("403"), "{err}");
         assert!(err.to_string().contains("resourceclaims/driver"), "{err}");
         // An entry for a device not in the allocation, and a stale uid.
-        let err = write::apply(&kube, &claim_ref("a", 901), &[our_entry("node-9")], false)
+        let err = write::apply(&kube, &claim_ref("a", 901), &[our_entry("node-9")])
             .await
             .expect_err("not allocated");
         assert!(
             err.to_string().contains("must be an allocated device"),
             "{err}"
         );
-        let err = write::apply(&kube, &claim_ref("a", 999), &[our_entry(NODE)], false)
+        let err = write::apply(&kube, &claim_ref("a", 999), &[our_entry(NODE)])
             .await
             .expect_err("replaced claim");
         assert_eq!(
@@ -238,10 +235,12 @@ fn with_the_gate_off_the_probe_finds_the_field_dropped_once() {
     let mut lines = Vec::new();
     with_client(&server, async |kube| {
         for at in [0, 3_600_000] {
-            let probed = write::apply(&kube, &claim_ref("a", 901), &[our_entry(NODE)], true).await;
+            let probed = probe::claim_status(&kube, &claim_ref("a", 901), &[our_entry(NODE)])
+                .await
+                .expect("a finding");
             assert!(access.needs_probe(at));
-            if let Some(state) = access.observe(&Finding::of(&probed, None), at) {
-                lines.push(probe::describe(state));
+            if let Some(state) = access.observe(&probed, None, at) {
+                lines.push(access::describe(state));
             }
         }
     });
@@ -263,12 +262,14 @@ fn with_the_kubelets_identity_the_probe_names_the_claim_status_kubeconfig() {
     });
     let mut access = Access::new(3_600_000);
     let line = with_client(&server, async |kube| {
-        let probed = write::apply(&kube, &claim_ref("a", 901), &[our_entry(NODE)], true).await;
-        let me = probe::identity(&kube).await;
+        let probed = probe::claim_status(&kube, &claim_ref("a", 901), &[our_entry(NODE)])
+            .await
+            .expect("a finding");
+        let me = access::identity(&kube).await;
         assert_eq!(me.as_deref(), Some("system:node:node-1"));
         access
-            .observe(&Finding::of(&probed, me), 0)
-            .map(probe::describe)
+            .observe(&probed, me.as_deref(), 0)
+            .map(access::describe)
     });
     let line = line.expect("a change of state");
     assert!(
@@ -279,7 +280,7 @@ fn with_the_kubelets_identity_the_probe_names_the_claim_status_kubeconfig() {
     assert_eq!(server.state().claim_status_log.refusals.len(), 1);
 }
 
-fn prepared(names: &[(&str, u32)]) -> BTreeMap<String, ClaimEntries> {
+pub(crate) fn prepared(names: &[(&str, u32)]) -> BTreeMap<String, ClaimEntries> {
     names
         .iter()
         .map(|(name, n)| {
@@ -294,7 +295,7 @@ fn prepared(names: &[(&str, u32)]) -> BTreeMap<String, ClaimEntries> {
         .collect()
 }
 
-fn limits() -> Limits {
+pub(crate) fn limits() -> Limits {
     Limits {
         refresh: 300_000,
         max_writes_per_minute: 60,

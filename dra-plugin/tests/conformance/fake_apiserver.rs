@@ -12,7 +12,9 @@
 //! is stored and answered. `dryRun=All` creates are checked and answered
 //! but not stored ([`State::dry_runs`]); discovery of resource.k8s.io/v1
 //! lists resourceslices.
-//! Claim status applies follow [`crate::claim_status_rules`].
+//! Claim status applies follow [`crate::claim_status_rules`]. In its fault
+//! mode ([`State::faults`], [`crate::fake_faults`]) it fails a scripted or
+//! seeded share of writes with transient errors before serving them.
 //! Every change is kept in an event log for watches ([`crate::fake_watch`]),
 //! which the test can compact and whose open watches it can close. Tests
 //! wait on the state through a condition variable, never by sleeping.
@@ -68,6 +70,8 @@ pub struct State {
     pub claim_status: crate::claim_status_rules::ClaimStatusSwitches,
     /// Claim status writes: what happened.
     pub claim_status_log: crate::claim_status_rules::ClaimStatusLog,
+    /// Writes failed before they are served ([`crate::fake_faults`]).
+    pub faults: crate::fake_faults::Faults,
 }
 
 pub struct FakeApiServer {
@@ -183,7 +187,10 @@ fn serve_connection(stream: TcpStream, shared: &(Mutex<State>, Condvar)) {
         }
         let (status, reply) = {
             let mut state = shared.0.lock().expect("state lock");
-            let answer = route(&mut state, &method, &target, &body);
+            let answer = match state.faults.answer(&method, &target) {
+                Some(fault) => fault,
+                None => route(&mut state, &method, &target, &body),
+            };
             shared.1.notify_all();
             answer
         };

@@ -15,7 +15,8 @@
 //! health, deletions, foreign edits, a watch that expired, gpusliced
 //! restarting), never from the timer. [`advertise`]: the MIG form the
 //! plugin probes the API server for, with the gate on, off, and switched off
-//! under it. [`claim_status`]: the claim status writer's apply and probe
+//! under it, and through transient errors; [`probe`]: the one dry-run probe
+//! against the fake API server's fault mode ([`fake_faults`]). [`claim_status`]: the claim status writer's apply and probe
 //! against the server's status rules ([`claim_status_rules`]);
 //! [`status_chain`]: the same through the real plugin and gpusliced, read
 //! back by `gpuslicectl claims --cluster`.
@@ -28,11 +29,14 @@ mod claim_status_rules;
 mod extended;
 mod extended_claim;
 mod fake_apiserver;
+mod fake_faults;
 mod fake_gate;
 mod fake_watch;
 mod gpusliced;
 mod k8s_schema;
 mod peers;
+mod probe;
+mod publish_faults;
 mod republish;
 mod slice_rules;
 mod status_chain;

@@ -4,7 +4,7 @@
 use gpuslice_proto::gpuslice::v1 as pb;
 
 use super::{MAX_REASON, MODE_OFF, mode_off, state_of};
-use crate::claim_status::probe::{FIELD_DROPPED, State};
+use crate::claim_status::access::{FIELD_DROPPED, State};
 
 fn parts(
     state: &pb::ClaimStatusState,

@@ -4,6 +4,8 @@ use k8s_openapi::api::resource::v1::{AllocatedDeviceStatus, ResourceClaim, Resou
 
 use super::{Answer, ClaimRef, WriteError, body, kept};
 use crate::claim_status::plan::Outcome;
+use crate::probe::Refusal;
+use crate::probe::answer::verdict;
 
 fn claim() -> ClaimRef {
     ClaimRef {
@@ -74,20 +76,26 @@ fn an_answer_without_our_entries_is_a_drop() {
 
 #[test]
 fn refusals_of_the_claim_end_it_and_the_rest_are_retried() {
-    let refused = |code| WriteError::Refused {
+    // Refused is made only of an answer read as a verdict (a 409 only
+    // from the uid precondition).
+    let refused = |code, message: &str| WriteError::Refused {
         namespace: "ml".to_owned(),
         name: "infer-a".to_owned(),
-        code,
-        message: String::new(),
+        refusal: Refusal {
+            verdict: verdict(code, message).expect("a verdict"),
+            code,
+            message: message.to_owned(),
+        },
     };
-    for (code, want) in [
-        (404, Outcome::Done),
-        (409, Outcome::Done),
-        (422, Outcome::Done),
-        (400, Outcome::Done),
-        (401, Outcome::Failed),
-        (403, Outcome::Failed),
+    let replaced = "Precondition failed: UID in precondition: 9, UID in object meta: 7";
+    for (code, message, want) in [
+        (404, "", Outcome::Done),
+        (409, replaced, Outcome::Done),
+        (422, "", Outcome::Done),
+        (400, "", Outcome::Done),
+        (401, "", Outcome::Failed),
+        (403, "", Outcome::Failed),
     ] {
-        assert_eq!(refused(code).outcome(), want, "{code}");
+        assert_eq!(refused(code, message).outcome(), want, "{code}");
     }
 }

@@ -1,26 +1,30 @@
 //! Whether the API server lets us write claim status and keeps it: the
-//! access state `Unknown → Enabled | Forbidden(reason) | FieldDropped`, as
-//! [`crate::advertise`] finds the MIG form.
+//! access state `Unknown → Enabled | Forbidden(reason) | FieldDropped`,
+//! kept across the writer's rounds.
 //!
-//! The first write (and a re-check every `recheck_s` while Forbidden or
-//! FieldDropped) is the same apply with `dryRun=All`: answered with our
-//! entries → Enabled; answered without them → FieldDropped (the API server
-//! clears `status.devices` with DRAResourceClaimDeviceStatus off, silently);
-//! 401/403 → Forbidden with the server's message and the identity
-//! (a `SelfSubjectReview`; the kubelet's `system:node:*` identity can never
-//! write claim status, so the reason names `[claim_status] kubeconfig`).
-//! Other refusals concern that claim, not the access (the state stays);
-//! transport errors, 408, 429 and 5xx decide nothing. A real write that
-//! later answers 403 or drops our entries moves the state the same way.
-//! [`Access::observe`] is the pure rule; each change of state is logged once
-//! (WARN for Forbidden and FieldDropped, INFO for Enabled).
+//! Until a verdict, each write is preceded by the dry-run apply of
+//! [`crate::probe::claim_status`] (and a re-check every `recheck_s` while
+//! Forbidden or FieldDropped): answered with our entries → Enabled;
+//! answered without them → FieldDropped (the API server clears
+//! `status.devices` with DRAResourceClaimDeviceStatus off, silently);
+//! refused as forbidden (401, 403) → Forbidden with the server's message
+//! and the identity (a `SelfSubjectReview`; the kubelet's `system:node:*`
+//! identity can never write claim status, so the reason names
+//! `[claim_status] kubeconfig`). Other refusals concern that claim, not the
+//! access (the state stays); what decides nothing (transport errors, 408,
+//! 409, 429, 5xx: [`crate::probe::answer`]) is not observed at all. Enabled
+//! is kept until a real write answers 401 or 403, or drops our entries,
+//! which moves the state as a dry run would. [`Access::observe`] is the
+//! pure rule; each change of state is logged once (WARN for Forbidden and
+//! FieldDropped, INFO for Enabled).
 
 use k8s_openapi::api::authentication::v1::SelfSubjectReview;
 use kube::Api;
 use kube::api::PostParams;
 
 use super::plan::Millis;
-use super::write::{Answer, WriteError};
+use crate::probe::answer::first_line;
+use crate::probe::{Finding, Verdict};
 
 /// Where the kubelet's identity is told to go instead.
 pub const NODE_IDENTITY_HINT: &str = "the kubelet's credentials never may write claim status \
@@ -41,43 +45,6 @@ pub enum State {
     Forbidden(String),
     /// Writes are taken and `status.devices` dropped.
     FieldDropped,
-}
-
-/// What one apply (dry run or real) found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Finding {
-    /// Taken, entries kept.
-    Kept,
-    /// Taken, entries dropped.
-    Dropped,
-    /// Refused: the HTTP code, the server's message, and who we are (the
-    /// user name, when known).
-    Refused {
-        /// HTTP code.
-        code: u16,
-        /// The server's message.
-        message: String,
-        /// The identity's user name.
-        identity: Option<String>,
-    },
-    /// No verdict (retry).
-    Undecided,
-}
-
-impl Finding {
-    /// The finding of an apply's result.
-    pub fn of(result: &Result<Answer, WriteError>, identity: Option<String>) -> Self {
-        match result {
-            Ok(Answer::Kept) => Self::Kept,
-            Ok(Answer::Dropped) => Self::Dropped,
-            Err(WriteError::Refused { code, message, .. }) => Self::Refused {
-                code: *code,
-                message: message.clone(),
-                identity,
-            },
-            Err(WriteError::Failed { .. }) => Self::Undecided,
-        }
-    }
 }
 
 /// The access state and when it last changed.
@@ -116,19 +83,23 @@ impl Access {
         }
     }
 
-    /// Takes a finding; answers the new state when it changed (to log
+    /// Takes a finding of an apply (`identity`: who we are, when a
+    /// refusal made us ask); answers the new state when it changed (to log
     /// once), None otherwise. A re-check that finds the same refusal
     /// restarts the recheck clock without a new line.
-    pub fn observe(&mut self, finding: &Finding, now: Millis) -> Option<&State> {
+    pub fn observe(
+        &mut self,
+        finding: &Finding,
+        identity: Option<&str>,
+        now: Millis,
+    ) -> Option<&State> {
         let next = match finding {
             Finding::Kept => State::Enabled,
             Finding::Dropped => State::FieldDropped,
-            Finding::Refused {
-                code: 401 | 403,
-                message,
-                identity,
-            } => State::Forbidden(forbidden_reason(message, identity.as_deref())),
-            Finding::Refused { .. } | Finding::Undecided => return None,
+            Finding::Refused(refusal) if refusal.verdict == Verdict::Forbidden => {
+                State::Forbidden(forbidden_reason(&refusal.message, identity))
+            }
+            Finding::Refused(_) => return None,
         };
         let changed = std::mem::discriminant(&next) != std::mem::discriminant(&self.state);
         self.since = now;
@@ -160,8 +131,7 @@ pub fn log(state: &State) {
 /// Why the API server refuses, for a person: its message, who we are, and
 /// what to do when we are the kubelet.
 pub fn forbidden_reason(message: &str, identity: Option<&str>) -> String {
-    let first = message.lines().next().unwrap_or_default();
-    let first: String = first.chars().take(300).collect();
+    let first = first_line(message, 300);
     let user = identity
         .map(str::to_owned)
         .or_else(|| user_in_message(message));
