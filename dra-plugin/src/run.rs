@@ -248,7 +248,7 @@ fn claim_status_settings(resolved: &Resolved) -> claim_status::Settings {
             node: resolved.node_name.clone(),
             refresh_s: status.refresh_s,
         },
-        limits: plan::Limits {
+        budget: plan::WriteBudget {
             refresh: status.refresh_s.saturating_mul(1000),
             max_writes_per_minute: status.max_writes_per_minute,
         },

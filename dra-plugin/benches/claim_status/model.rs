@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use gpuslice_dra_plugin::claim_status::entries::{
     Context, DeviceUsage, Idleness, Memory, OverShare, Sharing, desired, entry,
 };
-use gpuslice_dra_plugin::claim_status::plan::{Limits, MINUTE, Outcome, Planner};
+use gpuslice_dra_plugin::claim_status::plan::{MINUTE, Outcome, Planner, WriteBudget};
 use k8s_openapi::jiff::Timestamp;
 
 const GIB: u64 = 1 << 30;
@@ -130,7 +130,7 @@ pub fn run(scenario: Scenario, settings: &Settings) -> Vec<usize> {
         node: "node-1".to_owned(),
         refresh_s: settings.refresh_s,
     };
-    let mut planner = Planner::new(Limits {
+    let mut planner = Planner::new(WriteBudget {
         refresh: settings.refresh_s * 1000,
         max_writes_per_minute: settings.max_writes_per_minute,
     });

@@ -86,9 +86,10 @@ pub enum Outcome {
     Failed,
 }
 
-/// The limits.
+/// The write budget of the claim-status writer: how often one claim may be
+/// written, and how many writes a minute all claims together may take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
+pub struct WriteBudget {
     /// Least time between two writes of one claim's figures.
     pub refresh: Millis,
     /// Most writes in any 60 s, all claims together (≥ 1).
@@ -114,7 +115,7 @@ struct Claim {
 /// The planner's memory: what each claim holds and the recent writes.
 #[derive(Debug, Clone)]
 pub struct Planner {
-    limits: Limits,
+    budget: WriteBudget,
     claims: BTreeMap<ClaimUid, Claim>,
     /// Times of the writes in the last minute, oldest first.
     recent: VecDeque<Millis>,
@@ -122,11 +123,11 @@ pub struct Planner {
 
 impl Planner {
     /// A planner that knows of no claim.
-    pub fn new(limits: Limits) -> Self {
+    pub fn new(budget: WriteBudget) -> Self {
         Self {
-            limits: Limits {
-                max_writes_per_minute: limits.max_writes_per_minute.max(1),
-                ..limits
+            budget: WriteBudget {
+                max_writes_per_minute: budget.max_writes_per_minute.max(1),
+                ..budget
             },
             claims: BTreeMap::new(),
             recent: VecDeque::new(),
@@ -171,7 +172,7 @@ impl Planner {
         {
             self.recent.pop_front();
         }
-        let room = (self.limits.max_writes_per_minute as usize).saturating_sub(self.recent.len());
+        let room = (self.budget.max_writes_per_minute as usize).saturating_sub(self.recent.len());
         let writes: Vec<Write> = wanted
             .into_iter()
             .take(room)
@@ -222,7 +223,7 @@ impl Planner {
             (Some(want), Some(have)) if want.figures != have.figures => {
                 let due = claim
                     .written_at
-                    .is_none_or(|at| now.saturating_sub(at) >= self.limits.refresh);
+                    .is_none_or(|at| now.saturating_sub(at) >= self.budget.refresh);
                 due.then_some(Reason::Figures)
             }
             (Some(_), Some(_)) => None,

@@ -18,7 +18,7 @@ use k8s_openapi::api::resource::v1::AllocatedDeviceStatus;
 
 use super::access::{self, Access, State};
 use super::entries::desired;
-use super::plan::{ClaimUid, Limits, Millis, Outcome, Planner};
+use super::plan::{ClaimUid, Millis, Outcome, Planner, WriteBudget};
 use super::write::{self, ClaimRef};
 use crate::probe::{self, Finding, Verdict};
 
@@ -54,7 +54,7 @@ pub struct Writer {
 
 impl Writer {
     /// A writer that has written nothing; `recheck` as in [`Access::new`].
-    pub fn new(limits: Limits, recheck: Millis) -> Self {
+    pub fn new(limits: WriteBudget, recheck: Millis) -> Self {
         Self {
             planner: Planner::new(limits),
             access: Access::new(recheck),

@@ -22,7 +22,7 @@ use tracing::{debug, warn};
 
 use super::entries::Context;
 use super::feed::feed;
-use super::plan::{ClaimUid, Limits, Millis};
+use super::plan::{ClaimUid, Millis, WriteBudget};
 use super::round::{ClaimEntries, Writer};
 use super::tell;
 use crate::gpusliced::GpuSlice;
@@ -37,7 +37,7 @@ pub struct Settings {
     /// The driver, node and refresh the entries are rendered with.
     pub context: Context,
     /// `[claim_status] refresh_s` and `max_writes_per_minute`.
-    pub limits: Limits,
+    pub budget: WriteBudget,
     /// `[claim_status] recheck_s`, in milliseconds.
     pub recheck: Millis,
 }
@@ -58,7 +58,7 @@ pub async fn run(
     ));
     let mut state = TaskState {
         gpusliced,
-        writer: Writer::new(settings.limits, settings.recheck),
+        writer: Writer::new(settings.budget, settings.recheck),
         settings,
         last: BTreeMap::new(),
         advice: None,

@@ -16,7 +16,7 @@ use gpuslice_dra_plugin::claim_status::entries::{
 use std::collections::BTreeMap;
 
 use gpuslice_dra_plugin::claim_status::access::{self, Access, State as Access_};
-use gpuslice_dra_plugin::claim_status::plan::Limits;
+use gpuslice_dra_plugin::claim_status::plan::WriteBudget;
 use gpuslice_dra_plugin::claim_status::round::{ClaimEntries, RoundReport, Writer};
 use gpuslice_dra_plugin::claim_status::write::{self, Answer, ClaimRef, FIELD_MANAGER};
 use gpuslice_dra_plugin::probe;
@@ -295,8 +295,8 @@ pub(crate) fn prepared(names: &[(&str, u32)]) -> BTreeMap<String, ClaimEntries> 
         .collect()
 }
 
-pub(crate) fn limits() -> Limits {
-    Limits {
+pub(crate) fn limits() -> WriteBudget {
+    WriteBudget {
         refresh: 300_000,
         max_writes_per_minute: 60,
     }

@@ -4,7 +4,9 @@ use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 
-use super::{ClaimUid, ConditionKey, Desired, Limits, MINUTE, Millis, Outcome, Planner, Reason};
+use super::{
+    ClaimUid, ConditionKey, Desired, MINUTE, Millis, Outcome, Planner, Reason, WriteBudget,
+};
 
 /// A claim's state in a generated step: absent (unprepared), or a condition
 /// value and a figure value from small sets, so changes and repeats happen.
@@ -56,7 +58,7 @@ struct Done {
 }
 
 /// Runs the steps; every planned write gets its outcome at once.
-fn run(limits: Limits, steps: &[Step]) -> (Planner, Vec<Done>) {
+fn run(limits: WriteBudget, steps: &[Step]) -> (Planner, Vec<Done>) {
     let mut planner = Planner::new(limits);
     let mut now = 0;
     let mut log = Vec::new();
@@ -81,8 +83,8 @@ fn run(limits: Limits, steps: &[Step]) -> (Planner, Vec<Done>) {
     (planner, log)
 }
 
-fn limits() -> impl Strategy<Value = Limits> {
-    (10_000..400_000u64, 1..10u32).prop_map(|(refresh, max)| Limits {
+fn limits() -> impl Strategy<Value = WriteBudget> {
+    (10_000..400_000u64, 1..10u32).prop_map(|(refresh, max)| WriteBudget {
         refresh,
         max_writes_per_minute: max,
     })
@@ -122,7 +124,7 @@ proptest! {
     #[test]
     fn condition_changes_are_written_at_once(refresh in 10_000..400_000u64, steps in steps()) {
         // Room for every claim in every step of a minute.
-        let limits = Limits { refresh, max_writes_per_minute: 4 * 60 };
+        let limits = WriteBudget { refresh, max_writes_per_minute: 4 * 60 };
         let mut planner = Planner::new(limits);
         let mut now = 0;
         for (advance, claims, _) in &steps {
@@ -191,7 +193,7 @@ proptest! {
     fn denied_claims_keep_their_latest_state_and_conditions_go_first(
         steps in steps(),
     ) {
-        let limits = Limits { refresh: 10_000, max_writes_per_minute: 1 };
+        let limits = WriteBudget { refresh: 10_000, max_writes_per_minute: 1 };
         let mut planner = Planner::new(limits);
         let mut now = 0;
         let mut want = BTreeMap::new();
@@ -224,7 +226,7 @@ proptest! {
 
 #[test]
 fn a_claim_refused_for_good_is_not_written_again_until_its_uid_leaves() {
-    let limits = Limits {
+    let limits = WriteBudget {
         refresh: 10_000,
         max_writes_per_minute: 60,
     };
@@ -243,7 +245,7 @@ fn a_claim_refused_for_good_is_not_written_again_until_its_uid_leaves() {
 
 #[test]
 fn a_failed_write_is_planned_again() {
-    let limits = Limits {
+    let limits = WriteBudget {
         refresh: 300_000,
         max_writes_per_minute: 60,
     };
