@@ -17,8 +17,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use gpuslice_plugin_config::Config as PluginConfig;
 use gpuslice_proto::gpuslice::v1 as pb;
-use gpuslice_publish::config::Config as PluginConfig;
 use gpuslice_publish::slices::{PoolTarget, build_pool};
 use gpuslice_selector::inputs::{self, ClaimDoc, Labeled, Target};
 use gpuslice_selector::{Catalog, DeviceView, Hint, Outcome, Selector};

@@ -41,4 +41,5 @@ pub mod slice_watch;
 pub mod sockets;
 pub mod sync_plan;
 
-pub use gpuslice_publish::{config, names, slices};
+pub use gpuslice_plugin_config as config;
+pub use gpuslice_publish::{names, slices};

@@ -10,7 +10,7 @@ use gpuslice_repo_checks::tree::repo_root;
 use serde::Deserialize as _;
 use serde_norway::Value;
 
-/// The plugin's default `driver_name` (publish/src/config/mod.rs).
+/// The plugin's default `driver_name` (plugin-config/src/lib.rs).
 const DEFAULT_DRIVER: &str = "gpu.nvidia.com";
 
 fn documents() -> Vec<Value> {

@@ -46,7 +46,7 @@ pub struct ClusterArgs {
     /// With --cluster: the DRA driver whose entries are read (the plugin's
     /// driver_name).
     #[arg(long, value_name = "NAME", requires = "cluster",
-          default_value_t = gpuslice_publish::config::Config::default().driver_name)]
+          default_value_t = gpuslice_plugin_config::Config::default().driver_name)]
     pub driver: String,
 }
 

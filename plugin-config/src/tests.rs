@@ -27,7 +27,7 @@ fn empty_file_gives_the_documented_defaults() {
 
 #[test]
 fn the_packaged_file_parses_to_the_defaults() {
-    let text = include_str!("../../../packaging/gpuslice-dra-plugin.toml");
+    let text = include_str!("../../packaging/gpuslice-dra-plugin.toml");
     assert_eq!(parse(text).expect("packaged config"), Config::default());
 }
 

@@ -72,7 +72,7 @@ impl Config {
 
 /// A Node name must be a DNS subdomain (it is also the pool name).
 pub(super) fn check_node_name(name: &str) -> Result<(), ConfigError> {
-    if crate::names::is_dns_subdomain(name) {
+    if gpuslice_publish::names::is_dns_subdomain(name) {
         Ok(())
     } else {
         Err(ConfigError::Invalid {

@@ -1,4 +1,4 @@
-//! The shim's one TOML file, /etc/gpuslice/gpuslice-dra-plugin.toml, in the
+//! The DRA plugin's one TOML file, /etc/gpuslice/gpuslice-dra-plugin.toml, in the
 //! same style as gpusliced's: every key optional with a documented default,
 //! unknown keys refused with line and column, relative paths taken relative
 //! to the file's folder.
@@ -191,7 +191,9 @@ impl Config {
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
-        if !crate::names::is_dns_subdomain(&self.driver_name) || self.driver_name.len() > 63 {
+        if !gpuslice_publish::names::is_dns_subdomain(&self.driver_name)
+            || self.driver_name.len() > 63
+        {
             return Err(ConfigError::Invalid {
                 key: "driver_name",
                 problem: format!(
