@@ -120,6 +120,7 @@ async fn claim_problems(daemon: &Daemon, uid: &str) -> Vec<String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
 async fn sim_injected_xids_make_devices_unhealthy_until_recovered_or_cleared() {
     let dir = tempfile::tempdir().expect("temp dir");
     write_config(dir.path());

@@ -44,6 +44,7 @@ fn ctl_refused(node: &SharedDaemon, args: &[&str]) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
 async fn sim_mps_claims_share_a_daemon_and_time_slices_agree_per_gpu() {
     let test = "sim_mps_claims_share_a_daemon_and_time_slices_agree_per_gpu";
     let Some(node) = SharedDaemon::start(test, 3, "") else {
@@ -186,6 +187,7 @@ async fn sim_mps_claims_share_a_daemon_and_time_slices_agree_per_gpu() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
 async fn sim_every_bad_sharing_config_names_its_field() {
     let test = "sim_every_bad_sharing_config_names_its_field";
     let mig = "[mig]\n[[mig.gpu]]\nindex = 1\nlayout = [\"3g.40gb\"]\n";

@@ -145,6 +145,7 @@ fn nvidia_configs_parse_to_policies() {
 }
 
 #[test]
+#[allow(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
 fn every_refusal_names_its_field() {
     let cases: Vec<(String, &str)> = vec![
         (

@@ -123,6 +123,7 @@ fn gpu_instances(daemon_dir: &Path) -> Vec<Vec<u64>> {
 }
 
 #[test]
+#[allow(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
 fn device_plugin_pods_get_a_gpu_and_a_mig_slice_through_the_schedulers_claims() {
     let dir = tempfile::tempdir().expect("temp dir");
     let Some(kubelet) = Kubelet::generate(dir.path()) else {

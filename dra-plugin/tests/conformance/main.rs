@@ -153,6 +153,7 @@ fn published(state: &State, min_generation: i64) -> bool {
 }
 
 #[test]
+#[allow(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
 fn kubelet_conformance_against_real_gpusliced() {
     let dir = tempfile::tempdir().expect("temp dir");
     let Some(kubelet) = Kubelet::generate(dir.path()) else {

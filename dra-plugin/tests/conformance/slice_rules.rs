@@ -252,6 +252,7 @@ mod tests {
     /// The checker itself refuses what the API server refuses (so a passing
     /// conformance run means something).
     #[test]
+    #[allow(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
     fn slice_rules_refuse_what_the_api_refuses() {
         let node = (NODE.to_owned(), NODE_UID.to_owned());
         let device = |i: usize| {

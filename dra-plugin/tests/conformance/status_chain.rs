@@ -95,6 +95,7 @@ pub(crate) fn start_status_shim(
 }
 
 #[test]
+#[allow(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
 fn an_idle_claim_shows_idle_in_its_status_and_in_claims_cluster() {
     let dir = tempfile::tempdir().expect("temp dir");
     let Some(kubelet) = Kubelet::generate(dir.path()) else {

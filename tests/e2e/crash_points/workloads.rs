@@ -176,6 +176,10 @@ fn uid(n: u32) -> &'static str {
 /// every crash point is passed. Each is small, so that a case replays
 /// little before its crash; `all` also runs `combined`, every kind of claim
 /// on one node.
+#[allow(
+    clippy::too_many_lines,
+    reason = "the list of workloads, one entry per case"
+)]
 pub fn workloads(all: bool) -> Vec<Workload> {
     use Step::{Prepare, Reboot, Reload, Restart, Start, Unprepare};
     let mut out = vec![

@@ -158,6 +158,10 @@ fn key_of(plan: &Plan) -> Vec<String> {
     key
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "the sharing checks of a quiescent node, one after the other"
+)]
 fn sharing(look: &Look, extra: &Extra, plans: &[&Plan], node: &Catalogue) -> Vec<String> {
     let mut out = Vec::new();
     let mig_names: BTreeMap<&str, &str> = look
