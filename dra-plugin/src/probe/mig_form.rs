@@ -76,6 +76,15 @@ impl MigFormProbe {
         self.decision.as_ref()
     }
 
+    /// How many of its questions have an answer kept (discovery, each dry
+    /// run, the decision): a retry that raises it made progress.
+    pub fn answers(&self) -> usize {
+        usize::from(self.v1_served.is_some())
+            + usize::from(self.shared_counters.is_some())
+            + usize::from(self.consumes_counters.is_some())
+            + usize::from(self.decision.is_some())
+    }
+
     /// Drops the decision and every finding: the next call asks again
     /// from the start.
     pub fn forget(&mut self) {

@@ -161,6 +161,9 @@ pub struct Publisher {
     probed_at_relists: u64,
     /// gpusliced's form in force, as last logged.
     mig_in_force: Option<gpuslice_proto::gpuslice::v1::MigAdvertiseState>,
+    /// ResourceSlice writes the API server took, ever: with the probe's
+    /// answers, what tells a failed sync that moved on from one that did not.
+    writes_taken: u64,
 }
 
 impl std::fmt::Debug for Publisher {
@@ -198,7 +201,14 @@ impl Publisher {
             mig_probe: crate::probe::MigFormProbe::default(),
             probed_at_relists: 0,
             mig_in_force: None,
+            writes_taken: 0,
         }
+    }
+
+    /// Answers taken so far (writes and the probe's): grows while a sync
+    /// that fails still moves on.
+    fn progress(&self) -> u64 {
+        self.writes_taken + self.mig_probe.answers() as u64
     }
 
     /// Syncs now, then whenever `triggers` say something changed, until
@@ -235,6 +245,7 @@ impl Publisher {
                 Settled::Stop => return,
                 Settled::Ready { foreign } => self.dirty |= foreign,
             }
+            let before = self.progress();
             match self.sync_once().await {
                 Ok(report) => {
                     retry_at = None;
@@ -243,6 +254,14 @@ impl Publisher {
                 }
                 Err(err) => {
                     self.dirty = true;
+                    // A sync that got some answers before it failed starts
+                    // the backoff over: the API server is there, and the
+                    // next try starts from what it now holds (and what the
+                    // probe kept). Only a try that moved nothing backs off
+                    // further.
+                    if self.progress() > before {
+                        retries.reset();
+                    }
                     let delay = retries.next_delay();
                     retry_at = Some(Instant::now() + delay);
                     warn!(error = %err, retry_in = ?delay, "ResourceSlice sync failed");

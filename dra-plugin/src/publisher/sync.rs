@@ -135,6 +135,7 @@ impl Publisher {
                 }
             }
         }
+        self.writes_taken += 1;
         Ok(())
     }
 
