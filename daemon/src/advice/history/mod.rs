@@ -2,7 +2,8 @@
 //! claim used, kept across restarts (see [`file`]) and read by the rule
 //! ([`super::rule`]).
 //!
-//! Fed by the activity sampler (`activity/feed.rs`, through
+//! Fed by the activity sampler (its `HistoryFeed` subscriber in
+//! `activity/history_feed.rs`, through
 //! [`super::keeper`]): after each sample it fills one
 //! [`ClaimFigures`] per prepared claim from its `ClaimActivity` (memory used
 //! per device, `None` when processes ran and none reported a figure; SM
