@@ -80,10 +80,10 @@ gpuslicectl prepare --uid "$CLAIM" --namespace ml --name infer-a --device gpu-0 
 	--config "$MPS" --config "$MEM" || fail "prepare of the MPS claim"
 
 step "with CAP_KILL: the claim's largest process (nobody's) is ended, its other one lives, one line"
-as_nobody 10GiB
+as_nobody 10Gi
 EXEC_SMALL=$EXEC PID_SMALL=$PID
 is_nobody "$PID_SMALL"
-as_nobody 12GiB
+as_nobody 12Gi
 EXEC_LARGE=$EXEC PID_LARGE=$PID
 journal_has "ended process $PID_LARGE (sleep, 12.0 GiB) of claim ml/infer-a ($CLAIM): the claim used 22.0 GiB on gpu-0" \
 	|| fail "process $PID_LARGE was not ended"
@@ -106,7 +106,7 @@ printf '[Service]\nCapabilityBoundingSet=~CAP_KILL\n' >"$DROP_IN"
 systemctl daemon-reload
 systemctl restart gpusliced.service || fail "gpusliced did not restart without CAP_KILL"
 [ "$(capbnd)" = 000000000828000d ] || fail "the drop-in did not take CAP_KILL alone: $(capbnd)"
-as_nobody 12GiB
+as_nobody 12Gi
 EXEC_DENIED=$EXEC PID_DENIED=$PID
 journal_has "gpusliced may not signal process $PID_DENIED (uid $NOBODY): it needs CAP_KILL; was the unit changed?" \
 	|| fail "no not-permitted line for process $PID_DENIED"
