@@ -12,6 +12,8 @@
 
 use std::collections::BTreeMap;
 
+use gpuslice_quantity::show::gib;
+
 use super::request::PrepareRequest;
 use crate::state::{ClaimRecord, DeviceSharing};
 
@@ -120,8 +122,6 @@ pub(super) fn device_words(device: &str, sharing: Option<&DeviceSharing>) -> Str
         }
     }
 }
-
-use gpuslice_quantity::show::gib;
 
 /// Longest config shown whole in a refusal; longer ones end in "…".
 const CONFIG_SHOWN: usize = 160;
