@@ -142,7 +142,7 @@ impl FakeProcesses {
                 .arg("--socket")
                 .arg(&daemon.socket)
                 .args(["sim", "exec", "--claim", &claim_uid(i)])
-                .args(["--memory", "4GiB", "--sm", "40", "--", "sleep", "3600"])
+                .args(["--memory", "4Gi", "--sm", "40", "--", "sleep", "3600"])
                 .stdin(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()
