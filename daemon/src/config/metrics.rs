@@ -4,7 +4,9 @@
 //! root process owning the node's GPUs) make a network-facing endpoint the
 //! wrong place for it; a Prometheus on another host scrapes node_exporter or
 //! a local agent instead. `textfile` must end in `.prom`, the only files
-//! node_exporter's textfile collector reads.
+//! node_exporter's textfile collector reads. `pool_name` and `driver_name`
+//! give the `dra_pool_name` and `dra_driver_name` labels (the DRA plugin's
+//! pool and driver), so the series join with dcgm-exporter's.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -12,6 +14,10 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 use super::validate::{ConfigError, invalid};
+
+/// The DRA driver name the plugin publishes by default (its
+/// `driver_name`), the default of `driver_name` here.
+pub const DEFAULT_DRIVER_NAME: &str = "gpu.nvidia.com";
 
 /// `[metrics]`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -26,6 +32,14 @@ pub struct MetricsConfig {
     /// Seconds between two textfile writes (also written at start-up and at
     /// shutdown). Default 15.
     pub textfile_interval_seconds: u64,
+    /// The `dra_pool_name` label: the pool the DRA plugin publishes the
+    /// node's devices in, which is the Node's name. Default: env `NODE_NAME`,
+    /// else the host name in lowercase (the plugin's own rule when its
+    /// `node_name` is not set).
+    pub pool_name: Option<String>,
+    /// The `dra_driver_name` label: the plugin's `driver_name`. Default
+    /// `gpu.nvidia.com`.
+    pub driver_name: String,
 }
 
 impl Default for MetricsConfig {
@@ -34,6 +48,8 @@ impl Default for MetricsConfig {
             listen: None,
             textfile: None,
             textfile_interval_seconds: 15,
+            pool_name: None,
+            driver_name: DEFAULT_DRIVER_NAME.to_owned(),
         }
     }
 }
@@ -88,6 +104,17 @@ impl MetricsConfig {
                          \"/var/lib/prometheus/node-exporter/gpuslice.prom\"",
                         path.display()
                     ),
+                ));
+            }
+        }
+        for (key, value) in [
+            ("metrics.pool_name", self.pool_name.as_deref()),
+            ("metrics.driver_name", Some(self.driver_name.as_str())),
+        ] {
+            if value.is_some_and(|v| v.is_empty() || v.chars().any(char::is_whitespace)) {
+                return Err(invalid(
+                    key,
+                    "must be a name as the DRA plugin publishes it (not empty, no spaces)",
                 ));
             }
         }

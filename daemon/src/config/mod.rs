@@ -20,7 +20,7 @@ use serde::Deserialize;
 pub use activity::ActivityConfig;
 pub use advice::AdviceConfig;
 pub use limits::{ClaimOverride, LimitMode, LimitsConfig, MAX_GRACE_S};
-pub use metrics::{LoopbackAddr, MetricsConfig};
+pub use metrics::{DEFAULT_DRIVER_NAME, LoopbackAddr, MetricsConfig};
 pub use sim::{DEFAULT_CLUSTER_UUID, SimConfig, SimFabricConfig};
 pub use validate::ConfigError;
 pub(crate) use validate::invalid;

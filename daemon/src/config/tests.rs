@@ -309,6 +309,12 @@ fn metrics_are_off_by_default_and_loopback_only() {
         config.metrics.textfile,
         Some(PathBuf::from("/etc/gpuslice/prom/gpuslice.prom"))
     );
+    assert_eq!(defaults.metrics.pool_name, None);
+    assert_eq!(defaults.metrics.driver_name, "gpu.nvidia.com");
+    let dra =
+        parse("[metrics]\npool_name = \"node-7\"\ndriver_name = \"shared.example.com\"").unwrap();
+    assert_eq!(dra.metrics.pool_name.as_deref(), Some("node-7"));
+    assert_eq!(dra.metrics.driver_name, "shared.example.com");
     let v6 = parse("[metrics]\nlisten = \"[::1]:0\"").unwrap();
     assert_eq!(v6.metrics.listen.unwrap().addr().to_string(), "[::1]:0");
     for (bad, needle) in [
@@ -341,6 +347,11 @@ fn metrics_are_off_by_default_and_loopback_only() {
             "metrics.textfile_interval_seconds",
         ),
         ("[metrics]\nport = 9464", "unknown field `port`"),
+        ("[metrics]\npool_name = \"\"", "metrics.pool_name"),
+        (
+            "[metrics]\ndriver_name = \"gpu nvidia\"",
+            "metrics.driver_name",
+        ),
     ] {
         let err = parse(bad).unwrap_err().to_string();
         assert!(err.contains(needle), "{bad}: {err}");

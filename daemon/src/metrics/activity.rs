@@ -16,7 +16,8 @@
 use std::collections::BTreeMap;
 
 use super::families::{
-    ActivityFamilies, ClaimDeviceLabels, EpisodeLabels, GpuLabels, LimitActionLabels,
+    ActivityFamilies, ClaimDeviceLabels, DraClaimLabels, DraNames, EpisodeLabels, GpuLabels,
+    LimitActionLabels,
 };
 use crate::activity::{ActivitySnapshot, ClaimActivity, DeviceActivity, EpisodeCounts};
 use crate::limits::LimitsReport;
@@ -30,8 +31,14 @@ fn gauge(n: u64) -> i64 {
 }
 
 /// Sets the activity families from `snapshot`, keeping at most `max_series`
-/// (claim, device) series per family.
-pub fn apply(families: &ActivityFamilies, snapshot: &ActivitySnapshot, max_series: usize) {
+/// (claim, device) series per family; `dra` names the pool and driver of the
+/// DRA labels.
+pub fn apply(
+    families: &ActivityFamilies,
+    snapshot: &ActivitySnapshot,
+    max_series: usize,
+    dra: &DraNames,
+) {
     for family in [
         &families.memory_used,
         &families.memory_share,
@@ -49,18 +56,24 @@ pub fn apply(families: &ActivityFamilies, snapshot: &ActivitySnapshot, max_serie
         .flat_map(|c| c.devices.iter().map(move |d| (c, d)))
         .take(pairs - dropped);
     for (claim, device) in kept {
-        claim_device(families, claim, device);
+        claim_device(families, claim, device, dra);
     }
     families
         .series_dropped
         .set(i64::try_from(dropped).unwrap_or(i64::MAX));
-    unclaimed(families, snapshot);
+    unclaimed(families, snapshot, dra);
     episodes(families, snapshot.episodes);
     families.sample_cpu.set(snapshot.sample_cpu_us as f64 / 1e6);
 }
 
-fn claim_device(families: &ActivityFamilies, claim: &ClaimActivity, device: &DeviceActivity) {
+fn claim_device(
+    families: &ActivityFamilies,
+    claim: &ClaimActivity,
+    device: &DeviceActivity,
+    dra: &DraNames,
+) {
     let labels = ClaimDeviceLabels {
+        dra: DraClaimLabels::new(dra, &claim.namespace, &claim.name, &device.device),
         namespace: claim.namespace.clone(),
         name: claim.name.clone(),
         uid: claim.uid.clone(),
@@ -93,7 +106,7 @@ fn claim_device(families: &ActivityFamilies, claim: &ClaimActivity, device: &Dev
     }
 }
 
-fn unclaimed(families: &ActivityFamilies, snapshot: &ActivitySnapshot) {
+fn unclaimed(families: &ActivityFamilies, snapshot: &ActivitySnapshot, dra: &DraNames) {
     let mut per_gpu: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
     for u in &snapshot.unclaimed {
         let entry = per_gpu.entry(&u.gpu).or_default();
@@ -103,9 +116,7 @@ fn unclaimed(families: &ActivityFamilies, snapshot: &ActivitySnapshot) {
     families.unclaimed.clear();
     families.unclaimed_memory.clear();
     for (gpu, (processes, memory)) in per_gpu {
-        let labels = GpuLabels {
-            gpu: gpu.to_owned(),
-        };
+        let labels = GpuLabels::new(dra, gpu);
         families
             .unclaimed
             .get_or_create(&labels)

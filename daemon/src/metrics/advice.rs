@@ -12,11 +12,13 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
+use super::families::{DraClaimLabels, DraNames};
 use crate::advice::Form;
 use crate::advice::view::NodeAdvice;
 use crate::state::AccessKind;
 
-/// `{namespace, name, uid, device}` of the per-claim advice gauges.
+/// `{namespace, name, uid, device}` of the per-claim advice gauges, and the
+/// same values under dcgm-exporter's DRA label names.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct AdviceDeviceLabels {
     /// The claim's namespace.
@@ -27,9 +29,13 @@ pub struct AdviceDeviceLabels {
     pub uid: String,
     /// The device's inventory name.
     pub device: String,
+    /// The same claim and device under the DRA label names.
+    #[prometheus(flatten)]
+    pub dra: DraClaimLabels,
 }
 
-/// `{namespace, name, uid, device, form, profile}` of `gpuslice_claim_advice`.
+/// `{namespace, name, uid, device, form, profile}` of `gpuslice_claim_advice`,
+/// and the DRA label names.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct AdviceLabels {
     /// The claim's namespace.
@@ -44,6 +50,9 @@ pub struct AdviceLabels {
     pub form: &'static str,
     /// The MIG profile advised; "" for other forms.
     pub profile: String,
+    /// The same claim and device under the DRA label names.
+    #[prometheus(flatten)]
+    pub dra: DraClaimLabels,
 }
 
 /// The right-sizing families.
@@ -110,12 +119,14 @@ pub fn form_label(form: &Form) -> &'static str {
 }
 
 /// Sets the families from `advice` (`None`: sampling off, nothing shown)
-/// and the history's saved size.
+/// and the history's saved size; `dra` names the pool and driver of the DRA
+/// labels.
 pub fn apply(
     families: &AdviceFamilies,
     advice: Option<&NodeAdvice>,
     history_bytes: u64,
     max_series: usize,
+    dra: &DraNames,
 ) {
     families.advice.clear();
     families.observed.clear();
@@ -139,6 +150,7 @@ pub fn apply(
             name: claim.name.clone(),
             uid: claim.uid.clone(),
             device: device.device.clone(),
+            dra: DraClaimLabels::new(dra, &claim.namespace, &claim.name, &device.device),
         };
         let profile = match &device.advice.form {
             Form::Mig { profile, .. } => profile.clone(),
@@ -153,6 +165,7 @@ pub fn apply(
                 device: labels.device.clone(),
                 form: form_label(&device.advice.form),
                 profile,
+                dra: labels.dra.clone(),
             })
             .set(1);
         families

@@ -73,8 +73,64 @@ pub struct ErrorLabels {
     pub code: &'static str,
 }
 
+pub use crate::config::DEFAULT_DRIVER_NAME;
+
+/// Whose ResourceSlice pool the node's devices are published in: the values
+/// of the `dra_pool_name` and `dra_driver_name` labels (`[metrics]`
+/// `pool_name` and `driver_name`, as the DRA plugin publishes them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DraNames {
+    /// The pool's name: the Node's name.
+    pub pool: String,
+    /// The DRA driver name.
+    pub driver: String,
+}
+
+impl Default for DraNames {
+    fn default() -> Self {
+        Self {
+            pool: String::new(),
+            driver: DEFAULT_DRIVER_NAME.to_owned(),
+        }
+    }
+}
+
+/// The labels dcgm-exporter gives a DRA-allocated device (its #664), so a
+/// query joins gpuslice's series with dcgm-exporter's and, through
+/// `dra_claim_namespace`/`dra_claim_name`, with kube-state-metrics'
+/// `kube_pod_resourceclaim_info`. Flattened into the per-claim label sets,
+/// after the older names they repeat.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct DraClaimLabels {
+    /// The claim's namespace (as `namespace`).
+    pub dra_claim_namespace: String,
+    /// The claim's name (as `name`).
+    pub dra_claim_name: String,
+    /// The device's name in the pool (as `device`).
+    pub dra_device_name: String,
+    /// The pool's name: the Node's name.
+    pub dra_pool_name: String,
+    /// The DRA driver name.
+    pub dra_driver_name: String,
+}
+
+impl DraClaimLabels {
+    /// The labels of `device` of the claim `namespace`/`name` in `dra`'s pool.
+    pub fn new(dra: &DraNames, namespace: &str, name: &str, device: &str) -> Self {
+        Self {
+            dra_claim_namespace: namespace.to_owned(),
+            dra_claim_name: name.to_owned(),
+            dra_device_name: device.to_owned(),
+            dra_pool_name: dra.pool.clone(),
+            dra_driver_name: dra.driver.clone(),
+        }
+    }
+}
+
 /// `{namespace, name, uid, device, sharing}` of the per-claim activity
-/// gauges: one series per (claim, device), bounded by `max_claim_series`.
+/// gauges, and the same values under dcgm-exporter's DRA label names
+/// ([`DraClaimLabels`]; the older names stay for one release): one series
+/// per (claim, device), bounded by `max_claim_series`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct ClaimDeviceLabels {
     /// The claim's namespace.
@@ -87,13 +143,35 @@ pub struct ClaimDeviceLabels {
     pub device: String,
     /// exclusive, mig, mps, timeslicing.
     pub sharing: &'static str,
+    /// The same claim and device under the DRA label names.
+    #[prometheus(flatten)]
+    pub dra: DraClaimLabels,
 }
 
-/// `{gpu}` of the unclaimed-process gauges.
+/// `{gpu, dra_device_name, dra_pool_name, dra_driver_name}` of the
+/// unclaimed-process gauges.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct GpuLabels {
     /// The GPU's inventory name.
     pub gpu: String,
+    /// The GPU's name in the pool (as `gpu`).
+    pub dra_device_name: String,
+    /// The pool's name: the Node's name.
+    pub dra_pool_name: String,
+    /// The DRA driver name.
+    pub dra_driver_name: String,
+}
+
+impl GpuLabels {
+    /// The labels of `gpu` in `dra`'s pool.
+    pub fn new(dra: &DraNames, gpu: &str) -> Self {
+        Self {
+            gpu: gpu.to_owned(),
+            dra_device_name: gpu.to_owned(),
+            dra_pool_name: dra.pool.clone(),
+            dra_driver_name: dra.driver.clone(),
+        }
+    }
 }
 
 /// `{kind, sharing}` of `gpuslice_activity_episodes_total`.

@@ -40,6 +40,7 @@ pub use activity::DEFAULT_MAX_CLAIM_SERIES;
 pub use exporters::Exporters;
 pub use exposition::Format;
 use families::{BuildLabels, ErrorLabels, Families, OutcomeLabels};
+pub use families::{DEFAULT_DRIVER_NAME, DraNames};
 
 use crate::activity::{ActivityHandle, ActivitySnapshot};
 use crate::advice::keeper::SharedHistory;
@@ -148,6 +149,8 @@ pub struct Metrics {
     max_claim_series: usize,
     /// `[advice]` and the tools found; `None`: no advice families filled.
     advice: Option<AdviceSettings>,
+    /// The pool and driver of the per-claim and per-GPU DRA labels.
+    dra: DraNames,
 }
 
 impl Metrics {
@@ -192,7 +195,15 @@ impl Metrics {
             limits: LimitsBoard::default(),
             max_claim_series: DEFAULT_MAX_CLAIM_SERIES,
             advice: None,
+            dra: DraNames::default(),
         }
+    }
+
+    /// The same metrics labelling devices as published in `dra`'s pool.
+    #[must_use]
+    pub fn with_dra(mut self, dra: DraNames) -> Self {
+        self.dra = dra;
+        self
     }
 
     /// The same metrics showing the advice over the history the activity
@@ -263,6 +274,7 @@ impl Metrics {
             &self.families.activity,
             &activity_now,
             self.max_claim_series,
+            &self.dra,
         );
         activity::limit_actions(&self.families.activity, &self.limits.report());
         advice::apply(
@@ -270,6 +282,7 @@ impl Metrics {
             advice_now.as_ref(),
             history_bytes,
             self.max_claim_series,
+            &self.dra,
         );
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &self.families.registry)

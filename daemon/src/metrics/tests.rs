@@ -56,6 +56,24 @@ pub(super) fn busy_node() -> NodeUsage {
     }
 }
 
+/// The pool and driver the tests label devices with.
+pub(super) fn dra() -> super::DraNames {
+    super::DraNames {
+        pool: "node-1".to_owned(),
+        driver: "gpu.nvidia.com".to_owned(),
+    }
+}
+
+/// The labels of a per-GPU series of `gpu` in [`dra`]'s pool.
+pub(super) fn gpu_labels(gpu: &str) -> [(&str, &str); 4] {
+    [
+        ("gpu", gpu),
+        ("dra_device_name", gpu),
+        ("dra_pool_name", "node-1"),
+        ("dra_driver_name", "gpu.nvidia.com"),
+    ]
+}
+
 pub(super) fn value(all: &[Sample], name: &str, labels: &[(&str, &str)]) -> Option<f64> {
     all.iter()
         .find(|s| {

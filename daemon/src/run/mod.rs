@@ -49,7 +49,7 @@ use crate::gpu::GpuError;
 use crate::health::Monitor;
 use crate::health::watch::{Stop, Watcher};
 use crate::limits;
-use crate::metrics::{Exporters, Metrics, MetricsError, UsageSource};
+use crate::metrics::{self, Exporters, Metrics, MetricsError, UsageSource};
 use crate::mps::MpsError;
 use crate::state::{LockError, StateError, StateLock};
 use crate::systemd;
@@ -294,7 +294,8 @@ impl Observers {
             Metrics::new(engine.backend_name())
                 .with_activity(activity.clone(), config.activity.max_claim_series)
                 .with_limits(board.clone())
-                .with_advice(advice_settings(config)),
+                .with_advice(advice_settings(config))
+                .with_dra(dra_names(config)),
         );
         Self {
             activity,
@@ -302,6 +303,28 @@ impl Observers {
             limits: board,
             metrics,
         }
+    }
+}
+
+/// The pool and driver of the metrics' DRA labels: `[metrics] pool_name`,
+/// else env `NODE_NAME`, else the host name in lowercase (the DRA plugin's
+/// rule for its pool, the Node's name); empty (the label left out) when none
+/// can be read.
+fn dra_names(config: &Config) -> metrics::DraNames {
+    let pool = config
+        .metrics
+        .pool_name
+        .clone()
+        .or_else(|| std::env::var("NODE_NAME").ok().filter(|n| !n.is_empty()))
+        .or_else(|| {
+            std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .ok()
+                .map(|h| h.trim().to_lowercase())
+        })
+        .unwrap_or_default();
+    metrics::DraNames {
+        pool,
+        driver: config.metrics.driver_name.clone(),
     }
 }
 

@@ -102,7 +102,9 @@ fn unclaimed_on(gpu: &str, pid: u32, memory: u64) -> UnclaimedProcess {
 fn metrics(max: usize) -> (Metrics, ActivityHandle) {
     let handle = ActivityHandle::default();
     (
-        Metrics::new("sim").with_activity(handle.clone(), max),
+        Metrics::new("sim")
+            .with_activity(handle.clone(), max)
+            .with_dra(super::dra()),
         handle,
     )
 }
@@ -148,6 +150,11 @@ fn of_claim(n: u8, device: &str, sharing: &str) -> Vec<(&'static str, String)> {
         ("uid", format!("00000000-0000-4000-8000-00000000000{n}")),
         ("device", device.into()),
         ("sharing", sharing.into()),
+        ("dra_claim_namespace", "team".into()),
+        ("dra_claim_name", format!("claim-{n}")),
+        ("dra_device_name", device.into()),
+        ("dra_pool_name", "node-1".into()),
+        ("dra_driver_name", "gpu.nvidia.com".into()),
     ]
 }
 
@@ -200,14 +207,18 @@ fn each_claim_device_gets_its_use_share_utilization_processes_and_last_activity(
         assert_eq!(claim_value(&all, absent, &idle), None, "{absent}");
     }
     assert_eq!(
-        value(&all, "gpuslice_unclaimed_processes", &[("gpu", "gpu-0")]),
+        value(
+            &all,
+            "gpuslice_unclaimed_processes",
+            &super::gpu_labels("gpu-0")
+        ),
         Some(2.0)
     );
     assert_eq!(
         value(
             &all,
             "gpuslice_unclaimed_memory_used_bytes",
-            &[("gpu", "gpu-0")]
+            &super::gpu_labels("gpu-0")
         ),
         gib(3)
     );

@@ -80,6 +80,7 @@ fn metrics(max: usize, history: bool) -> Metrics {
     Metrics::new("sim")
         .with_activity(handle, max)
         .with_advice(AdviceSettings::default())
+        .with_dra(super::dra())
 }
 
 #[test]
@@ -89,10 +90,19 @@ fn each_device_has_its_advice_observed_time_and_peak() {
         .unwrap();
     check_prometheus(&text);
     let all = samples(&text);
-    let claim = [("namespace", "ml"), ("name", "notebook"), ("uid", "u1")];
+    let claim = [
+        ("namespace", "ml"),
+        ("name", "notebook"),
+        ("uid", "u1"),
+        ("dra_claim_namespace", "ml"),
+        ("dra_claim_name", "notebook"),
+        ("dra_pool_name", "node-1"),
+        ("dra_driver_name", "gpu.nvidia.com"),
+    ];
     let mig = [
         claim.as_slice(),
         &[("device", "gpu-3"), ("form", "mig"), ("profile", "1g.10gb")],
+        &[("dra_device_name", "gpu-3")],
     ]
     .concat();
     assert_eq!(
@@ -103,10 +113,15 @@ fn each_device_has_its_advice_observed_time_and_peak() {
     let abstain = [
         claim.as_slice(),
         &[("device", "gpu-4"), ("form", "abstain"), ("profile", "")],
+        &[("dra_device_name", "gpu-4")],
     ]
     .concat();
     assert_eq!(value(&all, "gpuslice_claim_advice", &abstain), Some(1.0));
-    let gpu3 = [claim.as_slice(), &[("device", "gpu-3")]].concat();
+    let gpu3 = [
+        claim.as_slice(),
+        &[("device", "gpu-3"), ("dra_device_name", "gpu-3")],
+    ]
+    .concat();
     assert_eq!(
         value(&all, "gpuslice_claim_observed_seconds", &gpu3),
         Some(600.0)
