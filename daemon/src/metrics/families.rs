@@ -148,6 +148,21 @@ pub struct ClaimDeviceLabels {
     pub dra: DraClaimLabels,
 }
 
+/// `{device, cause}` and the DRA labels of `gpuslice_device_unhealthy`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct UnhealthyLabels {
+    /// The device's inventory name.
+    pub device: String,
+    /// xid, ecc, gpu_lost.
+    pub cause: &'static str,
+    /// The device's name in the pool (as `device`).
+    pub dra_device_name: String,
+    /// The pool's name: the Node's name.
+    pub dra_pool_name: String,
+    /// The DRA driver name.
+    pub dra_driver_name: String,
+}
+
 /// `{gpu, dra_device_name, dra_pool_name, dra_driver_name}` of the
 /// unclaimed-process gauges.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
@@ -218,6 +233,8 @@ pub struct Families {
     pub gpus: Gauge,
     /// Problems an operator should act on.
     pub problems: Gauge,
+    /// Unhealthy devices, 1 each.
+    pub unhealthy: Family<UnhealthyLabels, Gauge>,
     /// Always 1, labelled with the version and backend.
     pub build_info: Family<BuildLabels, Gauge>,
     /// Prepare latency.
@@ -365,6 +382,13 @@ impl Default for Families {
             "Problems an operator should act on, as gpuslicectl status lists them",
             problems.clone(),
         );
+        let unhealthy = Family::default();
+        registry.register(
+            "gpuslice_device_unhealthy",
+            "1 for each unhealthy device (a whole GPU, a MIG slice or a GPU the scan could \
+             not read), by cause (xid, ecc, gpu_lost); absent for a healthy device",
+            Family::clone(&unhealthy),
+        );
         let build_info = Family::default();
         registry.register(
             "gpuslice_build_info",
@@ -404,6 +428,7 @@ impl Default for Families {
             mps_daemons,
             gpus,
             problems,
+            unhealthy,
             build_info,
             prepare_seconds,
             unprepare_seconds,

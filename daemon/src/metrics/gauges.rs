@@ -5,13 +5,14 @@
 //! `gpuslice_claims{kind="mps"} 0` rather than no series; MIG series exist
 //! for every (GPU, profile) with at least one slice in any state, each with
 //! all four states. The slice family is cleared first, so a GPU that left
-//! MIG mode or a profile no longer offered disappears.
+//! MIG mode or a profile no longer offered disappears; so does the unhealthy
+//! family, so a device that recovered leaves it.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use strum::VariantArray;
 
-use super::families::{Families, KindLabels, SliceLabels, StateLabels};
+use super::families::{DraNames, Families, KindLabels, SliceLabels, StateLabels, UnhealthyLabels};
 use crate::claims::{NodeUsage, SliceState};
 use crate::mps::DaemonState;
 use crate::state::AccessKind;
@@ -20,8 +21,9 @@ fn count(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-/// Sets the gauges from `usage`.
-pub fn apply(families: &Families, usage: &NodeUsage) {
+/// Sets the gauges from `usage`; `dra` names the pool and driver of the
+/// unhealthy devices' DRA labels.
+pub fn apply(families: &Families, usage: &NodeUsage, dra: &DraNames) {
     for &kind in AccessKind::VARIANTS {
         let n = usage.claims.iter().filter(|k| **k == kind).count();
         families
@@ -58,4 +60,15 @@ pub fn apply(families: &Families, usage: &NodeUsage) {
     }
     families.gpus.set(count(usage.gpus));
     families.problems.set(count(usage.problems));
+    families.unhealthy.clear();
+    for (device, cause) in &usage.unhealthy {
+        let labels = UnhealthyLabels {
+            device: device.clone(),
+            cause,
+            dra_device_name: device.clone(),
+            dra_pool_name: dra.pool.clone(),
+            dra_driver_name: dra.driver.clone(),
+        };
+        families.unhealthy.get_or_create(&labels).set(1);
+    }
 }

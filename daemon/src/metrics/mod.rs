@@ -269,7 +269,7 @@ impl Metrics {
             .and_then(|(settings, history)| source.advice_now(history, settings));
         let history_bytes = history.map_or(0, SharedHistory::saved_bytes);
         let _one_at_a_time = self.render.lock().unwrap_or_else(PoisonError::into_inner);
-        gauges::apply(&self.families, &usage);
+        gauges::apply(&self.families, &usage, &self.dra);
         activity::apply(
             &self.families.activity,
             &activity_now,

@@ -53,6 +53,7 @@ pub(super) fn busy_node() -> NodeUsage {
         mps_daemons: vec![DaemonState::Running, DaemonState::Failed],
         gpus: 2,
         problems: 1,
+        unhealthy: vec![("gpu-1".to_owned(), "xid")],
     }
 }
 
@@ -120,6 +121,18 @@ fn the_snapshot_sets_every_gauge_with_zeros_for_absent_values() {
     assert_eq!(mps("restarting"), Some(0.0));
     assert_eq!(value(&all, "gpuslice_gpus", &[]), Some(2.0));
     assert_eq!(value(&all, "gpuslice_problems", &[]), Some(1.0));
+    let unhealthy = [
+        ("device", "gpu-1"),
+        ("cause", "xid"),
+        ("dra_device_name", "gpu-1"),
+        ("dra_pool_name", ""),
+        ("dra_driver_name", "gpu.nvidia.com"),
+    ];
+    assert_eq!(
+        value(&all, "gpuslice_device_unhealthy", &unhealthy),
+        Some(1.0),
+        "{text}"
+    );
     let version = env!("CARGO_PKG_VERSION");
     assert_eq!(
         value(
@@ -142,10 +155,9 @@ fn slices_that_are_gone_leave_no_series_behind() {
     let text = metrics.render(&idle, Format::Prometheus).unwrap();
     check_prometheus(&text);
     let all = samples(&text);
-    assert!(
-        all.iter().all(|s| s.name != "gpuslice_mig_slices"),
-        "{text}"
-    );
+    for gone in ["gpuslice_mig_slices", "gpuslice_device_unhealthy"] {
+        assert!(all.iter().all(|s| s.name != gone), "{gone}: {text}");
+    }
     assert_eq!(
         value(&all, "gpuslice_claims", &[("kind", "mig")]),
         Some(0.0)
@@ -260,6 +272,7 @@ fn every_family_has_help_and_follows_the_naming_rules() {
         ("gpuslice_claim_processes", "gauge"),
         ("gpuslice_claim_sm_utilization_ratio", "gauge"),
         ("gpuslice_claims", "gauge"),
+        ("gpuslice_device_unhealthy", "gauge"),
         ("gpuslice_errors_total", "counter"),
         ("gpuslice_gpus", "gauge"),
         ("gpuslice_limit_actions_total", "counter"),

@@ -3,10 +3,12 @@
 //! textfile-write time), so there is no second count to drift from the table.
 //! Each kind of access gives its own figures: the claims' kinds from the
 //! table, the MIG slices from the MIG kind (`claims/access/mig/usage.rs`),
-//! the MPS daemons' states from the MPS kind.
+//! the MPS daemons' states from the MPS kind; the unhealthy devices from
+//! the node's view.
 
 pub use crate::claims::access::mig::{SliceState, SliceUse};
 use crate::claims::{Engine, lock};
+use crate::health::Cause;
 use crate::mps::DaemonState;
 use crate::state::AccessKind;
 
@@ -23,6 +25,10 @@ pub struct NodeUsage {
     pub gpus: usize,
     /// Problems an operator should act on ([`Engine::problems`]).
     pub problems: usize,
+    /// Every unhealthy device (whole GPUs, slices, GPUs the scan could not
+    /// read) by inventory name, with what its fault is: "xid", "ecc" or
+    /// "gpu_lost".
+    pub unhealthy: Vec<(String, &'static str)>,
 }
 
 impl Engine {
@@ -37,6 +43,19 @@ impl Engine {
             mps_daemons: self.kinds.mps.daemon_states(&cx),
             gpus: inventory.gpus.len(),
             problems: self.problems().len(),
+            unhealthy: self
+                .view()
+                .unhealthy_devices()
+                .into_iter()
+                .map(|u| {
+                    let cause = match u.fault.cause {
+                        Cause::Xid(_) => "xid",
+                        Cause::DoubleBitEcc => "ecc",
+                        Cause::GpuLost => "gpu_lost",
+                    };
+                    (u.device, cause)
+                })
+                .collect(),
         }
     }
 }
