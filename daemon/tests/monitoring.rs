@@ -72,13 +72,16 @@ fn scrapeconfig_and_prometheusrule_are_valid_for_the_operator_crds() {
     assert_eq!(rule["kind"], "PrometheusRule");
     let schema = crd_schema("monitoring.coreos.com_prometheusrules.yaml", "v1");
     assert_valid(&schema, &rule, "prometheusrule.yaml");
-    // The schema does refuse what it should: a misspelt field.
+    // The schema does refuse what it should: a relabeling action that
+    // does not exist.
     let mut bad = scrape.clone();
-    bad["spec"]["kubernetesSdConfigs"] = bad["spec"]["kubernetesSDConfigs"].clone();
     bad["spec"]["relabelings"][0]["action"] = Value::from("Substitute");
     let schema = crd_schema("monitoring.coreos.com_scrapeconfigs.yaml", "v1alpha1");
     let validator = jsonschema::validator_for(&schema).expect("compiles");
-    assert!(!validator.is_valid(&bad), "an unknown action must be refused");
+    assert!(
+        !validator.is_valid(&bad),
+        "an unknown action must be refused"
+    );
 }
 
 /// The anchors GitHub gives the headings of a Markdown file.
@@ -139,7 +142,9 @@ fn the_dashboard_configmap_is_for_the_grafana_sidecar_and_every_panel_queries() 
     let map = yaml(&monitoring("dashboard-configmap.yaml"));
     assert_eq!(map["kind"], "ConfigMap");
     assert_eq!(map["metadata"]["labels"]["grafana_dashboard"], "1");
-    let json = map["data"]["gpuslice.json"].as_str().expect("gpuslice.json");
+    let json = map["data"]["gpuslice.json"]
+        .as_str()
+        .expect("gpuslice.json");
     let dashboard: Value = serde_json::from_str(json).expect("the dashboard is JSON");
     assert_eq!(dashboard["uid"], "gpuslice");
     let panels = dashboard["panels"].as_array().expect("panels");
@@ -164,8 +169,10 @@ fn the_dashboard_configmap_is_for_the_grafana_sidecar_and_every_panel_queries() 
 
 /// promtool, or why there is none.
 fn promtool() -> Result<PathBuf, String> {
-    let dir = std::env::var_os("GPUSLICE_PROMETHEUS")
-        .map_or_else(|| PathBuf::from("/var/cache/gpuslice-test/prometheus"), PathBuf::from);
+    let dir = std::env::var_os("GPUSLICE_PROMETHEUS").map_or_else(
+        || PathBuf::from("/var/cache/gpuslice-test/prometheus"),
+        PathBuf::from,
+    );
     let tool = dir.join("root/usr/bin/promtool");
     if tool.is_file() {
         Ok(tool)
@@ -199,7 +206,10 @@ fn promtool_accepts_the_scrape_snippet_and_the_rules_and_the_rules_pass_their_te
         Ok(tool) => tool,
         Err(why) => {
             let require = std::env::var_os("GPUSLICE_REQUIRE_TOOLS").is_some_and(|v| v == "1");
-            assert!(!require, "{why} (GPUSLICE_REQUIRE_TOOLS=1 forbids skipping)");
+            assert!(
+                !require,
+                "{why} (GPUSLICE_REQUIRE_TOOLS=1 forbids skipping)"
+            );
             eprintln!("skipped: {why}");
             return;
         }
@@ -217,13 +227,23 @@ fn promtool_accepts_the_scrape_snippet_and_the_rules_and_the_rules_pass_their_te
     let rule = yaml(&monitoring("prometheusrule.yaml"));
     let groups = serde_json::json!({ "groups": rule["spec"]["groups"] });
     let generated = serde_norway::to_string(&groups).expect("YAML");
-    std::fs::write(dir.path().join("rules.generated.yml"), generated).expect("write rules");
+    gpuslice_cdi::atomic::write_atomic(
+        dir.path(),
+        "rules.generated.yml",
+        generated.as_bytes(),
+        0o644,
+    )
+    .expect("write rules");
     std::fs::copy(
         monitoring("tests/rules-test.yml"),
         dir.path().join("rules-test.yml"),
     )
     .expect("copy the rules test");
-    let checked = run(&tool, &["check", "rules", "rules.generated.yml"], dir.path());
+    let checked = run(
+        &tool,
+        &["check", "rules", "rules.generated.yml"],
+        dir.path(),
+    );
     assert!(
         checked.contains(&format!("SUCCESS: {} rules found", alerts().len())),
         "{checked}"
