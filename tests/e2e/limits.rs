@@ -146,7 +146,30 @@ async fn sim_overshare_end_ends_only_the_claims_largest_process() {
         "outcome=\"terminated\"",
     ];
     assert_eq!(actions(&node, &labels).await, Some(1.0));
-    go_check(test, &scrape(&node).await);
+    let text = scrape(&node).await;
+    go_check(test, &text);
+    counters_as_documented(&text);
+}
+
+/// docs/limits.md's `grep '^gpuslice_limit_actions_total' | sort` block
+/// shows exactly the counter lines of `text`, sorted.
+fn counters_as_documented(text: &str) {
+    let doc = std::fs::read_to_string(crate::tools::repo_root().join("docs/limits.md"))
+        .expect("read docs/limits.md");
+    let shown: Vec<&str> = doc
+        .split("<!-- run by tests/e2e/limits.rs -->")
+        .nth(1)
+        .and_then(|rest| rest.split("```").nth(1))
+        .expect("the counter block of docs/limits.md")
+        .lines()
+        .filter(|l| l.starts_with("gpuslice_limit_actions_total"))
+        .collect();
+    let mut scraped: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("gpuslice_limit_actions_total"))
+        .collect();
+    scraped.sort_unstable();
+    assert_eq!(shown, scraped, "docs/limits.md's counter block is out of date");
 }
 
 #[tokio::test(flavor = "multi_thread")]

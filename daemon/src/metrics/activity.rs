@@ -19,7 +19,11 @@ use super::families::{
     ActivityFamilies, ClaimDeviceLabels, DraClaimLabels, DraNames, EpisodeLabels, GpuLabels,
     LimitActionLabels,
 };
-use crate::activity::{ActivitySnapshot, ClaimActivity, DeviceActivity, EpisodeCounts};
+use strum::VariantArray;
+
+use crate::activity::{
+    ActivitySnapshot, ClaimActivity, DeviceActivity, EpisodeCounts, WarningKind,
+};
 use crate::limits::LimitsReport;
 use crate::state::AccessKind;
 
@@ -150,8 +154,23 @@ fn episodes(families: &ActivityFamilies, counts: EpisodeCounts) {
     }
 }
 
-/// Moves each `[limits]` action counter up to the report's count.
+/// The outcomes of an `end` action an alert watches (the process lives on).
+const FAILED_OUTCOMES: [&str; 2] = ["not-permitted", "failed"];
+
+/// Moves each `[limits]` action counter up to the report's count. The
+/// failed `end` outcomes of both kinds exist from the first render, at 0, so
+/// the first failure is an increase an alert's `increase()` sees, not a new
+/// series.
 pub fn limit_actions(families: &ActivityFamilies, report: &LimitsReport) {
+    for kind in WarningKind::VARIANTS {
+        for outcome in FAILED_OUTCOMES {
+            drop(families.limit_actions.get_or_create(&LimitActionLabels {
+                kind: kind.into(),
+                mode: "end",
+                outcome,
+            }));
+        }
+    }
     for (&(kind, mode, outcome), &count) in &report.counts {
         let labels = LimitActionLabels {
             kind: kind.into(),

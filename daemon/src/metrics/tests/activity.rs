@@ -433,6 +433,18 @@ fn limit_actions_are_counters_by_kind_mode_and_outcome_that_never_fall() {
         Some(1.0)
     );
     assert_eq!(actions(&all, "overshare", "end", "killed"), None);
+    for (kind, outcome) in [
+        ("overshare", "failed"),
+        ("overshare", "not-permitted"),
+        ("unclaimed", "failed"),
+        ("unclaimed", "not-permitted"),
+    ] {
+        assert_eq!(
+            actions(&all, kind, "end", outcome),
+            Some(0.0),
+            "{kind} {outcome}: there at 0 before any failure"
+        );
+    }
     super::super::activity::limit_actions(&metrics.families.activity, &LimitsReport::default());
     let (_, all) = render(&metrics);
     assert_eq!(
