@@ -17,7 +17,7 @@
 //!   `GPUSLICE_REQUIRE_TOOLS=1`.
 //!
 //! The queries themselves run against a real Prometheus scraping a
-//! simulated gpusliced in tests/e2e/monitoring.rs.
+//! simulated gpusliced in tests/e2e/monitoring/.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

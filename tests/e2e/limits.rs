@@ -169,7 +169,10 @@ fn counters_as_documented(text: &str) {
         .filter(|l| l.starts_with("gpuslice_limit_actions_total"))
         .collect();
     scraped.sort_unstable();
-    assert_eq!(shown, scraped, "docs/limits.md's counter block is out of date");
+    assert_eq!(
+        shown, scraped,
+        "docs/limits.md's counter block is out of date"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

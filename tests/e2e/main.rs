@@ -24,6 +24,7 @@ mod load;
 mod r#match;
 mod metrics;
 mod mig;
+mod monitoring;
 mod notify;
 mod nspawn;
 mod owner;
