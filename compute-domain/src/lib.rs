@@ -1,0 +1,37 @@
+//! NVIDIA's ComputeDomain API (`resource.nvidia.com/v1beta1`), so that the
+//! manifests written for NVIDIA's DRA driver run unchanged on gpuslice:
+//!
+//! - [`api`]: the `ComputeDomain` object (spec and status) and the rules its
+//!   CRD applies;
+//! - [`config`]: the opaque configs of the `compute-domain.nvidia.com`
+//!   driver, `ComputeDomainChannelConfig` and `ComputeDomainDaemonConfig`;
+//! - [`template`]: the ResourceClaimTemplate made from a ComputeDomain, the
+//!   one its pods name.
+//!
+//! Pure: values in, values or typed errors out. The names below are NVIDIA's
+//! (third_party/dra-driver-nvidia-gpu, whose sources the tests read them
+//! from).
+
+pub mod api;
+pub mod config;
+pub mod template;
+
+/// The API group and version of ComputeDomains and their configs.
+pub const API_VERSION: &str = "resource.nvidia.com/v1beta1";
+
+/// The DRA driver of IMEX channels (and, under NVIDIA's driver, of IMEX
+/// daemons).
+pub const DRIVER_NAME: &str = "compute-domain.nvidia.com";
+
+/// The DeviceClass of a ComputeDomain's default channel (channel 0).
+pub const DEFAULT_CHANNEL_CLASS: &str = "compute-domain-default-channel.nvidia.com";
+
+/// The label naming the ComputeDomain (its uid) on what is made for it; also
+/// the finalizer that keeps those objects until the domain is cleaned up.
+pub const COMPUTE_DOMAIN_LABEL: &str = "resource.nvidia.com/computeDomain";
+
+/// The label saying whom a ResourceClaimTemplate is for.
+pub const TARGET_LABEL: &str = "resource.nvidia.com/computeDomainTarget";
+
+/// [`TARGET_LABEL`]'s value on the workload pods' template.
+pub const TARGET_WORKLOAD: &str = "Workload";
