@@ -6,7 +6,9 @@
 //! - [`config`]: the opaque configs of the `compute-domain.nvidia.com`
 //!   driver, `ComputeDomainChannelConfig` and `ComputeDomainDaemonConfig`;
 //! - [`template`]: the ResourceClaimTemplate made from a ComputeDomain, the
-//!   one its pods name.
+//!   one its pods name;
+//! - [`membership`]: who is in a domain (an index per clique), when it is
+//!   Ready, and the peers each member's IMEX daemon is told.
 //!
 //! Pure: values in, values or typed errors out. The names below are NVIDIA's
 //! (third_party/dra-driver-nvidia-gpu, whose sources the tests read them
@@ -14,6 +16,7 @@
 
 pub mod api;
 pub mod config;
+pub mod membership;
 pub mod template;
 
 /// The API group and version of ComputeDomains and their configs.

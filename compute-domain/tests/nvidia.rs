@@ -5,7 +5,8 @@
 //!   CRD (its `openAPIV3Schema`) and taken by gpuslice, and both refuse the
 //!   same broken specs;
 //! - the names (driver, DeviceClass, labels, finalizer, kinds) are the ones
-//!   NVIDIA's Go sources declare;
+//!   NVIDIA's Go sources declare, and the membership rules (an index per
+//!   clique filling gaps, at most 18 nodes, Ready) the ones they apply;
 //! - the ResourceClaimTemplate made for each example is NVIDIA's template
 //!   (templates/compute-domain-workload-claim-template.tmpl.yaml) filled in
 //!   as NVIDIA's controller fills it, and valid for Kubernetes' strict
@@ -17,6 +18,7 @@
 use std::path::{Path, PathBuf};
 
 use gpuslice_compute_domain::api::ComputeDomain;
+use gpuslice_compute_domain::membership;
 use gpuslice_compute_domain::template::workload_template;
 use gpuslice_compute_domain::{
     API_VERSION, COMPUTE_DOMAIN_LABEL, DEFAULT_CHANNEL_CLASS, DRIVER_NAME, TARGET_LABEL,
@@ -221,6 +223,38 @@ fn the_names_are_the_ones_nvidias_sources_declare() {
         controller.contains("computeDomainFinalizer      = computeDomainLabelKey"),
         "the finalizer is the label key"
     );
+}
+
+#[test]
+fn the_membership_rules_are_the_ones_nvidias_sources_apply() {
+    let main = nvidia("controller-main.go");
+    let max = main
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("defaultMaxNodesPerIMEXDomain = "))
+        .and_then(|v| v.trim().parse::<i64>().ok())
+        .expect("defaultMaxNodesPerIMEXDomain");
+    assert_eq!(membership::DEFAULT_MAX_NODES_PER_CLIQUE, max);
+    let clique = nvidia("daemon-cdclique.go");
+    for line in [
+        "nextIndex := 0",
+        "for usedIndices[nextIndex] {",
+        "nextIndex >= m.config.maxNodesPerIMEXDomain",
+    ] {
+        assert!(
+            clique.contains(line),
+            "getNextAvailableIndex changed: {line}"
+        );
+    }
+    let controller = nvidia("controller-computedomain.go");
+    for line in [
+        "if len(cd.Status.Nodes) < cd.Spec.NumNodes {",
+        "if n.Status == nvapi.ComputeDomainStatusNotReady {",
+    ] {
+        assert!(
+            controller.contains(line),
+            "calculateGlobalStatus changed: {line}"
+        );
+    }
 }
 
 /// NVIDIA's workload template filled in for `domain` as its controller
