@@ -8,7 +8,9 @@
 //! - [`template`]: the ResourceClaimTemplate made from a ComputeDomain, the
 //!   one its pods name;
 //! - [`membership`]: who is in a domain (an index per clique), when it is
-//!   Ready, and the peers each member's IMEX daemon is told.
+//!   Ready, and the peers each member's IMEX daemon is told;
+//! - [`imex`]: the IMEX daemon's config and nodes config, its command
+//!   lines, and how its readiness is read.
 //!
 //! Pure: values in, values or typed errors out. The names below are NVIDIA's
 //! (third_party/dra-driver-nvidia-gpu, whose sources the tests read them
@@ -16,6 +18,7 @@
 
 pub mod api;
 pub mod config;
+pub mod imex;
 pub mod membership;
 pub mod template;
 

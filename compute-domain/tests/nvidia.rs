@@ -18,12 +18,12 @@
 use std::path::{Path, PathBuf};
 
 use gpuslice_compute_domain::api::ComputeDomain;
-use gpuslice_compute_domain::membership;
 use gpuslice_compute_domain::template::workload_template;
 use gpuslice_compute_domain::{
     API_VERSION, COMPUTE_DOMAIN_LABEL, DEFAULT_CHANNEL_CLASS, DRIVER_NAME, TARGET_LABEL,
     TARGET_WORKLOAD,
 };
+use gpuslice_compute_domain::{imex, membership};
 use jsonschema::{Registry, Resource};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -354,4 +354,63 @@ fn the_packaged_crd_is_nvidias_and_the_class_is_its_chart_rendered() {
     assert_eq!(shipped["metadata"]["name"], DEFAULT_CHANNEL_CLASS);
     let errors = kubernetes_errors("DeviceClass", &shipped);
     assert!(errors.is_empty(), "{errors:#?}");
+}
+
+/// The `KEY=VALUE` lines of an IMEX config, comments and blanks left out.
+fn settings(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let (key, value) = l
+                .split_once('=')
+                .unwrap_or_else(|| panic!("not KEY=VALUE: {l}"));
+            (key.to_owned(), value.to_owned())
+        })
+        .collect()
+}
+
+#[test]
+fn the_imex_daemon_is_configured_queried_and_told_its_peers_as_nvidias_daemon_does() {
+    let rendered = nvidia("compute-domain-daemon-config.tmpl.cfg")
+        .replace(
+            "{{ .IMEXDaemonNodesConfigPath }}",
+            "/run/gpuslice/imex/nodes.cfg",
+        )
+        .replace("{{ .IMEXCmdBindInterfaceIP }}", "10.1.2.3");
+    assert_eq!(
+        settings(&imex::daemon_config(
+            "10.1.2.3",
+            "/run/gpuslice/imex/nodes.cfg"
+        )),
+        settings(&rendered),
+        "the same keys, values and order as NVIDIA's template filled in"
+    );
+    let value = |key: &str| {
+        settings(&rendered)
+            .into_iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v)
+            .unwrap_or_else(|| panic!("no {key}"))
+    };
+    assert_eq!(value("SERVER_PORT"), imex::SERVER_PORT.to_string());
+    assert_eq!(value("IMEX_CMD_PORT"), imex::CMD_PORT.to_string());
+    let main = nvidia("daemon-main.go");
+    for line in [
+        r#"imexDaemonBinaryName      = "nvidia-imex""#,
+        r#"imexCtlBinaryName         = "nvidia-imex-ctl""#,
+        "daemonCommandLine := []string{imexDaemonBinaryName, \"-c\", imexDaemonConfigPath}",
+        r#"cmd := exec.CommandContext(ctx, imexCtlBinaryName, "-c", imexDaemonConfigPath, "-q")"#,
+        r#"if string(outerr) != "READY\n" {"#,
+        r#"if _, err := fmt.Fprintf(f, "%s\n", daemon.IPAddress); err != nil {"#,
+    ] {
+        assert!(main.contains(line), "NVIDIA's daemon changed: {line}");
+    }
+    assert_eq!(
+        imex::daemon_command("c.cfg"),
+        ["nvidia-imex", "-c", "c.cfg"]
+    );
+    assert_eq!(
+        imex::query_command("c.cfg"),
+        ["nvidia-imex-ctl", "-c", "c.cfg", "-q"]
+    );
 }
