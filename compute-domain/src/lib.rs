@@ -3,6 +3,7 @@
 //!
 //! - [`api`]: the `ComputeDomain` object (spec and status) and the rules its
 //!   CRD applies;
+//! - [`channels`]: a node's IMEX channels as DRA devices and device nodes;
 //! - [`config`]: the opaque configs of the `compute-domain.nvidia.com`
 //!   driver, `ComputeDomainChannelConfig` and `ComputeDomainDaemonConfig`;
 //! - [`template`]: the ResourceClaimTemplate made from a ComputeDomain, the
@@ -17,6 +18,7 @@
 //! from).
 
 pub mod api;
+pub mod channels;
 pub mod config;
 pub mod imex;
 pub mod membership;

@@ -23,7 +23,7 @@ use gpuslice_compute_domain::{
     API_VERSION, COMPUTE_DOMAIN_LABEL, DEFAULT_CHANNEL_CLASS, DRIVER_NAME, TARGET_LABEL,
     TARGET_WORKLOAD,
 };
-use gpuslice_compute_domain::{imex, membership};
+use gpuslice_compute_domain::{channels, imex, membership};
 use jsonschema::{Registry, Resource};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -413,4 +413,54 @@ fn the_imex_daemon_is_configured_queried_and_told_its_peers_as_nvidias_daemon_do
         imex::query_command("c.cfg"),
         ["nvidia-imex-ctl", "-c", "c.cfg", "-q"]
     );
+}
+
+#[test]
+fn channels_are_offered_as_nvidias_plugin_offers_them_and_the_class_selects_channel_0() {
+    let nvlib = nvidia("plugin-nvlib.go");
+    let lines = [
+        format!(
+            "nvidiaCapsImexChannelsDeviceName = \"{}\"",
+            channels::PROC_DEVICES_NAME
+        ),
+        format!("return {}, nil", channels::CHANNEL_COUNT),
+        format!(
+            "Path:   fmt.Sprintf(\"{}/channel%d\", channelID),",
+            channels::DEVICE_FOLDER
+        ),
+        format!("Mode:   0{:o},", channels::DEVICE_MODE),
+        "Minor:  channelID,".to_owned(),
+    ];
+    for line in lines {
+        assert!(
+            nvlib.contains(&line),
+            "NVIDIA's plugin says otherwise: {line}"
+        );
+    }
+    assert_eq!(
+        go_constant(&nvidia("plugin-types.go"), "ComputeDomainChannelType"),
+        channels::CHANNEL_TYPE
+    );
+    let info = nvidia("plugin-deviceinfo.go");
+    assert!(info.contains(r#"return fmt.Sprintf("%s-%d", ComputeDomainChannelType, d.ID)"#));
+    let class = documents(&read(
+        "packaging/compute-domains/compute-domain-default-channel.nvidia.com.yaml",
+    ))
+    .remove(0);
+    let expression = class["spec"]["selectors"][0]["cel"]["expression"]
+        .as_str()
+        .expect("a CEL selector");
+    let views: Vec<gpuslice_selector::DeviceView> = (0..3)
+        .map(|id| {
+            gpuslice_selector::DeviceView::new(&channels::channel_device(id), DRIVER_NAME)
+                .expect("a device view")
+        })
+        .collect();
+    let catalog = gpuslice_selector::Catalog::new(DRIVER_NAME, &views);
+    let selector = gpuslice_selector::Selector::compile(expression, &catalog).expect("compiles");
+    let chosen: Vec<bool> = views
+        .iter()
+        .map(|v| selector.holds(v).expect("evaluates"))
+        .collect();
+    assert_eq!(chosen, [true, false, false], "channel 0 only");
 }
