@@ -55,20 +55,13 @@ pub(crate) fn ctl_ok(daemon: &Daemon, args: &[&str]) -> String {
 pub(crate) async fn eventually<T>(
     daemon: &Daemon,
     what: &str,
-    mut check: impl FnMut() -> Option<T>,
+    check: impl FnMut() -> Option<T>,
 ) -> T {
-    let began = Instant::now();
-    loop {
-        if let Some(found) = check() {
-            return found;
-        }
-        assert!(
-            began.elapsed() < BOUND,
-            "not within {BOUND:?}: {what}; log:\n{}",
-            daemon.log()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let every = Duration::from_millis(100);
+    crate::harness::poll_until(what, (BOUND, every), check, || {
+        format!("log:\n{}", daemon.log())
+    })
+    .await
 }
 
 /// `top --output json`.

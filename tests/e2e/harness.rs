@@ -32,6 +32,29 @@ pub type Client = GpuSliceClient<Channel>;
 /// `status` lists that problem and exits with it.
 pub const ATTENTION: i32 = 3;
 
+/// Polls `check` every `every` until it answers; past `bound`, fails
+/// naming `what` and what `context` gives (a log). For waits on a state the
+/// test expects: only a bug reaches the bound.
+pub async fn poll_until<T>(
+    what: &str,
+    (bound, every): (Duration, Duration),
+    mut check: impl FnMut() -> Option<T>,
+    context: impl Fn() -> String,
+) -> T {
+    let began = std::time::Instant::now();
+    loop {
+        if let Some(found) = check() {
+            return found;
+        }
+        assert!(
+            began.elapsed() < bound,
+            "not within {bound:?}: {what}; {}",
+            context()
+        );
+        tokio::time::sleep(every).await;
+    }
+}
+
 /// Whether gpuslicectl answered: 0, or [`ATTENTION`] with the same output.
 pub fn answered(status: &ExitStatus) -> bool {
     matches!(status.code(), Some(0 | ATTENTION))

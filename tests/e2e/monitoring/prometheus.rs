@@ -242,18 +242,11 @@ impl Prometheus {
     }
 
     /// Polls `check` until it answers, for at most [`BOUND`].
-    pub async fn until<T>(&self, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-        let began = Instant::now();
-        loop {
-            if let Some(found) = check() {
-                return found;
-            }
-            assert!(
-                began.elapsed() < BOUND,
-                "not within {BOUND:?}: {what}; Prometheus' log:\n{}",
-                self.log()
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+    pub async fn until<T>(&self, what: &str, check: impl FnMut() -> Option<T>) -> T {
+        let every = Duration::from_millis(200);
+        crate::harness::poll_until(what, (BOUND, every), check, || {
+            format!("Prometheus' log:\n{}", self.log())
+        })
+        .await
     }
 }
