@@ -106,12 +106,9 @@ pub struct DraClaimLabels {
     pub dra_claim_namespace: String,
     /// The claim's name (as `name`).
     pub dra_claim_name: String,
-    /// The device's name in the pool (as `device`).
-    pub dra_device_name: String,
-    /// The pool's name: the Node's name.
-    pub dra_pool_name: String,
-    /// The DRA driver name.
-    pub dra_driver_name: String,
+    /// The device.
+    #[prometheus(flatten)]
+    pub device: DraDeviceLabels,
 }
 
 impl DraClaimLabels {
@@ -120,6 +117,28 @@ impl DraClaimLabels {
         Self {
             dra_claim_namespace: namespace.to_owned(),
             dra_claim_name: name.to_owned(),
+            device: DraDeviceLabels::new(dra, device),
+        }
+    }
+}
+
+/// The DRA labels of a device: its name, pool and driver. Flattened after
+/// the claim's ([`DraClaimLabels`]) or after the device's older name
+/// ([`UnhealthyLabels`], [`GpuLabels`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct DraDeviceLabels {
+    /// The device's name in the pool (as `device` or `gpu`).
+    pub dra_device_name: String,
+    /// The pool's name: the Node's name.
+    pub dra_pool_name: String,
+    /// The DRA driver name.
+    pub dra_driver_name: String,
+}
+
+impl DraDeviceLabels {
+    /// The labels of `device` in `dra`'s pool.
+    pub fn new(dra: &DraNames, device: &str) -> Self {
+        Self {
             dra_device_name: device.to_owned(),
             dra_pool_name: dra.pool.clone(),
             dra_driver_name: dra.driver.clone(),
@@ -155,12 +174,9 @@ pub struct UnhealthyLabels {
     pub device: String,
     /// xid, ecc, gpu_lost.
     pub cause: &'static str,
-    /// The device's name in the pool (as `device`).
-    pub dra_device_name: String,
-    /// The pool's name: the Node's name.
-    pub dra_pool_name: String,
-    /// The DRA driver name.
-    pub dra_driver_name: String,
+    /// The device under the DRA label names.
+    #[prometheus(flatten)]
+    pub dra: DraDeviceLabels,
 }
 
 /// `{gpu, dra_device_name, dra_pool_name, dra_driver_name}` of the
@@ -169,12 +185,9 @@ pub struct UnhealthyLabels {
 pub struct GpuLabels {
     /// The GPU's inventory name.
     pub gpu: String,
-    /// The GPU's name in the pool (as `gpu`).
-    pub dra_device_name: String,
-    /// The pool's name: the Node's name.
-    pub dra_pool_name: String,
-    /// The DRA driver name.
-    pub dra_driver_name: String,
+    /// The GPU under the DRA label names.
+    #[prometheus(flatten)]
+    pub dra: DraDeviceLabels,
 }
 
 impl GpuLabels {
@@ -182,9 +195,7 @@ impl GpuLabels {
     pub fn new(dra: &DraNames, gpu: &str) -> Self {
         Self {
             gpu: gpu.to_owned(),
-            dra_device_name: gpu.to_owned(),
-            dra_pool_name: dra.pool.clone(),
-            dra_driver_name: dra.driver.clone(),
+            dra: DraDeviceLabels::new(dra, gpu),
         }
     }
 }

@@ -12,7 +12,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use strum::VariantArray;
 
-use super::families::{DraNames, Families, KindLabels, SliceLabels, StateLabels, UnhealthyLabels};
+use super::families::{
+    DraDeviceLabels, DraNames, Families, KindLabels, SliceLabels, StateLabels, UnhealthyLabels,
+};
 use crate::claims::{NodeUsage, SliceState};
 use crate::mps::DaemonState;
 use crate::state::AccessKind;
@@ -65,9 +67,7 @@ pub fn apply(families: &Families, usage: &NodeUsage, dra: &DraNames) {
         let labels = UnhealthyLabels {
             device: device.clone(),
             cause,
-            dra_device_name: device.clone(),
-            dra_pool_name: dra.pool.clone(),
-            dra_driver_name: dra.driver.clone(),
+            dra: DraDeviceLabels::new(dra, device),
         };
         families.unhealthy.get_or_create(&labels).set(1);
     }
