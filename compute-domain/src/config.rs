@@ -6,7 +6,7 @@
 //! config: the apiVersion and kind must be known and an unknown field is
 //! refused; then NVIDIA's `Validate` (a domain id).
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::API_VERSION;
@@ -27,7 +27,7 @@ pub enum OpaqueConfig {
 
 /// A workload's channel claim: the domain (its ComputeDomain's uid) and
 /// how many channels.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ChannelConfig {
     #[serde(rename = "apiVersion")]
@@ -35,7 +35,11 @@ pub struct ChannelConfig {
     kind: String,
     #[serde(rename = "domainID", default)]
     pub domain_id: String,
-    #[serde(rename = "allocationMode", default)]
+    #[serde(
+        rename = "allocationMode",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub allocation_mode: Option<AllocationMode>,
 }
 
@@ -116,15 +120,7 @@ impl ChannelConfig {
 
     /// As the parameters of an opaque config.
     pub fn to_parameters(&self) -> Value {
-        let mut value = serde_json::json!({
-            "apiVersion": self.api_version,
-            "kind": self.kind,
-            "domainID": self.domain_id,
-        });
-        if let Some(mode) = self.allocation_mode {
-            value["allocationMode"] = serde_json::json!(mode);
-        }
-        value
+        serde_json::to_value(self).unwrap_or_default()
     }
 }
 
