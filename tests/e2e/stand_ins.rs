@@ -74,6 +74,18 @@ impl SharedDaemon {
     /// A node of `gpus` simulated H100s (plus `extra` config), or `None`
     /// after a skip line when python3 (the stand-in's interpreter) is missing.
     pub fn start(test: &str, gpus: usize, extra: &str) -> Option<Self> {
+        Self::start_with(test, gpus, extra, |_| {})
+    }
+
+    /// [`Self::start`], with `before` run on the node's folder once its
+    /// config is written and before gpusliced starts (files it reads at
+    /// start-up).
+    pub fn start_with(
+        test: &str,
+        gpus: usize,
+        extra: &str,
+        before: impl FnOnce(&Path),
+    ) -> Option<Self> {
         if which("python3").is_none() {
             skip(
                 test,
@@ -84,6 +96,7 @@ impl SharedDaemon {
         let dir = tempfile::tempdir().expect("temp dir");
         let config = format!("{}{extra}", sections(dir.path()));
         write_config(dir.path(), gpus, &config);
+        before(dir.path());
         Some(Self::start_in(dir))
     }
 
