@@ -11,6 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Serialize};
 
 use crate::API_VERSION;
+pub use gpuslice_imex::config::AllocationMode;
 
 /// `kind` of the object.
 pub const KIND: &str = "ComputeDomain";
@@ -56,16 +57,6 @@ pub struct ChannelSpec {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TemplateName {
     pub name: String,
-}
-
-/// How many IMEX channels a claim of the domain gets.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub enum AllocationMode {
-    /// Channel 0.
-    #[default]
-    Single,
-    /// Every channel of the IMEX domain.
-    All,
 }
 
 /// Ready or not, for the domain and for each of its nodes.

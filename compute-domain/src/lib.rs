@@ -4,13 +4,13 @@
 //! - [`api`]: the `ComputeDomain` object (spec and status) and the rules its
 //!   CRD applies;
 //! - [`channels`]: a node's IMEX channels as DRA devices and device nodes;
-//! - [`config`]: the opaque configs of the `compute-domain.nvidia.com`
+//! - [`config`] (gpuslice-imex's): the opaque configs of the `compute-domain.nvidia.com`
 //!   driver, `ComputeDomainChannelConfig` and `ComputeDomainDaemonConfig`;
 //! - [`template`]: the ResourceClaimTemplate made from a ComputeDomain, the
 //!   one its pods name;
 //! - [`membership`]: who is in a domain (an index per clique), when it is
 //!   Ready, and the peers each member's IMEX daemon is told;
-//! - [`imex`]: the IMEX daemon's config and nodes config, its command
+//! - [`imex`] (gpuslice-imex's): the IMEX daemon's config and nodes config, its command
 //!   lines, and how its readiness is read.
 //!
 //! Pure: values in, values or typed errors out. The names below are NVIDIA's
@@ -19,17 +19,10 @@
 
 pub mod api;
 pub mod channels;
-pub mod config;
-pub mod imex;
 pub mod membership;
 pub mod template;
 
-/// The API group and version of ComputeDomains and their configs.
-pub const API_VERSION: &str = "resource.nvidia.com/v1beta1";
-
-/// The DRA driver of IMEX channels (and, under NVIDIA's driver, of IMEX
-/// daemons).
-pub const DRIVER_NAME: &str = "compute-domain.nvidia.com";
+pub use gpuslice_imex::{API_VERSION, DRIVER_NAME, config, imex};
 
 /// The DeviceClass of a ComputeDomain's default channel (channel 0).
 pub const DEFAULT_CHANNEL_CLASS: &str = "compute-domain-default-channel.nvidia.com";

@@ -379,6 +379,7 @@ fn the_imex_daemon_is_configured_queried_and_told_its_peers_as_nvidias_daemon_do
         .replace("{{ .IMEXCmdBindInterfaceIP }}", "10.1.2.3");
     assert_eq!(
         settings(&imex::daemon_config(
+            "",
             "10.1.2.3",
             "/run/gpuslice/imex/nodes.cfg"
         )),

@@ -21,7 +21,9 @@
 //! 6. [`sharing`]: opaque sharing configs (pure).
 //! 7. [`state`]: durable claim records, one file per claim; [`timeslice`]:
 //!    compute time-slice policy.
-//! 8. [`claims`]: the claim engine (prepare, unprepare, reconcile).
+//! 8. [`claims`]: the claim engine (prepare, unprepare, reconcile);
+//!    [`domains`]: ComputeDomains' IMEX channels and the IMEX daemon of each
+//!    domain, prepared beside the claim engine (a channel is not a GPU).
 //! 9. [`advice`]: right-sizing advice from each claim's usage history (the
 //!    history, its file, the rule).
 //! 10. [`activity`]: per-claim GPU use (processes attributed to claims, idle
@@ -69,6 +71,7 @@ pub mod timeslice;
 
 // Floor 8
 pub mod claims;
+pub mod domains;
 
 // Floor 9
 pub mod advice;

@@ -27,7 +27,7 @@ const FLOORS: FloorTable<'static> = FloorTable {
         (5, &["mps"]),
         (6, &["sharing"]),
         (7, &["state", "timeslice"]),
-        (8, &["claims"]),
+        (8, &["claims", "domains"]),
         (9, &["advice"]),
         (10, &["activity"]),
         (11, &["limits"]),

@@ -12,6 +12,7 @@
 //! (WatchInventory) and each activity sample (WatchActivity) until shutdown;
 //! `activity` turns the sampler's latest snapshot into GetActivity and the
 //! warnings of GetStatus; `advice` turns the node's advice into GetAdvice;
+//! `domains` converts the channel RPCs of ComputeDomains and their errors;
 //! [`observe`] is a tower layer that feeds
 //! the event metrics (status codes, Prepare and Unprepare latency) from every
 //! response.
@@ -20,6 +21,7 @@ mod activity;
 mod advice;
 mod claim_status_state;
 mod convert;
+mod domains;
 mod grpc_status;
 mod health;
 mod mig_layout;

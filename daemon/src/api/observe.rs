@@ -22,7 +22,7 @@ use tonic::codegen::http;
 use crate::metrics::{self, Metrics};
 
 /// The service's methods, as the `rpc` label spells them.
-const METHODS: [&str; 15] = [
+const METHODS: [&str; 19] = [
     "Prepare",
     "Unprepare",
     "GetInventory",
@@ -38,6 +38,10 @@ const METHODS: [&str; 15] = [
     "GetActivity",
     "GetAdvice",
     "SetClaimStatusState",
+    "PrepareChannel",
+    "UnprepareChannel",
+    "SetDomainPeers",
+    "ListDomains",
 ];
 
 /// The `rpc` label of a request path `/gpuslice.v1.GpuSlice/<Method>`.

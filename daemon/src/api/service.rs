@@ -17,9 +17,10 @@ use tonic::{Request, Response, Status};
 
 use super::activity::{self, ActivityView};
 use super::claim_status_state::{self, Board};
-use super::{advice, convert, health, mig_layout, mig_offering, sharing, watch_streams};
+use super::{advice, convert, domains, health, mig_layout, mig_offering, sharing, watch_streams};
 use crate::claims::mig_offering::OfferingSwitch;
 use crate::claims::{Engine, Prepared, Unprepared};
+use crate::domains::{Domains, PreparedChannel};
 use crate::metrics::Outcome;
 
 /// The API over one engine.
@@ -34,6 +35,8 @@ pub struct Service {
     activity: ActivityView,
     /// What the DRA plugin last said about claim status (SetClaimStatusState).
     claim_status: Arc<Board>,
+    /// ComputeDomains' channels; none: the channel RPCs are unimplemented.
+    domains: Option<Arc<Domains>>,
 }
 
 impl Service {
@@ -50,7 +53,28 @@ impl Service {
             stopping,
             activity: ActivityView::default(),
             claim_status: Arc::default(),
+            domains: None,
         }
+    }
+
+    /// The same service preparing ComputeDomains' channels on `domains`.
+    #[must_use]
+    pub fn with_domains(mut self, domains: Arc<Domains>) -> Self {
+        self.domains = Some(domains);
+        self
+    }
+
+    /// Runs `f` on the blocking pool over the channel engine.
+    async fn on_domains<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Domains) -> Result<T, Status> + Send + 'static,
+    ) -> Result<T, Status> {
+        let domains = self.domains.clone().ok_or_else(|| {
+            Status::unimplemented("this gpusliced prepares no ComputeDomain channels")
+        })?;
+        tokio::task::spawn_blocking(move || f(&domains))
+            .await
+            .map_err(|e| Status::internal(format!("channel task failed: {e}")))?
     }
 
     /// The same service showing `activity` (by default: sampling off, no
@@ -292,6 +316,71 @@ impl GpuSlice for Service {
     ) -> Result<Response<pb::GetSharingResponse>, Status> {
         let reply = self
             .blocking(|engine| Ok(sharing::sharing_response(engine)))
+            .await?;
+        Ok(Response::new(reply))
+    }
+
+    #[tracing::instrument(skip_all, fields(claim_uid = tracing::field::Empty))]
+    async fn prepare_channel(
+        &self,
+        request: Request<pb::PrepareRequest>,
+    ) -> Result<Response<pb::PrepareResponse>, Status> {
+        let req = domains::channel_request(request.into_inner())?;
+        tracing::Span::current().record("claim_uid", req.uid.as_str());
+        let prepared = self
+            .on_domains(move |d| d.prepare(&req).map_err(domains::error))
+            .await?;
+        let outcome = match prepared {
+            PreparedChannel::Created(_) => Outcome::Prepared,
+            PreparedChannel::AlreadyPrepared(_) => Outcome::AlreadyPrepared,
+        };
+        Ok(marked(domains::prepared(&prepared), outcome))
+    }
+
+    #[tracing::instrument(skip_all, fields(claim_uid = tracing::field::Empty))]
+    async fn unprepare_channel(
+        &self,
+        request: Request<pb::UnprepareRequest>,
+    ) -> Result<Response<pb::UnprepareResponse>, Status> {
+        let uid = convert::claim_uid(request.into_inner().claim)?;
+        tracing::Span::current().record("claim_uid", uid.as_str());
+        let was_prepared = self
+            .on_domains(move |d| d.unprepare(&uid).map_err(domains::error))
+            .await?;
+        let outcome = if was_prepared {
+            Outcome::Unprepared
+        } else {
+            Outcome::NotPrepared
+        };
+        Ok(marked(pb::UnprepareResponse { was_prepared }, outcome))
+    }
+
+    async fn set_domain_peers(
+        &self,
+        request: Request<pb::SetDomainPeersRequest>,
+    ) -> Result<Response<pb::SetDomainPeersResponse>, Status> {
+        let req = request.into_inner();
+        let changed = self
+            .on_domains(move |d| d.set_peers(&req.domain, &req.peers).map_err(domains::error))
+            .await?;
+        Ok(Response::new(pb::SetDomainPeersResponse { changed }))
+    }
+
+    async fn list_domains(
+        &self,
+        _request: Request<pb::ListDomainsRequest>,
+    ) -> Result<Response<pb::ListDomainsResponse>, Status> {
+        let reply = self
+            .on_domains(|d| {
+                Ok(pb::ListDomainsResponse {
+                    domains: d.list().into_iter().map(domains::domain_info).collect(),
+                    clique: d.clique().unwrap_or_default().to_owned(),
+                    bind_address: d
+                        .bind_address()
+                        .map(|ip| ip.to_string())
+                        .unwrap_or_default(),
+                })
+            })
             .await?;
         Ok(Response::new(reply))
     }

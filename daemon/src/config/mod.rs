@@ -8,6 +8,7 @@
 
 mod activity;
 mod advice;
+mod imex;
 mod limits;
 mod metrics;
 mod sim;
@@ -19,6 +20,7 @@ use serde::Deserialize;
 
 pub use activity::ActivityConfig;
 pub use advice::AdviceConfig;
+pub use imex::ImexConfig;
 pub use limits::{ClaimOverride, LimitMode, LimitsConfig, MAX_GRACE_S};
 pub use metrics::{DEFAULT_DRIVER_NAME, LoopbackAddr, MetricsConfig};
 pub use sim::{DEFAULT_CLUSTER_UUID, SimConfig, SimFabricConfig};
@@ -83,6 +85,8 @@ pub struct Config {
     pub advice: AdviceConfig,
     /// `[limits]`: over-shares and unclaimed processes warned of, or ended.
     pub limits: LimitsConfig,
+    /// `[imex]`: the IMEX daemon of a ComputeDomain's channels.
+    pub imex: ImexConfig,
 }
 
 /// `[health]`.
@@ -157,6 +161,7 @@ impl Default for Config {
             activity: ActivityConfig::default(),
             advice: AdviceConfig::default(),
             limits: LimitsConfig::default(),
+            imex: ImexConfig::default(),
         }
     }
 }
@@ -225,6 +230,22 @@ impl Config {
             .unwrap_or_else(|| self.driver_root.join("usr/bin/nvidia-smi"))
     }
 
+    /// nvidia-imex: `[imex] program`, or the driver's.
+    pub fn imex_program(&self) -> PathBuf {
+        self.imex
+            .program
+            .clone()
+            .unwrap_or_else(|| self.driver_root.join("usr/bin/nvidia-imex"))
+    }
+
+    /// nvidia-imex-ctl: `[imex] ctl_program`, or the driver's.
+    pub fn imex_ctl_program(&self) -> PathBuf {
+        self.imex
+            .ctl_program
+            .clone()
+            .unwrap_or_else(|| self.driver_root.join("usr/bin/nvidia-imex-ctl"))
+    }
+
     /// Where the simulated backend keeps its hardware state:
     /// `backend.sim.hardware_state`, or `sim-hardware.json` in the socket's
     /// folder (the daemon's runtime dir, /run/gpuslice by default).
@@ -268,6 +289,7 @@ impl Config {
         resolve(&mut self.cdi_dir);
         resolve(&mut self.driver_root);
         resolve(&mut self.mps.run_dir);
+        resolve(&mut self.imex.run_dir);
         for p in [
             &mut self.dev_root,
             &mut self.cdi_hook,
@@ -275,6 +297,8 @@ impl Config {
             &mut self.backend.nvml.sysfs_root,
             &mut self.mps.control_program,
             &mut self.timeslice.nvidia_smi,
+            &mut self.imex.program,
+            &mut self.imex.ctl_program,
             &mut self.backend.sim.hardware_state,
             &mut self.backend.sim.health_events,
             &mut self.backend.sim.processes,

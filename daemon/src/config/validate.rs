@@ -90,6 +90,9 @@ impl Config {
                 "must not be empty; use e.g. \"50%\" or \"8g\"",
             ));
         }
+        if self.imex.ready_timeout_s == 0 {
+            return Err(invalid("imex.ready_timeout_s", "must be at least 1"));
+        }
         if self.mps.ready_timeout_s == 0 {
             return Err(invalid("mps.ready_timeout_s", "must be at least 1"));
         }

@@ -37,7 +37,7 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use self::notify::{feed_watchdog, follow_status, status_line};
 use self::reload::reload;
 pub use self::start::open_backend;
-use self::start::start_engine;
+use self::start::start_node;
 use crate::activity;
 use crate::advice::offer::Usable;
 use crate::advice::view::AdviceSettings;
@@ -69,6 +69,9 @@ pub enum RunError {
     /// Another gpusliced holds the state dir, or its lock could not be taken.
     #[error(transparent)]
     Lock(#[from] LockError),
+    /// The records of ComputeDomain channels could not be read.
+    #[error(transparent)]
+    Domains(#[from] crate::domains::DomainError),
     /// The GPU backend could not start.
     #[error("GPU backend {backend}")]
     Backend {
@@ -126,9 +129,9 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
     };
     tracing::debug!(lock = %state_lock.path().display(), "state dir locked");
     let offerings = Arc::new(OfferingSwitch::new(config.mig.clone()));
-    let engine = {
+    let (engine, domains) = {
         let (config, offerings) = (config.clone(), offerings.clone());
-        Arc::new(tokio::task::spawn_blocking(move || start_engine(&config, &offerings)).await??)
+        tokio::task::spawn_blocking(move || start_node(&config, &offerings)).await??
     };
     let observers = Observers::start(&config, &engine);
     let source: Arc<dyn UsageSource> = engine.clone();
@@ -164,7 +167,8 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
             sim_processes_dir: (config.backend.kind == BackendKind::Sim)
                 .then(|| config.sim_processes()),
             advice: advice_settings(&config),
-        });
+        })
+        .with_domains(domains);
     let server = tokio::spawn(api::serve(
         listener,
         service,

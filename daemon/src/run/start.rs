@@ -12,6 +12,8 @@ use super::RunError;
 use crate::claims::mig_offering::OfferingSwitch;
 use crate::claims::{Engine, EngineSettings, SharingTools};
 use crate::config::{BackendKind, Config, ShmKind, SupervisorKind};
+use crate::domains::engine::ChannelNodes;
+use crate::domains::{DomainSettings, Domains};
 use crate::driver::{DriverFiles, Roots};
 use crate::gpu::GpuBackend;
 use crate::gpu::nvml::NvmlBackend;
@@ -180,4 +182,62 @@ pub(super) fn start_engine(
         tracing::error!(%problem, "reconcile");
     }
     Ok(engine)
+}
+
+/// The claim engine and the engine of ComputeDomains' channels, started
+/// up; blocking.
+pub(super) fn start_node(
+    config: &Config,
+    offerings: &OfferingSwitch,
+) -> Result<(Arc<Engine>, Arc<Domains>), RunError> {
+    let engine = start_engine(config, offerings)?;
+    let domains = start_domains(config, &engine.inventory())?;
+    Ok((Arc::new(engine), Arc::new(domains)))
+}
+
+/// The engine of ComputeDomains' channels, started up: the node's clique
+/// from its GPUs' fabric, `[imex]` for the daemons; blocking.
+fn start_domains(config: &Config, inventory: &Inventory) -> Result<Domains, RunError> {
+    let clique = inventory
+        .gpus
+        .iter()
+        .find_map(|g| g.features.clique.clone());
+    let fabric_summary = inventory
+        .gpus
+        .iter()
+        .map(|g| {
+            let fabric = g.info.fabric.as_ref().map_or_else(
+                || "no NVLink fabric".to_owned(),
+                |f| format!("fabric {}", f.state),
+            );
+            format!("{} {}: {fabric}", g.name, g.info.product_name)
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    let settings = DomainSettings {
+        state_dir: config.state_dir.clone(),
+        cdi_dir: config.cdi_dir.clone(),
+        driver_root: config.driver_root.clone(),
+        dev_root: config.dev_root().to_path_buf(),
+        imex_dir: config.imex.run_dir.join("imex"),
+        program: config.imex_program(),
+        ctl_program: config.imex_ctl_program(),
+        bind_address: config.imex.bind_address,
+        ready_bound: Duration::from_secs(config.imex.ready_timeout_s),
+        channel_nodes: match config.backend.kind {
+            BackendKind::Sim => ChannelNodes::Simulated,
+            BackendKind::Nvml => ChannelNodes::Driver,
+        },
+        clique,
+        fabric_summary: if fabric_summary.is_empty() {
+            "none".to_owned()
+        } else {
+            fabric_summary
+        },
+    };
+    let domains = Domains::new(settings)?;
+    for problem in domains.start_up()? {
+        tracing::error!(%problem, "ComputeDomain channels");
+    }
+    Ok(domains)
 }

@@ -111,7 +111,11 @@ fn running_pid(folders: &DaemonFolders) -> Option<u32> {
 
 /// Live processes whose environment carries the marker of `folders`.
 fn marked_pids(folders: &DaemonFolders) -> Vec<u32> {
-    let marker = format!("{DAEMON_MARKER}={}", folders.root().display());
+    pids_with_env(&format!("{DAEMON_MARKER}={}", folders.root().display()))
+}
+
+/// Live processes whose environment holds `entry` (`NAME=value`) exactly.
+pub fn pids_with_env(entry: &str) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -122,7 +126,7 @@ fn marked_pids(folders: &DaemonFolders) -> Vec<u32> {
             std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| {
                 environ
                     .split(|b| *b == 0)
-                    .any(|var| var == marker.as_bytes())
+                    .any(|var| var == entry.as_bytes())
             })
         })
         .filter(|pid| pid_alive(*pid))

@@ -21,7 +21,8 @@ use super::folders::DaemonFolders;
 use super::supervisor::{
     DaemonSpec, DaemonState, DaemonStatus, RestartHook, Supervised, Supervisor,
 };
-use adopted::{AdoptedDaemon, kill_pid};
+use adopted::AdoptedDaemon;
+pub use adopted::{kill_pid, pid_alive, pids_with_env};
 
 /// How long a stopped daemon gets to exit before it is killed.
 pub(super) const EXIT_BOUND: Duration = Duration::from_secs(20);

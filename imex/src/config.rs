@@ -10,13 +10,23 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::API_VERSION;
-use crate::api::AllocationMode;
 
 /// `kind` of the channel config.
 pub const CHANNEL_KIND: &str = "ComputeDomainChannelConfig";
 
 /// `kind` of the daemon config.
 pub const DAEMON_KIND: &str = "ComputeDomainDaemonConfig";
+
+/// How many IMEX channels a claim of the domain gets (`channel.allocationMode`
+/// of a ComputeDomain, `allocationMode` of its channel config).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AllocationMode {
+    /// Channel 0.
+    #[default]
+    Single,
+    /// Every channel of the IMEX domain.
+    All,
+}
 
 /// One opaque config of the driver.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -27,6 +27,8 @@ pub const CMD_PORT: u16 = 50005;
 
 /// The keys of NVIDIA's template with its values, but the two it fills in
 /// (`IMEX_NODE_CONFIG_FILE`, `IMEX_CMD_BIND_INTERFACE_IP`), in its order.
+/// gpusliced also fills `BIND_INTERFACE_IP` when `[imex] bind_address` is
+/// set (nodes sharing one host, as the tests' do, each bind their own).
 const FIXED: [(&str, &str); 31] = [
     ("LOG_LEVEL", "4"),
     ("LOG_FILE_NAME", ""),
@@ -61,18 +63,25 @@ const FIXED: [(&str, &str); 31] = [
     ("IMEX_NODE_DISCONNECTED_GRACE_TIME", "-1"),
 ];
 
-/// The daemon's config: NVIDIA's keys and values, its command service on
-/// `bind_ip`, its peers in `nodes_config`.
-pub fn daemon_config(bind_ip: &str, nodes_config: &str) -> String {
+/// The daemon's config: NVIDIA's keys and values, its peers in
+/// `nodes_config`, its connections to them on `bind_ip` (`BIND_INTERFACE_IP`;
+/// NVIDIA leaves it empty, all interfaces) and its command service on
+/// `cmd_bind_ip` (NVIDIA's: the pod's address).
+pub fn daemon_config(bind_ip: &str, cmd_bind_ip: &str, nodes_config: &str) -> String {
     let mut text =
         String::from("# Written by gpusliced for its ComputeDomain; rewritten on change.\n");
     for (key, value) in FIXED {
+        let value = if key == "BIND_INTERFACE_IP" {
+            bind_ip
+        } else {
+            value
+        };
         text.push_str(&format!("{key}={value}\n"));
         if key == "SERVER_PORT" {
             text.push_str(&format!("IMEX_NODE_CONFIG_FILE={nodes_config}\n"));
         }
         if key == "IMEX_CMD_ENABLED" {
-            text.push_str(&format!("IMEX_CMD_BIND_INTERFACE_IP={bind_ip}\n"));
+            text.push_str(&format!("IMEX_CMD_BIND_INTERFACE_IP={cmd_bind_ip}\n"));
         }
     }
     text
@@ -142,6 +151,19 @@ mod tests {
         let peers = ["127.0.0.2".to_owned(), "127.0.0.3".to_owned()];
         assert_eq!(nodes_config(&peers), "127.0.0.2\n127.0.0.3\n");
         assert_eq!(nodes_config(&[]), "");
+    }
+
+    #[test]
+    fn the_bind_address_goes_to_the_peer_connections_and_the_command_service() {
+        let text = daemon_config("127.0.0.2", "127.0.0.2", "/n.cfg");
+        assert!(text.contains("\nBIND_INTERFACE_IP=127.0.0.2\n"), "{text}");
+        assert!(
+            text.contains("\nIMEX_CMD_BIND_INTERFACE_IP=127.0.0.2\n"),
+            "{text}"
+        );
+        assert!(text.contains("\nIMEX_NODE_CONFIG_FILE=/n.cfg\n"), "{text}");
+        let nvidia = daemon_config("", "10.1.2.3", "/n.cfg");
+        assert!(nvidia.contains("\nBIND_INTERFACE_IP=\n"), "{nvidia}");
     }
 
     #[test]

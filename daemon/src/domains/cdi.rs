@@ -1,0 +1,125 @@
+//! A channel claim's CDI spec: kind `k8s.gpuslice.dev/channel`, one file
+//! per claim (`k8s.gpuslice.dev-channel_<uid>.json`, a name the GPU claims'
+//! reconcile never takes for its own), one device `<uid>-channel` whose
+//! edits are the claim's channel device nodes
+//! (`/dev/nvidia-caps-imex-channels/channel<id>`, character devices of the
+//! driver's major, minor the id, mode 0666). Pure.
+
+use std::path::Path;
+
+use gpuslice_cdi::version::finalize;
+use gpuslice_cdi::{ContainerEdits, Device, DeviceNode, Spec};
+use gpuslice_imex::channels::{DEVICE_MODE, channel_path};
+
+use crate::cdi_build::CDI_VENDOR;
+
+/// CDI class of channel claims' specs.
+pub const CDI_CLASS: &str = "channel";
+
+/// The spec file name of a channel claim.
+pub fn spec_file_name(claim_uid: &str) -> String {
+    format!("{CDI_VENDOR}-{CDI_CLASS}_{claim_uid}.json")
+}
+
+/// The claim uid a spec file name belongs to, when it is a channel claim's.
+pub fn claim_uid_of_spec_file(file_name: &str) -> Option<&str> {
+    file_name
+        .strip_prefix(&format!("{CDI_VENDOR}-{CDI_CLASS}_"))?
+        .strip_suffix(".json")
+}
+
+fn device_name(claim_uid: &str) -> String {
+    format!("{claim_uid}-channel")
+}
+
+/// The fully qualified CDI device id of a channel claim.
+pub fn cdi_device_id(claim_uid: &str) -> String {
+    format!("{CDI_VENDOR}/{CDI_CLASS}={}", device_name(claim_uid))
+}
+
+/// The spec of claim `claim_uid` with `channels`, their nodes under
+/// `dev_root`, of `major` when the driver registers one.
+pub fn channel_spec(
+    claim_uid: &str,
+    channels: &[u32],
+    dev_root: &Path,
+    major: Option<u32>,
+) -> Spec {
+    let nodes = channels
+        .iter()
+        .map(|id| {
+            let path = channel_path(*id);
+            let host = dev_root.join(path.trim_start_matches('/'));
+            let host = host.to_string_lossy().into_owned();
+            DeviceNode {
+                host_path: (host != path).then_some(host),
+                path,
+                node_type: major.map(|_| "c".to_owned()),
+                major: major.map(i64::from),
+                minor: major.map(|_| i64::from(*id)),
+                file_mode: Some(DEVICE_MODE),
+                permissions: Some("rw".to_owned()),
+                ..DeviceNode::default()
+            }
+        })
+        .collect();
+    let mut spec = Spec {
+        cdi_version: String::new(),
+        kind: format!("{CDI_VENDOR}/{CDI_CLASS}"),
+        devices: vec![Device {
+            name: device_name(claim_uid),
+            container_edits: ContainerEdits {
+                device_nodes: nodes,
+                ..ContainerEdits::default()
+            },
+        }],
+        container_edits: ContainerEdits::default(),
+    };
+    finalize(&mut spec);
+    spec
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const UID: &str = "0b4c9f3e-1111-4a2b-8c3d-0123456789ab";
+
+    #[test]
+    fn a_channel_spec_holds_its_channel_nodes_and_validates() {
+        let spec = channel_spec(UID, &[3], Path::new("/sim/root"), Some(235));
+        gpuslice_cdi::validate::validate(&spec).expect("valid");
+        assert_eq!(spec.kind, "k8s.gpuslice.dev/channel");
+        let node = &spec.devices[0].container_edits.device_nodes[0];
+        assert_eq!(node.path, "/dev/nvidia-caps-imex-channels/channel3");
+        assert_eq!(
+            node.host_path.as_deref(),
+            Some("/sim/root/dev/nvidia-caps-imex-channels/channel3")
+        );
+        assert_eq!((node.major, node.minor), (Some(235), Some(3)));
+        assert_eq!(
+            cdi_device_id(UID),
+            format!("k8s.gpuslice.dev/channel={UID}-channel")
+        );
+        let on_host = channel_spec(UID, &[0, 1], Path::new("/"), None);
+        let nodes = &on_host.devices[0].container_edits.device_nodes;
+        assert_eq!(nodes.len(), 2);
+        assert_eq!(nodes[1].host_path, None, "the same path on the host");
+        assert_eq!(nodes[1].major, None, "the runtime reads the host node");
+    }
+
+    #[test]
+    fn spec_file_names_are_the_channel_class_only() {
+        let name = spec_file_name(UID);
+        assert_eq!(claim_uid_of_spec_file(&name), Some(UID));
+        assert_eq!(
+            claim_uid_of_spec_file(&crate::cdi_build::spec_file_name(UID)),
+            None
+        );
+        assert_eq!(
+            crate::cdi_build::claim_uid_of_spec_file(&name),
+            None,
+            "the GPU claims' reconcile leaves channel specs alone"
+        );
+    }
+}
