@@ -8,6 +8,9 @@
 //!   driver, `ComputeDomainChannelConfig` and `ComputeDomainDaemonConfig`;
 //! - [`template`]: the ResourceClaimTemplate made from a ComputeDomain, the
 //!   one its pods name;
+//! - [`coordinate`]: one node's turn at a domain's status (its own entry,
+//!   lost nodes dropped, readiness), how the plugins keep it without a
+//!   controller;
 //! - [`membership`]: who is in a domain (an index per clique), when it is
 //!   Ready, and the peers each member's IMEX daemon is told;
 //! - [`imex`] (gpuslice-imex's): the IMEX daemon's config and nodes config, its command
@@ -19,6 +22,7 @@
 
 pub mod api;
 pub mod channels;
+pub mod coordinate;
 pub mod membership;
 pub mod template;
 
