@@ -1,8 +1,10 @@
-//! The packaged RBAC for claim status (`packaging/rbac/claim-status.yaml`)
-//! grants exactly what the plugin's status writer needs and nothing more:
-//! `patch` on `resourceclaims/status` and `associated-node:patch` on
+//! The packaged RBAC grants exactly what the plugin needs and nothing more.
+//! For claim status (`packaging/rbac/claim-status.yaml`): `patch` on
+//! `resourceclaims/status` and `associated-node:patch` on
 //! `resourceclaims/driver` for the default driver name, bound to the
-//! plugin's ServiceAccount (docs/claim-status.md#access).
+//! plugin's ServiceAccount (docs/claim-status.md#access). For ComputeDomains
+//! (`packaging/rbac/compute-domains.yaml`): the calls of
+//! dra-plugin/src/domain_status/kube_api.rs, bound to the same account.
 
 use std::collections::BTreeSet;
 
@@ -14,7 +16,11 @@ use serde_norway::Value;
 const DEFAULT_DRIVER: &str = "gpu.nvidia.com";
 
 fn documents() -> Vec<Value> {
-    let path = repo_root().join("packaging/rbac/claim-status.yaml");
+    documents_of("packaging/rbac/claim-status.yaml")
+}
+
+fn documents_of(file: &str) -> Vec<Value> {
+    let path = repo_root().join(file);
     let text =
         std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
     serde_norway::Deserializer::from_str(&text)
@@ -40,26 +46,9 @@ fn strings(value: &Value) -> Vec<String> {
 /// One rule as a comparable tuple: groups, resources, verbs, resourceNames.
 type Rule = (Vec<String>, Vec<String>, Vec<String>, Vec<String>);
 
-#[test]
-fn the_claim_status_role_grants_exactly_the_two_rules() {
-    let docs = documents();
-    let kinds: BTreeSet<&str> = docs.iter().filter_map(|d| d["kind"].as_str()).collect();
-    assert_eq!(
-        kinds,
-        BTreeSet::from([
-            "Namespace",
-            "ServiceAccount",
-            "ClusterRole",
-            "ClusterRoleBinding"
-        ]),
-    );
-    assert_eq!(docs.len(), 4, "one object of each kind");
-    let [role] = of_kind(&docs, "ClusterRole")[..] else {
-        panic!("one ClusterRole");
-    };
-    assert_eq!(role["metadata"]["name"], "gpuslice-claim-status");
-    assert!(role.get("aggregationRule").is_none(), "no aggregation");
-    let rules: BTreeSet<Rule> = role["rules"]
+/// A ClusterRole's rules as comparable tuples (only the four plain keys).
+fn rules_of(role: &Value) -> BTreeSet<Rule> {
+    role["rules"]
         .as_sequence()
         .expect("rules is a list")
         .iter()
@@ -86,7 +75,29 @@ fn the_claim_status_role_grants_exactly_the_two_rules() {
                 strings(&r["resourceNames"]),
             )
         })
-        .collect();
+        .collect()
+}
+
+#[test]
+fn the_claim_status_role_grants_exactly_the_two_rules() {
+    let docs = documents();
+    let kinds: BTreeSet<&str> = docs.iter().filter_map(|d| d["kind"].as_str()).collect();
+    assert_eq!(
+        kinds,
+        BTreeSet::from([
+            "Namespace",
+            "ServiceAccount",
+            "ClusterRole",
+            "ClusterRoleBinding"
+        ]),
+    );
+    assert_eq!(docs.len(), 4, "one object of each kind");
+    let [role] = of_kind(&docs, "ClusterRole")[..] else {
+        panic!("one ClusterRole");
+    };
+    assert_eq!(role["metadata"]["name"], "gpuslice-claim-status");
+    assert!(role.get("aggregationRule").is_none(), "no aggregation");
+    let rules = rules_of(role);
     let own = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
     let want = BTreeSet::from([
         (
@@ -131,6 +142,50 @@ fn the_binding_gives_the_role_to_the_plugins_service_account() {
     let subjects = binding["subjects"].as_sequence().expect("subjects");
     assert_eq!(subjects.len(), 1, "one subject");
     assert_eq!(subjects[0]["kind"], "ServiceAccount");
+    assert_eq!(subjects[0]["name"], account["metadata"]["name"]);
+    assert_eq!(subjects[0]["namespace"], account["metadata"]["namespace"]);
+}
+
+#[test]
+fn the_compute_domain_role_grants_exactly_the_calls_of_its_round() {
+    let docs = documents_of("packaging/rbac/compute-domains.yaml");
+    let [role] = of_kind(&docs, "ClusterRole")[..] else {
+        panic!("one ClusterRole");
+    };
+    let [binding] = of_kind(&docs, "ClusterRoleBinding")[..] else {
+        panic!("one ClusterRoleBinding");
+    };
+    assert_eq!(docs.len(), 2, "the ServiceAccount is claim-status.yaml's");
+    let own = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    let want = BTreeSet::from([
+        (
+            own(&["resource.nvidia.com"]),
+            own(&["computedomains"]),
+            own(&["get", "list"]),
+            vec![],
+        ),
+        (
+            own(&["resource.nvidia.com"]),
+            own(&["computedomains/status"]),
+            own(&["update"]),
+            vec![],
+        ),
+        (
+            own(&["resource.k8s.io"]),
+            own(&["resourceclaimtemplates"]),
+            own(&["create", "list", "patch", "delete"]),
+            vec![],
+        ),
+        (own(&[""]), own(&["nodes"]), own(&["list"]), vec![]),
+    ]);
+    assert_eq!(rules_of(role), want);
+    assert_eq!(binding["roleRef"]["name"], role["metadata"]["name"]);
+    let account = &documents()
+        .into_iter()
+        .find(|d| d["kind"] == "ServiceAccount")
+        .expect("claim-status.yaml's ServiceAccount");
+    let subjects = binding["subjects"].as_sequence().expect("subjects");
+    assert_eq!(subjects.len(), 1, "one subject");
     assert_eq!(subjects[0]["name"], account["metadata"]["name"]);
     assert_eq!(subjects[0]["namespace"], account["metadata"]["namespace"]);
 }
