@@ -16,19 +16,27 @@
 //! 5. [`gpusliced`]: the client of gpusliced's socket.
 //! 6. [`dra`]: the DRA service core and its v1 and v1beta1 adapters.
 //! 7. [`health`]: the kubelet's DRA health API, from gpusliced's device health.
-//! 8. [`registration`]: the plugin-registration service.
+//! 8. [`registration`]: the plugin-registration service; [`driver`]: one
+//!    driver served (its DRA and registration sockets, the kubelet's verdict).
 //! 9. [`publisher`]: the ResourceSlice loop, woken by [`gpusliced_watch`]
 //!    (gpusliced's WatchInventory, across its restarts, with [`backoff`])
 //!    and [`slice_watch`] (the API server's watch of our slices).
-//! 10. [`sockets`] and [`run`]: the sockets, start-up and shutdown.
+//! 10. [`sockets`] and [`run`]: the sockets, start-up and shutdown;
+//!     [`compute_domains`]: the second driver, `compute-domain.nvidia.com`
+//!     (IMEX channels), served where gpusliced reports an NVLink clique.
 //! 11. [`claim_status`]: usage in each prepared claim's status (its pure
 //!     entries and write plan, the apply and the access state).
+//! 12. [`domain_status`]: ComputeDomains kept by the plugins (the template,
+//!     the node's entry of the status, the peers told to gpusliced).
 
 pub mod advertise;
 pub mod backoff;
 pub mod claim;
 pub mod claim_status;
+pub mod compute_domains;
+pub mod domain_status;
 pub mod dra;
+pub mod driver;
 pub mod gpusliced;
 pub mod gpusliced_watch;
 pub mod health;

@@ -1,39 +1,38 @@
 //! Start-up, serving and shutdown, as named tasks under one `select!`.
 //!
-//! Order: API-server and gpusliced clients; the DRA socket served (v1 and
-//! v1beta1, and the device-health watch in v1 and v1alpha1) before the
-//! registration socket appears, so the kubelet never dials an endpoint that
-//! is not there; then the publisher and what wakes it: the follower of
-//! gpusliced's inventory and the watch of our slices; then the claim-status
-//! writer (with its own API-server identity when `[claim_status] kubeconfig`
-//! is set), or, with `[claim_status] mode = "off"`, only what tells
-//! gpusliced that it is off. The process ends on
-//! SIGTERM or SIGINT (success), when the kubelet refuses the registration or
-//! a server fails (errors). Either way both sockets are closed and removed.
+//! Order: API-server and gpusliced clients; the GPU driver served
+//! ([`crate::driver`]: its DRA socket, v1 and v1beta1 and the device-health
+//! watch in v1 and v1alpha1, before its registration socket appears, so the
+//! kubelet never dials an endpoint that is not there); then the publisher and
+//! what wakes it: the follower of gpusliced's inventory and the watch of our
+//! slices; then the claim-status writer (with its own API-server identity
+//! when `[claim_status] kubeconfig` is set), or, with `[claim_status] mode =
+//! "off"`, only what tells gpusliced that it is off; and the ComputeDomain
+//! driver ([`crate::compute_domains`]), which registers and publishes by
+//! itself once gpusliced says the node serves it. The process ends on
+//! SIGTERM or SIGINT (success), when the kubelet refuses a driver's
+//! registration or a server fails (errors). Either way every socket is
+//! closed and removed.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use tokio::signal::unix::{SignalKind, signal};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
-use tokio_stream::wrappers::UnixListenerStream;
 use tonic::transport::Server;
 use tracing::{info, warn};
 
 use crate::claim_status::{entries, plan, task as claim_status, tell};
+use crate::compute_domains;
 use crate::config::{ApiAccess, ClaimStatusMode, Resolved};
-use crate::dra::{DraCore, v1::V1Service, v1beta1::V1beta1Service};
+use crate::dra::{DraCore, Forward, v1::V1Service, v1beta1::V1beta1Service};
+use crate::driver::{DRAIN, DriverError, DriverSockets, ServedDriver};
 use crate::health::{HealthCore, v1::V1HealthService, v1alpha1::V1alpha1HealthService};
 use crate::publisher::{Publisher, Triggers};
-use crate::registration::{RegistrationService, RegistrationState};
 use crate::slices::PoolTarget;
-use crate::sockets::{self, SocketError};
 use crate::{gpusliced, gpusliced_watch, slice_watch};
-
-/// How long calls in flight may take to finish at shutdown.
-const DRAIN: Duration = Duration::from_secs(5);
 
 /// Slice watch events waiting for the publisher (a busy publisher holds the
 /// watch back beyond this).
@@ -50,23 +49,12 @@ pub enum RunError {
         /// kube's message.
         message: String,
     },
-    /// A socket could not be set up.
-    #[error(transparent)]
-    Socket(#[from] SocketError),
     /// Signal handlers could not be installed.
     #[error("cannot install signal handlers: {0}")]
     Signals(std::io::Error),
-    /// The kubelet refused the plugin.
-    #[error("the kubelet refused to register the plugin: {0}")]
-    Refused(String),
-    /// A gRPC server stopped by itself.
-    #[error("the {server} server stopped: {message}")]
-    Server {
-        /// "DRA" or "registration".
-        server: &'static str,
-        /// Why.
-        message: String,
-    },
+    /// A driver's sockets or servers failed, or the kubelet refused it.
+    #[error(transparent)]
+    Driver(#[from] DriverError),
 }
 
 /// Runs the DRA plugin until a signal (Ok) or a failure (Err).
@@ -80,6 +68,10 @@ pub async fn run(resolved: Resolved) -> Result<(), RunError> {
             Some(kube_client(&ApiAccess::Kubeconfig(path.clone())).await?)
         }
     };
+    let domains_kube = match &config.compute_domains.kubeconfig {
+        Some(path) => kube_client(&ApiAccess::Kubeconfig(path.clone())).await?,
+        None => kube.clone(),
+    };
     let gpusliced = gpusliced::connect_lazy(config.gpusliced_socket.clone());
     let mut sigterm = signal(SignalKind::terminate()).map_err(RunError::Signals)?;
     let mut sigint = signal(SignalKind::interrupt()).map_err(RunError::Signals)?;
@@ -87,65 +79,77 @@ pub async fn run(resolved: Resolved) -> Result<(), RunError> {
 
     let core = Arc::new(DraCore::new(
         config.driver_name.clone(),
+        Forward::Gpus,
         kube.clone(),
         gpusliced.clone(),
     ));
-    let dra_path = config.dra_socket();
-    let (dra_listener, dra_file) = sockets::bind(&dra_path)?;
     let health = HealthCore::new(
         gpusliced.clone(),
         resolved.node_name.clone(),
         Duration::from_secs(config.health_seconds),
         stopped.clone(),
     );
-    let mut dra = serve(
-        "DRA",
-        Server::builder()
-            .add_service(V1Service::server(Arc::clone(&core)))
-            .add_service(V1beta1Service::server(core))
-            .add_service(V1HealthService::server(health.clone()))
-            .add_service(V1alpha1HealthService::server(health)),
-        dra_listener,
-        stopped.clone(),
-    );
+    let router = Server::builder()
+        .add_service(V1Service::server(Arc::clone(&core)))
+        .add_service(V1beta1Service::server(core))
+        .add_service(V1HealthService::server(health.clone()))
+        .add_service(V1alpha1HealthService::server(health));
+    let sockets = DriverSockets {
+        dra: config.dra_socket(),
+        registration: config.registration_socket(),
+    };
+    let mut gpus = ServedDriver::start(&config.driver_name, router, &sockets, &stopped)?;
+    info!(driver = %config.driver_name, node = %resolved.node_name, "GPU driver up");
 
-    let (registration, mut verdicts) =
-        RegistrationService::server(&config.driver_name, dra_file.path());
-    let (reg_listener, reg_file) = sockets::bind(&config.registration_socket())?;
-    let mut reg = serve(
-        "registration",
-        Server::builder().add_service(registration),
-        reg_listener,
+    let (channels_failed, mut channel_failure) = oneshot::channel();
+    let channels = tokio::spawn(compute_domains::run(
+        channel_setup(&resolved, &kube, domains_kube, &gpusliced),
         stopped.clone(),
-    );
-    info!(driver = %config.driver_name, node = %resolved.node_name, dra = %dra_path.display(),
-          registration = %reg_file.path().display(), "serving; waiting for the kubelet");
-
+        channels_failed,
+    ));
     let tasks = Tasks::spawn(&resolved, kube, gpusliced, status_kube, stopped);
 
     let outcome = tokio::select! {
         _ = sigterm.recv() => { info!("SIGTERM: stopping"); Ok(()) }
         _ = sigint.recv() => { info!("SIGINT: stopping"); Ok(()) }
-        refused = refused(&mut verdicts) => Err(RunError::Refused(refused)),
-        ended = &mut dra => Err(server_ended("DRA", ended)),
-        ended = &mut reg => Err(server_ended("registration", ended)),
+        failed = gpus.failed() => Err(failed.into()),
+        Ok(failed) = &mut channel_failure => Err(failed.into()),
     };
     stop.send_replace(true);
-    for (name, task) in [("DRA", &mut dra), ("registration", &mut reg)] {
-        if !task.is_finished() && tokio::time::timeout(DRAIN, task).await.is_err() {
-            warn!(
-                server = name,
-                "calls still in flight after the drain time; closing anyway"
-            );
-        }
-    }
+    gpus.close().await;
     tasks.drain().await;
-    drop(reg_file);
-    drop(dra_file);
+    if tokio::time::timeout(DRAIN * 2, channels).await.is_err() {
+        warn!(
+            driver = compute_domains::DRIVER,
+            "did not stop in time; abandoned"
+        );
+    }
     outcome
 }
 
-/// The plugin's tasks beside its two gRPC servers: the ResourceSlice
+/// What the ComputeDomain driver takes from the config.
+fn channel_setup(
+    resolved: &Resolved,
+    kube: &kube::Client,
+    domains_kube: kube::Client,
+    gpusliced: &gpusliced::GpuSlice,
+) -> compute_domains::Setup {
+    let config = &resolved.config;
+    compute_domains::Setup {
+        mode: config.compute_domains.enabled,
+        kube: kube.clone(),
+        domains_kube,
+        gpusliced: gpusliced.clone(),
+        node_name: resolved.node_name.clone(),
+        sockets: DriverSockets {
+            dra: config.dra_socket_of(compute_domains::DRIVER),
+            registration: config.registration_socket_of(compute_domains::DRIVER),
+        },
+        resync: Duration::from_secs(config.resync_seconds),
+    }
+}
+
+/// The GPU driver's tasks beside its two gRPC servers: the ResourceSlice
 /// publisher, the claim-status writer (or, with it off, what says so to
 /// gpusliced), and the two watches that wake them.
 struct Tasks {
@@ -281,47 +285,4 @@ async fn kube_client(api: &ApiAccess) -> Result<kube::Client, RunError> {
     };
     let config = config.map_err(fail)?;
     kube::Client::try_from(config).map_err(|e| fail(e.to_string()))
-}
-
-type Served = JoinHandle<Result<(), tonic::transport::Error>>;
-
-fn serve(
-    name: &'static str,
-    router: tonic::transport::server::Router,
-    listener: tokio::net::UnixListener,
-    mut stopped: watch::Receiver<bool>,
-) -> Served {
-    tokio::spawn(async move {
-        let shutdown = async move {
-            let _ = stopped.wait_for(|stop| *stop).await;
-            info!(server = name, "closing");
-        };
-        router
-            .serve_with_incoming_shutdown(UnixListenerStream::new(listener), shutdown)
-            .await
-    })
-}
-
-async fn refused(verdicts: &mut watch::Receiver<RegistrationState>) -> String {
-    loop {
-        if let RegistrationState::Refused(reason) = &*verdicts.borrow_and_update() {
-            return reason.clone();
-        }
-        if verdicts.changed().await.is_err() {
-            // The service is gone; the server-ended branch reports why.
-            std::future::pending::<()>().await;
-        }
-    }
-}
-
-fn server_ended(
-    server: &'static str,
-    ended: Result<Result<(), tonic::transport::Error>, tokio::task::JoinError>,
-) -> RunError {
-    let message = match ended {
-        Ok(Ok(())) => "it ended without being asked".to_owned(),
-        Ok(Err(err)) => err.to_string(),
-        Err(err) => err.to_string(),
-    };
-    RunError::Server { server, message }
 }

@@ -1,4 +1,4 @@
-//! The shim's two listening unix sockets: a stale socket file is removed
+//! The shim's listening unix sockets (two per driver served): a stale socket file is removed
 //! before binding (a crash leaves one), and the file is removed again when
 //! the [`SocketFile`] guard drops, so a clean exit leaves nothing behind.
 //! Only socket files are ever removed: anything else at the path is an error.

@@ -8,6 +8,7 @@
 //! so every rule is testable.
 
 mod claim_status;
+mod compute_domains;
 mod resolve;
 
 use std::path::{Path, PathBuf};
@@ -15,6 +16,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 pub use claim_status::{ClaimStatusConfig, ClaimStatusMode, MIN_RECHECK_S, MIN_REFRESH_S};
+pub use compute_domains::{COMPUTE_DOMAIN_DRIVER, ComputeDomainsConfig, ComputeDomainsMode};
 pub use resolve::{ApiAccess, Environment, Resolved};
 
 /// Default path of the config file.
@@ -71,6 +73,8 @@ pub struct Config {
     pub consumable_capacity: bool,
     /// Writing usage into each prepared claim's status.
     pub claim_status: ClaimStatusConfig,
+    /// Serving ComputeDomain channels (the second driver).
+    pub compute_domains: ComputeDomainsConfig,
     /// Logging.
     pub log: LogConfig,
 }
@@ -98,6 +102,7 @@ impl Default for Config {
             health_seconds: 10,
             consumable_capacity: false,
             claim_status: ClaimStatusConfig::default(),
+            compute_domains: ComputeDomainsConfig::default(),
             log: LogConfig::default(),
         }
     }
@@ -168,6 +173,7 @@ impl Config {
         for kubeconfig in [
             config.kubeconfig.as_mut(),
             config.claim_status.kubeconfig.as_mut(),
+            config.compute_domains.kubeconfig.as_mut(),
         ]
         .into_iter()
         .flatten()
@@ -180,14 +186,24 @@ impl Config {
 
     /// The DRA socket the kubelet dials: `<plugins_dir>/<driver>/dra.sock`.
     pub fn dra_socket(&self) -> PathBuf {
-        self.plugins_dir.join(&self.driver_name).join("dra.sock")
+        self.dra_socket_of(&self.driver_name)
     }
 
     /// The registration socket the kubelet watches:
     /// `<registry_dir>/<driver>-reg.sock`.
     pub fn registration_socket(&self) -> PathBuf {
-        self.registry_dir
-            .join(format!("{}-reg.sock", self.driver_name))
+        self.registration_socket_of(&self.driver_name)
+    }
+
+    /// `driver`'s DRA socket (each driver the plugin serves has its own).
+    pub fn dra_socket_of(&self, driver: &str) -> PathBuf {
+        self.plugins_dir.join(driver).join("dra.sock")
+    }
+
+    /// `driver`'s registration socket (one per driver: the kubelet registers
+    /// each socket in its registry folder as one plugin).
+    pub fn registration_socket_of(&self, driver: &str) -> PathBuf {
+        self.registry_dir.join(format!("{driver}-reg.sock"))
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
@@ -218,11 +234,23 @@ impl Config {
             }
         }
         self.claim_status.validate()?;
+        let channels = (self.compute_domains.enabled != ComputeDomainsMode::Off).then(|| {
+            [
+                ("plugins_dir", self.dra_socket_of(COMPUTE_DOMAIN_DRIVER)),
+                (
+                    "registry_dir",
+                    self.registration_socket_of(COMPUTE_DOMAIN_DRIVER),
+                ),
+            ]
+        });
         for (key, path) in [
             ("plugins_dir", self.dra_socket()),
             ("registry_dir", self.registration_socket()),
             ("gpusliced_socket", self.gpusliced_socket.clone()),
-        ] {
+        ]
+        .into_iter()
+        .chain(channels.into_iter().flatten())
+        {
             if path.as_os_str().len() > MAX_SOCKET_PATH {
                 return Err(ConfigError::Invalid {
                     key,

@@ -197,3 +197,40 @@ fn claim_status_defaults_bounds_and_its_own_kubeconfig() {
         assert!(text.contains(names) && text.contains("line 2"), "{text}");
     }
 }
+
+#[test]
+fn compute_domains_default_auto_with_their_own_sockets() {
+    use super::{COMPUTE_DOMAIN_DRIVER, ComputeDomainsMode};
+    let defaults = parse("").expect("valid");
+    assert_eq!(defaults.compute_domains.enabled, ComputeDomainsMode::Auto);
+    assert_eq!(
+        defaults.dra_socket_of(COMPUTE_DOMAIN_DRIVER),
+        PathBuf::from("/var/lib/kubelet/plugins/compute-domain.nvidia.com/dra.sock")
+    );
+    assert_eq!(
+        defaults.registration_socket_of(COMPUTE_DOMAIN_DRIVER),
+        PathBuf::from("/var/lib/kubelet/plugins_registry/compute-domain.nvidia.com-reg.sock")
+    );
+    for (text, mode) in [
+        ("on", ComputeDomainsMode::On),
+        ("off", ComputeDomainsMode::Off),
+        ("auto", ComputeDomainsMode::Auto),
+    ] {
+        let config = parse(&format!("[compute_domains]\nenabled = \"{text}\"")).expect("valid");
+        assert_eq!(config.compute_domains.enabled, mode);
+    }
+    let bad = parse("[compute_domains]\nenabled = \"yes\"").expect_err("unknown value");
+    assert!(bad.to_string().contains("yes"), "{bad}");
+    let unknown = parse("[compute_domains]\nmode = \"on\"").expect_err("unknown key");
+    assert!(unknown.to_string().contains("mode"), "{unknown}");
+    // The second driver's socket counts against the path limit unless off.
+    let long = format!("plugins_dir = \"/{}\"", "p".repeat(75));
+    assert!(matches!(
+        parse(&long),
+        Err(ConfigError::Invalid {
+            key: "plugins_dir",
+            ..
+        })
+    ));
+    parse(&format!("{long}\n[compute_domains]\nenabled = \"off\"")).expect("off: not bound");
+}

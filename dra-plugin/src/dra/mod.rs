@@ -1,8 +1,10 @@
 //! The kubelet's DRA calls, version-neutral: one core both gRPC versions
-//! ([`v1`], [`v1beta1`]) adapt to. Prepare reads each claim from the API
-//! server, checks it ([`crate::claim`]) and forwards to gpusliced; Unprepare
-//! forwards by uid. Every claim asked about gets an entry in the answer, with
-//! an error string where it failed (the kubelet retries those claims).
+//! ([`v1`], [`v1beta1`]) adapt to, one core per driver served. Prepare reads
+//! each claim from the API server, checks it ([`crate::claim`]) and forwards
+//! to gpusliced (GPUs to `Prepare`, the ComputeDomain driver's IMEX channels
+//! to `PrepareChannel`, see [`Forward`]); Unprepare forwards by uid. Every
+//! claim asked about gets an entry in the answer, with an error string where
+//! it failed (the kubelet retries those claims).
 
 pub mod v1;
 pub mod v1beta1;
@@ -42,10 +44,20 @@ pub enum ClaimCallError {
     },
 }
 
-/// What the DRA services share.
+/// Which of gpusliced's calls a driver's claims go to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Forward {
+    /// GPUs and their slices: `Prepare` and `Unprepare`.
+    Gpus,
+    /// ComputeDomain IMEX channels: `PrepareChannel` and `UnprepareChannel`.
+    Channels,
+}
+
+/// What the DRA services of one driver share.
 #[derive(Clone)]
 pub struct DraCore {
     driver: String,
+    forward: Forward,
     kube: kube::Client,
     gpusliced: GpuSlice,
 }
@@ -54,15 +66,17 @@ impl std::fmt::Debug for DraCore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DraCore")
             .field("driver", &self.driver)
+            .field("forward", &self.forward)
             .finish_non_exhaustive()
     }
 }
 
 impl DraCore {
-    /// A core for `driver` using these clients.
-    pub fn new(driver: String, kube: kube::Client, gpusliced: GpuSlice) -> Self {
+    /// A core for `driver` using these clients, forwarding as `forward`.
+    pub fn new(driver: String, forward: Forward, kube: kube::Client, gpusliced: GpuSlice) -> Self {
         Self {
             driver,
+            forward,
             kube,
             gpusliced,
         }
@@ -141,13 +155,13 @@ impl DraCore {
             devices: plan.devices,
             configs: plan.configs,
         };
-        let reply = self
-            .gpusliced
-            .clone()
-            .prepare(request)
-            .await
-            .map_err(|status| gpusliced_error(&id, &status))?
-            .into_inner();
+        let mut gpusliced = self.gpusliced.clone();
+        let reply = match self.forward {
+            Forward::Gpus => gpusliced.prepare(request).await,
+            Forward::Channels => gpusliced.prepare_channel(request).await,
+        }
+        .map_err(|status| gpusliced_error(&id, &status))?
+        .into_inner();
         Ok(reply
             .devices
             .into_iter()
@@ -163,14 +177,15 @@ impl DraCore {
 
     async fn unprepare_one(&self, claim: &api::Claim) -> Result<bool, ClaimCallError> {
         let id = format!("{}/{}", claim.namespace, claim.name);
-        let reply = self
-            .gpusliced
-            .clone()
-            .unprepare(pb::UnprepareRequest {
-                claim: Some(claim_ref(claim)),
-            })
-            .await
-            .map_err(|status| gpusliced_error(&id, &status))?;
+        let request = pb::UnprepareRequest {
+            claim: Some(claim_ref(claim)),
+        };
+        let mut gpusliced = self.gpusliced.clone();
+        let reply = match self.forward {
+            Forward::Gpus => gpusliced.unprepare(request).await,
+            Forward::Channels => gpusliced.unprepare_channel(request).await,
+        }
+        .map_err(|status| gpusliced_error(&id, &status))?;
         Ok(reply.into_inner().was_prepared)
     }
 }

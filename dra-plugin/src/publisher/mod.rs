@@ -21,6 +21,12 @@
 //!
 //! Slices are owned by the Node, so deleting the Node garbage-collects
 //! them. Errors are logged and retried; the loop never ends the process.
+//!
+//! One publisher per driver ([`PoolKind`]): the GPU driver's pool comes from
+//! gpusliced's inventory as above; the ComputeDomain driver's is the node's
+//! fixed list of IMEX channels ([`crate::compute_domains::pool`]), written
+//! by the same loop and sync (its slice watch, its resync), with no
+//! inventory read and no MIG form.
 
 mod echoes;
 mod mig_form;
@@ -137,10 +143,20 @@ enum Wake {
     Stop,
 }
 
+/// Which pool a publisher keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PoolKind {
+    /// The GPUs and slices of gpusliced's inventory.
+    Gpus,
+    /// The node's IMEX channels (`compute-domain.nvidia.com`).
+    Channels,
+}
+
 /// The publishing loop's state.
 pub struct Publisher {
     kube: kube::Client,
     gpusliced: GpuSlice,
+    pool: PoolKind,
     driver: String,
     node_name: String,
     taint_unhealthy: bool,
@@ -170,6 +186,7 @@ impl std::fmt::Debug for Publisher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Publisher")
             .field("driver", &self.driver)
+            .field("pool", &self.pool)
             .field("node_name", &self.node_name)
             .field("resync", &self.resync)
             .field("dirty", &self.dirty)
@@ -178,8 +195,19 @@ impl std::fmt::Debug for Publisher {
 }
 
 impl Publisher {
-    /// A publisher for `node_name`'s pool of `driver`.
+    /// A publisher for `node_name`'s pool of `driver`, of GPUs.
     pub fn new(
+        kube: kube::Client,
+        gpusliced: GpuSlice,
+        target: &PoolTarget<'_>,
+        resync: Duration,
+    ) -> Self {
+        Self::of(PoolKind::Gpus, kube, gpusliced, target, resync)
+    }
+
+    /// A publisher of the `pool` of `target`.
+    pub fn of(
+        pool: PoolKind,
         kube: kube::Client,
         gpusliced: GpuSlice,
         target: &PoolTarget<'_>,
@@ -188,6 +216,7 @@ impl Publisher {
         Self {
             kube,
             gpusliced,
+            pool,
             driver: target.driver.to_owned(),
             node_name: target.node_name.to_owned(),
             taint_unhealthy: target.taint_unhealthy,
@@ -264,7 +293,7 @@ impl Publisher {
                     }
                     let delay = retries.next_delay();
                     retry_at = Some(Instant::now() + delay);
-                    warn!(error = %err, retry_in = ?delay, "ResourceSlice sync failed");
+                    warn!(driver = %self.driver, error = %err, retry_in = ?delay, "ResourceSlice sync failed");
                 }
             }
         }
@@ -273,11 +302,12 @@ impl Publisher {
     fn report(&self, wake: Wake, report: SyncReport) {
         if report.writes > 0 {
             info!(
-                node = %self.node_name, generation = report.generation, writes = report.writes,
-                reason = ?wake, "published ResourceSlices"
+                driver = %self.driver, node = %self.node_name, generation = report.generation,
+                writes = report.writes, reason = ?wake, "published ResourceSlices"
             );
         } else {
-            debug!(generation = report.generation, listed = report.listed, reason = ?wake, "ResourceSlices in sync");
+            debug!(driver = %self.driver, generation = report.generation, listed = report.listed,
+                   reason = ?wake, "ResourceSlices in sync");
         }
     }
 }

@@ -1,5 +1,5 @@
 //! One sync: settle the MIG advertise form (`super::mig_form`), read the
-//! inventory, build the pool, and (unless nothing can
+//! inventory, build the pool (the channel pool: built as it is), and (unless nothing can
 //! have changed) list our slices, plan ([`crate::sync_plan`]) and write.
 //!
 //! The API server is not asked at all when the pool built from the
@@ -18,29 +18,16 @@ use kube::Api;
 use kube::api::{DeleteParams, ListParams, PostParams, Preconditions};
 use tracing::warn;
 
-use super::{PublishError, Publisher, SyncReport};
+use super::{PoolKind, PublishError, Publisher, SyncReport};
 use crate::probe::Verdict;
 use crate::slice_watch::selector;
-use crate::slices::{self, PoolTarget};
+use crate::slices::{self, BuiltPool, PoolTarget};
 use crate::sync_plan::{self, Existing, Write};
 
 impl Publisher {
     /// One comparison and the writes it needs.
     pub async fn sync_once(&mut self) -> Result<SyncReport, PublishError> {
-        self.settle_mig_form().await?;
-        let inventory = self
-            .gpusliced
-            .get_inventory(pb::GetInventoryRequest {})
-            .await
-            .map_err(PublishError::Inventory)?
-            .into_inner();
-        let target = PoolTarget {
-            driver: &self.driver,
-            node_name: &self.node_name,
-            taint_unhealthy: self.taint_unhealthy,
-            consumable_capacity: self.consumable_capacity,
-        };
-        let built = slices::build_pool(&inventory, &target, 0);
+        let built = self.build().await?;
         if !self.dirty && self.last_built.as_ref() == Some(&built.slices) {
             return Ok(SyncReport {
                 generation: self.last_published,
@@ -89,6 +76,27 @@ impl Publisher {
             writes,
             listed: true,
         })
+    }
+
+    /// The pool as it should be, at generation 0.
+    async fn build(&mut self) -> Result<BuiltPool, PublishError> {
+        if self.pool == PoolKind::Channels {
+            return Ok(crate::compute_domains::pool(&self.node_name));
+        }
+        self.settle_mig_form().await?;
+        let inventory = self
+            .gpusliced
+            .get_inventory(pb::GetInventoryRequest {})
+            .await
+            .map_err(PublishError::Inventory)?
+            .into_inner();
+        let target = PoolTarget {
+            driver: &self.driver,
+            node_name: &self.node_name,
+            taint_unhealthy: self.taint_unhealthy,
+            consumable_capacity: self.consumable_capacity,
+        };
+        Ok(slices::build_pool(&inventory, &target, 0))
     }
 
     async fn apply(

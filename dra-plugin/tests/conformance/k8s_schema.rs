@@ -4,7 +4,8 @@
 //! what an API server of that version refuses by shape (unknown fields,
 //! wrong types, missing required fields). The fake API server checks every
 //! ResourceSlice the plugin writes against each; `extended_claim` checks the
-//! scheduler-shaped ResourceClaims.
+//! scheduler-shaped ResourceClaims; `fake_domains` the ResourceClaimTemplates
+//! the plugins make for ComputeDomains.
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -19,7 +20,7 @@ use crate::peers::read;
 pub const VERSIONS: [&str; 4] = ["v1.34", "v1.35", "v1.36", "v1.37"];
 
 /// The kinds checked, by their name in the definitions.
-const KINDS: [&str; 2] = ["ResourceSlice", "ResourceClaim"];
+const KINDS: [&str; 3] = ["ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"];
 
 const DEFINITIONS_URI: &str = "https://kubernetes.io/api/_definitions.json";
 

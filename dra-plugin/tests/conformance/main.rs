@@ -19,16 +19,22 @@
 //! against the fake API server's fault mode ([`fake_faults`]). [`claim_status`]: the claim status writer's apply and probe
 //! against the server's status rules ([`claim_status_rules`]);
 //! [`status_chain`]: the same through the real plugin and gpusliced, read
-//! back by `gpuslicectl claims --cluster`.
+//! back by `gpuslicectl claims --cluster`. [`channels`]: the second driver,
+//! `compute-domain.nvidia.com`, on a simulated GB200 node in an NVLink
+//! clique (its registration, its 2048 IMEX channels in 16 slices, a channel
+//! claim prepared and unprepared) and absent from a node without a clique.
 
 mod advertise;
 #[path = "../../../tests/e2e/binaries.rs"]
 mod binaries;
+mod channels;
 mod claim_status;
 mod claim_status_rules;
+mod compute_domains;
 mod extended;
 mod extended_claim;
 mod fake_apiserver;
+mod fake_domains;
 mod fake_faults;
 mod fake_gate;
 mod fake_watch;

@@ -160,15 +160,8 @@ pub fn build_pool(
                 .ok()
         })
         .collect();
-    let per_slice = if devices
-        .iter()
-        .any(|d| d.consumes_counters.is_some() || d.taints.is_some())
-    {
-        MAX_DEVICES_WITH_COUNTERS_OR_TAINTS
-    } else {
-        MAX_DEVICES_PER_SLICE
-    };
-    let mut slices: Vec<ResourceSliceSpec> = counter_sets
+    let per_slice = per_slice(&devices);
+    let slices: Vec<ResourceSliceSpec> = counter_sets
         .chunks(MAX_COUNTER_SETS_PER_SLICE)
         .map(|sets| spec(target, None, Some(sets.to_vec())))
         .chain(
@@ -177,6 +170,51 @@ pub fn build_pool(
                 .map(|chunk| spec(target, Some(chunk), None)),
         )
         .collect();
+    BuiltPool {
+        slices: numbered(target, slices, generation),
+        skipped,
+    }
+}
+
+/// A pool of `devices` as they are (no counter sets), in their order, in
+/// slices of at most [`MAX_DEVICES_PER_SLICE`] ([`MAX_DEVICES_WITH_COUNTERS_OR_TAINTS`]
+/// when any device uses counters or taints), at `generation`: what a driver
+/// with a fixed list of devices publishes (the IMEX channels of
+/// `compute-domain.nvidia.com`). No devices: one empty slice.
+pub fn device_pool(
+    target: &PoolTarget<'_>,
+    devices: Vec<Device>,
+    generation: i64,
+) -> Vec<ResourceSliceSpec> {
+    let per_slice = per_slice(&devices);
+    let mut devices = devices.into_iter().peekable();
+    let mut slices = Vec::new();
+    while devices.peek().is_some() {
+        let chunk: Vec<Device> = devices.by_ref().take(per_slice).collect();
+        slices.push(spec(target, Some(chunk), None));
+    }
+    numbered(target, slices, generation)
+}
+
+/// The most devices one slice of `devices` may hold.
+fn per_slice(devices: &[Device]) -> usize {
+    if devices
+        .iter()
+        .any(|d| d.consumes_counters.is_some() || d.taints.is_some())
+    {
+        MAX_DEVICES_WITH_COUNTERS_OR_TAINTS
+    } else {
+        MAX_DEVICES_PER_SLICE
+    }
+}
+
+/// `slices` (one empty slice for none) with the pool's `generation` and
+/// their count in each, as Kubernetes requires of every slice of a pool.
+fn numbered(
+    target: &PoolTarget<'_>,
+    mut slices: Vec<ResourceSliceSpec>,
+    generation: i64,
+) -> Vec<ResourceSliceSpec> {
     if slices.is_empty() {
         slices.push(spec(target, Some(Vec::new()), None));
     }
@@ -185,7 +223,7 @@ pub fn build_pool(
         slice.pool.generation = generation;
         slice.pool.resource_slice_count = count;
     }
-    BuiltPool { slices, skipped }
+    slices
 }
 
 /// A device's MIG profile (`None` for a whole GPU): a run of one profile is

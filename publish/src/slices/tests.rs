@@ -5,7 +5,7 @@ use gpuslice_proto::gpuslice::v1::attribute_value::Value;
 
 use super::{
     BuiltPool, MAX_COUNTER_SETS_PER_SLICE, MAX_DEVICES_PER_SLICE,
-    MAX_DEVICES_WITH_COUNTERS_OR_TAINTS, PoolTarget, SliceError, build_pool,
+    MAX_DEVICES_WITH_COUNTERS_OR_TAINTS, PoolTarget, SliceError, build_pool, device_pool,
 };
 use crate::names::{is_dns_label, is_qualified_name};
 
@@ -131,6 +131,40 @@ fn splits_at_128_devices_keeping_every_device_once_in_order() {
             "{devices}"
         );
         assert!(pool.skipped.is_empty());
+    }
+}
+
+#[test]
+fn a_fixed_device_list_splits_at_128_or_64_with_taints_every_device_once_in_order() {
+    use k8s_openapi::api::resource::v1::{Device, DeviceTaint};
+    for (count, tainted) in [
+        (0_usize, false),
+        (1, false),
+        (128, false),
+        (129, false),
+        (2048, false),
+        (65, true),
+    ] {
+        let devices: Vec<Device> = (0..count)
+            .map(|i| Device {
+                name: format!("channel-{i}"),
+                taints: (tainted && i == 0).then(|| vec![DeviceTaint::default()]),
+                ..Device::default()
+            })
+            .collect();
+        let pool = BuiltPool {
+            slices: device_pool(&TARGET, devices, 3),
+            skipped: Vec::new(),
+        };
+        let names = check_shape(&pool, 3);
+        let want: Vec<String> = (0..count).map(|i| format!("channel-{i}")).collect();
+        assert_eq!(names, want, "{count} devices");
+        let limit = if tainted {
+            MAX_DEVICES_WITH_COUNTERS_OR_TAINTS
+        } else {
+            MAX_DEVICES_PER_SLICE
+        };
+        assert_eq!(pool.slices.len(), count.div_ceil(limit).max(1), "{count}");
     }
 }
 
