@@ -90,6 +90,7 @@ fn each_command_shows_only_the_flags_it_uses() {
         "advise",
         "mig",
         "sharing",
+        "domains",
         "health",
         "prepare",
         "unprepare",
@@ -121,6 +122,7 @@ fn the_commands_are_listed_in_the_order_an_operator_looks() {
             "advise",
             "mig",
             "sharing",
+            "domains",
             "health",
             "prepare",
             "unprepare",
@@ -154,8 +156,8 @@ fn every_socket_flag_reads_the_variable_then_the_packaged_path() {
         sub.get_subcommands().for_each(&mut check);
     }
     assert_eq!(
-        seen, 15,
-        "the binary, 12 commands, health clear and sim exec"
+        seen, 16,
+        "the binary, 13 commands, health clear and sim exec"
     );
 }
 

@@ -14,6 +14,7 @@ mod activity_render;
 mod advise;
 mod cluster;
 mod connect;
+mod domains;
 #[cfg(test)]
 mod fixture;
 mod flags;
@@ -165,6 +166,15 @@ enum Command {
         #[command(flatten)]
         out: Out,
     },
+    /// The ComputeDomains with a channel on this node: the node's NVLink
+    /// clique, each domain's IMEX daemon (state, pid, restarts, READY), its
+    /// peers and its channel claims.
+    Domains {
+        #[command(flatten)]
+        conn: Conn,
+        #[command(flatten)]
+        out: Out,
+    },
     /// Unhealthy devices (XIDs, ECC errors, lost GPUs) with the claims on
     /// them; exit status 3 while a device is unhealthy.
     Health {
@@ -189,6 +199,10 @@ enum Command {
         /// Claim uid.
         #[arg(long)]
         uid: String,
+        /// The claim's driver: gpuslice's GPUs (the default), or
+        /// compute-domain.nvidia.com for an IMEX channel.
+        #[arg(long, default_value = prepare::GPU_DRIVER)]
+        driver: String,
         #[command(flatten)]
         conn: Conn,
         #[command(flatten)]
@@ -257,6 +271,7 @@ impl Command {
             | Command::Advise { conn, out, .. }
             | Command::Mig { conn, out }
             | Command::Sharing { conn, out }
+            | Command::Domains { conn, out }
             | Command::Health {
                 action: None,
                 conn,
@@ -489,6 +504,13 @@ async fn show(
                 .into_inner();
             sharing::render(&reply, json)
         }
+        Command::Domains { .. } => {
+            let reply = client
+                .list_domains(pb::ListDomainsRequest {})
+                .await?
+                .into_inner();
+            domains::render(&reply, json)
+        }
         Command::Claims { idle: None, .. } => {
             let reply = client
                 .list_claims(pb::ListClaimsRequest {})
@@ -513,14 +535,18 @@ async fn show(
         }
         Command::Top { top, .. } => top::run(client, top, json).await?,
         Command::Prepare { claim, .. } => prepare::run(client, claim, json).await?,
-        Command::Unprepare { uid, .. } => {
+        Command::Unprepare { uid, driver, .. } => {
             let req = pb::UnprepareRequest {
                 claim: Some(pb::ClaimRef {
                     uid: uid.clone(),
                     ..Default::default()
                 }),
             };
-            let reply = client.unprepare(req).await?.into_inner();
+            let reply = if prepare::is_channel_driver(&driver)? {
+                client.unprepare_channel(req).await?.into_inner()
+            } else {
+                client.unprepare(req).await?.into_inner()
+            };
             render::unprepared(&uid, &reply, json)
         }
         Command::Match { .. } => anyhow::bail!("match is run by main"),

@@ -9,6 +9,25 @@ use tonic::transport::Channel;
 
 use crate::render;
 
+/// The driver of gpuslice's GPUs, as the DRA plugin registers it by default.
+pub const GPU_DRIVER: &str = "gpu.nvidia.com";
+
+/// The driver of ComputeDomains' IMEX channels.
+pub const CHANNEL_DRIVER: &str = "compute-domain.nvidia.com";
+
+/// Whether `driver` names the channel driver; an error for a driver that is
+/// neither.
+pub fn is_channel_driver(driver: &str) -> anyhow::Result<bool> {
+    match driver {
+        CHANNEL_DRIVER => Ok(true),
+        GPU_DRIVER => Ok(false),
+        other => anyhow::bail!(
+            "--driver {other:?}: gpusliced prepares claims of {GPU_DRIVER} (GPUs, the \
+             default) and {CHANNEL_DRIVER} (IMEX channels)"
+        ),
+    }
+}
+
 /// What `prepare` sends.
 #[derive(Debug, clap::Args)]
 pub struct PrepareArgs {
@@ -35,6 +54,11 @@ pub struct PrepareArgs {
     /// configs win over these.
     #[arg(long = "class-config", value_name = "JSON_OR_@FILE")]
     pub class_configs: Vec<String>,
+    /// The claim's driver: gpuslice's GPUs (the default), or
+    /// compute-domain.nvidia.com for an IMEX channel (`--device
+    /// channel-<id>` with its ComputeDomainChannelConfig).
+    #[arg(long, default_value = GPU_DRIVER)]
+    pub driver: String,
 }
 
 /// `prepare`: the claim as the DRA plugin would send it.
@@ -51,7 +75,9 @@ pub async fn run(
         request,
         configs,
         class_configs,
+        driver,
     } = claim;
+    let channel = is_channel_driver(&driver)?;
     let configs = opaque_configs(&class_configs, &configs)?;
     let req = pb::PrepareRequest {
         claim: Some(pb::ClaimRef {
@@ -71,7 +97,11 @@ pub async fn run(
             .collect(),
         configs,
     };
-    let reply = client.prepare(req).await?.into_inner();
+    let reply = if channel {
+        client.prepare_channel(req).await?.into_inner()
+    } else {
+        client.prepare(req).await?.into_inner()
+    };
     Ok(render::prepared(&uid, &reply, json))
 }
 
