@@ -272,3 +272,36 @@ fn sim_two_nodes_connect_a_killed_daemon_comes_back_and_a_restart_takes_it_over(
     let err = d1.set_peers(DOMAIN, &peers).expect_err("not a member");
     assert!(matches!(err, DomainError::NotMember { .. }), "{err}");
 }
+
+#[test]
+fn sim_a_prepare_cut_short_by_a_crash_is_rolled_back_at_the_next_start() {
+    let Some(tools) = tools() else { return };
+    let node = Node::new(&tools, "127.0.31.4", Some(CLIQUE), "");
+    // What a crash after the record and the spec leaves: a `preparing`
+    // record, its spec, and no daemon.
+    let ask = channel_claim(UID_A, 0, DOMAIN).validate().expect("valid");
+    let store = super::record::RecordStore::open(&node.settings.state_dir).expect("store");
+    store
+        .save(&super::record::ChannelRecord::preparing(&ask))
+        .expect("record");
+    gpuslice_cdi::atomic::write_atomic(
+        &node.settings.cdi_dir,
+        &super::cdi::spec_file_name(UID_A),
+        b"{}",
+        0o644,
+    )
+    .expect("spec");
+    let domains = node.engine();
+    assert!(node.spec(UID_A).is_none(), "the spec is removed");
+    assert!(
+        store.load_all().expect("records").0.is_empty(),
+        "and the record"
+    );
+    assert!(domains.list().is_empty(), "no daemon is started for it");
+    assert!(node.record().is_empty());
+    // The claim prepares afresh when the kubelet asks again.
+    domains
+        .prepare(&channel_claim(UID_A, 0, DOMAIN))
+        .expect("prepared");
+    assert!(domains.unprepare(UID_A).expect("unprepared"));
+}
