@@ -21,7 +21,7 @@ pub use super::grpc_status::error;
 /// is refused here without being copied into an error message.
 pub const MAX_FIELD: usize = 4096;
 
-pub(super) fn bounded(field: &str, value: String) -> Result<String, Status> {
+fn bounded(field: &str, value: String) -> Result<String, Status> {
     if value.len() > MAX_FIELD {
         return Err(Status::invalid_argument(format!(
             "{field} is {} bytes; at most {MAX_FIELD} are allowed",

@@ -5,44 +5,34 @@
 use gpuslice_proto::gpuslice::v1 as pb;
 use tonic::{Code, Status};
 
-use super::convert::bounded;
-
+use super::convert;
 use crate::domains::request::ChannelConfigEntry;
 use crate::domains::{ChannelDevice, ChannelRequest, DomainError, DomainStatus, PreparedChannel};
-/// A channel claim's prepare in the engine's terms.
+/// A channel claim's prepare in the engine's terms: read as a GPU claim's
+/// request is (the same bounds and config sources), then taken apart.
 pub fn channel_request(req: pb::PrepareRequest) -> Result<ChannelRequest, Status> {
-    let claim = req
-        .claim
-        .ok_or_else(|| Status::invalid_argument("claim is required (uid, namespace, name)"))?;
-    let devices = req
-        .devices
-        .into_iter()
-        .map(|d| {
-            Ok(ChannelDevice {
-                device: bounded("devices[].device", d.device)?,
-                request_names: d
-                    .request_names
-                    .into_iter()
-                    .map(|r| bounded("devices[].request_names[]", r))
-                    .collect::<Result<_, Status>>()?,
-                pool: bounded("devices[].pool", d.pool)?,
-            })
-        })
-        .collect::<Result<_, Status>>()?;
-    let configs = req
-        .configs
-        .into_iter()
-        .map(|c| ChannelConfigEntry {
-            requests: c.requests,
-            parameters_json: c.parameters_json,
-        })
-        .collect();
+    let req = convert::prepare_request(req)?;
     Ok(ChannelRequest {
-        uid: bounded("claim.uid", claim.uid)?,
-        namespace: bounded("claim.namespace", claim.namespace)?,
-        name: bounded("claim.name", claim.name)?,
-        devices,
-        configs,
+        uid: req.uid,
+        namespace: req.namespace,
+        name: req.name,
+        devices: req
+            .devices
+            .into_iter()
+            .map(|d| ChannelDevice {
+                device: d.device,
+                request_names: d.request_names,
+                pool: d.pool,
+            })
+            .collect(),
+        configs: req
+            .configs
+            .into_iter()
+            .map(|c| ChannelConfigEntry {
+                requests: c.requests,
+                parameters_json: c.parameters_json,
+            })
+            .collect(),
     })
 }
 
