@@ -43,7 +43,7 @@ fn tools() -> Option<PathBuf> {
 
 /// NVIDIA's ComputeDomain of `file` (third_party/dra-driver-nvidia-gpu), as
 /// written.
-fn nvidia_domain(file: &str) -> Value {
+pub fn nvidia_domain(file: &str) -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../third_party/dra-driver-nvidia-gpu")
         .join(file);
@@ -82,25 +82,7 @@ impl Drop for Cluster {
         }
         // IMEX daemons outlive gpusliced by design: end the test's own.
         let marker = format!("GPUSLICE_IMEX_DOMAIN={}", self.dir.path().display());
-        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|s| s.parse::<i32>().ok())
-            else {
-                continue;
-            };
-            let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
-            if environ
-                .split(|b| *b == 0)
-                .any(|v| v.starts_with(marker.as_bytes()))
-            {
-                let _ = nix::sys::signal::kill(
-                    nix::unistd::Pid::from_raw(pid),
-                    nix::sys::signal::Signal::SIGKILL,
-                );
-            }
-        }
+        crate::gpusliced::kill_processes_with_env(&marker);
     }
 }
 
@@ -266,7 +248,7 @@ impl Cluster {
     }
 }
 
-fn node_config(tools: &Path, dir: &Path, address: &str, seed: &str) -> String {
+pub fn node_config(tools: &Path, dir: &Path, address: &str, seed: &str) -> String {
     // The daemon's environment is cleared: a wrapper gives the stand-in the
     // file that makes it answer not ready while it exists.
     let wrapper = dir.join("nvidia-imex");
@@ -294,7 +276,7 @@ fn node_config(tools: &Path, dir: &Path, address: &str, seed: &str) -> String {
     )
 }
 
-fn members(status: &Value) -> Vec<(String, String, String)> {
+pub fn members(status: &Value) -> Vec<(String, String, String)> {
     status["nodes"]
         .as_array()
         .map(|nodes| {
@@ -309,7 +291,7 @@ fn members(status: &Value) -> Vec<(String, String, String)> {
         .unwrap_or_default()
 }
 
-fn ready_members(count: usize) -> impl Fn(&Value) -> bool {
+pub fn ready_members(count: usize) -> impl Fn(&Value) -> bool {
     move |status: &Value| {
         status["status"] == "Ready"
             && members(status).len() == count

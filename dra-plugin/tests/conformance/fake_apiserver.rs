@@ -20,13 +20,15 @@
 //! wait on the state through a condition variable, never by sleeping.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::BufReader;
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+pub use crate::http::percent_decode;
+use crate::http::{read_request, respond};
 use crate::slice_rules::check_slice;
 
 /// What the server holds.
@@ -152,58 +154,26 @@ impl FakeApiServer {
 fn serve_connection(stream: TcpStream, shared: &(Mutex<State>, Condvar)) {
     let mut reader = BufReader::new(stream.try_clone().expect("clone stream"));
     let mut writer = stream;
-    loop {
-        let mut request_line = String::new();
-        if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
-            return;
-        }
-        let mut length = 0usize;
-        loop {
-            let mut header = String::new();
-            if reader.read_line(&mut header).unwrap_or(0) == 0 {
-                return;
-            }
-            let header = header.trim_end();
-            if header.is_empty() {
-                break;
-            }
-            if let Some((name, value)) = header.split_once(':')
-                && name.eq_ignore_ascii_case("content-length")
-            {
-                length = value.trim().parse().unwrap_or(0);
-            }
-        }
-        let mut body = vec![0u8; length];
-        if reader.read_exact(&mut body).is_err() {
-            return;
-        }
-        let mut parts = request_line.split_whitespace();
-        let method = parts.next().unwrap_or_default().to_owned();
-        let target = parts.next().unwrap_or_default().to_owned();
-        let (path, query) = target.split_once('?').unwrap_or((target.as_str(), ""));
-        if method == "GET" && path == SLICES && query.split('&').any(|kv| kv == "watch=true") {
+    while let Some(request) = read_request(&mut reader) {
+        let target = request.target.as_str();
+        let (path, query) = target.split_once('?').unwrap_or((target, ""));
+        if request.method == "GET"
+            && path == SLICES
+            && query.split('&').any(|kv| kv == "watch=true")
+        {
             crate::fake_watch::serve(writer, shared, query);
             return;
         }
         let (status, reply) = {
             let mut state = shared.0.lock().expect("state lock");
-            let answer = match state.faults.answer(&method, &target) {
+            let answer = match state.faults.answer(&request.method, target) {
                 Some(fault) => fault,
-                None => route(&mut state, &method, &target, &body),
+                None => route(&mut state, &request.method, target, &request.body),
             };
             shared.1.notify_all();
             answer
         };
-        let text = reply.to_string();
-        let head = format!(
-            "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-            text.len()
-        );
-        if writer
-            .write_all(head.as_bytes())
-            .and_then(|()| writer.write_all(text.as_bytes()))
-            .is_err()
-        {
+        if !respond(&mut writer, status, &reply) {
             return;
         }
     }
@@ -445,25 +415,6 @@ fn delete_slice(state: &mut State, name: &str, body: &[u8]) -> (u16, Value) {
     let old = state.slices.remove(name).unwrap_or(Value::Null);
     state.record("DELETED", &old);
     (200, old)
-}
-
-pub fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && i + 2 < bytes.len()
-            && let Ok(v) = u8::from_str_radix(&text[i + 1..i + 3], 16)
-        {
-            out.push(v);
-            i += 3;
-            continue;
-        }
-        out.push(if bytes[i] == b'+' { b' ' } else { bytes[i] });
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn not_found(what: &str) -> (u16, Value) {

@@ -8,14 +8,14 @@
 //! and Nodes (listed). Every change wakes the test's waits.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::BufReader;
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::fake_apiserver::percent_decode;
+use crate::http::{percent_decode, read_request, respond};
 
 /// What the server holds.
 #[derive(Debug, Default)]
@@ -129,50 +129,14 @@ impl FakeDomainsApi {
 fn serve(stream: TcpStream, shared: &(Mutex<Domains>, Condvar)) {
     let mut reader = BufReader::new(stream.try_clone().expect("clone stream"));
     let mut writer = stream;
-    loop {
-        let mut request_line = String::new();
-        if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
-            return;
-        }
-        let mut length = 0usize;
-        loop {
-            let mut header = String::new();
-            if reader.read_line(&mut header).unwrap_or(0) == 0 {
-                return;
-            }
-            let header = header.trim_end();
-            if header.is_empty() {
-                break;
-            }
-            if let Some((name, value)) = header.split_once(':')
-                && name.eq_ignore_ascii_case("content-length")
-            {
-                length = value.trim().parse().unwrap_or(0);
-            }
-        }
-        let mut body = vec![0u8; length];
-        if reader.read_exact(&mut body).is_err() {
-            return;
-        }
-        let mut parts = request_line.split_whitespace();
-        let method = parts.next().unwrap_or_default().to_owned();
-        let target = parts.next().unwrap_or_default().to_owned();
+    while let Some(request) = read_request(&mut reader) {
         let (status, reply) = {
             let mut state = shared.0.lock().expect("state lock");
-            let answer = route(&mut state, &method, &target, &body);
+            let answer = route(&mut state, &request.method, &request.target, &request.body);
             shared.1.notify_all();
             answer
         };
-        let text = reply.to_string();
-        let head = format!(
-            "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-            text.len()
-        );
-        if writer
-            .write_all(head.as_bytes())
-            .and_then(|()| writer.write_all(text.as_bytes()))
-            .is_err()
-        {
+        if !respond(&mut writer, status, &reply) {
             return;
         }
     }

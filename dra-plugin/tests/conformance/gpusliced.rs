@@ -42,29 +42,36 @@ pub struct Daemon {
     child: Option<ChildGuard>,
 }
 
+/// SIGKILL to every process whose environment has a variable starting with
+/// `prefix` (`NAME=value-prefix`): the daemons a test's gpusliced started,
+/// by the folder their marker names.
+pub fn kill_processes_with_env(prefix: &str) {
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
+        if environ
+            .split(|b| *b == 0)
+            .any(|var| var.starts_with(prefix.as_bytes()))
+        {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}
+
 impl Drop for Daemon {
     fn drop(&mut self) {
         drop(self.child.take());
         let needle = format!("CUDA_MPS_PIPE_DIRECTORY={}/", self.mps_dir.display());
-        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|s| s.parse::<i32>().ok())
-            else {
-                continue;
-            };
-            let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
-            if environ
-                .split(|b| *b == 0)
-                .any(|var| var.starts_with(needle.as_bytes()))
-            {
-                let _ = nix::sys::signal::kill(
-                    nix::unistd::Pid::from_raw(pid),
-                    nix::sys::signal::Signal::SIGKILL,
-                );
-            }
-        }
+        kill_processes_with_env(&needle);
     }
 }
 

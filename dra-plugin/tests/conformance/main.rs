@@ -39,6 +39,7 @@ mod fake_faults;
 mod fake_gate;
 mod fake_watch;
 mod gpusliced;
+mod http;
 mod k8s_schema;
 mod peers;
 mod probe;
