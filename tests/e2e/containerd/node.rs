@@ -118,8 +118,8 @@ fn replace_links(dir: &Path) {
     }
 }
 
-/// The numbers a driver gives the node `name` (uvm and caps majors are
-/// dynamic on a real host; these are typical).
+/// The numbers a driver gives the node `name` (uvm, caps and IMEX channel
+/// majors are dynamic on a real host; these are typical).
 fn numbers(name: &str) -> Option<(u64, u64)> {
     match name {
         "nvidiactl" => Some((195, 255)),
@@ -128,6 +128,9 @@ fn numbers(name: &str) -> Option<(u64, u64)> {
         _ => {
             if let Some(cap) = name.strip_prefix("nvidia-cap") {
                 return cap.parse().ok().map(|minor| (237, minor));
+            }
+            if let Some(channel) = name.strip_prefix("channel") {
+                return channel.parse().ok().map(|minor| (241, minor));
             }
             name.strip_prefix("nvidia")?
                 .parse()
