@@ -50,20 +50,16 @@ mod extended {
 }
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
-use std::sync::{Arc, Barrier};
+use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-use gpuslice_dra_plugin::domain_status::{kube_api::KubeDomains, node::GpuslicedDomains, task};
-use gpuslice_dra_plugin::gpusliced::{GpuSlice, connect_lazy};
-use gpuslice_proto::gpuslice::v1 as pb;
+use gpuslice_dra_plugin::domain_status::task;
 use serde_json::{Value, json};
-use tokio::sync::{Notify, watch};
 
-use compute_domains::{members, node_config, nvidia_domain, ready_members};
+use compute_domains::{Cluster, addresses, members, nvidia_domain, ready_members};
 use fake_domains::FakeDomainsApi;
-use gpusliced::Daemon;
 
 /// A bound on each wait, not a timing.
 const BOUND: Duration = Duration::from_secs(120);
@@ -72,159 +68,6 @@ const TARGET: Duration = Duration::from_secs(5);
 /// NVIDIA's driver, kubernetes-sigs/dra-driver-nvidia-gpu#374: a domain's
 /// start-up from serialized prepares.
 const NVIDIA_374_S: f64 = 109.0;
-
-/// One node: its gpusliced, its rounds' stop switch, its folder.
-struct Node {
-    name: String,
-    dir: PathBuf,
-    daemon: Option<Daemon>,
-    stop: watch::Sender<bool>,
-}
-
-/// N nodes and the API server, with the runtime the rounds run on.
-struct Cluster {
-    runtime: tokio::runtime::Runtime,
-    api: FakeDomainsApi,
-    nodes: Vec<Node>,
-    dir: tempfile::TempDir,
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        for node in &mut self.nodes {
-            let _ = node.stop.send(true);
-            // gpusliced first: it would start a killed IMEX daemon again.
-            drop(node.daemon.take());
-        }
-        // IMEX daemons outlive gpusliced by design: end the bench's own.
-        let marker = format!("GPUSLICE_IMEX_DOMAIN={}", self.dir.path().display());
-        gpusliced::kill_processes_with_env(&marker);
-    }
-}
-
-impl Cluster {
-    /// `count` GB200 nodes on 127.0.1.1, .2, ..., their gpusliceds started
-    /// at once; the rounds start once every node is up.
-    fn start(tools: &Path, count: usize) -> Self {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("runtime");
-        let api = FakeDomainsApi::start();
-        let daemons: Vec<(String, PathBuf, Daemon)> = std::thread::scope(|scope| {
-            let started: Vec<_> = (0..count)
-                .map(|i| {
-                    let name = format!("node-{}", i + 1);
-                    let node_dir = dir.path().join(&name);
-                    scope.spawn(move || {
-                        std::fs::create_dir_all(&node_dir).expect("node dir");
-                        let address = format!("127.0.1.{}", i + 1);
-                        let config = node_config(tools, &node_dir, &address, &name);
-                        let daemon = Daemon::start_with_config(&node_dir, &config);
-                        (name, node_dir, daemon)
-                    })
-                })
-                .collect();
-            started
-                .into_iter()
-                .map(|h| h.join().expect("gpusliced started"))
-                .collect()
-        });
-        let mut cluster = Self {
-            runtime,
-            api,
-            nodes: Vec::new(),
-            dir,
-        };
-        for (name, node_dir, daemon) in daemons {
-            let (stop, _) = watch::channel(false);
-            cluster.api.mutate(|s| s.nodes.insert(name.clone()));
-            cluster.nodes.push(Node {
-                name,
-                dir: node_dir,
-                daemon: Some(daemon),
-                stop,
-            });
-        }
-        for i in 0..count {
-            cluster.start_rounds(i);
-        }
-        cluster
-    }
-
-    fn client(&self, i: usize) -> GpuSlice {
-        let _guard = self.runtime.enter();
-        connect_lazy(self.nodes[i].dir.join("gpusliced.sock"))
-    }
-
-    /// The node's plugin's domain rounds, as its plugin runs them (nothing
-    /// wakes them: a round every `task::EVERY`).
-    fn start_rounds(&self, i: usize) {
-        let node = &self.nodes[i];
-        let _guard = self.runtime.enter();
-        let config = kube::Config::new(self.api.url.parse().expect("url"));
-        let client = kube::Client::try_from(config).expect("kube client");
-        self.runtime.spawn(task::run(
-            KubeDomains::new(client),
-            GpuslicedDomains::new(self.client(i)),
-            node.name.clone(),
-            Arc::new(Notify::new()),
-            node.stop.subscribe(),
-        ));
-    }
-
-    /// The pod's claim on node `i`: channel 0, with the template's config.
-    fn prepare(&self, i: usize, claim_uid: &str, template: &str, parameters: &Value) {
-        let request = pb::PrepareRequest {
-            claim: Some(pb::ClaimRef {
-                uid: claim_uid.to_owned(),
-                namespace: "default".to_owned(),
-                name: format!("{template}-{i}"),
-            }),
-            devices: vec![pb::AllocatedDevice {
-                device: "channel-0".to_owned(),
-                request_names: vec!["channel".to_owned()],
-                pool: self.nodes[i].name.clone(),
-                ..pb::AllocatedDevice::default()
-            }],
-            configs: vec![pb::OpaqueConfig {
-                source: pb::ConfigSource::Claim as i32,
-                requests: vec!["channel".to_owned()],
-                parameters_json: parameters.to_string(),
-            }],
-        };
-        let mut client = self.client(i);
-        if let Err(status) = self.runtime.block_on(client.prepare_channel(request)) {
-            panic!("node {}: prepare: {status:?}", i + 1);
-        }
-    }
-
-    fn unprepare(&self, i: usize, claim_uid: &str) {
-        let mut client = self.client(i);
-        let request = pb::UnprepareRequest {
-            claim: Some(pb::ClaimRef {
-                uid: claim_uid.to_owned(),
-                ..pb::ClaimRef::default()
-            }),
-        };
-        self.runtime
-            .block_on(client.unprepare_channel(request))
-            .expect("unprepared");
-    }
-
-    /// Whether node `i`'s gpusliced lists no domain.
-    fn no_domains(&self, i: usize) -> bool {
-        let mut client = self.client(i);
-        self.runtime
-            .block_on(client.list_domains(pb::ListDomainsRequest {}))
-            .expect("ListDomains")
-            .into_inner()
-            .domains
-            .is_empty()
-    }
-}
 
 /// What one round measured, in time since the domain was put in.
 #[derive(Debug)]
@@ -325,20 +168,18 @@ fn round(cluster: &Cluster, count: usize, seq: usize) -> Round {
         "the plugins make the workload template"
     );
     let template_made = start.elapsed();
-    let parameters = cluster.api.state().templates[&key]["spec"]["spec"]["devices"]["config"][0]
-        ["opaque"]["parameters"]
-        .clone();
     let barrier = Barrier::new(count);
     let (entry_ready, ready, prepares) = std::thread::scope(|scope| {
         let watcher = scope.spawn(|| watch_status(&cluster.api, &name, count, start));
         let kubelets: Vec<_> = (0..count)
             .map(|i| {
-                let (barrier, claim, template, parameters) =
-                    (&barrier, &claims[i], &template, &parameters);
+                let (barrier, claim, template) = (&barrier, &claims[i], &template);
                 scope.spawn(move || {
                     barrier.wait();
                     let issued = start.elapsed();
-                    cluster.prepare(i, claim, template, parameters);
+                    if let Err(status) = cluster.prepare(i, claim, template) {
+                        panic!("node {}: prepare: {status:?}", i + 1);
+                    }
                     (issued, start.elapsed())
                 })
             })
@@ -380,7 +221,7 @@ fn tear_down(cluster: &Cluster, claims: &[String]) {
         // Asked again on each change of the API server, at most every
         // 100 ms (a bounded wait, not a timing).
         let gone = (0..1200).any(|_| {
-            cluster.no_domains(i) || {
+            cluster.domains(i).domains.is_empty() || {
                 cluster.api.wait_for(BOUND / 1200, |_| false);
                 false
             }
@@ -407,7 +248,7 @@ fn spread(values: &mut [f64]) -> (f64, f64, f64) {
 /// summary line.
 fn size(tools: &Path, count: usize, rounds: usize) {
     let started = Instant::now();
-    let cluster = Cluster::start(tools, count);
+    let cluster = Cluster::start(tools, &addresses("127.0.1", 1, count));
     println!(
         "nodes={count}: {count} gpusliced started at once in {:.2}s",
         started.elapsed().as_secs_f64()

@@ -100,29 +100,16 @@ fn which_python() -> String {
     }
 }
 
-/// Kills what a test's gpusliced started under `dir` (an IMEX daemon left
-/// by a failed test) by its pid, found by `dir` in its command line.
+/// Kills the IMEX daemons a test's gpusliced started under `dir` (one a
+/// failed test left), by the marker in their environment.
 struct Leftovers(PathBuf);
 
 impl Drop for Leftovers {
     fn drop(&mut self) {
-        let needle = self.0.to_string_lossy().into_owned();
-        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|s| s.parse::<i32>().ok())
-            else {
-                continue;
-            };
-            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-            if String::from_utf8_lossy(&cmdline).contains(&needle) {
-                let _ = nix::sys::signal::kill(
-                    nix::unistd::Pid::from_raw(pid),
-                    nix::sys::signal::Signal::SIGKILL,
-                );
-            }
-        }
+        crate::gpusliced::kill_processes_with_env(&format!(
+            "GPUSLICE_IMEX_DOMAIN={}",
+            self.0.display()
+        ));
     }
 }
 

@@ -57,20 +57,28 @@ pub fn nvidia_domain(file: &str) -> Value {
 }
 
 /// One node: its gpusliced, its rounds, its folder.
-struct Node {
-    name: String,
-    address: String,
-    dir: PathBuf,
-    daemon: Option<Daemon>,
-    stop: watch::Sender<bool>,
+pub struct Node {
+    pub name: String,
+    pub address: String,
+    pub dir: PathBuf,
+    pub daemon: Option<Daemon>,
+    pub stop: watch::Sender<bool>,
 }
 
-/// The nodes and the API server, with a runtime for the rounds.
-struct Cluster {
+/// The nodes and the API server, with a runtime for the rounds (also the
+/// bench's, dra-plugin/benches/compute_domains.rs).
+pub struct Cluster {
     runtime: tokio::runtime::Runtime,
-    api: FakeDomainsApi,
-    nodes: Vec<Node>,
+    pub api: FakeDomainsApi,
+    pub nodes: Vec<Node>,
     dir: tempfile::TempDir,
+}
+
+/// `count` loopback addresses from `<network>.<first>` up.
+pub fn addresses(network: &str, first: usize, count: usize) -> Vec<String> {
+    (first..first + count)
+        .map(|host| format!("{network}.{host}"))
+        .collect()
 }
 
 impl Drop for Cluster {
@@ -87,40 +95,50 @@ impl Drop for Cluster {
 }
 
 impl Cluster {
-    /// `count` GB200 nodes on 127.0.0.<first>, <first + 1>, ...
-    fn start(tools: &Path, count: u8, first: u8) -> Self {
+    /// One GB200 node on each of `addresses` (node-1, node-2, ...), their
+    /// gpusliceds started at once; the rounds start once every node is up.
+    pub fn start(tools: &Path, addresses: &[String]) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()
             .expect("runtime");
-        let api = FakeDomainsApi::start();
-        let mut cluster = Self {
+        let nodes: Vec<Node> = std::thread::scope(|scope| {
+            let started: Vec<_> = addresses
+                .iter()
+                .enumerate()
+                .map(|(i, address)| {
+                    let name = format!("node-{}", i + 1);
+                    let node_dir = dir.path().join(&name);
+                    scope.spawn(move || {
+                        std::fs::create_dir_all(&node_dir).expect("node dir");
+                        let config = node_config(tools, &node_dir, address, &name);
+                        let daemon = Daemon::start_with_config(&node_dir, &config);
+                        Node {
+                            name,
+                            address: address.clone(),
+                            dir: node_dir,
+                            daemon: Some(daemon),
+                            stop: watch::channel(false).0,
+                        }
+                    })
+                })
+                .collect();
+            started
+                .into_iter()
+                .map(|h| h.join().expect("gpusliced started"))
+                .collect()
+        });
+        let cluster = Self {
             runtime,
-            api,
-            nodes: Vec::new(),
+            api: FakeDomainsApi::start(),
+            nodes,
             dir,
         };
-        for i in 0..count {
-            let name = format!("node-{}", i + 1);
-            let address = format!("127.0.0.{}", first + i);
-            let node_dir = cluster.dir.path().join(&name);
-            std::fs::create_dir_all(&node_dir).expect("node dir");
-            let daemon = Daemon::start_with_config(
-                &node_dir,
-                &node_config(tools, &node_dir, &address, &name),
-            );
-            let (stop, _) = watch::channel(false);
-            cluster.api.mutate(|s| s.nodes.insert(name.clone()));
-            cluster.nodes.push(Node {
-                name,
-                address,
-                dir: node_dir,
-                daemon: Some(daemon),
-                stop,
-            });
-            cluster.start_rounds(usize::from(i));
+        for (i, node) in cluster.nodes.iter().enumerate() {
+            cluster.api.mutate(|s| s.nodes.insert(node.name.clone()));
+            cluster.start_rounds(i);
         }
         cluster
     }
@@ -148,7 +166,7 @@ impl Cluster {
 
     /// The pod's claim on node `i`: channel 0, with the config of the
     /// template the plugins made for `domain`.
-    fn prepare(
+    pub fn prepare(
         &self,
         i: usize,
         claim_uid: &str,
@@ -181,7 +199,7 @@ impl Cluster {
             .map(tonic::Response::into_inner)
     }
 
-    fn unprepare(&self, i: usize, claim_uid: &str) {
+    pub fn unprepare(&self, i: usize, claim_uid: &str) {
         let mut client = self.client(i);
         let request = pb::UnprepareRequest {
             claim: Some(pb::ClaimRef {
@@ -196,7 +214,7 @@ impl Cluster {
         assert!(reply.into_inner().was_prepared);
     }
 
-    fn domains(&self, i: usize) -> pb::ListDomainsResponse {
+    pub fn domains(&self, i: usize) -> pb::ListDomainsResponse {
         let mut client = self.client(i);
         self.runtime
             .block_on(client.list_domains(pb::ListDomainsRequest {}))
@@ -318,7 +336,7 @@ fn claim_uid(n: usize) -> String {
 #[test]
 fn sim_nvidias_compute_domain_runs_on_four_gb200_nodes_through_its_faults() {
     let Some(tools) = tools() else { return };
-    let mut cluster = Cluster::start(&tools, 4, 41);
+    let mut cluster = Cluster::start(&tools, &addresses("127.0.0", 41, 4));
     let domain = nvidia_domain("nvbandwidth-test-job-1.yaml");
     let name = domain["metadata"]["name"]
         .as_str()
@@ -469,7 +487,7 @@ fn the_domain_deleted_leaves_nothing(cluster: &Cluster) {
 #[test]
 fn sim_two_compute_domains_on_one_clique_are_kept_apart() {
     let Some(tools) = tools() else { return };
-    let cluster = Cluster::start(&tools, 4, 51);
+    let cluster = Cluster::start(&tools, &addresses("127.0.0", 51, 4));
     let a = nvidia_domain("nvbandwidth-test-job-1.yaml");
     let mut b = nvidia_domain("channel-injection.yaml");
     b["metadata"]["namespace"] = json!("default");

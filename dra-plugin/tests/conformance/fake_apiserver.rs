@@ -21,14 +21,12 @@
 
 use std::collections::BTreeMap;
 use std::io::BufReader;
-use std::net::{TcpListener, TcpStream};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::net::TcpStream;
 
 use serde_json::{Value, json};
 
 pub use crate::http::percent_decode;
-use crate::http::{read_request, respond};
+use crate::http::{Served, Shared, read_request, respond};
 use crate::slice_rules::check_slice;
 
 /// What the server holds.
@@ -76,39 +74,24 @@ pub struct State {
     pub faults: crate::fake_faults::Faults,
 }
 
-pub struct FakeApiServer {
-    pub url: String,
-    shared: Arc<(Mutex<State>, Condvar)>,
-}
+/// The server (its state, read, changed and waited for: [`Served`]).
+pub type FakeApiServer = Served<State>;
 
-impl FakeApiServer {
+impl Served<State> {
+    /// A server for the Node `node`, DRAPartitionableDevices on.
     pub fn start(node: &str, node_uid: &str) -> Self {
         Self::start_with_gate(node, node_uid, true)
     }
 
     /// A server with DRAPartitionableDevices on or off.
     pub fn start_with_gate(node: &str, node_uid: &str, partitionable: bool) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind fake API server");
-        let url = format!("http://{}", listener.local_addr().expect("addr"));
         let state = State {
             node: (node.to_owned(), node_uid.to_owned()),
             next_version: 100,
             partitionable,
             ..State::default()
         };
-        let shared = Arc::new((Mutex::new(state), Condvar::new()));
-        let for_thread = Arc::clone(&shared);
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let shared = Arc::clone(&for_thread);
-                std::thread::spawn(move || serve_connection(stream, &shared));
-            }
-        });
-        Self { url, shared }
-    }
-
-    pub fn state(&self) -> MutexGuard<'_, State> {
-        self.shared.0.lock().expect("state lock")
+        Self::serve(state, serve_connection)
     }
 
     pub fn put_claim(&self, claim: Value) {
@@ -120,38 +103,13 @@ impl FakeApiServer {
         self.state().claims.insert((ns, name), claim);
     }
 
-    /// Changes the state as a client other than the shim would, then wakes
-    /// the watches and waiters.
-    pub fn mutate<T>(&self, change: impl FnOnce(&mut State) -> T) -> T {
-        let (lock, changed) = &*self.shared;
-        let mut state = lock.lock().expect("state lock");
-        let out = change(&mut state);
-        changed.notify_all();
-        out
-    }
-
     /// Removes every slice (what the kubelet does when it restarts).
     pub fn delete_all_slices(&self) {
         self.mutate(State::delete_all_slices);
     }
-
-    /// Waits until `done` holds for the state; false after `bound`.
-    pub fn wait_for(&self, bound: Duration, done: impl Fn(&State) -> bool) -> bool {
-        let deadline = Instant::now() + bound;
-        let (lock, changed) = &*self.shared;
-        let mut state = lock.lock().expect("state lock");
-        while !done(&state) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return false;
-            }
-            state = changed.wait_timeout(state, left).expect("state lock").0;
-        }
-        true
-    }
 }
 
-fn serve_connection(stream: TcpStream, shared: &(Mutex<State>, Condvar)) {
+fn serve_connection(stream: TcpStream, shared: &Shared<State>) {
     let mut reader = BufReader::new(stream.try_clone().expect("clone stream"));
     let mut writer = stream;
     while let Some(request) = read_request(&mut reader) {

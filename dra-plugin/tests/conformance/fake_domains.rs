@@ -9,13 +9,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::BufReader;
-use std::net::{TcpListener, TcpStream};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::net::TcpStream;
 
 use serde_json::{Value, json};
 
-use crate::http::{percent_decode, read_request, respond};
+use crate::http::{Served, Shared, percent_decode, read_request, respond};
 
 /// What the server holds.
 #[derive(Debug, Default)]
@@ -71,62 +69,16 @@ fn key_of(object: &Value) -> (String, String) {
 }
 
 /// The server.
-#[derive(Clone)]
-pub struct FakeDomainsApi {
-    pub url: String,
-    shared: Arc<(Mutex<Domains>, Condvar)>,
-}
+pub type FakeDomainsApi = Served<Domains>;
 
-impl FakeDomainsApi {
-    /// Serves on a free port of 127.0.0.1 until the process ends.
+impl Served<Domains> {
+    /// Serves no domain, template or Node yet.
     pub fn start() -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let url = format!("http://{}", listener.local_addr().expect("addr"));
-        let shared: Arc<(Mutex<Domains>, Condvar)> = Arc::default();
-        let serving = Arc::clone(&shared);
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let shared = Arc::clone(&serving);
-                std::thread::spawn(move || serve(stream, &shared));
-            }
-        });
-        Self { url, shared }
-    }
-
-    /// The state, locked.
-    pub fn state(&self) -> MutexGuard<'_, Domains> {
-        self.shared.0.lock().expect("state lock")
-    }
-
-    /// Changes the state and wakes the waits.
-    pub fn mutate<T>(&self, change: impl FnOnce(&mut Domains) -> T) -> T {
-        let out = change(&mut self.state());
-        self.shared.1.notify_all();
-        out
-    }
-
-    /// Waits until `done` holds (an upper bound, not a timing), true if it
-    /// did.
-    pub fn wait_for(&self, bound: Duration, done: impl Fn(&Domains) -> bool) -> bool {
-        let deadline = Instant::now() + bound;
-        let mut state = self.state();
-        while !done(&state) {
-            let now = Instant::now();
-            if now >= deadline {
-                return false;
-            }
-            state = self
-                .shared
-                .1
-                .wait_timeout(state, deadline - now)
-                .expect("wait")
-                .0;
-        }
-        true
+        Self::serve(Domains::default(), serve)
     }
 }
 
-fn serve(stream: TcpStream, shared: &(Mutex<Domains>, Condvar)) {
+fn serve(stream: TcpStream, shared: &Shared<Domains>) {
     let mut reader = BufReader::new(stream.try_clone().expect("clone stream"));
     let mut writer = stream;
     while let Some(request) = read_request(&mut reader) {
@@ -146,6 +98,11 @@ fn failure(code: u16, reason: &str, message: &str) -> (u16, Value) {
     let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
                         "message": message, "reason": reason, "code": code});
     (code, status)
+}
+
+/// 404 for the object `name` of `resource`, as the API server words it.
+fn not_found(resource: &str, name: &str) -> (u16, Value) {
+    failure(404, "NotFound", &format!("{resource} {name} not found"))
 }
 
 fn list(kind: &str, version: u64, items: Vec<Value>) -> (u16, Value) {
@@ -189,7 +146,7 @@ fn route(state: &mut Domains, method: &str, target: &str, body: &[u8]) -> (u16, 
             ],
         ) => match state.domains.get(&((*ns).to_owned(), (*name).to_owned())) {
             Some(domain) => (200, domain.clone()),
-            None => failure(404, "NotFound", &format!("computedomains {name} not found")),
+            None => not_found("computedomains", name),
         },
         (
             "PUT",
@@ -264,7 +221,7 @@ fn route(state: &mut Domains, method: &str, target: &str, body: &[u8]) -> (u16, 
 fn write_status(state: &mut Domains, ns: &str, name: &str, body: &Value) -> (u16, Value) {
     let key = (ns.to_owned(), name.to_owned());
     let Some(stored) = state.domains.get(&key).cloned() else {
-        return failure(404, "NotFound", &format!("computedomains {name} not found"));
+        return not_found("computedomains", name);
     };
     if body["metadata"]["resourceVersion"] != stored["metadata"]["resourceVersion"] {
         state.conflicts += 1;
@@ -309,11 +266,7 @@ fn create_template(state: &mut Domains, ns: &str, mut body: Value) -> (u16, Valu
 fn patch_template(state: &mut Domains, ns: &str, name: &str, patch: &Value) -> (u16, Value) {
     let key = (ns.to_owned(), name.to_owned());
     let Some(template) = state.templates.get_mut(&key) else {
-        return failure(
-            404,
-            "NotFound",
-            &format!("resourceclaimtemplates {name} not found"),
-        );
+        return not_found("resourceclaimtemplates", name);
     };
     let clears = patch["metadata"]
         .get("finalizers")
@@ -332,11 +285,7 @@ fn patch_template(state: &mut Domains, ns: &str, name: &str, patch: &Value) -> (
 fn delete_template(state: &mut Domains, ns: &str, name: &str) -> (u16, Value) {
     let key = (ns.to_owned(), name.to_owned());
     let Some(template) = state.templates.get_mut(&key) else {
-        return failure(
-            404,
-            "NotFound",
-            &format!("resourceclaimtemplates {name} not found"),
-        );
+        return not_found("resourceclaimtemplates", name);
     };
     let held = template["metadata"]["finalizers"]
         .as_array()

@@ -1,11 +1,85 @@
 //! The HTTP/1.1 the fake API servers speak (`fake_apiserver`,
-//! `fake_domains`): one request read from a kept-alive connection
+//! `fake_domains`): a server of some state on a free port of 127.0.0.1, a
+//! thread per connection ([`Served`], with the test's side of the state:
+//! read, change, wait for), one request read from a kept-alive connection
 //! (`Content-Length` bodies, as kube's client sends them), one JSON answer
 //! written, a query value decoded.
 
 use std::io::{BufRead, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
+
+/// The state and the condition its changes are signalled on.
+pub type Shared<S> = (Mutex<S>, Condvar);
+
+/// A server of the state `S`, until the process ends.
+pub struct Served<S> {
+    pub url: String,
+    shared: Arc<Shared<S>>,
+}
+
+impl<S> Clone for Served<S> {
+    fn clone(&self) -> Self {
+        Self {
+            url: self.url.clone(),
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl<S: Send + 'static> Served<S> {
+    /// Serves `state` on a free port of 127.0.0.1, each connection on a
+    /// thread of its own running `connection`.
+    pub fn serve(state: S, connection: fn(TcpStream, &Shared<S>)) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a fake API server");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        let shared = Arc::new((Mutex::new(state), Condvar::new()));
+        let serving = Arc::clone(&shared);
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let shared = Arc::clone(&serving);
+                std::thread::spawn(move || connection(stream, &shared));
+            }
+        });
+        Self { url, shared }
+    }
+
+    /// The state, locked.
+    pub fn state(&self) -> MutexGuard<'_, S> {
+        self.shared.0.lock().expect("state lock")
+    }
+
+    /// Changes the state as a client other than the one tested would, then
+    /// wakes the watches and waiters.
+    pub fn mutate<T>(&self, change: impl FnOnce(&mut S) -> T) -> T {
+        let out = change(&mut self.state());
+        self.shared.1.notify_all();
+        out
+    }
+
+    /// Waits until `done` holds for the state (an upper bound, not a
+    /// timing); false after `bound`.
+    pub fn wait_for(&self, bound: Duration, done: impl Fn(&S) -> bool) -> bool {
+        let deadline = Instant::now() + bound;
+        let mut state = self.state();
+        while !done(&state) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            state = self
+                .shared
+                .1
+                .wait_timeout(state, left)
+                .expect("state lock")
+                .0;
+        }
+        true
+    }
+}
 
 /// One request.
 pub struct Request {
