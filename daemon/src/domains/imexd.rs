@@ -92,6 +92,9 @@ pub struct ImexStatus {
 struct State {
     pid: Option<u32>,
     stopping: bool,
+    /// The engine let go of the daemon (gpusliced is ending): it runs on,
+    /// and nothing restarts it, as after a crash.
+    detached: bool,
     reloading: bool,
     restarts: u32,
     state: DaemonState,
@@ -163,6 +166,7 @@ impl ImexDaemon {
             state: Mutex::new(State {
                 pid: Some(pid),
                 stopping: false,
+                detached: false,
                 reloading: false,
                 restarts: 0,
                 state: DaemonState::Running,
@@ -268,6 +272,15 @@ impl ImexDaemon {
     }
 }
 
+impl Drop for ImexDaemon {
+    /// The engine is ending (gpusliced stops): the daemon runs on for the
+    /// next gpusliced to take over, and this one's watcher restarts nothing.
+    fn drop(&mut self) {
+        self.shared.lock().detached = true;
+        self.shared.changed.notify_all();
+    }
+}
+
 fn signal(pid: u32, signal: Signal) {
     if let Ok(p) = i32::try_from(pid) {
         let _ = kill(Pid::from_raw(p), signal);
@@ -278,25 +291,20 @@ fn signal(pid: u32, signal: Signal) {
 /// watch.
 fn terminate_and_wait(pid: u32) {
     signal(pid, Signal::SIGTERM);
-    let gate = Shared {
-        state: Mutex::new(State {
-            pid: Some(pid),
-            stopping: true,
-            reloading: false,
-            restarts: 0,
-            state: DaemonState::Running,
-            problem: None,
-        }),
-        changed: Condvar::new(),
-    };
+    // Not our child: nothing signals its exit, so its pid is probed.
+    let (gate, pause) = (Mutex::new(()), Condvar::new());
     let deadline = Instant::now() + STOP_BOUND;
-    let mut guard = gate.lock();
+    let mut guard = gate
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     while pid_alive(pid) {
         if Instant::now() >= deadline {
             kill_pid(pid);
             return;
         }
-        guard = gate.wait(guard, ADOPTED_PROBE);
+        guard = pause
+            .wait_timeout(guard, ADOPTED_PROBE)
+            .map_or_else(|e| e.into_inner().0, |(g, _)| g);
     }
 }
 
@@ -315,9 +323,7 @@ impl Watcher {
             {
                 let mut state = self.shared.lock();
                 state.pid = None;
-                if state.stopping {
-                    state.state = DaemonState::Stopped;
-                    self.shared.changed.notify_all();
+                if self.ends(&mut state) {
                     return;
                 }
                 if state.reloading {
@@ -349,10 +355,7 @@ impl Watcher {
                     drop(self.shared.wait(state, pause));
                 }
             }
-            if self.shared.lock().stopping {
-                let mut state = self.shared.lock();
-                state.state = DaemonState::Stopped;
-                self.shared.changed.notify_all();
+            if self.ends(&mut self.shared.lock()) {
                 return;
             }
             match self.spec.spawn() {
@@ -376,6 +379,16 @@ impl Watcher {
         }
     }
 
+    /// Whether the watch ends here: stopped on purpose (the state says
+    /// so) or let go of.
+    fn ends(&self, state: &mut State) -> bool {
+        if state.stopping {
+            state.state = DaemonState::Stopped;
+            self.shared.changed.notify_all();
+        }
+        state.stopping || state.detached
+    }
+
     fn wait_for_exit(&self, process: &mut Process) {
         match process {
             Process::Child(child) => {
@@ -383,7 +396,7 @@ impl Watcher {
             }
             Process::Adopted(pid) => {
                 let mut guard = self.shared.lock();
-                while pid_alive(*pid) {
+                while !guard.detached && pid_alive(*pid) {
                     guard = self.shared.wait(guard, ADOPTED_PROBE);
                 }
             }

@@ -305,3 +305,30 @@ fn sim_a_prepare_cut_short_by_a_crash_is_rolled_back_at_the_next_start() {
         .expect("prepared");
     assert!(domains.unprepare(UID_A).expect("unprepared"));
 }
+
+#[test]
+fn sim_a_daemon_whose_claims_are_gone_is_stopped_at_the_next_start() {
+    let Some(tools) = tools() else { return };
+    let node = Node::new(&tools, "127.0.31.5", Some(CLIQUE), "");
+    let domains = node.engine();
+    domains
+        .prepare(&channel_claim(UID_A, 0, DOMAIN))
+        .expect("prepared");
+    let pid = domains
+        .daemon(DOMAIN)
+        .and_then(|d| d.status().pid)
+        .expect("pid");
+    // What a crash after an unprepare's record removal leaves: the daemon
+    // runs on, nothing names it.
+    drop(domains);
+    super::record::RecordStore::open(&node.settings.state_dir)
+        .expect("store")
+        .remove(UID_A)
+        .expect("record removed");
+    assert!(crate::mps::child::pid_alive(pid), "it outlived the engine");
+    let domains = node.engine();
+    assert!(!crate::mps::child::pid_alive(pid), "stopped at start-up");
+    assert!(!node.folder(DOMAIN).exists(), "its folder removed");
+    assert!(node.spec(UID_A).is_none(), "the claim's spec removed");
+    assert!(domains.list().is_empty());
+}
