@@ -3,10 +3,13 @@
 # without installing anything of it into the system (tests/README.md,
 # "Tools from Debian sid"):
 #
-#   tests/tools/sid-fetch.sh DEST PKG...
+#   tests/tools/sid-fetch.sh [--component COMPONENT]... DEST PKG...
 #
 # A private sources list and lists folder under DEST/.apt point apt at sid
-# on the same Debian mirror the system uses; `apt-get download` fetches
+# on the same Debian mirror the system uses, component `main` and each
+# COMPONENT named beside it (`--component non-free` for NVIDIA's user-space,
+# which is in Debian's non-free; also written `--component=non-free` or
+# `-c non-free`, and repeatable); `apt-get download` fetches
 # exactly the packages named (never their Depends: the caller names the
 # closure it needs) and `dpkg-deb -x` unpacks each into DEST/root. Sid
 # moves, so the packages are resolved now: DEST/VERSIONS lists the name and
@@ -16,7 +19,9 @@
 #
 # Environment: GPUSLICE_SID_SUITE (default sid), GPUSLICE_SID_MIRROR (default:
 # the first deb.debian.org-style URI of the system's sources, else
-# http://deb.debian.org/debian).
+# http://deb.debian.org/debian), GPUSLICE_SID_COMPONENTS (more components
+# beside main, separated by spaces or commas, added to those of
+# --component; default none).
 set -euo pipefail
 
 die() {
@@ -24,7 +29,42 @@ die() {
   exit 1
 }
 
-[ "$#" -ge 2 ] || die "usage: tests/tools/sid-fetch.sh DEST PKG..."
+usage="usage: tests/tools/sid-fetch.sh [--component COMPONENT]... DEST PKG..."
+# main always; then --component's and GPUSLICE_SID_COMPONENTS', each once.
+components=(main)
+add_component() {
+  [[ $1 =~ ^[a-z][a-z0-9-]*(/[a-z0-9-]+)?$ ]] || die "'$1' is not a Debian archive component"
+  local have
+  for have in "${components[@]}"; do
+    [ "$have" != "$1" ] || return 0
+  done
+  components+=("$1")
+}
+while [ "$#" -gt 0 ]; do
+  case $1 in
+  -c | --component)
+    [ "$#" -ge 2 ] || die "$1 needs a component; $usage"
+    add_component "$2"
+    shift 2
+    ;;
+  --component=*)
+    add_component "${1#--component=}"
+    shift
+    ;;
+  --)
+    shift
+    break
+    ;;
+  -*) die "unknown option '$1'; $usage" ;;
+  *) break ;;
+  esac
+done
+extra=${GPUSLICE_SID_COMPONENTS:-}
+for component in ${extra//,/ }; do
+  add_component "$component"
+done
+
+[ "$#" -ge 2 ] || die "$usage"
 dest=$1
 shift
 packages=("$@")
@@ -61,13 +101,13 @@ keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 
 apt_dir=$dest/.apt
 mkdir -p "$apt_dir/lists/partial" "$apt_dir/archives/partial" "$dest/root"
-echo "deb [signed-by=$keyring] $mirror $suite main" >"$apt_dir/sources.list"
+echo "deb [signed-by=$keyring] $mirror $suite ${components[*]}" >"$apt_dir/sources.list"
 apt_opts=(-o "Dir::Etc::sourcelist=$apt_dir/sources.list" -o "Dir::Etc::sourceparts=-"
   -o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache"
   -o "Dir::Cache::archives=$apt_dir/archives" -o "APT::Get::List-Cleanup=0"
   -o "APT::Sandbox::User=root")
 mkdir -p "$apt_dir/cache"
-echo "sid-fetch.sh: $mirror $suite: updating the private package lists" >&2
+echo "sid-fetch.sh: $mirror $suite ${components[*]}: updating the private package lists" >&2
 apt-get "${apt_opts[@]}" -qq update >&2 || die "apt-get update of $mirror $suite failed"
 
 missing=()
@@ -81,7 +121,7 @@ for pkg in "${packages[@]}"; do
     versions+=("$pkg $version")
   fi
 done
-[ "${#missing[@]}" -eq 0 ] || die "$suite has no package ${missing[*]}"
+[ "${#missing[@]}" -eq 0 ] || die "$suite (${components[*]}) has no package ${missing[*]}"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
