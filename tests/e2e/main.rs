@@ -17,6 +17,7 @@ mod fleet;
 mod go_cdi;
 mod harness;
 mod health;
+mod imex_standin;
 mod inventory_watch;
 mod lifecycle;
 mod limits;
