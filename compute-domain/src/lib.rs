@@ -26,7 +26,7 @@ pub mod coordinate;
 pub mod membership;
 pub mod template;
 
-pub use gpuslice_imex::{API_VERSION, DRIVER_NAME, config, imex};
+pub use gpuslice_imex::{API_VERSION, DRIVER_NAME, config, imex, names, network};
 
 /// The DeviceClass of a ComputeDomain's default channel (channel 0).
 pub const DEFAULT_CHANNEL_CLASS: &str = "compute-domain-default-channel.nvidia.com";

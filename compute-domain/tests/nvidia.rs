@@ -370,27 +370,50 @@ fn settings(text: &str) -> Vec<(String, String)> {
 }
 
 #[test]
-fn the_imex_daemon_is_configured_queried_and_told_its_peers_as_nvidias_daemon_does() {
+fn the_imex_daemon_is_configured_queried_and_named_as_nvidias_daemon_does() {
     let rendered = nvidia("compute-domain-daemon-config.tmpl.cfg")
         .replace(
             "{{ .IMEXDaemonNodesConfigPath }}",
             "/run/gpuslice/imex/nodes.cfg",
         )
         .replace("{{ .IMEXCmdBindInterfaceIP }}", "10.1.2.3");
-    assert_eq!(
-        settings(&imex::daemon_config(
+    let ours = settings(&imex::daemon_config(&imex::DaemonPlaces {
+        bind_ip: "10.1.2.3",
+        nodes_config: "/run/gpuslice/imex/nodes.cfg",
+        command_socket: "/run/gpuslice/imex/cmd.sock",
+    }));
+    // gpuslice's three differences, each for a reason of its own: the
+    // daemon binds the node's rack address (it knows its own name by it),
+    // and the command service is a unix socket (gpusliced, which asks it,
+    // runs AF_UNIX-only), its TCP side kept on loopback.
+    let differs = [
+        ("BIND_INTERFACE_IP", "", "10.1.2.3"),
+        ("IMEX_CMD_BIND_INTERFACE_IP", "10.1.2.3", "127.0.0.1"),
+        (
+            "IMEX_CMD_UNIX_DOMAIN_PATH",
             "",
-            "10.1.2.3",
-            "/run/gpuslice/imex/nodes.cfg"
-        )),
-        settings(&rendered),
-        "the same keys, values and order as NVIDIA's template filled in"
+            "/run/gpuslice/imex/cmd.sock",
+        ),
+    ];
+    let theirs = settings(&rendered);
+    assert_eq!(
+        ours.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+        theirs.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+        "the same keys in the same order as NVIDIA's template"
     );
+    for ((key, value), (_, nvidia_value)) in ours.iter().zip(&theirs) {
+        match differs.iter().find(|(k, _, _)| k == key) {
+            Some((_, nv, us)) => {
+                assert_eq!((nvidia_value.as_str(), value.as_str()), (*nv, *us), "{key}")
+            }
+            None => assert_eq!(value, nvidia_value, "{key}: NVIDIA's value"),
+        }
+    }
     let value = |key: &str| {
-        settings(&rendered)
-            .into_iter()
+        theirs
+            .iter()
             .find(|(k, _)| k == key)
-            .map(|(_, v)| v)
+            .map(|(_, v)| v.clone())
             .unwrap_or_else(|| panic!("no {key}"))
     };
     assert_eq!(value("SERVER_PORT"), imex::SERVER_PORT.to_string());
@@ -402,10 +425,21 @@ fn the_imex_daemon_is_configured_queried_and_told_its_peers_as_nvidias_daemon_do
         "daemonCommandLine := []string{imexDaemonBinaryName, \"-c\", imexDaemonConfigPath}",
         r#"cmd := exec.CommandContext(ctx, imexCtlBinaryName, "-c", imexDaemonConfigPath, "-q")"#,
         r#"if string(outerr) != "READY\n" {"#,
-        r#"if _, err := fmt.Fprintf(f, "%s\n", daemon.IPAddress); err != nil {"#,
+        "if err := processManager.Signal(syscall.SIGUSR1); err != nil {",
     ] {
         assert!(main.contains(line), "NVIDIA's daemon changed: {line}");
     }
+    let names = nvidia("daemon-dnsnames.go");
+    for line in [
+        r#"dnsNamePrefix = "compute-domain-daemon-""#,
+        r#"dnsNameFormat = dnsNamePrefix + "%04d""#,
+    ] {
+        assert!(names.contains(line), "NVIDIA's names changed: {line}");
+    }
+    assert_eq!(
+        gpuslice_compute_domain::names::member_name(7),
+        "compute-domain-daemon-0007"
+    );
     assert_eq!(
         imex::daemon_command("c.cfg"),
         ["nvidia-imex", "-c", "c.cfg"]

@@ -1,7 +1,8 @@
-//! `gpuslicectl domains`: the node's NVLink clique and the address its IMEX
-//! daemons bind, then one line per ComputeDomain with a channel prepared on
-//! the node (its IMEX daemon's state, pid, restarts, readiness, peers and
-//! the channel claims).
+//! `gpuslicectl domains`: the node's NVLink clique, the address its IMEX
+//! daemons bind and the rack network, then one line per ComputeDomain with
+//! a channel prepared on the node (its IMEX daemon's state, pid, restarts,
+//! readiness, members and whether it knows and reaches them, the channel
+//! claims).
 
 use gpuslice_proto::gpuslice::v1 as pb;
 use serde_json::json;
@@ -15,14 +16,22 @@ pub fn render(reply: &pb::ListDomainsResponse, json: bool) -> String {
             .domains
             .iter()
             .map(|d| {
-                json!({ "domain": d.domain, "claims": d.claims, "peers": d.peers,
+                let members: Vec<_> = d
+                    .members
+                    .iter()
+                    .map(|m| json!({ "index": m.index, "address": m.address }))
+                    .collect();
+                json!({ "domain": d.domain, "namespace": d.namespace, "name": d.name,
+                        "claims": d.claims, "members": members,
+                        "members_known": d.members_known, "connected": d.connected,
+                        "not_connected": d.not_connected, "unit": d.unit,
                         "daemon_state": d.daemon_state, "pid": d.pid, "restarts": d.restarts,
                         "ready": d.ready, "not_ready": d.not_ready })
             })
             .collect();
         return doc(
             &json!({ "clique": reply.clique, "bind_address": reply.bind_address,
-                            "domains": domains }),
+                     "rack_network": reply.rack_network, "domains": domains }),
         );
     }
     let or = |text: &str, none: &str| {
@@ -33,38 +42,17 @@ pub fn render(reply: &pb::ListDomainsResponse, json: bool) -> String {
         }
     };
     let mut out = format!(
-        "clique: {}\nbind address: {}\n",
+        "clique: {}\nbind address: {}\nrack network: {}\n",
         or(&reply.clique, "none (no multi-node NVLink fabric)"),
-        or(&reply.bind_address, "all interfaces")
+        or(&reply.bind_address, "none set"),
+        or(&reply.rack_network.join(", "), "none set")
     );
     if reply.domains.is_empty() {
         out.push_str("no ComputeDomain has a channel prepared on this node\n");
         return out;
     }
     out.push('\n');
-    let rows: Vec<Vec<String>> = reply
-        .domains
-        .iter()
-        .map(|d| {
-            vec![
-                d.domain.clone(),
-                d.daemon_state.clone(),
-                if d.pid == 0 {
-                    "-".to_owned()
-                } else {
-                    d.pid.to_string()
-                },
-                d.restarts.to_string(),
-                if d.ready {
-                    "yes".to_owned()
-                } else {
-                    format!("no: {}", d.not_ready)
-                },
-                d.peers.join(","),
-                d.claims.join(","),
-            ]
-        })
-        .collect();
+    let rows: Vec<Vec<String>> = reply.domains.iter().map(row).collect();
     out.push_str(&table(
         &[
             "DOMAIN",
@@ -72,10 +60,51 @@ pub fn render(reply: &pb::ListDomainsResponse, json: bool) -> String {
             "PID",
             "RESTARTS",
             "READY",
-            "PEERS",
+            "MEMBERS",
+            "CONNECTED",
             "CLAIMS",
         ],
         &rows,
     ));
     out
+}
+
+/// One domain's row.
+fn row(d: &pb::DomainInfo) -> Vec<String> {
+    let members: Vec<String> = d
+        .members
+        .iter()
+        .map(|m| format!("{}={}", m.index, m.address))
+        .collect();
+    let connected = match (d.connected, d.members_known) {
+        (true, _) => "yes".to_owned(),
+        (false, false) => "not told yet".to_owned(),
+        (false, true) => format!("no: {}", d.not_connected),
+    };
+    vec![
+        format!("{}/{}", d.namespace, d.name),
+        if d.unit.is_empty() {
+            d.daemon_state.clone()
+        } else {
+            format!("{} ({})", d.daemon_state, d.unit)
+        },
+        if d.pid == 0 {
+            "-".to_owned()
+        } else {
+            d.pid.to_string()
+        },
+        d.restarts.to_string(),
+        if d.ready {
+            "yes".to_owned()
+        } else {
+            format!("no: {}", d.not_ready)
+        },
+        if members.is_empty() {
+            "none yet".to_owned()
+        } else {
+            members.join(",")
+        },
+        connected,
+        d.claims.join(","),
+    ]
 }

@@ -59,6 +59,12 @@ pub struct PrepareArgs {
     /// channel-<id>` with its ComputeDomainChannelConfig).
     #[arg(long, default_value = GPU_DRIVER)]
     pub driver: String,
+    /// With `--driver compute-domain.nvidia.com`: the name of the
+    /// ComputeDomain (in the claim's namespace) you vouch the claim's
+    /// ComputeDomainChannelConfig names, as the DRA plugin does after
+    /// reading it from the API server.
+    #[arg(long, value_name = "NAME")]
+    pub compute_domain: Option<String>,
 }
 
 /// `prepare`: the claim as the DRA plugin would send it.
@@ -76,9 +82,23 @@ pub async fn run(
         configs,
         class_configs,
         driver,
+        compute_domain,
     } = claim;
     let channel = is_channel_driver(&driver)?;
     let configs = opaque_configs(&class_configs, &configs)?;
+    let vouched = match (channel, compute_domain) {
+        (true, Some(domain)) => Some(pb::ComputeDomainRef {
+            namespace: namespace.clone(),
+            name: domain,
+            uid: domain_id(&configs)?,
+        }),
+        (true, None) => anyhow::bail!(
+            "--driver {CHANNEL_DRIVER} needs --compute-domain NAME: the ComputeDomain of the \
+             claim's namespace you vouch its ComputeDomainChannelConfig names"
+        ),
+        (false, Some(_)) => anyhow::bail!("--compute-domain is for --driver {CHANNEL_DRIVER}"),
+        (false, None) => None,
+    };
     let req = pb::PrepareRequest {
         claim: Some(pb::ClaimRef {
             uid: uid.clone(),
@@ -98,11 +118,29 @@ pub async fn run(
         configs,
     };
     let reply = if channel {
+        let req = pb::PrepareChannelRequest {
+            claim: Some(req),
+            domain: vouched,
+        };
         client.prepare_channel(req).await?.into_inner()
     } else {
         client.prepare(req).await?.into_inner()
     };
     Ok(render::prepared(&uid, &reply, json))
+}
+
+/// The domainID of the last ComputeDomainChannelConfig among `configs`.
+fn domain_id(configs: &[pb::OpaqueConfig]) -> anyhow::Result<String> {
+    configs
+        .iter()
+        .rev()
+        .filter_map(|c| serde_json::from_str::<serde_json::Value>(&c.parameters_json).ok())
+        .find(|v| v["kind"] == "ComputeDomainChannelConfig")
+        .and_then(|v| v["domainID"].as_str().map(str::to_owned))
+        .context(
+            "no --config is a ComputeDomainChannelConfig with a domainID: a channel claim names \
+             its ComputeDomain's uid there",
+        )
 }
 
 /// Class configs first, then claim configs, as the DRA plugin sends them.

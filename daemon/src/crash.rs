@@ -65,6 +65,17 @@ pub const ALL: &[&str] = &[
     "mps.after_stale_stopped",
     // Time-slices (timeslice/nvidia_smi.rs).
     "timeslice.after_set",
+    // ComputeDomain channel claims' records and CDI specs
+    // (domains/record.rs, domains/spec.rs).
+    "channel_record.after_temp_synced",
+    "channel_record.after_rename",
+    "channel_record.after_unlink",
+    "channel_spec.after_temp_synced",
+    "channel_spec.after_rename",
+    "channel_spec.after_unlink",
+    // IMEX daemons (domains/runner/mod.rs).
+    "imex.after_daemon_started",
+    "imex.after_daemon_stopped",
 ];
 
 /// Every test hook (see [`hook`]).

@@ -7,7 +7,9 @@
 //!
 //! 0. [`crash`]: named crash points after every durable step, and test hooks
 //!    (test builds only).
-//! 1. [`gpu`]: the hardware boundary (`GpuBackend`, `nvml` and `sim`).
+//! 1. [`gpu`]: the hardware boundary (`GpuBackend`, `nvml` and `sim`);
+//!    [`supervise`]: the host's processes and systemd's units, as the
+//!    daemons gpusliced keeps (MPS, IMEX) are run and found again.
 //! 2. [`mig`]: MIG geometry on top of it (pure: layouts, placements, geometry
 //!    diffs); [`config`]: the TOML file, validated, every key optional;
 //!    [`features`]: what each GPU has (MIG, MPS and its limits, time-slice
@@ -45,6 +47,7 @@ pub mod crash;
 
 // Floor 1
 pub mod gpu;
+pub mod supervise;
 
 // Floor 2
 pub mod config;

@@ -3,7 +3,10 @@
 //! 2048 channels, each a character device
 //! `/dev/nvidia-caps-imex-channels/channel<id>` whose major number is the
 //! one /proc/devices gives `nvidia-caps-imex-channels` and whose minor is the
-//! id, mode 0666.
+//! id, mode 0666 in the container that claims it. On the host gpuslice
+//! makes it root's alone (0600, where NVIDIA's plugin leaves it 0666 for
+//! every local user): the container runtime creates the container's own
+//! node with the CDI spec's mode.
 //!
 //! Pure: the paths, and /proc/devices read from its text.
 
@@ -16,8 +19,11 @@ pub const PROC_DEVICES_NAME: &str = "nvidia-caps-imex-channels";
 /// The folder of the channel device nodes, under the driver root.
 pub const DEVICE_FOLDER: &str = "/dev/nvidia-caps-imex-channels";
 
-/// The mode of a channel device node.
+/// The mode of a channel device node in the container that claims it.
 pub const DEVICE_MODE: u32 = 0o666;
+
+/// The mode of a channel device node on the host: root's alone.
+pub const HOST_MODE: u32 = 0o600;
 
 /// The `type` attribute of a channel, and the prefix of its device name.
 pub const CHANNEL_TYPE: &str = "channel";

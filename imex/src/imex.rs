@@ -3,12 +3,15 @@
 //! main.go and templates/compute-domain-daemon-config.tmpl.cfg):
 //!
 //! - `nvidia-imex -c <config>`, the config NVIDIA's template renders: the
-//!   same keys and values, with the command service bound to the node's
-//!   address and the nodes config file named;
-//! - the **nodes config**: the address of each member of the node's clique,
-//!   one per line ([`crate::membership::peers`]);
+//!   same keys and values, with the peer connections bound to the node's
+//!   address, the nodes config file named, and the command service on a
+//!   unix socket (`IMEX_CMD_UNIX_DOMAIN_PATH`, a key of NVIDIA's template)
+//!   so that `nvidia-imex-ctl`, run by gpusliced under its AF_UNIX-only
+//!   sandbox, reaches it;
+//! - the **nodes config** is the members' names ([`crate::names`]);
 //! - readiness: `nvidia-imex-ctl -c <config> -q` printing exactly `READY`
-//!   (the local daemon is ready, not the whole domain).
+//!   (the local daemon is ready, not the whole domain), and its connections:
+//!   `nvidia-imex-ctl -c <config> -N`, the node's row of its table.
 //!
 //! Pure: the files' text and the commands' words; gpusliced writes and runs
 //! them.
@@ -27,8 +30,9 @@ pub const CMD_PORT: u16 = 50005;
 
 /// The keys of NVIDIA's template with its values, but the two it fills in
 /// (`IMEX_NODE_CONFIG_FILE`, `IMEX_CMD_BIND_INTERFACE_IP`), in its order.
-/// gpusliced also fills `BIND_INTERFACE_IP` when `[imex] bind_address` is
-/// set (nodes sharing one host, as the tests' do, each bind their own).
+/// gpusliced also fills `BIND_INTERFACE_IP` (`[imex] bind_address`: the
+/// node's own address on the rack network, so the daemon knows which name
+/// is its own) and `IMEX_CMD_UNIX_DOMAIN_PATH`.
 const FIXED: [(&str, &str); 31] = [
     ("LOG_LEVEL", "4"),
     ("LOG_FILE_NAME", ""),
@@ -63,33 +67,40 @@ const FIXED: [(&str, &str); 31] = [
     ("IMEX_NODE_DISCONNECTED_GRACE_TIME", "-1"),
 ];
 
-/// The daemon's config: NVIDIA's keys and values, its peers in
-/// `nodes_config`, its connections to them on `bind_ip` (`BIND_INTERFACE_IP`;
-/// NVIDIA leaves it empty, all interfaces) and its command service on
-/// `cmd_bind_ip` (NVIDIA's: the pod's address).
-pub fn daemon_config(bind_ip: &str, cmd_bind_ip: &str, nodes_config: &str) -> String {
+/// Where the daemon's connections and command service are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DaemonPlaces<'a> {
+    /// `BIND_INTERFACE_IP`: the node's address on the rack network.
+    pub bind_ip: &'a str,
+    /// `IMEX_NODE_CONFIG_FILE`.
+    pub nodes_config: &'a str,
+    /// `IMEX_CMD_UNIX_DOMAIN_PATH`: the command service's unix socket.
+    pub command_socket: &'a str,
+}
+
+/// The command service's TCP address, unused by gpusliced (it asks over the
+/// unix socket) and kept on loopback.
+const CMD_BIND_IP: &str = "127.0.0.1";
+
+/// The daemon's config: NVIDIA's keys and values, its places filled in.
+pub fn daemon_config(places: &DaemonPlaces<'_>) -> String {
     let mut text =
-        String::from("# Written by gpusliced for its ComputeDomain; rewritten on change.\n");
+        String::from("# Written by gpusliced for its ComputeDomain; read once at start.\n");
     for (key, value) in FIXED {
-        let value = if key == "BIND_INTERFACE_IP" {
-            bind_ip
-        } else {
-            value
+        let value = match key {
+            "BIND_INTERFACE_IP" => places.bind_ip,
+            "IMEX_CMD_UNIX_DOMAIN_PATH" => places.command_socket,
+            _ => value,
         };
         text.push_str(&format!("{key}={value}\n"));
         if key == "SERVER_PORT" {
-            text.push_str(&format!("IMEX_NODE_CONFIG_FILE={nodes_config}\n"));
+            text.push_str(&format!("IMEX_NODE_CONFIG_FILE={}\n", places.nodes_config));
         }
         if key == "IMEX_CMD_ENABLED" {
-            text.push_str(&format!("IMEX_CMD_BIND_INTERFACE_IP={cmd_bind_ip}\n"));
+            text.push_str(&format!("IMEX_CMD_BIND_INTERFACE_IP={CMD_BIND_IP}\n"));
         }
     }
     text
-}
-
-/// The nodes config: one address per line.
-pub fn nodes_config(peers: &[String]) -> String {
-    peers.iter().map(|p| format!("{p}\n")).collect()
 }
 
 /// The daemon's command line.
@@ -98,6 +109,16 @@ pub fn daemon_command(config: &str) -> [String; 3] {
         DAEMON_PROGRAM.to_owned(),
         "-c".to_owned(),
         config.to_owned(),
+    ]
+}
+
+/// The connections query's command line.
+pub fn table_command(config: &str) -> [String; 4] {
+    [
+        CTL_PROGRAM.to_owned(),
+        "-c".to_owned(),
+        config.to_owned(),
+        "-N".to_owned(),
     ]
 }
 
@@ -147,23 +168,23 @@ mod tests {
     }
 
     #[test]
-    fn the_nodes_config_is_one_address_a_line() {
-        let peers = ["127.0.0.2".to_owned(), "127.0.0.3".to_owned()];
-        assert_eq!(nodes_config(&peers), "127.0.0.2\n127.0.0.3\n");
-        assert_eq!(nodes_config(&[]), "");
-    }
-
-    #[test]
-    fn the_bind_address_goes_to_the_peer_connections_and_the_command_service() {
-        let text = daemon_config("127.0.0.2", "127.0.0.2", "/n.cfg");
-        assert!(text.contains("\nBIND_INTERFACE_IP=127.0.0.2\n"), "{text}");
+    fn the_config_names_the_node_s_address_its_names_and_its_socket() {
+        let text = daemon_config(&DaemonPlaces {
+            bind_ip: "10.1.2.3",
+            nodes_config: "/n.cfg",
+            command_socket: "/run/x/cmd.sock",
+        });
+        assert!(text.contains("\nBIND_INTERFACE_IP=10.1.2.3\n"), "{text}");
+        assert!(text.contains("\nIMEX_NODE_CONFIG_FILE=/n.cfg\n"), "{text}");
         assert!(
-            text.contains("\nIMEX_CMD_BIND_INTERFACE_IP=127.0.0.2\n"),
+            text.contains("\nIMEX_CMD_UNIX_DOMAIN_PATH=/run/x/cmd.sock\n"),
             "{text}"
         );
-        assert!(text.contains("\nIMEX_NODE_CONFIG_FILE=/n.cfg\n"), "{text}");
-        let nvidia = daemon_config("", "10.1.2.3", "/n.cfg");
-        assert!(nvidia.contains("\nBIND_INTERFACE_IP=\n"), "{nvidia}");
+        assert!(text.contains("\nIMEX_CMD_ENABLED=1\n"), "{text}");
+        assert!(
+            text.contains("\nIMEX_CMD_BIND_INTERFACE_IP=127.0.0.1\n"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -7,8 +7,12 @@
 //!   their major number from /proc/devices;
 //! - [`config`]: the opaque configs of the `compute-domain.nvidia.com`
 //!   driver, `ComputeDomainChannelConfig` and `ComputeDomainDaemonConfig`;
-//! - [`imex`]: the IMEX daemon's config and nodes config, its command
-//!   lines, and how its readiness is read.
+//! - [`imex`]: the IMEX daemon's config, its command lines, and how its
+//!   readiness is read;
+//! - [`names`]: the names members know each other by (the nodes config,
+//!   written once) and the private hosts file that maps them;
+//! - [`network`]: the rack network a member's address must lie in;
+//! - [`table`]: `nvidia-imex-ctl -N`'s connectivity table, read.
 //!
 //! Pure: values in, values or typed errors out. The names are NVIDIA's
 //! (third_party/dra-driver-nvidia-gpu, whose sources gpuslice-compute-domain's
@@ -17,6 +21,9 @@
 pub mod channels;
 pub mod config;
 pub mod imex;
+pub mod names;
+pub mod network;
+pub mod table;
 
 /// The API group and version of ComputeDomains and their configs.
 pub const API_VERSION: &str = "resource.nvidia.com/v1beta1";

@@ -20,7 +20,7 @@ use gpuslice_repo_checks::tree::repo_root;
 const FLOORS: FloorTable<'static> = FloorTable {
     floors: &[
         (0, &["crash"]),
-        (1, &["gpu"]),
+        (1, &["gpu", "supervise"]),
         (2, &["mig", "config", "features"]),
         (3, &["inventory", "driver", "health"]),
         (4, &["cdi_build"]),

@@ -13,6 +13,7 @@ mod containerd;
 mod crash_node;
 mod crash_points;
 mod crash_world;
+mod domains;
 mod fleet;
 mod go_cdi;
 mod harness;

@@ -1,4 +1,4 @@
-//! PrepareChannel, UnprepareChannel, SetDomainPeers and ListDomains: the
+//! PrepareChannel, UnprepareChannel, SetDomainMembers and ListDomains: the
 //! proto messages to and from the `domains` engine, and its errors as gRPC
 //! codes (a prepare waiting for its IMEX daemon is UNAVAILABLE: retry).
 
@@ -6,12 +6,25 @@ use gpuslice_proto::gpuslice::v1 as pb;
 use tonic::{Code, Status};
 
 use super::convert;
+use crate::domains::members::Member;
 use crate::domains::request::ChannelConfigEntry;
-use crate::domains::{ChannelDevice, ChannelRequest, DomainError, DomainStatus, PreparedChannel};
-/// A channel claim's prepare in the engine's terms: read as a GPU claim's
-/// request is (the same bounds and config sources), then taken apart.
-pub fn channel_request(req: pb::PrepareRequest) -> Result<ChannelRequest, Status> {
-    let req = convert::prepare_request(req)?;
+use crate::domains::{
+    ChannelDevice, ChannelRequest, DomainError, DomainRef, DomainStatus, PreparedChannel,
+};
+
+/// A channel claim's prepare in the engine's terms: the claim read as a GPU
+/// claim's request is (the same bounds and config sources), then taken
+/// apart; the domain the caller vouches for beside it.
+pub fn channel_request(req: pb::PrepareChannelRequest) -> Result<ChannelRequest, Status> {
+    let vouched = req.domain.map(|d| DomainRef {
+        namespace: d.namespace,
+        name: d.name,
+        uid: d.uid,
+    });
+    let claim = req
+        .claim
+        .ok_or_else(|| Status::invalid_argument("claim: missing"))?;
+    let req = convert::prepare_request(claim)?;
     Ok(ChannelRequest {
         uid: req.uid,
         namespace: req.namespace,
@@ -33,7 +46,19 @@ pub fn channel_request(req: pb::PrepareRequest) -> Result<ChannelRequest, Status
                 parameters_json: c.parameters_json,
             })
             .collect(),
+        vouched,
     })
+}
+
+/// The members of SetDomainMembers.
+pub fn members(members: &[pb::DomainMember]) -> Vec<Member> {
+    members
+        .iter()
+        .map(|m| Member {
+            index: m.index,
+            address: m.address.clone(),
+        })
+        .collect()
 }
 
 /// The answer to a channel prepare.
@@ -54,35 +79,54 @@ pub fn prepared(prepared: &PreparedChannel) -> pb::PrepareResponse {
 
 /// A domain as ListDomains shows it.
 pub fn domain_info(status: DomainStatus) -> pb::DomainInfo {
-    let (ready, not_ready) = match status.ready {
-        gpuslice_imex::imex::Query::Ready => (true, String::new()),
-        gpuslice_imex::imex::Query::NotReady(answer) => (false, answer),
-    };
+    let ready = status.ready();
+    let seen = status.seen;
     pb::DomainInfo {
         domain: status.domain,
         claims: status.claims,
-        peers: status.peers,
-        daemon_state: status.daemon.state.to_string(),
-        pid: status.daemon.pid.unwrap_or(0),
-        restarts: status.daemon.restarts,
+        daemon_state: seen.status.state.to_string(),
+        pid: seen.status.pid.unwrap_or(0),
+        restarts: seen.status.restarts,
         ready,
-        not_ready,
+        not_ready: match seen.ready {
+            gpuslice_imex::imex::Query::Ready => String::new(),
+            gpuslice_imex::imex::Query::NotReady(answer) => answer,
+        },
+        members: seen
+            .mapping
+            .iter()
+            .map(|(index, address)| pb::DomainMember {
+                index: *index,
+                address: address.to_string(),
+            })
+            .collect(),
+        members_known: seen.knows,
+        connected: seen.connected.is_ok(),
+        not_connected: seen.connected.err().unwrap_or_default(),
+        namespace: status.namespace,
+        name: status.name,
+        unit: seen.status.unit.unwrap_or_default(),
     }
 }
 
 /// The gRPC status of an engine error.
 pub fn error(err: DomainError) -> Status {
     let code = match &err {
-        DomainError::InvalidField { .. } | DomainError::Config(_) | DomainError::BadPeer { .. } => {
-            Code::InvalidArgument
-        }
+        DomainError::InvalidField { .. }
+        | DomainError::Config(_)
+        | DomainError::NotVouched { .. }
+        | DomainError::OtherTenant { .. } => Code::InvalidArgument,
         DomainError::NoFabric { .. }
         | DomainError::OtherDomain { .. }
         | DomainError::PreparedDifferently { .. }
         | DomainError::NotMember { .. }
+        | DomainError::NoBindAddress
+        | DomainError::NoRackNetwork
+        | DomainError::UnitProgram { .. }
         | DomainError::NoChannelDevices { .. } => Code::FailedPrecondition,
         DomainError::NotReady { .. }
         | DomainError::DaemonDown { .. }
+        | DomainError::Systemd(_)
         | DomainError::Io { .. }
         | DomainError::Record { .. } => Code::Unavailable,
     };

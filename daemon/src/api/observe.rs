@@ -40,7 +40,7 @@ const METHODS: [&str; 19] = [
     "SetClaimStatusState",
     "PrepareChannel",
     "UnprepareChannel",
-    "SetDomainPeers",
+    "SetDomainMembers",
     "ListDomains",
 ];
 

@@ -323,7 +323,7 @@ impl GpuSlice for Service {
     #[tracing::instrument(skip_all, fields(claim_uid = tracing::field::Empty))]
     async fn prepare_channel(
         &self,
-        request: Request<pb::PrepareRequest>,
+        request: Request<pb::PrepareChannelRequest>,
     ) -> Result<Response<pb::PrepareResponse>, Status> {
         let req = domains::channel_request(request.into_inner())?;
         tracing::Span::current().record("claim_uid", req.uid.as_str());
@@ -355,15 +355,19 @@ impl GpuSlice for Service {
         Ok(marked(pb::UnprepareResponse { was_prepared }, outcome))
     }
 
-    async fn set_domain_peers(
+    async fn set_domain_members(
         &self,
-        request: Request<pb::SetDomainPeersRequest>,
-    ) -> Result<Response<pb::SetDomainPeersResponse>, Status> {
+        request: Request<pb::SetDomainMembersRequest>,
+    ) -> Result<Response<pb::SetDomainMembersResponse>, Status> {
         let req = request.into_inner();
-        let changed = self
-            .on_domains(move |d| d.set_peers(&req.domain, &req.peers).map_err(domains::error))
+        let members = domains::members(&req.members);
+        let (changed, skipped) = self
+            .on_domains(move |d| d.set_members(&req.domain, &members).map_err(domains::error))
             .await?;
-        Ok(Response::new(pb::SetDomainPeersResponse { changed }))
+        Ok(Response::new(pb::SetDomainMembersResponse {
+            changed,
+            skipped,
+        }))
     }
 
     async fn list_domains(
@@ -379,6 +383,12 @@ impl GpuSlice for Service {
                         .bind_address()
                         .map(|ip| ip.to_string())
                         .unwrap_or_default(),
+                    rack_network: d
+                        .rack_network()
+                        .networks()
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect(),
                 })
             })
             .await?;

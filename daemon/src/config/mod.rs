@@ -238,6 +238,11 @@ impl Config {
             .unwrap_or_else(|| self.driver_root.join("usr/bin/nvidia-imex"))
     }
 
+    /// `[imex] rack_network`, as `validate` checked it.
+    pub fn imex_rack(&self) -> gpuslice_imex::network::RackNetwork {
+        gpuslice_imex::network::RackNetwork::parse(&self.imex.rack_network).unwrap_or_default()
+    }
+
     /// nvidia-imex-ctl: `[imex] ctl_program`, or the driver's.
     pub fn imex_ctl_program(&self) -> PathBuf {
         self.imex

@@ -93,6 +93,17 @@ impl Config {
         if self.imex.ready_timeout_s == 0 {
             return Err(invalid("imex.ready_timeout_s", "must be at least 1"));
         }
+        let rack = gpuslice_imex::network::RackNetwork::parse(&self.imex.rack_network)
+            .map_err(|e| invalid("imex.rack_network", e.to_string()))?;
+        if let Some(bind) = self.imex.bind_address
+            && !rack.is_empty()
+            && let Err(err) = rack.admit(bind)
+        {
+            return Err(invalid(
+                "imex.bind_address",
+                format!("{err}: the node's own address must be on the rack's network"),
+            ));
+        }
         if self.mps.ready_timeout_s == 0 {
             return Err(invalid("mps.ready_timeout_s", "must be at least 1"));
         }

@@ -1,27 +1,43 @@
-//! A domain's folder, `<run_dir>/imex/<domain uid>/`: the IMEX daemon's
-//! config (`imexd.cfg`, NVIDIA's keys: gpuslice-imex's `daemon_config`), its
-//! nodes config (`nodes_config.cfg`, the peers' addresses, one a line) and
-//! its log (`imexd.log`); and the readiness query, `nvidia-imex-ctl -c
-//! imexd.cfg -q`, run with a bound. The nodes config is also where the
-//! peers are kept across a restart of gpusliced (the folder is on /run: a
-//! reboot forgets them with the daemons, and the plugin tells them again).
+//! A domain's folder, `<run_dir>/imex/<domain uid>/` (mode 0700: root's
+//! alone), holding what its IMEX daemon is given and leaves:
+//!
+//! - `imexd.cfg`, the daemon's config (NVIDIA's keys: gpuslice-imex's
+//!   `daemon_config`), and `nodes_config.cfg`, the members' names
+//!   (`compute-domain-daemon-0000` to `-0017`): both written once, before
+//!   the daemon first starts, and never changed while it runs;
+//! - `hosts`, the private name mapping the daemon reads as its /etc/hosts
+//!   (a bind mount: its unit's `BindReadOnlyPaths=`, or the child's own
+//!   mount namespace). A bind mount holds the inode it was made with, so the
+//!   file is rewritten **in place**, never renamed over; it is on /run and
+//!   derived from the ComputeDomain's status, which the plugin tells again
+//!   after a restart, so it needs no fsync;
+//! - `cmd.sock`, the daemon's command service (`nvidia-imex-ctl` asks it
+//!   over this unix socket: gpusliced's own unit allows no network);
+//! - `imexd.log` (mode 0600), the daemon's output when it runs as a child
+//!   (under systemd it goes to the journal).
 
+use std::io::{Seek, Write};
 use std::net::IpAddr;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::Duration;
 
 use gpuslice_cdi::atomic::write_atomic;
-use gpuslice_imex::imex::{Query, daemon_config, nodes_config, query_answer, query_command};
+use gpuslice_imex::imex::{DaemonPlaces, daemon_config};
+use gpuslice_imex::names::{Mapping, hosts_file, mapping_of_hosts, nodes_config};
 
 use super::DomainError;
 
-/// The command service's address when `[imex] bind_address` is unset.
-const LOOPBACK: &str = "127.0.0.1";
+/// The folder's mode: root's alone.
+const FOLDER_MODE: u32 = 0o700;
+/// The mode of the files the daemon reads.
+const READ_MODE: u32 = 0o644;
+/// The mode of the daemon's log.
+pub const LOG_MODE: u32 = 0o600;
 
 /// The folder of one domain's IMEX daemon.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DomainFolder {
+    domain: String,
     root: PathBuf,
 }
 
@@ -29,8 +45,14 @@ impl DomainFolder {
     /// The folder of `domain` under `imex_dir` (`<run_dir>/imex`).
     pub fn new(imex_dir: &Path, domain: &str) -> Self {
         Self {
+            domain: domain.to_owned(),
             root: imex_dir.join(domain),
         }
+    }
+
+    /// The domain's uid.
+    pub fn domain(&self) -> &str {
+        &self.domain
     }
 
     /// The folder.
@@ -48,40 +70,42 @@ impl DomainFolder {
         self.root.join("nodes_config.cfg")
     }
 
-    /// The daemon's output.
+    /// The name mapping, the daemon's /etc/hosts.
+    pub fn hosts_path(&self) -> PathBuf {
+        self.root.join("hosts")
+    }
+
+    /// The command service's socket.
+    pub fn socket_path(&self) -> PathBuf {
+        self.root.join("cmd.sock")
+    }
+
+    /// The daemon's output, when it runs as a child.
     pub fn log_path(&self) -> PathBuf {
         self.root.join("imexd.log")
     }
 
-    /// The peers the nodes config lists now (none when it is missing).
-    pub fn peers(&self) -> Vec<String> {
-        std::fs::read_to_string(self.nodes_path())
-            .map(|text| {
-                text.lines()
-                    .map(str::trim)
-                    .filter(|l| !l.is_empty() && !l.starts_with('#'))
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-
-    /// Writes the config for `bind` and the nodes config with `peers`;
-    /// whether the peers changed.
-    pub fn write(&self, bind: Option<IpAddr>, peers: &[String]) -> Result<bool, DomainError> {
-        std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o755)
+    /// Makes the folder with the daemon's config and nodes config for an
+    /// address of `bind`, and a mapping of `mapping` unless one is there
+    /// (kept from a daemon that runs on); before the daemon starts.
+    pub fn make(&self, bind: IpAddr, mapping: &Mapping) -> Result<(), DomainError> {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(FOLDER_MODE)
             .create(&self.root)
             .map_err(|e| DomainError::io("create", &self.root, e))?;
-        let bind_ip = bind.map(|ip| ip.to_string()).unwrap_or_default();
-        let cmd_ip = bind.map_or_else(|| LOOPBACK.to_owned(), |ip| ip.to_string());
-        let nodes = self.nodes_path();
-        let config = daemon_config(&bind_ip, &cmd_ip, &nodes.to_string_lossy());
-        let changed = self.peers() != peers;
-        for (name, text) in [
-            ("imexd.cfg", config),
-            ("nodes_config.cfg", nodes_config(peers)),
-        ] {
-            write_atomic(&self.root, name, text.as_bytes(), 0o644).map_err(|e| {
+        std::fs::set_permissions(&self.root, std::fs::Permissions::from_mode(FOLDER_MODE))
+            .map_err(|e| DomainError::io("set the mode of", &self.root, e))?;
+        let bind = bind.to_string();
+        let nodes = self.nodes_path().to_string_lossy().into_owned();
+        let socket = self.socket_path().to_string_lossy().into_owned();
+        let config = daemon_config(&DaemonPlaces {
+            bind_ip: &bind,
+            nodes_config: &nodes,
+            command_socket: &socket,
+        });
+        for (name, text) in [("imexd.cfg", config), ("nodes_config.cfg", nodes_config())] {
+            write_atomic(&self.root, name, text.as_bytes(), READ_MODE).map_err(|e| {
                 DomainError::Io {
                     action: "write",
                     path: self.root.join(name),
@@ -89,7 +113,40 @@ impl DomainFolder {
                 }
             })?;
         }
-        Ok(changed)
+        if !self.hosts_path().is_file() {
+            self.write_mapping(mapping)?;
+        }
+        Ok(())
+    }
+
+    /// The mapping in force (empty when there is none).
+    pub fn mapping(&self) -> Mapping {
+        std::fs::read_to_string(self.hosts_path())
+            .map(|text| mapping_of_hosts(&text))
+            .unwrap_or_default()
+    }
+
+    /// Rewrites the mapping in place (same inode: a bind mount of it sees
+    /// the new text); whether it changed.
+    pub fn write_mapping(&self, mapping: &Mapping) -> Result<bool, DomainError> {
+        let path = self.hosts_path();
+        if path.is_file() && &self.mapping() == mapping {
+            return Ok(false);
+        }
+        let text = hosts_file(&self.domain, mapping);
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(READ_MODE)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+            .map_err(|e| DomainError::io("open", &path, e))?;
+        file.rewind()
+            .and_then(|()| file.write_all(text.as_bytes()))
+            .and_then(|()| file.set_len(u64::try_from(text.len()).unwrap_or(u64::MAX)))
+            .map_err(|e| DomainError::io("rewrite", &path, e))?;
+        Ok(true)
     }
 
     /// Removes the folder and what is in it.
@@ -99,59 +156,6 @@ impl DomainFolder {
                 Err(DomainError::io("remove", &self.root, e))
             }
             _ => Ok(()),
-        }
-    }
-}
-
-/// The peers as addresses, checked, in the order given, without repeats.
-pub fn checked_peers(peers: &[String]) -> Result<Vec<String>, DomainError> {
-    let mut out: Vec<String> = Vec::new();
-    for peer in peers {
-        let ip: IpAddr = peer
-            .parse()
-            .map_err(|_| DomainError::BadPeer { peer: peer.clone() })?;
-        let text = ip.to_string();
-        if !out.contains(&text) {
-            out.push(text);
-        }
-    }
-    Ok(out)
-}
-
-/// What `ctl -c <config> -q` says, waiting at most `bound` for it.
-pub fn query(ctl: &Path, config: &Path, bound: Duration) -> Query {
-    let [_, args @ ..] = query_command(&config.to_string_lossy());
-    let child = Command::new(ctl)
-        .args(args)
-        .env_clear()
-        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn();
-    let child = match child {
-        Ok(child) => child,
-        Err(e) => return Query::NotReady(format!("cannot run {}: {e}", ctl.display())),
-    };
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(bound) {
-        Ok(Ok(output)) => {
-            let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
-            text.push_str(&String::from_utf8_lossy(&output.stderr));
-            query_answer(&text)
-        }
-        Ok(Err(e)) => Query::NotReady(format!("{}: {e}", ctl.display())),
-        Err(_) => {
-            crate::mps::child::kill_pid(pid);
-            Query::NotReady(format!(
-                "{} did not answer within {}s",
-                ctl.display(),
-                bound.as_secs()
-            ))
         }
     }
 }

@@ -1,18 +1,35 @@
 //! The record of one channel claim, one file per claim in
-//! `<state_dir>/compute-domains/<uid>.json`, written durably
-//! (gpuslice-cdi's atomic writer) before the claim's effects and after
-//! them. A record found `preparing` at start-up is rolled back; a
-//! `prepared` one is served again. Versioned like the GPU claims' records:
-//! a newer version is refused, not guessed at.
+//! `<state_dir>/compute-domains/<uid>.json`, written durably through the
+//! observed atomic writer (a crash point after each step:
+//! `channel_record.after_*`) before the claim's effects and after them. A
+//! record found `preparing` at start-up is rolled back; a `prepared` one is
+//! served again. Versioned like the GPU claims' records: a newer version is
+//! refused, not guessed at; an unreadable one is set aside, bounded in
+//! size, and never followed through a link.
 
 use std::path::{Path, PathBuf};
 
-use gpuslice_cdi::atomic::{remove_durable, write_atomic};
+use gpuslice_cdi::atomic::{
+    AtomicStep, is_temp_name, read_regular, remove_durable_observed, write_atomic_observed,
+};
 use serde::{Deserialize, Serialize};
 
 use super::DomainError;
 use super::request::ChannelAsk;
+use crate::crash::crash_point;
 use crate::state::Phase;
+
+/// The largest record read (one is under 1 KB).
+const MAX_RECORD_BYTES: u64 = 64 * 1024;
+
+/// The crash points of a record's durable steps.
+fn record_steps(step: AtomicStep) {
+    match step {
+        AtomicStep::TempSynced => crash_point("channel_record.after_temp_synced"),
+        AtomicStep::Renamed => crash_point("channel_record.after_rename"),
+        AtomicStep::Unlinked => crash_point("channel_record.after_unlink"),
+    }
+}
 
 /// The format version this build writes and reads.
 pub const CHANNEL_RECORD_VERSION: u32 = 1;
@@ -33,6 +50,9 @@ pub struct ChannelRecord {
     pub phase: Phase,
     /// The ComputeDomain's uid.
     pub domain: String,
+    /// The ComputeDomain's name (its namespace is the claim's).
+    #[serde(default)]
+    pub domain_name: String,
     /// The device, `channel-<id>`.
     pub device: String,
     /// The claim's requests it satisfies.
@@ -55,6 +75,7 @@ impl ChannelRecord {
             name: ask.name.clone(),
             phase: Phase::Preparing,
             domain: ask.domain.clone(),
+            domain_name: ask.domain_name.clone(),
             device: ask.device.device.clone(),
             request_names: ask.device.request_names.clone(),
             pool: ask.device.pool.clone(),
@@ -113,16 +134,18 @@ impl RecordStore {
             path: self.dir.join(&name),
             problem: e.to_string(),
         })?;
-        write_atomic(&self.dir, &name, &bytes, 0o600).map_err(|e| DomainError::Record {
-            path: self.dir.join(&name),
-            problem: e.to_string(),
+        write_atomic_observed(&self.dir, &name, &bytes, 0o600, &record_steps).map_err(|e| {
+            DomainError::Record {
+                path: self.dir.join(&name),
+                problem: e.to_string(),
+            }
         })
     }
 
     /// Removes the record of `uid` durably.
     pub fn remove(&self, uid: &str) -> Result<(), DomainError> {
         let name = Self::file_name(uid);
-        remove_durable(&self.dir, &name)
+        remove_durable_observed(&self.dir, &name, &record_steps)
             .map(|_| ())
             .map_err(|e| DomainError::Record {
                 path: self.dir.join(&name),
@@ -139,11 +162,17 @@ impl RecordStore {
             std::fs::read_dir(&self.dir).map_err(|e| DomainError::io("read", &self.dir, e))?;
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
+            if is_temp_name(&name) {
+                // A write a crash cut short: the record it would have
+                // replaced (if any) is whole beside it.
+                let _ = std::fs::remove_file(entry.path());
+                continue;
+            }
             if name.starts_with('.') || !name.ends_with(".json") {
                 continue;
             }
             let path = entry.path();
-            match read_record(&path, &name) {
+            match read_record(&self.dir, &name) {
                 Ok(record) => records.push(record),
                 Err(problem) => {
                     let aside = path.with_extension("json.bad");
@@ -161,8 +190,10 @@ impl RecordStore {
     }
 }
 
-fn read_record(path: &Path, name: &str) -> Result<ChannelRecord, String> {
-    let text = std::fs::read(path).map_err(|e| e.to_string())?;
+fn read_record(dir: &Path, name: &str) -> Result<ChannelRecord, String> {
+    let text = read_regular(dir, name, MAX_RECORD_BYTES)
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| "gone while read".to_owned())?;
     let value: serde_json::Value = serde_json::from_slice(&text).map_err(|e| e.to_string())?;
     let version = value.get("version").and_then(serde_json::Value::as_u64);
     if version != Some(u64::from(CHANNEL_RECORD_VERSION)) {

@@ -2,7 +2,11 @@
 //! touched: a canonical claim uid, sane names, exactly one device that is a
 //! channel (`channel-<id>`), and the domain from the claim's
 //! `ComputeDomainChannelConfig` (the last one that applies wins, as for the
-//! GPU driver's configs). Pure.
+//! GPU driver's configs), which must be the ComputeDomain the caller read
+//! and vouches for, in the claim's own namespace: a claim's config is the
+//! tenant's to write, and a domain's uid is no secret (it labels the
+//! domain's template), so a claim naming another namespace's domain is
+//! refused, never joined to it. Pure.
 
 use gpuslice_imex::channels::{CHANNEL_COUNT, channel_id};
 use gpuslice_imex::config::{AllocationMode, OpaqueConfig, parse};
@@ -32,6 +36,17 @@ pub struct ChannelConfigEntry {
     pub parameters_json: String,
 }
 
+/// The ComputeDomain the caller read for a claim and vouches for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DomainRef {
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// Its uid.
+    pub uid: String,
+}
+
 /// A channel claim's prepare, as asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChannelRequest {
@@ -45,6 +60,9 @@ pub struct ChannelRequest {
     pub devices: Vec<ChannelDevice>,
     /// The opaque configs of `compute-domain.nvidia.com`.
     pub configs: Vec<ChannelConfigEntry>,
+    /// The domain the caller vouches for; `None` from a caller that read
+    /// none (an older plugin).
+    pub vouched: Option<DomainRef>,
 }
 
 /// A channel claim, checked.
@@ -62,6 +80,8 @@ pub struct ChannelAsk {
     pub channel: u32,
     /// The ComputeDomain's uid.
     pub domain: String,
+    /// Its namespace (the claim's) and name.
+    pub domain_name: String,
     /// Every channel of the domain (`allocationMode: All`), not only this one.
     pub all_channels: bool,
 }
@@ -137,6 +157,7 @@ impl ChannelRequest {
             check_name(&format!("devices[0].request_names[{j}]"), r, 63)?;
         }
         let (domain, mode) = self.domain(device)?;
+        let vouched = self.vouched_for(&domain)?;
         Ok(ChannelAsk {
             uid: self.uid.clone(),
             namespace: self.namespace.clone(),
@@ -144,8 +165,34 @@ impl ChannelRequest {
             device: device.clone(),
             channel,
             domain,
+            domain_name: vouched.name.clone(),
             all_channels: mode == AllocationMode::All,
         })
+    }
+
+    /// The vouch for `domain`: the caller read that very domain, in the
+    /// claim's namespace.
+    fn vouched_for(&self, domain: &str) -> Result<&DomainRef, DomainError> {
+        let Some(vouched) = &self.vouched else {
+            return Err(DomainError::NotVouched {
+                domain: domain.to_owned(),
+            });
+        };
+        check_name("domain.name", &vouched.name, MAX_NAME)?;
+        if vouched.uid != domain {
+            return Err(DomainError::NotVouched {
+                domain: domain.to_owned(),
+            });
+        }
+        if vouched.namespace != self.namespace {
+            return Err(DomainError::OtherTenant {
+                domain: format!("{}/{}", vouched.namespace, vouched.name),
+                domain_namespace: vouched.namespace.clone(),
+                claim: format!("{}/{}", self.namespace, self.name),
+                claim_namespace: self.namespace.clone(),
+            });
+        }
+        Ok(vouched)
     }
 
     /// The domain and mode of the last channel config that applies to

@@ -52,22 +52,7 @@ pub fn unit_name(hash: &str) -> String {
 /// whether the new process still runs; its result becomes the daemon's health.
 pub type RestartHook = Arc<dyn Fn(&dyn Fn() -> bool) -> Result<(), MpsError> + Send + Sync>;
 
-/// The state of a supervised daemon. Its text is what `gpuslicectl sharing`
-/// shows and the metric label: "running", "restarting", "failed", "stopped".
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::IntoStaticStr, strum::VariantArray,
-)]
-#[strum(serialize_all = "lowercase")]
-pub enum DaemonState {
-    /// Running, limits applied.
-    Running,
-    /// Died and being restarted, or restarted without its limits yet.
-    Restarting,
-    /// Died and could not be restarted.
-    Failed,
-    /// Stopped on purpose.
-    Stopped,
-}
+pub use crate::supervise::DaemonState;
 
 /// What `gpuslicectl` shows of one daemon.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -69,9 +69,18 @@ pub enum RunError {
     /// Another gpusliced holds the state dir, or its lock could not be taken.
     #[error(transparent)]
     Lock(#[from] LockError),
-    /// The records of ComputeDomain channels could not be read.
+    /// The records of ComputeDomain channels could not be read, or what
+    /// runs their IMEX daemons could not be reached.
     #[error(transparent)]
     Domains(#[from] crate::domains::DomainError),
+    /// This program's own path, the IMEX daemons' launcher, is unknown.
+    #[error(
+        "cannot find gpusliced's own program (/proc/self/exe), which starts IMEX daemons: {error}"
+    )]
+    Launcher {
+        /// The OS error.
+        error: std::io::Error,
+    },
     /// The GPU backend could not start.
     #[error("GPU backend {backend}")]
     Backend {

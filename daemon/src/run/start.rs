@@ -12,7 +12,10 @@ use super::RunError;
 use crate::claims::mig_offering::OfferingSwitch;
 use crate::claims::{Engine, EngineSettings, SharingTools};
 use crate::config::{BackendKind, Config, ShmKind, SupervisorKind};
-use crate::domains::engine::ChannelNodes;
+use crate::domains::nodes::{ChannelNodes, NodeMaker};
+use crate::domains::runner::Runner;
+use crate::domains::runner::child::ChildRunner;
+use crate::domains::runner::unit::UnitRunner;
 use crate::domains::{DomainSettings, Domains};
 use crate::driver::{DriverFiles, Roots};
 use crate::gpu::GpuBackend;
@@ -73,6 +76,29 @@ pub(super) fn discover(config: &Config, inventory: &Inventory) -> DriverFiles {
 /// its sandbox then forbids mounts and new mount namespaces.
 fn started_by_systemd() -> bool {
     std::env::var_os("INVOCATION_ID").is_some_and(|v| !v.is_empty())
+}
+
+/// What runs the IMEX daemons, as `[imex] supervisor` says: under systemd,
+/// instances of gpuslice-imex@.service (gpusliced's own sandbox allows its
+/// children no network); otherwise children, started through this very
+/// binary as their launcher.
+fn imex_runner(config: &Config) -> Result<Arc<dyn Runner>, RunError> {
+    let child = || -> Result<Arc<dyn Runner>, RunError> {
+        let launcher = std::env::current_exe().map_err(|error| RunError::Launcher { error })?;
+        Ok(Arc::new(ChildRunner::new(launcher)))
+    };
+    match config.imex.supervisor {
+        SupervisorKind::Systemd => Ok(Arc::new(UnitRunner::connect()?)),
+        SupervisorKind::Child => child(),
+        SupervisorKind::Auto if started_by_systemd() => match UnitRunner::connect() {
+            Ok(runner) => Ok(Arc::new(runner)),
+            Err(err) => {
+                tracing::warn!(error = %err, "gpusliced runs under systemd but cannot reach it over the system bus; IMEX daemons run as its children, which its sandbox keeps off the network");
+                child()
+            }
+        },
+        SupervisorKind::Auto => child(),
+    }
 }
 
 /// The MPS manager and nvidia-smi as `[mps]` and `[timeslice]` say.
@@ -217,17 +243,20 @@ fn start_domains(config: &Config, inventory: &Inventory) -> Result<Domains, RunE
     let settings = DomainSettings {
         state_dir: config.state_dir.clone(),
         cdi_dir: config.cdi_dir.clone(),
-        driver_root: config.driver_root.clone(),
-        dev_root: config.dev_root().to_path_buf(),
+        nodes: NodeMaker {
+            how: match config.backend.kind {
+                BackendKind::Sim => ChannelNodes::Simulated,
+                BackendKind::Nvml => ChannelNodes::Driver,
+            },
+            dev_root: config.dev_root().to_path_buf(),
+            driver_root: config.driver_root.clone(),
+        },
         imex_dir: config.imex.run_dir.join("imex"),
         program: config.imex_program(),
         ctl_program: config.imex_ctl_program(),
         bind_address: config.imex.bind_address,
+        rack: config.imex_rack(),
         ready_bound: Duration::from_secs(config.imex.ready_timeout_s),
-        channel_nodes: match config.backend.kind {
-            BackendKind::Sim => ChannelNodes::Simulated,
-            BackendKind::Nvml => ChannelNodes::Driver,
-        },
         clique,
         fabric_summary: if fabric_summary.is_empty() {
             "none".to_owned()
@@ -235,7 +264,7 @@ fn start_domains(config: &Config, inventory: &Inventory) -> Result<Domains, RunE
             fabric_summary
         },
     };
-    let domains = Domains::new(settings)?;
+    let domains = Domains::new(settings, imex_runner(config)?)?;
     for problem in domains.start_up()? {
         tracing::error!(%problem, "ComputeDomain channels");
     }

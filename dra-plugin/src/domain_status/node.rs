@@ -36,7 +36,10 @@ impl DomainNode for GpuslicedDomains {
                 .domains
                 .into_iter()
                 .filter(|d| !d.claims.is_empty())
-                .map(|d| (d.domain, (d.ready, d.peers)))
+                .map(|d| {
+                    let peers = d.members.iter().map(|m| m.address.clone()).collect();
+                    (d.domain, (d.ready, peers))
+                })
                 .collect(),
         })
     }
@@ -44,9 +47,16 @@ impl DomainNode for GpuslicedDomains {
     async fn set_peers(&self, domain: &str, peers: &[String]) -> Result<(), String> {
         self.client
             .clone()
-            .set_domain_peers(pb::SetDomainPeersRequest {
+            .set_domain_members(pb::SetDomainMembersRequest {
                 domain: domain.to_owned(),
-                peers: peers.to_vec(),
+                members: peers
+                    .iter()
+                    .zip(0u32..)
+                    .map(|(address, index)| pb::DomainMember {
+                        index,
+                        address: address.clone(),
+                    })
+                    .collect(),
             })
             .await
             .map(|_| ())

@@ -158,7 +158,14 @@ impl DraCore {
         let mut gpusliced = self.gpusliced.clone();
         let reply = match self.forward {
             Forward::Gpus => gpusliced.prepare(request).await,
-            Forward::Channels => gpusliced.prepare_channel(request).await,
+            Forward::Channels => {
+                gpusliced
+                    .prepare_channel(pb::PrepareChannelRequest {
+                        claim: Some(request),
+                        domain: None,
+                    })
+                    .await
+            }
         }
         .map_err(|status| gpusliced_error(&id, &status))?
         .into_inner();

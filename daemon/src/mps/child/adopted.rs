@@ -7,9 +7,6 @@
 
 use std::path::{Path, PathBuf};
 
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
-
 use super::{EXIT_BOUND, PID_FILE};
 use crate::mps::MpsError;
 use crate::mps::control::{CONTROL_SOCKET, wait_on_dir};
@@ -133,29 +130,7 @@ pub fn pids_with_env(entry: &str) -> Vec<u32> {
         .collect()
 }
 
-/// Whether `pid` exists and is not a zombie (an exited daemon whose parent
-/// has not reaped it is gone for our purposes).
-pub fn pid_alive(pid: u32) -> bool {
-    let exists = i32::try_from(pid).is_ok_and(|p| kill(Pid::from_raw(p), None).is_ok());
-    exists && !is_zombie(pid)
-}
-
-fn is_zombie(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| {
-            let after_name = stat.rsplit_once(')')?.1;
-            after_name.split_whitespace().next().map(|s| s == "Z")
-        })
-        .unwrap_or(false)
-}
-
-/// SIGKILL.
-pub fn kill_pid(pid: u32) {
-    if let Ok(p) = i32::try_from(pid) {
-        let _ = kill(Pid::from_raw(p), Signal::SIGKILL);
-    }
-}
+pub use crate::supervise::process::{kill_pid, pid_alive};
 
 fn dir_or_root(dir: &Path) -> &Path {
     if dir.is_dir() { dir } else { Path::new("/") }

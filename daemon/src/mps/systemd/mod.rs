@@ -22,55 +22,50 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use zbus::blocking::Connection;
-use zbus::zvariant::{OwnedObjectPath, OwnedValue, Value};
+use zbus::zvariant::Value;
 
 use super::MpsError;
 use super::folders::DaemonFolders;
 use super::supervisor::{DaemonSpec, RestartHook, Supervised, Supervisor, unit_name};
+use crate::supervise::bus::{BusError, Observed, Property, SERVICE, SystemBus};
 use unit::{UnitDaemon, wait_until_dead};
-use unit_state::{Activity, Observed};
 
-const DEST: &str = "org.freedesktop.systemd1";
-const PATH: &str = "/org/freedesktop/systemd1";
-const MANAGER: &str = "org.freedesktop.systemd1.Manager";
-const UNIT: &str = "org.freedesktop.systemd1.Unit";
-const SERVICE: &str = "org.freedesktop.systemd1.Service";
 /// Every daemon's unit name starts so.
 pub(super) const UNIT_PREFIX: &str = "gpuslice-mps-";
 /// How long a unit found stale at start-up gets to go away.
 const STALE_STOP_BOUND: Duration = Duration::from_secs(100);
 
+impl From<BusError> for MpsError {
+    fn from(e: BusError) -> Self {
+        Self::Systemd {
+            action: e.action,
+            unit: e.unit,
+            problem: e.problem,
+        }
+    }
+}
+
 /// Supervises control daemons as transient systemd units.
 #[derive(Debug, Clone)]
 pub struct SystemdSupervisor {
-    bus: Connection,
+    bus: SystemBus,
 }
-
-type Property<'a> = (&'a str, Value<'a>);
 
 impl SystemdSupervisor {
     /// Connects to the system bus (`DBUS_SYSTEM_BUS_ADDRESS` is honoured)
     /// and subscribes to systemd's signals.
     pub fn connect() -> Result<Self, MpsError> {
-        let bus = Connection::system().map_err(|e| sd_err("connect to", "the system bus", &e))?;
-        let supervisor = Self { bus };
-        match supervisor.manager_call("Subscribe", "signals", &()) {
-            Ok(_) => {}
-            Err(MpsError::Systemd { problem, .. }) if problem.contains("AlreadySubscribed") => {}
-            Err(e) => return Err(e),
-        }
-        Ok(supervisor)
+        Ok(Self {
+            bus: SystemBus::connect()?,
+        })
     }
 
     /// The supervisor `[mps] supervisor = "auto"` picks when gpusliced runs
-    /// as a systemd service: systemd sets `INVOCATION_ID` for a service (a
-    /// `NOTIFY_SOCKET` alone, as the tests' harness sets, is not enough:
-    /// units of the host's systemd are not a test's to touch); the bus is
+    /// as a systemd service ([`SystemBus::runs_as_service`]); the bus is
     /// then tried. `None` (with a warning when the bus is what failed):
     /// daemons run as children.
     pub fn for_this_service() -> Option<Self> {
-        if std::env::var_os("INVOCATION_ID").is_none_or(|v| v.is_empty()) {
+        if !SystemBus::runs_as_service() {
             return None;
         }
         Self::connect()
@@ -80,17 +75,8 @@ impl SystemdSupervisor {
             .ok()
     }
 
-    pub(super) fn bus(&self) -> &Connection {
+    pub(super) fn bus(&self) -> &SystemBus {
         &self.bus
-    }
-
-    fn manager_call<B>(&self, method: &str, unit: &str, body: &B) -> Result<zbus::Message, MpsError>
-    where
-        B: serde::Serialize + zbus::zvariant::DynamicType,
-    {
-        self.bus
-            .call_method(Some(DEST), PATH, Some(MANAGER), method, body)
-            .map_err(|e| sd_err(method_action(method), unit, &e))
     }
 
     /// The properties of the transient unit for `spec`. `Type=exec`: the
@@ -122,84 +108,13 @@ impl SystemdSupervisor {
         props
     }
 
-    fn unit_path(&self, unit: &str) -> Result<Option<OwnedObjectPath>, MpsError> {
-        match self
-            .bus
-            .call_method(Some(DEST), PATH, Some(MANAGER), "GetUnit", &(unit,))
-        {
-            Ok(reply) => reply
-                .body()
-                .deserialize::<OwnedObjectPath>()
-                .map(Some)
-                .map_err(|e| sd_err("read GetUnit of", unit, &e)),
-            Err(zbus::Error::MethodError(name, _, _)) if name.as_str().ends_with("NoSuchUnit") => {
-                Ok(None)
-            }
-            Err(e) => Err(sd_err("GetUnit", unit, &e)),
-        }
-    }
-
-    fn property(&self, path: &OwnedObjectPath, interface: &str, name: &str) -> Option<OwnedValue> {
-        let reply = self
-            .bus
-            .call_method(
-                Some(DEST),
-                path.as_str(),
-                Some("org.freedesktop.DBus.Properties"),
-                "Get",
-                &(interface, name),
-            )
-            .ok()?;
-        reply.body().deserialize::<OwnedValue>().ok()
-    }
-
     /// One reading of `unit`; a unit that cannot be read counts as gone.
     pub(super) fn observe(&self, unit: &str) -> Observed {
-        let Ok(Some(path)) = self.unit_path(unit) else {
-            return Observed::GONE;
-        };
-        let u32_of = |interface, name| {
-            self.property(&path, interface, name)
-                .and_then(|v| u32::try_from(v).ok())
-                .unwrap_or(0)
-        };
-        let activity = self
-            .property(&path, UNIT, "ActiveState")
-            .and_then(|v| String::try_from(v).ok())
-            .map_or(Activity::Gone, |s| Activity::parse(&s));
-        let job_pending = self
-            .property(&path, UNIT, "Job")
-            .and_then(|v| <(u32, OwnedObjectPath)>::try_from(v).ok())
-            .is_some_and(|(id, _)| id != 0);
-        Observed {
-            activity,
-            job_pending,
-            main_pid: u32_of(SERVICE, "MainPID"),
-            restarts: u32_of(SERVICE, "NRestarts"),
-        }
-    }
-
-    /// The match rule for `unit`'s property changes.
-    pub(super) fn changes_of(unit: &str) -> zbus::Result<zbus::MatchRule<'static>> {
-        let path = format!("{PATH}/unit/{}", escape_path(unit));
-        Ok(zbus::MatchRule::builder()
-            .msg_type(zbus::message::Type::Signal)
-            .interface("org.freedesktop.DBus.Properties")?
-            .member("PropertiesChanged")?
-            .path(path)?
-            .build())
+        self.bus.observe(unit)
     }
 
     pub(super) fn stop_unit(&self, unit: &str) -> Result<(), MpsError> {
-        match self.manager_call("StopUnit", unit, &(unit, "replace")) {
-            Ok(_) => Ok(()),
-            Err(MpsError::Systemd { problem, .. })
-                if problem.contains("NoSuchUnit") || problem.contains("not loaded") =>
-            {
-                Ok(())
-            }
-            Err(e) => Err(e),
-        }
+        Ok(self.bus.stop(unit)?)
     }
 
     /// Waits (bounded) until `unit` no longer runs; false when it still does.
@@ -210,38 +125,6 @@ impl SystemdSupervisor {
         bound: Duration,
     ) -> Result<bool, MpsError> {
         wait_until_dead(pipe_dir, bound, &|| self.observe(unit).is_alive())
-    }
-}
-
-/// systemd's object path escaping (`sd_bus_path_encode`): every byte but
-/// ASCII letters and digits becomes `_xx`, lowercase hex.
-fn escape_path(name: &str) -> String {
-    name.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() {
-                char::from(b).to_string()
-            } else {
-                format!("_{b:02x}")
-            }
-        })
-        .collect()
-}
-
-fn method_action(method: &str) -> &'static str {
-    match method {
-        "StartTransientUnit" => "start",
-        "StopUnit" => "stop",
-        "Subscribe" => "subscribe to",
-        "ListUnitsByPatterns" => "list",
-        _ => "call",
-    }
-}
-
-fn sd_err(action: &'static str, unit: &str, e: &dyn std::fmt::Display) -> MpsError {
-    MpsError::Systemd {
-        action,
-        unit: unit.to_owned(),
-        problem: e.to_string(),
     }
 }
 
@@ -256,12 +139,7 @@ impl Supervisor for SystemdSupervisor {
         on_restart: RestartHook,
     ) -> Result<Arc<dyn Supervised>, MpsError> {
         let unit = spec.unit_name();
-        let aux: Vec<(&str, Vec<Property<'_>>)> = Vec::new();
-        self.manager_call(
-            "StartTransientUnit",
-            &unit,
-            &(unit.as_str(), "replace", Self::properties(spec), aux),
-        )?;
+        self.bus.start_transient(&unit, Self::properties(spec))?;
         Ok(UnitDaemon::watch(
             self,
             unit,
@@ -304,56 +182,21 @@ impl Supervisor for SystemdSupervisor {
 
     fn running_hashes(&self, mps_dir: &Path) -> Result<Vec<String>, MpsError> {
         let pattern = format!("{UNIT_PREFIX}*.service");
-        let states: Vec<&str> = Vec::new();
-        let reply = self.manager_call(
-            "ListUnitsByPatterns",
-            &pattern,
-            &(states, vec![pattern.as_str()]),
-        )?;
-        type UnitRow = (
-            String,
-            String,
-            String,
-            String,
-            String,
-            String,
-            OwnedObjectPath,
-            u32,
-            String,
-            OwnedObjectPath,
-        );
-        let rows: Vec<UnitRow> = reply
-            .body()
-            .deserialize()
-            .map_err(|e| sd_err("read ListUnitsByPatterns of", &pattern, &e))?;
+        let units = self.bus.list(&pattern)?;
         // Only this gpusliced's units: another instance on the host (another
         // run dir) owns its own, even under the same unit names' prefix.
         let ours = format!("CUDA_MPS_PIPE_DIRECTORY={}/", mps_dir.display());
-        Ok(rows
+        Ok(units
             .into_iter()
-            .filter_map(|row| {
-                let hash = row
-                    .0
+            .filter_map(|(name, path)| {
+                let hash = name
                     .strip_prefix(UNIT_PREFIX)
                     .and_then(|r| r.strip_suffix(".service"))?
                     .to_owned();
-                let env = self.property(&row.6, SERVICE, "Environment")?;
+                let env = self.bus.property(&path, SERVICE, "Environment")?;
                 let env = Vec::<String>::try_from(env).ok()?;
                 env.iter().any(|e| e.starts_with(&ours)).then_some(hash)
             })
             .collect())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn unit_paths_are_escaped_as_systemd_does() {
-        assert_eq!(
-            escape_path("gpuslice-mps-0123abcd.service"),
-            "gpuslice_2dmps_2d0123abcd_2eservice"
-        );
     }
 }

@@ -15,10 +15,11 @@ use tokio_stream::StreamExt;
 use zbus::MessageStream;
 
 use super::SystemdSupervisor;
-use super::unit_state::{Applied, Next, Observed, Reapplying, next, state};
+use super::unit_state::{Applied, Next, Reapplying, next, state};
 use crate::mps::MpsError;
 use crate::mps::control::wait_on_dir;
 use crate::mps::supervisor::{DaemonState, DaemonStatus, RestartHook, Supervised};
+use crate::supervise::bus::{Observed, SystemBus};
 
 /// How long a stopped unit gets to go away (systemd's own stop timeout
 /// kills the daemon before that).
@@ -121,8 +122,13 @@ impl UnitDaemon {
             }
         };
         let mut signals = match runtime.block_on(async {
-            let rule = SystemdSupervisor::changes_of(&self.unit)?;
-            MessageStream::for_match_rule(rule, self.supervisor.bus().inner(), Some(64)).await
+            let rule = SystemBus::changes_of(&self.unit)?;
+            MessageStream::for_match_rule(
+                rule,
+                self.supervisor.bus().connection().inner(),
+                Some(64),
+            )
+            .await
         }) {
             Ok(stream) => Some(stream),
             Err(err) => {

@@ -1,0 +1,120 @@
+//! Start-up of the channel engine, before gpusliced's socket opens: the
+//! records read (a `preparing` one, cut short by a crash, rolled back: its
+//! spec and record); each domain with a prepared claim gets its daemon back
+//! (the one a previous gpusliced started, found again by its runner, else a
+//! new one); the daemons, folders and specs of domains and claims that are
+//! gone are removed; every prepared claim's nodes and spec are made again
+//! (/var/run/cdi and /dev are wiped at reboot).
+
+use super::DomainError;
+use super::cdi::claim_uid_of_spec_file;
+use super::engine::{Domains, Held};
+use super::monitor::Running;
+use super::request::check_uuid;
+use super::spec;
+use crate::state::Phase;
+
+impl Domains {
+    /// Start-up; what it could not do, for an operator.
+    pub fn start_up(&self) -> Result<Vec<String>, DomainError> {
+        let (records, mut problems) = self.records.load_all()?;
+        let mut held = self.lock();
+        for record in records {
+            match record.phase {
+                Phase::Preparing => {
+                    spec::remove(&self.settings.cdi_dir, &record.uid)?;
+                    self.records.remove(&record.uid)?;
+                    tracing::warn!(claim = %record.claim_name(), "channel prepare cut short by a crash; rolled back");
+                }
+                Phase::Prepared => {
+                    held.claims.insert(record.uid.clone(), record);
+                }
+            }
+        }
+        self.bring_back(&mut held, &mut problems);
+        self.sweep(&held, &mut problems);
+        for record in held.claims.values() {
+            if let Err(err) = self
+                .settings
+                .nodes
+                .ensure(&record.channels())
+                .and_then(|()| self.write_spec(record))
+            {
+                problems.push(format!("channel claim {}: {err}", record.claim_name()));
+            }
+        }
+        Ok(problems)
+    }
+
+    /// Each domain with a prepared claim gets its daemon: found again, or
+    /// started.
+    fn bring_back(&self, held: &mut Held, problems: &mut Vec<String>) {
+        let domains: Vec<String> = held.claims.values().map(|r| r.domain.clone()).collect();
+        for domain in domains {
+            if held.running.contains_key(&domain) {
+                continue;
+            }
+            match self.bring_back_one(&domain) {
+                Ok(running) => {
+                    held.running.insert(domain, running);
+                }
+                Err(err) => problems.push(format!("ComputeDomain {domain}: {err}")),
+            }
+        }
+    }
+
+    fn bring_back_one(&self, domain: &str) -> Result<std::sync::Arc<Running>, DomainError> {
+        let bind = self
+            .settings
+            .bind_address
+            .ok_or(DomainError::NoBindAddress)?;
+        let spec = self.imex_spec(domain);
+        let mapping = spec.folder.mapping();
+        spec.folder.make(bind, &mapping)?;
+        let ctl = self.settings.ctl_program.clone();
+        if let Some(daemon) = self.runner.adopt(&spec)? {
+            tracing::info!(%domain, pid = ?daemon.status().pid, unit = ?daemon.status().unit, "took over a running IMEX daemon");
+            return Running::watch(daemon, spec.folder, ctl, bind, false);
+        }
+        let daemon = self.runner.start(&spec)?;
+        tracing::info!(%domain, pid = ?daemon.status().pid, "IMEX daemon started again");
+        Running::watch(daemon, spec.folder, ctl, bind, true)
+    }
+
+    /// Stops the daemons and removes the folders of domains without a
+    /// claim, and removes channel specs without a prepared claim.
+    fn sweep(&self, held: &Held, problems: &mut Vec<String>) {
+        let mut gone: Vec<String> = self.runner.running(&self.settings.imex_dir);
+        let folders = std::fs::read_dir(&self.settings.imex_dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned());
+        gone.extend(folders);
+        gone.sort();
+        gone.dedup();
+        for domain in gone {
+            if held.running.contains_key(&domain) || check_uuid("domain", &domain).is_err() {
+                continue;
+            }
+            self.runner.stop_stale(&self.imex_spec(&domain));
+            tracing::info!(%domain, "stopped the IMEX daemon of a domain with no channel left");
+            if let Err(err) = self.folder(&domain).remove() {
+                problems.push(err.to_string());
+            }
+        }
+        let specs = std::fs::read_dir(&self.settings.cdi_dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned());
+        for name in specs {
+            if let Some(uid) = claim_uid_of_spec_file(&name)
+                && !held.claims.contains_key(uid)
+                && let Err(err) = spec::remove(&self.settings.cdi_dir, uid)
+            {
+                problems.push(err.to_string());
+            }
+        }
+    }
+}
