@@ -227,6 +227,9 @@ impl Domains {
             self.undo(&mut held, &record, started);
             return Err(err);
         }
+        if let Some(running) = held.running.get(&ask.domain) {
+            running.refresh();
+        }
         tracing::info!(claim = %record.claim_name(), domain = %record.domain, channel = record.channel, "IMEX channel prepared");
         held.claims.insert(record.uid.clone(), record.clone());
         Ok(PreparedChannel::Created(record))

@@ -167,10 +167,18 @@ impl Running {
         self.daemon.stop();
     }
 
-    /// Stops the thread only; the daemon runs on (gpusliced is ending).
+    /// Stops the thread and lets go of the daemon, which runs on
+    /// (gpusliced is ending).
     pub fn let_go(&self) {
         self.lock().stopping = true;
         self.wake.notify_all();
+        self.daemon.let_go();
+    }
+
+    /// Looks at once (after a change the caller made, e.g. a prepare that
+    /// saw the daemon READY), so what is shown is current.
+    pub fn refresh(&self) {
+        self.look();
     }
 
     /// One look: the daemon, its readiness, its connections.

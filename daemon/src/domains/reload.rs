@@ -160,7 +160,11 @@ mod tests {
         reload.seen(Some(started_at(7, 1)));
         assert!(reload.knows(), "nothing written yet");
         reload.written(2 * S);
-        assert_eq!(reload.due(true), Some(3 * S), "not before the process settled");
+        assert_eq!(
+            reload.due(true),
+            Some(3 * S),
+            "not before the process settled"
+        );
         reload.written(10 * S);
         reload.written(10 * S + DEBOUNCE / 2);
         assert!(!reload.knows());

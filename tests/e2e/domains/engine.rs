@@ -6,7 +6,9 @@ use gpuslice::domains::record::{ChannelRecord, RecordStore};
 use gpuslice::domains::{DomainError, PreparedChannel};
 use gpuslice::supervise::process::pid_alive;
 
-use super::node::{CLIQUE, DOMAIN, Node, OTHER_DOMAIN, UID_A, UID_B, claim, claim_vouched, tools};
+use super::node::{
+    CLIQUE, DOMAIN, Node, OTHER_DOMAIN, UID_A, UID_B, claim, claim_vouched, tools, wait_until,
+};
 
 #[test]
 fn sim_a_channel_claim_starts_its_domains_daemon_and_its_spec_holds_the_channel() {
@@ -279,10 +281,8 @@ fn sim_a_forged_pid_file_is_not_taken_for_the_daemon() {
         Some(me),
         "not this test process"
     );
-    assert_eq!(
-        node.record().matches("start ").count(),
-        starts + 1,
-        "a new daemon started"
-    );
+    wait_until("a new daemon started", || {
+        node.record().matches("start ").count() == starts + 1
+    });
     assert!(domains.unprepare(UID_A).expect("unprepared"));
 }

@@ -199,6 +199,9 @@ fn sim_a_killed_daemon_comes_back_and_a_restart_of_gpusliced_takes_it_over() {
         let status = domains.running(DOMAIN).expect("running").daemon().status();
         status.restarts == 1 && status.state == DaemonState::Running && status.pid != Some(first)
     });
+    wait_until("started again", || {
+        node.record().matches("start ").count() == 2
+    });
     wait_until("ready again", || domains.list()[0].ready());
     let second = pid(&domains);
     let starts = node.record().matches("start ").count();

@@ -303,14 +303,16 @@ impl Daemon for ChildDaemon {
         drop(guard);
         super::passed_stop();
     }
+
+    fn let_go(&self) {
+        self.shared.lock().detached = true;
+        self.shared.changed.notify_all();
+    }
 }
 
 impl Drop for ChildDaemon {
-    /// gpusliced is ending: the daemon runs on for the next gpusliced to
-    /// find, and this one's watcher restarts nothing.
     fn drop(&mut self) {
-        self.shared.lock().detached = true;
-        self.shared.changed.notify_all();
+        self.let_go();
     }
 }
 

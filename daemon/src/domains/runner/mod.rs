@@ -85,6 +85,9 @@ pub trait Daemon: Send + Sync + Debug {
     fn reload(&self) -> bool;
     /// Stops it and waits (bounded) until it is gone.
     fn stop(&self);
+    /// Lets go of it (gpusliced is ending): it runs on for the next
+    /// gpusliced to find, and nothing restarts it meanwhile.
+    fn let_go(&self);
 }
 
 /// How long a stopped daemon gets before it is killed.

@@ -237,6 +237,10 @@ impl Daemon for UnitDaemon {
         }
         super::passed_stop();
     }
+
+    fn let_go(&self) {
+        // systemd keeps the unit; nothing of it lives in gpusliced.
+    }
 }
 
 #[cfg(test)]
