@@ -47,7 +47,7 @@ for arch in amd64 arm64; do
     fail "no $arch packages in $target: run packaging/build.sh first"
   echo "check.sh: $arch: ${deb[$arch]} and ${rpm[$arch]}"
 done
-units=(gpusliced.service gpuslice-dra-plugin.service)
+units=(gpusliced.service gpuslice-dra-plugin.service gpuslice-imex@.service)
 binaries=(gpusliced gpuslicectl gpuslice-dra-plugin)
 
 echo "== systemd-analyze verify and security"
@@ -55,11 +55,13 @@ vroot=$(mktemp -d)
 trap 'rm -rf "$vroot"' EXIT
 mkdir -p "$vroot/usr/bin" "$vroot/bin" "$vroot/etc/systemd/system" "$vroot/usr/lib/systemd"
 cp -a /lib/systemd/system "$vroot/usr/lib/systemd/"
-for bin in gpusliced gpuslice-dra-plugin; do cp /bin/true "$vroot/usr/bin/$bin"; done
+for bin in gpusliced gpuslice-dra-plugin nvidia-imex; do cp /bin/true "$vroot/usr/bin/$bin"; done
 cp /bin/sh "$vroot/bin/sh"
 for unit in "${units[@]}"; do
   cp "systemd/$unit" "$vroot/etc/systemd/system/"
-  out=$(systemd-analyze verify --man=no --root="$vroot" "$unit" 2>&1) || fail "verify $unit: $out"
+  # A template is verified as an instance of it (a ComputeDomain's uid).
+  instance=${unit/@./@5b9c2d0e-7a41-4f3b-9c8d-2e6f1a0b3c4d.}
+  out=$(systemd-analyze verify --man=no --root="$vroot" "$instance" 2>&1) || fail "verify $unit: $out"
   [ -z "$out" ] || fail "verify $unit printed: $out"
   exposure=$(systemd-analyze security --offline=yes --threshold=30 "systemd/$unit" 2>&1 | tail -n 1) \
     || fail "$unit: $exposure (above 3.0)"
@@ -82,6 +84,7 @@ for arch in amd64 arm64; do
   scripts=$(rpm -qp --scripts "${rpm[$arch]}")
   echo "$scripts"
   for f in /usr/bin/gpusliced /usr/bin/gpuslicectl /usr/lib/systemd/system/gpusliced.service \
+    /usr/lib/systemd/system/gpuslice-imex@.service \
     /usr/lib/sysusers.d/gpuslice.conf /usr/lib/tmpfiles.d/gpusliced.conf /usr/share/man/man8/gpusliced.8.gz \
     /usr/share/bash-completion/completions/gpuslicectl /usr/share/zsh/site-functions/_gpuslicectl \
     /usr/share/fish/vendor_completions.d/gpuslicectl.fish; do
@@ -195,6 +198,7 @@ echo "== dpkg -i / -r / -P on this host (amd64)"
 [ "$(id -u)" = 0 ] || fail "the install test needs root"
 dpkg -i "${deb[amd64]}"
 for f in /usr/bin/gpusliced /usr/bin/gpuslicectl /usr/lib/systemd/system/gpusliced.service \
+    /usr/lib/systemd/system/gpuslice-imex@.service \
   /usr/lib/sysusers.d/gpuslice.conf /usr/lib/tmpfiles.d/gpusliced.conf \
   /usr/share/man/man8/gpusliced.8.gz /usr/share/man/man8/gpuslicectl.8.gz /etc/gpuslice/gpuslice.toml \
   /usr/share/man/man8/gpuslice-dra-plugin.8.gz /usr/share/bash-completion/completions/gpuslicectl \
