@@ -89,9 +89,9 @@ fn run(ctl: &Path, args: &[String], bound: Duration) -> Result<String, String> {
         Err(_) => {
             kill_pid(pid);
             Err(format!(
-                "{} did not answer within {}s",
+                "{} did not answer within {:.1}s",
                 ctl.display(),
-                bound.as_secs()
+                bound.as_secs_f64()
             ))
         }
     }

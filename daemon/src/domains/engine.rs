@@ -36,6 +36,9 @@ use crate::supervise::DaemonState;
 
 /// How often a prepare asks a starting daemon again.
 const QUERY_EVERY: Duration = Duration::from_millis(100);
+/// The least time one query of a prepare gets, even past its deadline: a
+/// query cut shorter would hide what the daemon said behind a timeout.
+const QUERY_LEAST: Duration = Duration::from_secs(1);
 
 /// What the engine is built from (`run` fills it from the config and the
 /// inventory).
@@ -190,6 +193,20 @@ impl Domains {
             });
         }
         let bind = self.network()?;
+        // A domain lives in one namespace: a claim of another namespace
+        // naming the same uid is another tenant's, whatever it was vouched as.
+        if let Some(member) = held
+            .members(&ask.domain)
+            .into_iter()
+            .find(|r| r.namespace != ask.namespace || r.domain_name != ask.domain_name)
+        {
+            return Err(DomainError::OtherTenant {
+                domain: format!("{}/{}", member.namespace, member.domain_name),
+                domain_namespace: member.namespace.clone(),
+                claim: format!("{}/{}", ask.namespace, ask.name),
+                claim_namespace: ask.namespace.clone(),
+            });
+        }
         if let Some(other) = held.claims.values().find(|r| r.domain != ask.domain) {
             let other = other.domain.clone();
             return Err(DomainError::OtherDomain {
@@ -294,7 +311,7 @@ impl Domains {
             let now = Instant::now();
             let bound = deadline.saturating_duration_since(now).min(QUERY_BOUND);
             let answer =
-                match ctl::ready(&self.settings.ctl_program, &config, bound.max(QUERY_EVERY)) {
+                match ctl::ready(&self.settings.ctl_program, &config, bound.max(QUERY_LEAST)) {
                     Query::Ready => return Ok(()),
                     Query::NotReady(answer) => answer,
                 };
