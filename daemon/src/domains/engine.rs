@@ -298,7 +298,7 @@ impl Domains {
     /// Waits (bounded) for the domain's daemon to report READY.
     fn wait_ready(&self, held: &Held, domain: &str) -> Result<(), DomainError> {
         let Some(running) = held.running.get(domain) else {
-            return Err(self.down(domain, "it is not running".to_owned()));
+            return Err(self.down(domain, "it is not running".to_owned(), None));
         };
         let daemon = running.daemon();
         let deadline = Instant::now() + self.settings.ready_bound;
@@ -306,7 +306,7 @@ impl Domains {
         loop {
             if daemon.status().state == DaemonState::Failed {
                 let problem = daemon.problem().unwrap_or_else(|| "failed".to_owned());
-                return Err(self.down(domain, problem));
+                return Err(self.down(domain, problem, daemon.status().unit));
             }
             let now = Instant::now();
             let bound = deadline.saturating_duration_since(now).min(QUERY_BOUND);
@@ -320,27 +320,32 @@ impl Domains {
                     domain: domain.to_owned(),
                     seconds: self.settings.ready_bound.as_secs(),
                     answer,
-                    log: self.log_of(running),
+                    log: self.log_of(domain, daemon.status().unit),
                 });
             }
             daemon.wait_for_change(QUERY_EVERY);
         }
     }
 
-    /// Where the daemon's output goes: its folder's log, or its unit's
-    /// journal.
-    fn log_of(&self, running: &Running) -> String {
-        match running.daemon().status().unit {
-            Some(unit) => format!("journalctl -u {unit}"),
-            None => running.folder().log_path().display().to_string(),
+    /// Where the daemon's output goes (its unit's journal, or its folder's
+    /// log, whose last lines are quoted: a failed prepare removes it).
+    fn log_of(&self, domain: &str, unit: Option<String>) -> String {
+        if let Some(unit) = unit {
+            return format!("journalctl -u {unit}");
+        }
+        let folder = self.folder(domain);
+        let path = folder.log_path().display().to_string();
+        match folder.log_tail() {
+            Some(tail) => format!("{path}, which ended: {tail}"),
+            None => path,
         }
     }
 
-    fn down(&self, domain: &str, problem: String) -> DomainError {
+    fn down(&self, domain: &str, problem: String, unit: Option<String>) -> DomainError {
         DomainError::DaemonDown {
             domain: domain.to_owned(),
             problem,
-            log: self.folder(domain).log_path().display().to_string(),
+            log: self.log_of(domain, unit),
         }
     }
 

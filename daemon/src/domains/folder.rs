@@ -149,6 +149,24 @@ impl DomainFolder {
         Ok(true)
     }
 
+    /// The log's last lines (what a daemon that would not start said), at
+    /// most a few hundred bytes; a failed prepare removes the folder, so the
+    /// error quotes them.
+    pub fn log_tail(&self) -> Option<String> {
+        let text = std::fs::read_to_string(self.log_path()).ok()?;
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        let tail = lines[lines.len().saturating_sub(2)..].join(" | ");
+        let tail: String = tail
+            .chars()
+            .rev()
+            .take(300)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        (!tail.is_empty()).then_some(tail)
+    }
+
     /// Removes the folder and what is in it.
     pub fn remove(&self) -> Result<(), DomainError> {
         match std::fs::remove_dir_all(&self.root) {

@@ -309,3 +309,29 @@ fn sim_a_forged_pid_file_is_not_taken_for_the_daemon() {
     });
     assert!(domains.unprepare(UID_A).expect("unprepared"));
 }
+
+#[test]
+fn sim_a_daemon_that_cannot_start_fails_the_prepare_quoting_its_log_and_leaves_nothing() {
+    let Some(tools) = tools("sim_a_daemon_that_cannot_start") else {
+        return;
+    };
+    // Two nodes on one address: the second daemon cannot bind.
+    let first = Node::new(&tools, "127.0.31.8", Some(CLIQUE), "");
+    let second = Node::new(&tools, "127.0.31.8", Some(CLIQUE), "");
+    let (d1, d2) = (first.engine(), second.engine());
+    d1.prepare(&claim(UID_A, 0, DOMAIN))
+        .expect("the first binds");
+    let err = d2
+        .prepare(&claim(UID_B, 0, DOMAIN))
+        .expect_err("the second cannot bind");
+    assert!(matches!(err, DomainError::DaemonDown { .. }), "{err}");
+    let text = err.to_string();
+    assert!(text.contains("exited within a second"), "{text}");
+    assert!(
+        text.contains("cannot bind 127.0.31.8:50000"),
+        "the log's last words: {text}"
+    );
+    assert!(second.spec(UID_B).is_none());
+    assert!(!second.folder(DOMAIN).exists(), "nothing left");
+    assert!(d1.unprepare(UID_A).expect("unprepared"));
+}
