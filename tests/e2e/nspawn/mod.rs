@@ -9,19 +9,25 @@
 //!   version of itself and the downgrade back, with a claim of every kind
 //!   prepared and MPS daemons running;
 //! - `limits.rs` (`limits.sh`): `[limits] overshare = "end"` ending another
-//!   user's process with the unit's `CAP_KILL`, and refused without it.
+//!   user's process with the unit's `CAP_KILL`, and refused without it;
+//! - `rack.rs` (`rack.sh`, after `rack_common.sh`): several containers at
+//!   once, a rack of simulated GB200 nodes on a network of their own
+//!   (`machines.rs` boots them).
 //!
 //! This module owns what the tests share: the .deb, the cached rootfs, the
 //! skip rules and the boot. The .deb comes from `packaging/build.sh` (GPUSLICE_DEB,
 //! else the newest `<target>/debian/gpuslice_*_<this host's architecture>.deb`;
-//! `build.sh --amd64` makes only that one); the MPS control program and
-//! nvidia-smi are the stand-ins of tests/tools (python3 is in the rootfs).
-//! The rootfs is made once by debootstrap (about 40 s, 270 MB) and cached in
-//! /var/cache/gpuslice-test (or GPUSLICE_NSPAWN_CACHE) under a name that
-//! changes with its package list; each boot runs on a throwaway overlay of
-//! it, one boot at a time.
+//! `build.sh --amd64` makes only that one); the MPS control program,
+//! nvidia-smi and the IMEX daemon and its client are the stand-ins of
+//! tests/tools (python3 is in the rootfs). The rootfs is made once by
+//! debootstrap (about 40 s, 290 MB) and cached in /var/cache/gpuslice-test
+//! (or GPUSLICE_NSPAWN_CACHE) under a name that changes with its package
+//! list; each boot runs on a throwaway overlay of it, one boot (or one rack
+//! of boots) at a time.
 
 mod limits;
+mod machines;
+mod rack;
 mod service;
 mod upgrade;
 
@@ -37,12 +43,22 @@ const COMMON: &str = include_str!("common.sh");
 const NSPAWN_TIMEOUT_S: &str = "600";
 /// Packages debootstrap adds to minbase: systemd as PID 1, the system bus
 /// (sd_notify needs neither, the MPS units need it), python3 for the
-/// stand-in MPS control program.
-const ROOTFS_PACKAGES: &str = "systemd,systemd-sysv,dbus,python3-minimal";
+/// stand-ins (the IMEX daemon's needs more of the standard library than
+/// python3-minimal has: concurrent.futures, secrets).
+const ROOTFS_PACKAGES: &str = "systemd,systemd-sysv,dbus,python3";
 /// The cached rootfs's folder: a new name whenever ROOTFS_PACKAGES changes,
-/// so an older cache (without python3) is never taken for this one.
-const ROOTFS_NAME: &str = "bookworm-rootfs-2";
-/// One boot at a time: the tests use one rootfs, made once.
+/// so an older cache (with less of python3) is never taken for this one.
+const ROOTFS_NAME: &str = "bookworm-rootfs-3";
+/// The stand-ins of tests/tools every test folder gets.
+const STAND_INS: [&str; 5] = [
+    "fake-mps-control",
+    "fake-nvidia-smi",
+    "fake-nvidia-imex",
+    "fake-nvidia-imex-ctl",
+    "fake-imex-workload",
+];
+/// One boot (or one rack of them) at a time: the tests use one rootfs, made
+/// once, and two cores.
 static ONE_BOOT: Mutex<()> = Mutex::new(());
 
 /// The .deb to install: GPUSLICE_DEB, else the newest one packaging/build.sh
@@ -106,16 +122,21 @@ fn rootfs(test: &str) -> Result<PathBuf, String> {
     Ok(root)
 }
 
-/// Writes `text` as the executable `path`.
-fn write_script(path: &Path, text: &str) {
+/// Writes `text` as the new file `path` with `mode`.
+fn write_file(path: &Path, text: &str, mode: u32) {
     std::fs::OpenOptions::new()
         .create_new(true)
         .write(true)
         .open(path)
         .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
         .unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
-    std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+    std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(mode))
         .unwrap_or_else(|e| panic!("chmod {}: {e}", path.display()));
+}
+
+/// Writes `text` as the executable `path`.
+fn write_script(path: &Path, text: &str) {
+    write_file(path, text, 0o755);
 }
 
 /// The test's folder, bound at /out: the .deb, the stand-ins, a driver root
@@ -123,7 +144,7 @@ fn write_script(path: &Path, text: &str) {
 fn test_folder(deb: &Path, name: &str, script: &str) -> tempfile::TempDir {
     let out = tempfile::tempdir().expect("temp dir");
     std::fs::copy(deb, out.path().join("gpuslice.deb")).expect("copy the .deb");
-    for stand_in in ["fake-mps-control", "fake-nvidia-smi"] {
+    for stand_in in STAND_INS {
         std::fs::copy(
             repo_root().join("tests/tools").join(stand_in),
             out.path().join(stand_in),
@@ -140,24 +161,39 @@ fn test_folder(deb: &Path, name: &str, script: &str) -> tempfile::TempDir {
     out
 }
 
+/// The .deb, once the tests can run here: root, the `tools` and a .deb;
+/// without one of them, `None` after [`skip`] said why (it panics instead
+/// under GPUSLICE_REQUIRE_TOOLS=1).
+fn ready(test: &str, tools: &[&str]) -> Option<PathBuf> {
+    if !is_root() {
+        skip(test, "systemd-nspawn and dpkg in a container need root");
+        return None;
+    }
+    if let Some(tool) = first_missing(tools) {
+        skip(
+            test,
+            &format!(
+                "`{tool}` is not installed (apt-get install systemd-container debootstrap iproute2)"
+            ),
+        );
+        return None;
+    }
+    let deb = deb().filter(|d| d.is_file());
+    if deb.is_none() {
+        skip(
+            test,
+            "no gpuslice .deb: run packaging/build.sh (or build.sh --amd64) first, or set GPUSLICE_DEB",
+        );
+    }
+    deb
+}
+
 /// Boots the cached rootfs with the .deb and `script` (saved as `name`) as
 /// its `systemd.run=`, and asserts it ends with PASS; skips (or, under
 /// GPUSLICE_REQUIRE_TOOLS=1, fails) without root, the tools or a .deb.
 fn boot(test: &str, name: &str, script: &str) {
-    if !is_root() {
-        return skip(test, "systemd-nspawn and dpkg in a container need root");
-    }
-    if let Some(tool) = first_missing(&["systemd-nspawn", "debootstrap", "timeout"]) {
-        return skip(
-            test,
-            &format!("`{tool}` is not installed (apt-get install systemd-container debootstrap)"),
-        );
-    }
-    let Some(deb) = deb().filter(|d| d.is_file()) else {
-        return skip(
-            test,
-            "no gpuslice .deb: run packaging/build.sh (or build.sh --amd64) first, or set GPUSLICE_DEB",
-        );
+    let Some(deb) = ready(test, &["systemd-nspawn", "debootstrap", "timeout"]) else {
+        return;
     };
     let _one_boot = ONE_BOOT.lock().unwrap_or_else(PoisonError::into_inner);
     eprintln!("{test}: installing {}", deb.display());
@@ -190,5 +226,45 @@ fn boot(test: &str, name: &str, script: &str) {
         "{test}: the script failed under systemd in nspawn ({}):\n{log}\nnspawn stderr:\n{}",
         status.status,
         String::from_utf8_lossy(&status.stderr)
+    );
+}
+
+/// Boots a rack of `count` nodes at once (`machines.rs`), each with the
+/// .deb, `rack_common.sh`, its `node.env` and `script` (saved as `name`) as
+/// its `systemd.run=`, and asserts every node ends with PASS; skips as
+/// [`boot`] does, and also without `ip` or a cgroup2 hierarchy.
+fn boot_rack(test: &str, name: &str, script: &str, count: u8) {
+    let Some(deb) = ready(test, &["systemd-nspawn", "debootstrap", "timeout", "ip"]) else {
+        return;
+    };
+    let hierarchies = match machines::cgroup_hierarchies() {
+        Ok(hierarchies) => hierarchies,
+        Err(why) => return skip(test, &why),
+    };
+    let _one_boot = ONE_BOOT.lock().unwrap_or_else(PoisonError::into_inner);
+    eprintln!("{test}: installing {} on {count} nodes", deb.display());
+    let root = rootfs(test).unwrap_or_else(|e| panic!("{e}"));
+    let rack = machines::Rack::new(count, hierarchies);
+    let shared = tempfile::tempdir().expect("temp dir");
+    let outs: Vec<tempfile::TempDir> = (0..rack.nodes.len())
+        .map(|i| {
+            let out = test_folder(&deb, name, script);
+            rack.fill(out.path(), i);
+            out
+        })
+        .collect();
+    let paths: Vec<&Path> = outs.iter().map(tempfile::TempDir::path).collect();
+    let ended = machines::boot_all(&rack, &root, &paths, shared.path(), name);
+    let report: String = rack
+        .nodes
+        .iter()
+        .zip(&ended)
+        .map(|(n, e)| e.report(n))
+        .collect();
+    drop(rack);
+    eprintln!("{report}");
+    assert!(
+        ended.iter().all(machines::Ended::passed),
+        "{test}: a node's script failed under systemd in nspawn:\n{report}"
     );
 }

@@ -1,0 +1,78 @@
+# Sourced by each rack script after common.sh. nspawn/machines.rs boots
+# the nodes of a rack at once, each running the same script; /out/node.env
+# says which node this is (NODE_INDEX from 1, NODE_COUNT, NODE_NAME, the
+# hostname), its addresses (NODE_ADDR on the rack network RACK_CIDR,
+# NODE_OTHER_ADDR on OTHER_CIDR, another network on the same link) and the
+# rack's (RACK_NAMES, RACK_ADDRS, OTHER_ADDRS: space-separated, in node
+# order). /rack is one folder shared by every node, for their rendezvous. A
+# node whose script fails powers the others off (the host sees to it), so
+# the waits here are only bounded, never told of a failure elsewhere.
+# Here: those facts checked, the IMEX stand-ins where NVIDIA's packages put
+# the real ones, the helpers, and the journal saved as /out/journal at the
+# end (machines.rs shows its tail for a node that failed).
+. /out/node.env
+# The node's whole journal, for the host's report of a node that failed;
+# also when the host powers the node off (SIGTERM) because another failed.
+rack_journal() { journalctl -b --no-pager -o short-monotonic >/out/journal 2>&1 || true; }
+trap rack_journal EXIT
+trap 'exit 143' TERM
+
+step "node $NODE_NAME ($NODE_INDEX of $NODE_COUNT): $NODE_ADDR on the rack network $RACK_CIDR, $NODE_OTHER_ADDR on $OTHER_CIDR"
+[ "$(hostname)" = "$NODE_NAME" ] || fail "the hostname is $(hostname), not $NODE_NAME"
+hostname -I | tr ' ' '\n' | grep -qx "$NODE_ADDR" || fail "$NODE_ADDR is not an address of this node: $(hostname -I)"
+install -m 0755 /out/fake-nvidia-imex /usr/bin/nvidia-imex
+install -m 0755 /out/fake-nvidia-imex-ctl /usr/bin/nvidia-imex-ctl
+install -m 0755 /out/fake-imex-workload "$STAND_INS/"
+
+# rack_mark NAME: this node has reached NAME.
+rack_mark() { touch "/rack/$NODE_NAME.$1"; }
+# rack_wait NAME [SECONDS]: waits until every node has reached NAME (bounded,
+# 60 s by default).
+rack_wait() {
+	local node
+	for node in $RACK_NAMES; do
+		timeout "${2:-60}" sh -c "until [ -e '/rack/$node.$1' ]; do sleep 0.1; done" \
+			|| fail "$node did not reach '$1' within ${2:-60} s"
+	done
+}
+# The other nodes' addresses: peers on the rack network, other_peers on the other.
+peers() { echo "$RACK_ADDRS" | tr ' ' '\n' | grep -vx "$NODE_ADDR"; }
+other_peers() { echo "$OTHER_ADDRS" | tr ' ' '\n' | grep -vx "$NODE_OTHER_ADDR"; }
+
+# The probe, a program so it runs the same in a shell or a unit:
+#   rack-probe serve PORT        answers each TCP connection with the hostname
+#   rack-probe tcp ADDR PORT     "tcp ADDR connected NAME" (exit 0) or "tcp ADDR failed: WHY" (exit 1), 2 s
+#   rack-probe udp ADDR PORT     "udp ADDR sent" (exit 0) or "udp ADDR failed: WHY" (exit 1)
+# (systemd's IP firewall drops a refused TCP SYN, so a refused connect times
+# out; a refused UDP send fails at once with EPERM.)
+RACK_PORT=7000
+cat >/usr/local/bin/rack-probe <<'EOF'
+#!/usr/bin/python3
+import socket, sys
+what, args = sys.argv[1], sys.argv[2:]
+if what == "serve":
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("0.0.0.0", int(args[0])))
+    s.listen()
+    while True:
+        c, _ = s.accept()
+        c.sendall(socket.gethostname().encode())
+        c.close()
+addr, port = args[0], int(args[1])
+try:
+    if what == "tcp":
+        with socket.create_connection((addr, port), timeout=2) as c:
+            print("tcp", addr, "connected", c.recv(100).decode())
+    else:
+        socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", (addr, port))
+        print("udp", addr, "sent")
+except OSError as e:
+    print(what, addr, "failed:", e)
+    sys.exit(1)
+EOF
+chmod 0755 /usr/local/bin/rack-probe
+# rack_listen: the probe's listener as a unit, rack-hello.service.
+rack_listen() {
+	systemd-run --quiet --unit=rack-hello /usr/local/bin/rack-probe serve "$RACK_PORT"
+}
