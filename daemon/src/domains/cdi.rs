@@ -7,6 +7,7 @@
 
 use std::path::Path;
 
+use gpuslice_cdi::atomic::is_temp_name;
 use gpuslice_cdi::version::finalize;
 use gpuslice_cdi::{ContainerEdits, Device, DeviceNode, Spec};
 use gpuslice_imex::channels::{DEVICE_MODE, channel_path};
@@ -26,6 +27,13 @@ pub fn claim_uid_of_spec_file(file_name: &str) -> Option<&str> {
     file_name
         .strip_prefix(&format!("{CDI_VENDOR}-{CDI_CLASS}_"))?
         .strip_suffix(".json")
+}
+
+/// Whether a file name is the temp file of a channel claim's spec write
+/// (the atomic writer's `.<spec file>.tmp-<pid>-<n>`), which a crash between
+/// its sync and its rename leaves in the CDI folder.
+pub fn is_spec_temp(file_name: &str) -> bool {
+    is_temp_name(file_name) && file_name.starts_with(&format!(".{CDI_VENDOR}-{CDI_CLASS}_"))
 }
 
 fn device_name(claim_uid: &str) -> String {
@@ -120,6 +128,15 @@ mod tests {
             crate::cdi_build::claim_uid_of_spec_file(&name),
             None,
             "the GPU claims' reconcile leaves channel specs alone"
+        );
+        assert!(is_spec_temp(&format!(".{name}.tmp-4242-7")));
+        assert!(!is_spec_temp(&name), "a spec is no temp");
+        assert!(
+            !is_spec_temp(&format!(
+                ".{}.tmp-4242-7",
+                crate::cdi_build::spec_file_name(UID)
+            )),
+            "a GPU claim's temp is the GPU claims' reconcile's"
         );
     }
 }

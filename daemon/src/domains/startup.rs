@@ -3,11 +3,12 @@
 //! spec and record); each domain with a prepared claim gets its daemon back
 //! (the one a previous gpusliced started, found again by its runner, else a
 //! new one); the daemons, folders and specs of domains and claims that are
-//! gone are removed; every prepared claim's nodes and spec are made again
-//! (/var/run/cdi and /dev are wiped at reboot).
+//! gone are removed, with the temp files of spec writes a crash cut short;
+//! every prepared claim's nodes and spec are made again (/var/run/cdi and
+//! /dev are wiped at reboot).
 
 use super::DomainError;
-use super::cdi::claim_uid_of_spec_file;
+use super::cdi::{claim_uid_of_spec_file, is_spec_temp};
 use super::engine::{Domains, Held};
 use super::monitor::Running;
 use super::request::check_uuid;
@@ -82,7 +83,8 @@ impl Domains {
     }
 
     /// Stops the daemons and removes the folders of domains without a
-    /// claim, and removes channel specs without a prepared claim.
+    /// claim, and removes channel specs without a prepared claim and the
+    /// temp files of spec writes.
     fn sweep(&self, held: &Held, problems: &mut Vec<String>) {
         let mut gone: Vec<String> = self.runner.running(&self.settings.imex_dir);
         let folders = std::fs::read_dir(&self.settings.imex_dir)
@@ -109,6 +111,17 @@ impl Domains {
             .flatten()
             .map(|e| e.file_name().to_string_lossy().into_owned());
         for name in specs {
+            if is_spec_temp(&name) {
+                // A write a crash cut short: the spec it would have
+                // replaced, if any, is whole beside it.
+                let path = self.settings.cdi_dir.join(&name);
+                if let Err(err) = std::fs::remove_file(&path)
+                    && err.kind() != std::io::ErrorKind::NotFound
+                {
+                    problems.push(DomainError::io("remove", &path, err).to_string());
+                }
+                continue;
+            }
             if let Some(uid) = claim_uid_of_spec_file(&name)
                 && !held.claims.contains_key(uid)
                 && let Err(err) = spec::remove(&self.settings.cdi_dir, uid)
@@ -116,5 +129,87 @@ impl Domains {
                 problems.push(err.to_string());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::super::cdi::spec_file_name;
+    use super::super::engine::{DomainSettings, Domains};
+    use super::super::nodes::{ChannelNodes, NodeMaker};
+    use super::super::runner::{Daemon, ImexSpec, Runner};
+    use super::DomainError;
+
+    const UID: &str = "0b4c9f3e-1111-4a2b-8c3d-0123456789ab";
+
+    /// A node with no daemon running and none to start.
+    #[derive(Debug)]
+    struct NoDaemons;
+
+    impl Runner for NoDaemons {
+        fn name(&self) -> &'static str {
+            "none"
+        }
+        fn start(&self, _: &ImexSpec) -> Result<Box<dyn Daemon>, DomainError> {
+            Err(DomainError::NoBindAddress)
+        }
+        fn adopt(&self, _: &ImexSpec) -> Result<Option<Box<dyn Daemon>>, DomainError> {
+            Ok(None)
+        }
+        fn stop_stale(&self, _: &ImexSpec) {}
+        fn running(&self, _: &Path) -> Vec<String> {
+            Vec::new()
+        }
+    }
+
+    fn settings(root: &Path) -> DomainSettings {
+        DomainSettings {
+            state_dir: root.join("state"),
+            cdi_dir: root.join("cdi"),
+            nodes: NodeMaker {
+                how: ChannelNodes::Simulated,
+                dev_root: root.to_path_buf(),
+                driver_root: root.to_path_buf(),
+            },
+            imex_dir: root.join("run/imex"),
+            program: PathBuf::from("/nonexistent/nvidia-imex"),
+            ctl_program: PathBuf::from("/nonexistent/nvidia-imex-ctl"),
+            bind_address: None,
+            rack: gpuslice_imex::network::RackNetwork::default(),
+            ready_bound: Duration::from_secs(1),
+            clique: None,
+            fabric_summary: String::new(),
+        }
+    }
+
+    /// The crash-point test found it: a crash between a channel spec's
+    /// temp file and its rename left the temp in the CDI folder for good.
+    #[test]
+    fn a_spec_write_cut_short_leaves_no_temp_after_the_next_start() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let settings = settings(dir.path());
+        std::fs::create_dir_all(&settings.cdi_dir).expect("cdi dir");
+        let temp = format!(".{}.tmp-4242-7", spec_file_name(UID));
+        let gpu_temp = format!(".{}.tmp-4242-8", crate::cdi_build::spec_file_name(UID));
+        for name in [&temp, &gpu_temp] {
+            gpuslice_cdi::atomic::write_atomic(&settings.cdi_dir, name, b"{", 0o644)
+                .expect("a temp file");
+        }
+        let cdi_dir = settings.cdi_dir.clone();
+        let domains = Domains::new(settings, Arc::new(NoDaemons)).expect("engine");
+        let problems = domains.start_up().expect("start-up");
+        assert!(problems.is_empty(), "{problems:?}");
+        assert!(
+            !cdi_dir.join(&temp).exists(),
+            "the channel spec's temp is removed"
+        );
+        assert!(
+            cdi_dir.join(&gpu_temp).exists(),
+            "a GPU claim's temp is the GPU claims' reconcile's to remove"
+        );
     }
 }
