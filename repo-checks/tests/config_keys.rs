@@ -44,7 +44,9 @@ fn shown_keys(text: &str) -> BTreeSet<(String, String)> {
 /// The part of the reference between the heading starting with `from` and
 /// the next heading of the same depth or above.
 fn part<'a>(doc: &'a str, from: &str) -> &'a str {
-    let start = doc.find(from).unwrap_or_else(|| panic!("no heading {from:?}"));
+    let start = doc
+        .find(from)
+        .unwrap_or_else(|| panic!("no heading {from:?}"));
     let depth = from.chars().take_while(|c| *c == '#').count();
     let rest = &doc[start + from.len()..];
     let end = rest
@@ -78,7 +80,11 @@ fn every_key_of_the_packaged_configs_is_in_the_configuration_reference() {
         let found = if section.is_empty() {
             has_row(part(daemon_doc, "### Top level"), &key)
         } else {
-            let top = section.trim_start_matches('[').split('.').next().unwrap_or_default();
+            let top = section
+                .trim_start_matches('[')
+                .split('.')
+                .next()
+                .unwrap_or_default();
             let top = top.trim_end_matches(']');
             let under = part(daemon_doc, &format!("### `[{top}]`"));
             has_row(under, &format!("[{section}] {key}"))

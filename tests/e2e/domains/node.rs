@@ -80,8 +80,7 @@ impl Node {
 
     /// The engine, started up as gpusliced starts it.
     pub fn engine(&self) -> Domains {
-        let domains = self.engine_with_problems().0;
-        domains
+        self.engine_with_problems().0
     }
 
     /// The engine and what its start-up could not do.
