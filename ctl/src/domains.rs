@@ -2,7 +2,7 @@
 //! daemons bind and the rack network, then one line per ComputeDomain with
 //! a channel prepared on the node (its IMEX daemon's state, pid, restarts,
 //! readiness, members and whether it knows and reaches them, the channel
-//! claims).
+//! claims); `domains members` tells a domain's daemon its members by hand.
 
 use gpuslice_proto::gpuslice::v1 as pb;
 use serde_json::json;
@@ -107,4 +107,41 @@ fn row(d: &pb::DomainInfo) -> Vec<String> {
         connected,
         d.claims.join(","),
     ]
+}
+
+/// `INDEX=ADDRESS` words as members.
+pub fn members(words: &[String]) -> anyhow::Result<Vec<pb::DomainMember>> {
+    words
+        .iter()
+        .map(|word| {
+            let (index, address) = word.split_once('=').ok_or_else(|| {
+                anyhow::anyhow!("{word:?}: write a member as INDEX=ADDRESS, e.g. 0=10.0.0.11")
+            })?;
+            let index = index.parse().map_err(|_| {
+                anyhow::anyhow!("{word:?}: the index is a whole number from 0 to 17")
+            })?;
+            Ok(pb::DomainMember {
+                index,
+                address: address.to_owned(),
+            })
+        })
+        .collect()
+}
+
+/// What `domains members` answers.
+pub fn members_set(domain: &str, reply: &pb::SetDomainMembersResponse, json: bool) -> String {
+    if json {
+        return doc(
+            &json!({ "domain": domain, "changed": reply.changed, "skipped": reply.skipped }),
+        );
+    }
+    let mut out = if reply.changed {
+        format!("ComputeDomain {domain}: members changed; its IMEX daemon is told (SIGUSR1)\n")
+    } else {
+        format!("ComputeDomain {domain}: members unchanged\n")
+    };
+    for skipped in &reply.skipped {
+        out.push_str(&format!("skipped {skipped}\n"));
+    }
+    out
 }

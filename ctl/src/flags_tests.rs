@@ -156,8 +156,8 @@ fn every_socket_flag_reads_the_variable_then_the_packaged_path() {
         sub.get_subcommands().for_each(&mut check);
     }
     assert_eq!(
-        seen, 16,
-        "the binary, 13 commands, health clear and sim exec"
+        seen, 17,
+        "the binary, 13 commands, health clear, domains members and sim exec"
     );
 }
 

@@ -167,9 +167,12 @@ enum Command {
         out: Out,
     },
     /// The ComputeDomains with a channel on this node: the node's NVLink
-    /// clique, each domain's IMEX daemon (state, pid, restarts, READY), its
-    /// peers and its channel claims.
+    /// clique and rack network, each domain's IMEX daemon (state, pid,
+    /// restarts, READY), its members, whether it knows and reaches them, and
+    /// its channel claims.
     Domains {
+        #[command(subcommand)]
+        action: Option<DomainsAction>,
         #[command(flatten)]
         conn: Conn,
         #[command(flatten)]
@@ -258,6 +261,25 @@ enum HealthAction {
     },
 }
 
+#[derive(Debug, Subcommand)]
+enum DomainsAction {
+    /// Tell a domain's IMEX daemon its members by hand (what the DRA plugin
+    /// does from the ComputeDomain's status): each INDEX=ADDRESS of the
+    /// node's clique, this node among them. The daemon is told with SIGUSR1,
+    /// never restarted; members outside [imex] rack_network are skipped.
+    Members {
+        /// The ComputeDomain's uid.
+        domain: String,
+        /// The members, e.g. 0=10.0.0.11 1=10.0.0.12.
+        #[arg(value_name = "INDEX=ADDRESS")]
+        members: Vec<String>,
+        #[command(flatten)]
+        conn: Conn,
+        #[command(flatten)]
+        out: Out,
+    },
+}
+
 impl Command {
     /// The command's own `--socket` and `--output` (values given there, or
     /// from `GPUSLICE_SOCKET` and the defaults).
@@ -271,7 +293,15 @@ impl Command {
             | Command::Advise { conn, out, .. }
             | Command::Mig { conn, out }
             | Command::Sharing { conn, out }
-            | Command::Domains { conn, out }
+            | Command::Domains {
+                action: None,
+                conn,
+                out,
+            }
+            | Command::Domains {
+                action: Some(DomainsAction::Members { conn, out, .. }),
+                ..
+            }
             | Command::Health {
                 action: None,
                 conn,
@@ -503,6 +533,19 @@ async fn show(
                 .await?
                 .into_inner();
             sharing::render(&reply, json)
+        }
+        Command::Domains {
+            action: Some(DomainsAction::Members {
+                domain, members, ..
+            }),
+            ..
+        } => {
+            let req = pb::SetDomainMembersRequest {
+                domain: domain.clone(),
+                members: domains::members(&members)?,
+            };
+            let reply = client.set_domain_members(req).await?.into_inner();
+            domains::members_set(&domain, &reply, json)
         }
         Command::Domains { .. } => {
             let reply = client
