@@ -15,12 +15,12 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use gpuslice_imex::network::RackNetwork;
-use zbus::zvariant::{OwnedValue, Value};
+use zbus::zvariant::{OwnedObjectPath, OwnedValue, Value};
 
 use super::{Daemon, ImexSpec, ImexStatus, Runner, STOP_BOUND};
 use crate::domains::DomainError;
 use crate::supervise::DaemonState;
-use crate::supervise::bus::{Activity, BusError, Observed, SystemBus};
+use crate::supervise::bus::{Activity, BusError, Observed, SERVICE, SystemBus};
 use crate::supervise::process::ProcessId;
 
 /// The template's name, without the instance.
@@ -29,6 +29,10 @@ pub const TEMPLATE: &str = "gpuslice-imex@.service";
 const PREFIX: &str = "gpuslice-imex@";
 /// How often a stopping unit is read.
 const PROBE: Duration = Duration::from_millis(100);
+/// systemd's manager on the bus.
+const DEST: &str = "org.freedesktop.systemd1";
+const PATH: &str = "/org/freedesktop/systemd1";
+const MANAGER: &str = "org.freedesktop.systemd1.Manager";
 
 /// The instance of `domain`.
 pub fn unit_name(domain: &str) -> String {
@@ -53,10 +57,23 @@ impl UnitRunner {
         })
     }
 
-    /// The program the unit's `ExecStart=` runs, when it can be read.
+    /// The program the unit's `ExecStart=` runs, when it can be read. The
+    /// instance is loaded first (`LoadUnit`): one that never ran is not
+    /// loaded, and `GetUnit` answers "Unit ... not loaded." for it.
     fn unit_program(&self, unit: &str) -> Option<String> {
         type ExecRow = (String, Vec<String>, bool, u64, u64, u64, u64, u32, i32, i32);
-        let value: OwnedValue = self.bus.service_property(unit, "ExecStart")?;
+        let path: OwnedObjectPath = self
+            .bus
+            .connection()
+            .call_method(Some(DEST), PATH, Some(MANAGER), "LoadUnit", &(unit,))
+            .inspect_err(
+                |err| tracing::warn!(%unit, error = %err, "systemd cannot load the IMEX unit"),
+            )
+            .ok()?
+            .body()
+            .deserialize()
+            .ok()?;
+        let value: OwnedValue = self.bus.property(&path, SERVICE, "ExecStart")?;
         let rows = Vec::<ExecRow>::try_from(value).ok()?;
         rows.into_iter().next().map(|row| row.0)
     }
