@@ -116,8 +116,19 @@ impl Runner for UnitRunner {
                 program: want,
             });
         }
+        // systemd adds the addresses of a set IPAddressAllow= to the list
+        // the unit has (one an earlier runtime drop-in left, say); only an
+        // empty list resets it. So the empty list first: the rack network
+        // replaces that list instead of widening it.
+        let none: Vec<(i32, Vec<u8>, u32)> = Vec::new();
         self.bus
-            .set_runtime_properties(&unit, vec![("IPAddressAllow", Self::allow(&spec.rack))])
+            .set_runtime_properties(
+                &unit,
+                vec![
+                    ("IPAddressAllow", Value::from(none)),
+                    ("IPAddressAllow", Self::allow(&spec.rack)),
+                ],
+            )
             .map_err(bus_error)?;
         self.bus.start(&unit).map_err(bus_error)?;
         super::passed_start();
