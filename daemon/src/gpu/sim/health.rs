@@ -75,9 +75,9 @@ impl SimBackend {
     }
 }
 
-/// A watch on the simulated node.
+/// A watch on the simulated node ([`SimBackend::health_watch`]).
 #[derive(Debug)]
-pub(super) struct SimHealthWatch<'a> {
+pub struct SimHealthWatch<'a> {
     backend: &'a SimBackend,
     /// Events of the log already reported (or made before the watch).
     cursor: usize,
@@ -85,6 +85,14 @@ pub(super) struct SimHealthWatch<'a> {
     offset: u64,
     /// The file's inode when last read.
     inode: Option<u64>,
+}
+
+impl SimBackend {
+    /// A watch of this node's health events, as `watch_health` gives it,
+    /// as its own type (which may move to another thread).
+    pub fn health_watch(&self) -> SimHealthWatch<'_> {
+        SimHealthWatch::new(self)
+    }
 }
 
 impl<'a> SimHealthWatch<'a> {

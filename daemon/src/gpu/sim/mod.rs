@@ -19,6 +19,9 @@
 //!
 //! Locking: one mutex per GPU, held for the whole verb (so verbs on one GPU
 //! are serialised as the driver does, and verbs on different GPUs are not),
+//! then, on a node with a state file, that file's lock (`persist::lock`:
+//! shared to read, exclusive to change, so the processes that drive one node
+//! take turns), under which the GPU's state is read again from the file,
 //! then the state file's mutex, only to write it. A verb runs on a copy of
 //! the state; the copy replaces the state only once it is persisted.
 
@@ -49,7 +52,7 @@ use uuid::Uuid;
 
 pub use faults::{Faults, Latency, op};
 pub use hardware::SimGpuState;
-pub use health::FILE_POLL as HEALTH_FILE_POLL;
+pub use health::{FILE_POLL as HEALTH_FILE_POLL, SimHealthWatch};
 pub use health_spec::InjectedEvent;
 pub use models::{Engines, GiProfile, ModelSpec, Placement, SimModel};
 pub use numbering::{gi_id, mig_uuid};
@@ -261,6 +264,7 @@ impl SimBackend {
         path: &Path,
         boot_id: &str,
     ) -> Result<SimBackend, GpuError> {
+        let _held = persist::lock(path, true);
         let loaded = persist::load(path, node_seed, &models, boot_id)?;
         let mut backend = Self::new(models.clone(), node_seed);
         let (states, changed) = match loaded {
@@ -295,6 +299,12 @@ impl SimBackend {
     /// whose MIG devices are gone now).
     pub fn reboot(&self) -> Result<(), GpuError> {
         let mut guards: Vec<_> = self.gpus.iter().map(SimGpu::lock).collect();
+        let _held = self.file_lock(true);
+        if let Some(states) = self.reread()? {
+            for (guard, state) in guards.iter_mut().zip(states) {
+                **guard = state;
+            }
+        }
         let states: Vec<SimGpuState> = (self.gpus.iter().zip(&guards))
             .zip(0u32..)
             .map(|((gpu, state), index)| state.after_reboot(gpu.reference(index)))
@@ -370,8 +380,11 @@ impl SimBackend {
     ) -> Result<T, GpuError> {
         let latency = self.faults.check_gpu(op, index)?;
         let gpu = self.gpu(index)?;
-        let state = gpu.lock();
+        let mut state = gpu.lock();
+        let held = self.file_lock(false);
+        self.refresh(index, &mut state)?;
         let result = verb(&state, gpu.reference(index));
+        drop(held);
         latency.wait();
         result
     }
@@ -389,6 +402,8 @@ impl SimBackend {
         let latency = self.faults.check_gpu(op, index)?;
         let gpu = self.gpu(index)?;
         let mut state = gpu.lock();
+        let held = self.file_lock(true);
+        self.refresh(index, &mut state)?;
         let mut next = state.clone();
         let occupants = Occupants {
             backend: self,
@@ -401,8 +416,41 @@ impl SimBackend {
             self.persist(index, &next)?;
             *state = next;
         }
+        drop(held);
         latency.wait();
         result
+    }
+
+    /// The state file's lock (see `persist::lock`), on a node with one.
+    fn file_lock(&self, exclusive: bool) -> Option<persist::FileLock> {
+        (self.store.as_ref()).and_then(|store| persist::lock(&store.path, exclusive))
+    }
+
+    /// The node's state as its file holds it now, where another process may
+    /// have changed it (`None`: kept in memory only, or no file to read).
+    /// The caller holds the file's lock.
+    fn reread(&self) -> Result<Option<Vec<SimGpuState>>, GpuError> {
+        let Some(store) = &self.store else {
+            return Ok(None);
+        };
+        let Some(states) = persist::reread(&store.path, &store.seed, &store.models)? else {
+            return Ok(None);
+        };
+        store.lock().clone_from(&states);
+        Ok(Some(states))
+    }
+
+    /// GPU `index`'s `state` (its lock held, and the file's) as the file
+    /// holds it now.
+    pub(super) fn refresh(&self, index: u32, state: &mut SimGpuState) -> Result<(), GpuError> {
+        let fresh = self.reread()?.and_then(|states| {
+            let slot = usize::try_from(index).ok()?;
+            states.into_iter().nth(slot)
+        });
+        if let Some(fresh) = fresh {
+            *state = fresh;
+        }
+        Ok(())
     }
 
     fn persist(&self, index: u32, next: &SimGpuState) -> Result<(), GpuError> {

@@ -9,8 +9,18 @@
 //! the reboot rules ([`SimGpuState::after_reboot`]). The default path is under
 //! the runtime dir (a tmpfs), so a real reboot also removes it; point it at a
 //! persistent path to keep Ampere's MIG mode across reboots as the InfoROM does.
+//!
+//! Several processes may drive one node, as gpusliced and nvidia-smi drive
+//! one GPU (the NVML of gpuslice-nvml-sim opens the same file in each): a
+//! verb holds the lock file beside the state (`<file>.lock`, [`lock`]),
+//! shared to read and exclusive to change, and reads the file again under
+//! it ([`reread`]), so a change one process makes is what the next call of
+//! another sees.
 
+use std::fs::File;
 use std::path::{Path, PathBuf};
+
+use nix::fcntl::{Flock, FlockArg};
 
 use serde::{Deserialize, Serialize};
 
@@ -68,7 +78,14 @@ fn state_error(path: &Path, reason: impl Into<String>) -> GpuError {
 pub fn load(path: &Path, seed: &str, gpus: &[SimModel], boot_id: &str) -> Result<Loaded, GpuError> {
     let text = match std::fs::read(path) {
         Ok(text) => text,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Loaded::Absent),
+        Err(err)
+            if matches!(
+                err.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            ) =>
+        {
+            return Ok(Loaded::Absent);
+        }
         Err(err) => return Err(state_error(path, format!("cannot read: {err}"))),
     };
     let file: HardwareFile = serde_json::from_slice(&text).map_err(|err| {
@@ -111,6 +128,66 @@ fn names(gpus: &[SimModel]) -> String {
         .map(SimModel::to_string)
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The state as the file at `path` holds it now, for the node (`seed`,
+/// `gpus`), whatever boot wrote it: `None` when there is no file to read
+/// (removed, or its folder gone), so the caller keeps what it has.
+pub fn reread(
+    path: &Path,
+    seed: &str,
+    gpus: &[SimModel],
+) -> Result<Option<Vec<SimGpuState>>, GpuError> {
+    match load(path, seed, gpus, "") {
+        Ok(Loaded::Absent) => Ok(None),
+        Ok(Loaded::SameBoot(state) | Loaded::EarlierBoot(state)) => Ok(Some(state)),
+        Err(err) => Err(err),
+    }
+}
+
+/// A lock on a node's state file against the other processes that drive it
+/// (an advisory `flock` of `<file>.lock`); released when dropped.
+#[derive(Debug)]
+pub struct FileLock {
+    _held: Flock<File>,
+}
+
+/// The lock file of the state file at `path`.
+pub fn lock_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".lock");
+    PathBuf::from(name)
+}
+
+/// Takes the lock of the state file at `path`, `exclusive` to change the
+/// state, else shared; waits while another process holds it. `None` where
+/// the lock file cannot be made (its folder is gone or read-only): the
+/// caller goes on alone, as a node no other process drives.
+pub fn lock(path: &Path, exclusive: bool) -> Option<FileLock> {
+    let lock = lock_path(path);
+    if let Some(dir) = lock.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).ok()?;
+    }
+    let file = (std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&lock))
+    .map_err(|err| {
+        tracing::debug!(lock = %lock.display(), %err, "simulated state not locked");
+    })
+    .ok()?;
+    let how = if exclusive {
+        FlockArg::LockExclusive
+    } else {
+        FlockArg::LockShared
+    };
+    match Flock::lock(file, how) {
+        Ok(held) => Some(FileLock { _held: held }),
+        Err((_, err)) => {
+            tracing::debug!(lock = %lock.display(), %err, "simulated state not locked");
+            None
+        }
+    }
 }
 
 /// Writes the whole node state to `path`, atomically (mode 0644).

@@ -127,18 +127,25 @@ impl SimBackend {
 
     /// The GPU `process.device` names, locked: by its UUID, or the GPU one of
     /// whose compute instances has that MIG device UUID.
-    fn find_device(
-        &self,
+    fn find_device<'a>(
+        &'a self,
         process: &SimProcess,
-    ) -> Result<(u32, &SimGpu, MutexGuard<'_, SimGpuState>), GpuError> {
+    ) -> Result<(u32, &'a SimGpu, MutexGuard<'a, SimGpuState>), GpuError> {
+        let fresh =
+            |gpu: &'a SimGpu, index: u32| -> Result<MutexGuard<'a, SimGpuState>, GpuError> {
+                let mut state = gpu.lock();
+                let _held = self.file_lock(false);
+                self.refresh(index, &mut state)?;
+                Ok(state)
+            };
         for (gpu, index) in self.gpus.iter().zip(0u32..) {
             if gpu.uuid == process.device {
-                return Ok((index, gpu, gpu.lock()));
+                return Ok((index, gpu, fresh(gpu, index)?));
             }
         }
         if process.device.starts_with("MIG-") {
             for (gpu, index) in self.gpus.iter().zip(0u32..) {
-                let state = gpu.lock();
+                let state = fresh(gpu, index)?;
                 if slot_of(&state, gpu.reference(index), &process.device).is_some() {
                     return Ok((index, gpu, state));
                 }

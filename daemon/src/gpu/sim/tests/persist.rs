@@ -170,3 +170,52 @@ fn sim_concurrent_changes_on_different_gpus_are_all_written() {
         assert_eq!(again.gpu_instances(index).unwrap().len(), 7, "GPU {index}");
     }
 }
+
+/// Two processes driving one node (gpusliced and nvidia-smi over
+/// gpuslice-nvml-sim): each call reads the state again under the file's
+/// lock, so what one makes the other sees, and neither overwrites the
+/// other's change with a stale copy.
+#[test]
+fn sim_two_backends_on_one_file_see_each_others_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sim-hardware.json");
+    let (a, b) = (
+        open(&path, &NODE, BOOT).unwrap(),
+        open(&path, &NODE, BOOT).unwrap(),
+    );
+    a.set_mig_mode(1, MigMode::Enabled).unwrap();
+    assert_eq!(b.device_info(1).unwrap().mig, on());
+    let gi = b
+        .create_gpu_instance(1, 9, Placement { start: 0, size: 4 })
+        .unwrap();
+    let ci = a.create_compute_instance(1, gi.id).unwrap();
+    assert_eq!(b.gpu_instances(1).unwrap()[0].compute_instances, vec![ci]);
+    a.set_compute_mode(0, ComputeMode::Prohibited).unwrap();
+    b.set_mig_mode(0, MigMode::Enabled).unwrap();
+    assert_eq!(a.compute_mode(0), Ok(ComputeMode::Prohibited), "not lost");
+    assert_eq!(a.device_info(0).unwrap().mig, on(), "b's change kept");
+    let busy = b.create_gpu_instance(1, 9, Placement { start: 0, size: 4 });
+    assert!(
+        matches!(busy, Err(GpuError::InsufficientResources { .. })),
+        "{busy:?}"
+    );
+    let workers: Vec<_> = [a, b]
+        .into_iter()
+        .zip([4u32, 6])
+        .map(|(sim, start)| {
+            std::thread::spawn(move || {
+                sim.create_gpu_instance(1, 15, Placement { start, size: 2 })
+                    .unwrap()
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker.join().unwrap();
+    }
+    let again = open(&path, &NODE, BOOT).unwrap();
+    assert_eq!(
+        again.gpu_instances(1).unwrap().len(),
+        3,
+        "every change written"
+    );
+}
