@@ -16,6 +16,11 @@ mod mig;
 mod mig_tests;
 mod process;
 mod raw;
+#[cfg(test)]
+#[path = "../../../../tests/e2e/nvml/library.rs"]
+mod sim_library;
+#[cfg(test)]
+mod sim_tests;
 pub mod sysfs;
 #[cfg(test)]
 mod tests;
