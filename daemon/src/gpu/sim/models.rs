@@ -25,11 +25,11 @@ use crate::gpu::MediaEngines;
     strum::IntoStaticStr,
 )]
 pub enum SimModel {
-    /// NVIDIA A100-SXM4-40GB.
+    /// NVIDIA A100-SXM4-40GB: AWS p4d.
     #[serde(rename = "A100-40GB")]
     #[strum(to_string = "A100-40GB")]
     A100_40GB,
-    /// NVIDIA A100-SXM4-80GB.
+    /// NVIDIA A100-SXM4-80GB: AWS p4de.
     #[serde(rename = "A100-80GB")]
     #[strum(to_string = "A100-80GB")]
     A100_80GB,
@@ -37,7 +37,7 @@ pub enum SimModel {
     #[serde(rename = "A30", alias = "A30-24GB")]
     #[strum(to_string = "A30")]
     A30_24GB,
-    /// NVIDIA H100 SXM5 80GB HBM3.
+    /// NVIDIA H100 SXM5 80GB HBM3: AWS p5.
     #[serde(rename = "H100-80GB")]
     #[strum(to_string = "H100-80GB")]
     H100_80GB,
@@ -49,10 +49,14 @@ pub enum SimModel {
     #[serde(rename = "H100-NVL-94GB")]
     #[strum(to_string = "H100-NVL-94GB")]
     H100_NVL_94GB,
-    /// NVIDIA H200 SXM (141 GB).
+    /// NVIDIA H200 SXM (141 GB): AWS p5e and p5en.
     #[serde(rename = "H200-141GB")]
     #[strum(to_string = "H200-141GB")]
     H200_141GB,
+    /// NVIDIA H20 (96 GB, the GH100 with 78 SMs); on no AWS instance.
+    #[serde(rename = "H20-96GB")]
+    #[strum(to_string = "H20-96GB")]
+    H20_96GB,
     /// NVIDIA B200 (HGX B200, 180 GB): AWS p6-b200.
     #[serde(rename = "B200-180GB")]
     #[strum(to_string = "B200-180GB")]
@@ -66,6 +70,11 @@ pub enum SimModel {
     #[serde(rename = "GB200-186GB")]
     #[strum(to_string = "GB200-186GB")]
     GB200_186GB,
+    /// NVIDIA GB300 (the Blackwell Ultra GPU of a Grace Blackwell Ultra
+    /// superchip, 288 GB): AWS p6e-gb300, arm64.
+    #[serde(rename = "GB300-288GB")]
+    #[strum(to_string = "GB300-288GB")]
+    GB300_288GB,
     /// NVIDIA RTX PRO 6000 Blackwell Server Edition (96 GB, MIG in 4 slices):
     /// AWS g7e.
     #[expect(
@@ -111,16 +120,18 @@ pub enum SimModel {
 
 impl SimModel {
     /// Every model, in declaration order.
-    pub const ALL: [SimModel; 15] = [
+    pub const ALL: [SimModel; 17] = [
         SimModel::A100_40GB,
         SimModel::A100_80GB,
         SimModel::A30_24GB,
         SimModel::H100_80GB,
         SimModel::H100_NVL_94GB,
         SimModel::H200_141GB,
+        SimModel::H20_96GB,
         SimModel::B200_180GB,
         SimModel::B300_288GB,
         SimModel::GB200_186GB,
+        SimModel::GB300_288GB,
         SimModel::RTX_PRO_6000_96GB,
         SimModel::L40S_48GB,
         SimModel::L4_24GB,
@@ -143,9 +154,11 @@ impl SimModel {
             SimModel::H100_80GB => &tables::H100_80GB,
             SimModel::H100_NVL_94GB => &tables::H100_NVL_94GB,
             SimModel::H200_141GB => &tables::H200_141GB,
+            SimModel::H20_96GB => &tables::H20_96GB,
             SimModel::B200_180GB => &tables::B200_180GB,
             SimModel::B300_288GB => &tables::B300_288GB,
             SimModel::GB200_186GB => &tables::GB200_186GB,
+            SimModel::GB300_288GB => &tables::GB300_288GB,
             SimModel::RTX_PRO_6000_96GB => &tables::RTX_PRO_6000_96GB,
             SimModel::L40S_48GB => &tables::L40S_48GB,
             SimModel::L4_24GB => &tables::L4_24GB,
@@ -184,6 +197,10 @@ pub struct ModelSpec {
     /// Where the numbers come from: the documents, their versions and dates,
     /// and what no source confirms (docs/install.md's fleet table lists them).
     pub source: &'static str,
+    /// The driver the per-profile figures were printed on (per-profile
+    /// memory moves a little between releases), or, where the printout
+    /// names none, what its source says of the date.
+    pub driver: &'static str,
 }
 
 impl ModelSpec {

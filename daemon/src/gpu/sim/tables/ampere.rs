@@ -75,6 +75,8 @@ pub(in crate::gpu::sim) const A100_40GB: ModelSpec = ModelSpec {
     sm_count: 108,
     gi_profiles: A100_40GB_PROFILES,
     source: "NVIDIA Multi-Instance GPU User Guide (docs.nvidia.com/datacenter/tesla/mig-user-guide), r580 edition (2025), 'Supported MIG Profiles', A100 40GB table; memory, ids and placements from `nvidia-smi mig -lgip/-lgipp`",
+    driver: "not recorded: the printouts of the MiB named no driver (1g.10gb moves between 9.62 and \
+             9.75 GiB across releases)",
 };
 
 /// A100-SXM4-80GB (PCI 0x20b2).
@@ -84,6 +86,7 @@ pub(in crate::gpu::sim) const A100_80GB: ModelSpec = ModelSpec {
     pci_device_id: 0x20b2,
     gi_profiles: A100_80GB_PROFILES,
     source: "NVIDIA Multi-Instance GPU User Guide, r580 edition (2025), A100 80GB note (same ids, SMs and placements as the 40GB part); memory from a published `nvidia-smi mig -lgip` (NVIDIA/mig-parted#97)",
+    driver: "not printed in NVIDIA/mig-parted#97",
     ..A100_40GB
 };
 
@@ -97,5 +100,6 @@ pub(in crate::gpu::sim) const A30_24GB: ModelSpec = ModelSpec {
     sm_count: 56,
     gi_profiles: A30_24GB_PROFILES,
     source: "NVIDIA Multi-Instance GPU User Guide, r580 edition (2025), A30 24GB table; ids and placements from a published `nvidia-smi mig -lgipp`",
+    driver: "not recorded: the printout named no driver",
     ..A100_40GB
 };

@@ -4,10 +4,13 @@
 //!
 //! Data only, transcribed from NVIDIA's documents and from what real GPUs
 //! print; each [`ModelSpec::source`] names the documents with their
-//! versions and dates, and every value no source confirms is filled in all
-//! the same and says so in a comment beside it. `memory_mib` is the
+//! versions and dates, [`ModelSpec::driver`] the driver the per-profile
+//! figures were printed on, and every value no source confirms is filled in
+//! all the same and says so in a comment beside it. `memory_mib` is the
 //! `nvidia-smi mig -lgip` "Memory GiB" × 1024 (or NVML's `memorySizeMB`),
-//! which varies a little by driver. The MIG planner reads the same tables,
+//! which moves by 128 to 1536 MiB between drivers (B200's 1g.23gb: 22.00
+//! GiB in January 2025, 20.50 from March), so a table takes all its rows
+//! from one printout where it can. The MIG planner reads the same tables,
 //! so they stay plain `'static` data; `tests/tables.rs` holds every table to
 //! the rules NVML's tables obey.
 
@@ -17,8 +20,8 @@ mod hopper;
 mod no_mig;
 
 pub(super) use ampere::{A30_24GB, A100_40GB, A100_80GB};
-pub(super) use blackwell::{B200_180GB, B300_288GB, GB200_186GB, RTX_PRO_6000_96GB};
-pub(super) use hopper::{H100_80GB, H100_NVL_94GB, H200_141GB};
+pub(super) use blackwell::{B200_180GB, B300_288GB, GB200_186GB, GB300_288GB, RTX_PRO_6000_96GB};
+pub(super) use hopper::{H20_96GB, H100_80GB, H100_NVL_94GB, H200_141GB};
 pub(super) use no_mig::{A10G_24GB, L4_24GB, L40S_48GB, T4_16GB, T4G_16GB};
 
 use super::models::{Engines, Placement};
@@ -45,7 +48,7 @@ const fn eng_enc(copy: u32, decoders: u32, encoders: u32, jpeg: u32, ofa: u32) -
 }
 
 // Placements of the 8-memory-slice GPUs (A100, H100, H100 NVL, H200, and by
-// the same profile ids B200, B300, GB200): the MIG user guide's
+// the same profile ids H20, B200, B300, GB200, GB300): the MIG user guide's
 // `nvidia-smi mig -lgipp` example.
 const P8_1G: &[Placement] = &[
     at(0, 1),

@@ -24,6 +24,7 @@ pub(in crate::gpu::sim) const L40S_48GB: ModelSpec = ModelSpec {
     source: "nvidia-smi and `nvidia-smi -q` on AWS g6e (name, 46068 MiB, brand NVIDIA, Ada Lovelace, \
              MIG N/A), CUDA's device properties (CC 8.9, 142 SMs), PCI ID repository (0x26B9, \
              2026-08); NVIDIA's L40S datasheet (no MIG)",
+    driver: "no MIG profiles; the printouts of the whole GPU named no driver",
 };
 
 /// L4 (PCI 0x27b8); NVML reports 23034 MiB and 58 SMs.
@@ -74,5 +75,6 @@ pub(in crate::gpu::sim) const T4G_16GB: ModelSpec = ModelSpec {
     source: "nvidia-smi on AWS g5g under EKS (name, 15360 MiB, MIG N/A; driver 570.195.03), CUDA's \
              deviceQuery (CC 7.5, 40 SMs), PCI ID repository (0x1EB4 'TU104GL [T4G]', 2026-08); \
              brand inferred",
+    driver: "no MIG profiles; the whole GPU as driver 570.195.03 printed it",
     ..T4_16GB
 };

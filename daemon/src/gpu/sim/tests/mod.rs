@@ -65,9 +65,11 @@ sim_model_tests! {
     sim_h100_80gb_node => H100_80GB,
     sim_h100_nvl_94gb_node => H100_NVL_94GB,
     sim_h200_141gb_node => H200_141GB,
+    sim_h20_96gb_node => H20_96GB,
     sim_b200_180gb_node => B200_180GB,
     sim_b300_288gb_node => B300_288GB,
     sim_gb200_186gb_node => GB200_186GB,
+    sim_gb300_288gb_node => GB300_288GB,
     sim_rtx_pro_6000_96gb_node => RTX_PRO_6000_96GB,
     sim_l40s_48gb_node => L40S_48GB,
     sim_l4_24gb_node => L4_24GB,
@@ -80,7 +82,8 @@ sim_model_tests! {
 fn sim_mixed_node_of_every_model() {
     let sim = SimBackend::new(SimModel::ALL.to_vec(), SEED);
     conformance::all(&sim);
-    assert_eq!(sim.device_count(), Ok(15));
+    let every = u32::try_from(SimModel::ALL.len()).unwrap();
+    assert_eq!(sim.device_count(), Ok(every));
     assert_eq!(sim.name(), "sim");
 }
 

@@ -209,6 +209,23 @@ fn table_h200_141gb() {
     check_eight_slice_halves(SimModel::H200_141GB, "4g.71gb", "3g.71gb");
 }
 
+/// NVIDIA publishes the H20's names and counts only; the rest is inferred
+/// (tables/hopper.rs), which these rules still hold.
+#[test]
+fn table_h20_96gb() {
+    let names = [
+        "1g.12gb",
+        "1g.12gb+me",
+        "1g.24gb",
+        "2g.24gb",
+        "3g.48gb",
+        "4g.48gb",
+        "7g.96gb",
+    ];
+    check_common(SimModel::H20_96GB, "7g.96gb", &eight_slice(names), 1);
+    check_eight_slice_halves(SimModel::H20_96GB, "4g.48gb", "3g.48gb");
+}
+
 #[test]
 fn table_lookups_by_id() {
     let spec = SimModel::A30_24GB.spec();
@@ -263,6 +280,114 @@ fn table_gb200_186gb() {
     ];
     check_common(SimModel::GB200_186GB, "7g.186gb", &eight_slice(names), 1);
     check_eight_slice_halves(SimModel::GB200_186GB, "4g.93gb", "3g.93gb");
+}
+
+/// GB300's names and counts are NVIDIA's (mig-parted); its 1g.35gb is a
+/// one-memory-slice profile, where H200's 1g.35gb takes two.
+#[test]
+fn table_gb300_288gb() {
+    let names = [
+        "1g.35gb",
+        "1g.35gb+me",
+        "1g.70gb",
+        "2g.70gb",
+        "3g.139gb",
+        "4g.139gb",
+        "7g.278gb",
+    ];
+    check_common(SimModel::GB300_288GB, "7g.278gb", &eight_slice(names), 1);
+    check_eight_slice_halves(SimModel::GB300_288GB, "4g.139gb", "3g.139gb");
+    let gb300 = SimModel::GB300_288GB.spec().profile("1g.35gb").unwrap();
+    let h200 = SimModel::H200_141GB.spec().profile("1g.35gb").unwrap();
+    assert_eq!((gb300.memory_slices, h200.memory_slices), (1, 2));
+}
+
+/// One row of a published `nvidia-smi mig -lgip`, as far as its source
+/// shows it: memory in GiB to two decimals (nvidia-smi's MiB / 1024), and
+/// the id, SMs and copy engines / NVDEC / NVJPG where the excerpt has them.
+struct Printed {
+    model: SimModel,
+    name: &'static str,
+    gib: &'static str,
+    id_sms: Option<(u32, u32)>,
+    engines: Option<[u32; 3]>,
+    source: &'static str,
+}
+
+/// A row whose source shows every column.
+const fn row(
+    model: SimModel,
+    name: &'static str,
+    id_sms: (u32, u32),
+    gib: &'static str,
+    engines: [u32; 3],
+    source: &'static str,
+) -> Printed {
+    Printed {
+        model,
+        name,
+        gib,
+        id_sms: Some(id_sms),
+        engines: Some(engines),
+        source,
+    }
+}
+
+#[rustfmt::skip]
+const PRINTED: &[Printed] = &[
+    row(SimModel::H200_141GB, "1g.18gb", (19, 16), "16.00", [1, 1, 1], "mig-parted#120"),
+    row(SimModel::H200_141GB, "1g.18gb+me", (20, 16), "16.00", [1, 1, 1], "mig-parted#120"),
+    row(SimModel::H200_141GB, "1g.35gb", (15, 26), "32.25", [1, 1, 1], "mig-parted#120"),
+    row(SimModel::H200_141GB, "2g.35gb", (14, 32), "32.25", [2, 2, 2], "mig-parted#120"),
+    row(SimModel::H200_141GB, "3g.71gb", (9, 60), "69.50", [3, 3, 3], "mig-parted#120"),
+    row(SimModel::H200_141GB, "4g.71gb", (5, 64), "69.50", [4, 4, 4], "mig-parted#120"),
+    row(SimModel::H200_141GB, "7g.141gb", (0, 132), "139.75", [8, 7, 7], "mig-parted#120"),
+    row(SimModel::H100_NVL_94GB, "1g.12gb", (19, 16), "10.75", [1, 1, 1], "gpu-operator#903"),
+    row(SimModel::H100_NVL_94GB, "1g.12gb+me", (20, 16), "10.75", [1, 1, 1], "gpu-operator#903"),
+    row(SimModel::H100_NVL_94GB, "1g.24gb", (15, 26), "21.62", [1, 1, 1], "gpu-operator#903"),
+    Printed { model: SimModel::H100_NVL_94GB, name: "2g.24gb", gib: "21.62", id_sms: Some((14, 32)), engines: None, source: "gpu-operator#903" },
+    Printed { model: SimModel::H100_NVL_94GB, name: "3g.47gb", gib: "46.38", id_sms: None, engines: None, source: "mig-parted#101" },
+    row(SimModel::B200_180GB, "1g.23gb", (19, 18), "20.50", [2, 1, 1], "gpu-operator#1351"),
+    row(SimModel::B200_180GB, "1g.23gb+me", (20, 18), "20.50", [2, 1, 1], "gpu-operator#1351"),
+    row(SimModel::B200_180GB, "1g.45gb", (15, 30), "44.25", [2, 1, 1], "gpu-operator#1351"),
+    row(SimModel::B200_180GB, "2g.45gb", (14, 36), "44.25", [4, 2, 2], "gpu-operator#1351"),
+    row(SimModel::GB200_186GB, "1g.23gb", (19, 18), "22.00", [2, 1, 1], "mig-parted#227"),
+    row(SimModel::GB200_186GB, "1g.23gb+me", (20, 18), "22.00", [2, 1, 1], "mig-parted#227"),
+    row(SimModel::GB200_186GB, "1g.47gb", (15, 32), "45.50", [2, 1, 1], "mig-parted#227"),
+    row(SimModel::GB200_186GB, "2g.47gb", (14, 38), "45.50", [4, 2, 2], "gpu-operator#1303"),
+    row(SimModel::RTX_PRO_6000_96GB, "1g.24gb", (14, 46), "23.12", [1, 1, 1], "cubecos#312"),
+    row(SimModel::RTX_PRO_6000_96GB, "2g.48gb", (5, 94), "46.50", [2, 2, 2], "cubecos#312"),
+    Printed { model: SimModel::RTX_PRO_6000_96GB, name: "4g.96gb", gib: "93.38", id_sms: None, engines: None, source: "cubecos#312" },
+];
+
+/// The rows NVIDIA and others printed, as printed: a table edit that drifts
+/// from its printout fails here, naming the source.
+#[test]
+fn printed_rows_are_the_printouts() {
+    for printed in PRINTED {
+        let Printed {
+            model,
+            name,
+            gib,
+            id_sms,
+            engines,
+            source,
+        } = printed;
+        let p = model.spec().profile(name).unwrap();
+        let context = format!("{model} {name}: as {source} printed it");
+        let shown = format!(
+            "{:.2}",
+            f64::from(u32::try_from(p.memory_mib).unwrap()) / 1024.0
+        );
+        assert_eq!(shown, *gib, "{context}");
+        if let Some(id_sms) = id_sms {
+            assert_eq!((p.id, p.sm_count), *id_sms, "{context}");
+        }
+        if let Some(engines) = engines {
+            let e = p.engines;
+            assert_eq!([e.copy, e.decoders, e.jpeg], *engines, "{context}");
+        }
+    }
 }
 
 /// The RTX PRO 6000 is the 4-slice Blackwell: 4 memory and 4 compute
@@ -336,8 +461,8 @@ fn tables_of_the_gpus_without_mig_are_empty() {
     }
 }
 
-/// Every model says where its numbers come from, and no two GPUs share a
-/// product name or PCI device id.
+/// Every model says where its numbers come from and which driver printed
+/// them, and no two GPUs share a product name or PCI device id.
 #[test]
 fn every_model_names_its_source_and_identity() {
     let mut names = std::collections::BTreeSet::new();
@@ -345,6 +470,7 @@ fn every_model_names_its_source_and_identity() {
     for model in SimModel::ALL {
         let spec = model.spec();
         assert!(spec.source.len() > 40, "{model}: {}", spec.source);
+        assert!(spec.driver.len() > 10, "{model}: {}", spec.driver);
         assert!(names.insert(spec.product_name), "{model}");
         assert!(ids.insert(spec.pci_device_id), "{model}");
         assert!(spec.sm_count > 0 && spec.memory_bytes > 0, "{model}");
