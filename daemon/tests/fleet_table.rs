@@ -3,13 +3,15 @@
 //! cell computed from what gpusliced's own scan makes of that instance (the
 //! GPUs' NVML answers through the inventory and their features). A shape
 //! added, a table changed or a model's profiles edited without the doc
-//! fails here, printing the table the doc should have.
+//! fails here, printing the table the doc should have. docs/configuration.md's
+//! `[backend.sim] gpus` and `instance` rows name every model and every shape,
+//! in the same order.
 
 use std::path::Path;
 
 use gpuslice::config::{MigConfig, SimConfig};
-use gpuslice::gpu::sim::SimBackend;
 use gpuslice::gpu::sim::instances::{FabricKind, InstanceShape};
+use gpuslice::gpu::sim::{SimBackend, SimModel};
 use gpuslice::inventory::{GpuDevice, Inventory};
 use gpuslice_quantity::show::gib;
 
@@ -126,5 +128,43 @@ fn the_fleet_table_is_what_the_simulator_plays() {
          have:\n{}",
         differ.join("\n"),
         expected.join("\n")
+    );
+}
+
+/// The backquoted names in the row of docs/configuration.md whose key is `key`.
+fn configuration_names(key: &str) -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/configuration.md");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let row = text
+        .lines()
+        .find(|l| l.starts_with(&format!("| `{key}` |")))
+        .unwrap_or_else(|| panic!("docs/configuration.md has no {key:?} row"));
+    let cells: Vec<&str> = row.split(" | ").collect();
+    let what = cells.get(2).copied().unwrap_or_default();
+    what.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_configuration_reference_names_every_model_and_shape() {
+    let models: Vec<String> = SimModel::ALL.iter().map(ToString::to_string).collect();
+    let named = configuration_names("[backend.sim] gpus");
+    let named_models: Vec<String> = named.into_iter().filter(|n| models.contains(n)).collect();
+    assert_eq!(
+        named_models, models,
+        "docs/configuration.md's [backend.sim] gpus row"
+    );
+    let shapes: Vec<String> = InstanceShape::all()
+        .iter()
+        .map(|s| s.name.to_owned())
+        .collect();
+    let named = configuration_names("[backend.sim] instance");
+    let named_shapes: Vec<String> = named.into_iter().filter(|n| n.contains('.')).collect();
+    assert_eq!(
+        named_shapes, shapes,
+        "docs/configuration.md's [backend.sim] instance row"
     );
 }

@@ -619,10 +619,10 @@ fn a_sim_instance_brings_its_gpus_and_excludes_a_model_list() {
         }
     };
     refused(
-        "instance = \"p5.48xlarge\"\n",
+        "instance = \"p3dn.24xlarge\"\n",
         &[
             "backend.sim.instance",
-            "unknown instance type \"p5.48xlarge\"",
+            "unknown instance type \"p3dn.24xlarge\"",
             "p6-b200.48xlarge",
         ],
     );

@@ -7,10 +7,13 @@
 //! AWS's instance-type tables (EC2 DescribeInstanceTypes, 2026-08, as
 //! aws/karpenter-provider-aws generates them) give the GPU counts, vCPUs and
 //! CPUs; AWS's own hardware topologies (the lstopo files of aws/aws-ofi-nccl
-//! for p6-b200, p6-b300, p6e-gb200 and g5.48xlarge) give the sockets and
-//! where the GPUs sit; NVIDIA's HGX B200 and GB200 NVL72 specifications give
-//! NVLink 5 at 18 links per GPU through NVSwitch. Each shape's `source` says
-//! which of its facts no source confirms.
+//! for p6-b200, p6-b300, p6e-gb200 and g5.48xlarge, and its NCCL topology
+//! files for p5.48xlarge, p4d.24xlarge and p4de.24xlarge) give the sockets
+//! and where the GPUs sit; NVIDIA's HGX B200 and GB200 NVL72 specifications
+//! give NVLink 5 at 18 links per GPU through NVSwitch. The bus numbers are
+//! the layout's own, not AWS's: what a shape keeps is the grouping (how many
+//! GPUs behind each switch, which socket). Each shape's `source` says which
+//! of its facts no source confirms.
 
 use super::SimModel;
 use super::topology::PciLayout;
@@ -113,6 +116,48 @@ const fn g(
     }
 }
 
+/// The shape of AWS's GB200 instance, which its GB300 instance follows.
+const GB200_SHAPE: InstanceShape = InstanceShape {
+    name: "p6e-gb200.36xlarge",
+    arch: CpuArch::Arm64,
+    vcpus: 144,
+    model: SimModel::GB200_186GB,
+    gpus: 4,
+    numa_nodes: 2,
+    layout: PciLayout::Domains {
+        domains: GRACE_DOMAINS,
+    },
+    nvlink_links: 18,
+    fabric: Some(FabricKind::MultiNode),
+    source: "AWS (4 GB200 on 2 Grace CPUs, 144 vCPU, aarch64, sold in UltraServers of 18 \
+             instances, one NVL72 NVLink domain through IMEX; AWS's lstopo: GPUs 0-1 on socket \
+             0, 2-3 on socket 1); NV18 per GPU (NVIDIA GB200 NVL72); PCI domains inferred",
+};
+
+/// An 8-GPU HGX instance on two x86 sockets, its GPUs `per_root` to a PCIe
+/// switch and `links` NVLink links each through NVSwitch.
+const fn hgx(
+    name: &'static str,
+    model: SimModel,
+    vcpus: u32,
+    per_root: u32,
+    links: u32,
+    source: &'static str,
+) -> InstanceShape {
+    InstanceShape {
+        name,
+        arch: CpuArch::Amd64,
+        vcpus,
+        model,
+        gpus: 8,
+        numa_nodes: 2,
+        layout: PciLayout::Switched { per_root },
+        nvlink_links: links,
+        fabric: Some(FabricKind::NvSwitch),
+        source,
+    }
+}
+
 static SHAPES: &[InstanceShape] = &[
     InstanceShape {
         name: "p6-b200.48xlarge",
@@ -141,22 +186,71 @@ static SHAPES: &[InstanceShape] = &[
         source: "EC2 (8 B300, 192 vCPU, 2 Xeon Platinum 8559C, 2 NUMA nodes: AWS's lstopo, one GPU per \
                  bridge); NVLink 5 through NVSwitch (NVIDIA HGX B300), 18 links inferred from HGX B200",
     },
+    GB200_SHAPE,
     InstanceShape {
-        name: "p6e-gb200.36xlarge",
-        arch: CpuArch::Arm64,
-        vcpus: 144,
-        model: SimModel::GB200_186GB,
-        gpus: 4,
-        numa_nodes: 2,
-        layout: PciLayout::Domains {
-            domains: GRACE_DOMAINS,
-        },
-        nvlink_links: 18,
-        fabric: Some(FabricKind::MultiNode),
-        source: "AWS (4 GB200 on 2 Grace CPUs, 144 vCPU, aarch64, sold in UltraServers of 18 \
-                 instances, one NVL72 NVLink domain through IMEX; AWS's lstopo: GPUs 0-1 on socket \
-                 0, 2-3 on socket 1); NV18 per GPU (NVIDIA GB200 NVL72); PCI domains inferred",
+        name: "p6e-gb300.36xlarge",
+        model: SimModel::GB300_288GB,
+        source: "AWS announced P6e-GB300 UltraServers in December 2025, but no AWS table or topology \
+                 of theirs was in reach: the shape is p6e-gb200.36xlarge's (4 GPUs on 2 Grace sockets, \
+                 144 vCPU, arm64, one NVL72 NVLink domain through IMEX), which NVIDIA's capture of a \
+                 4-GPU GB300 node bears out for the GPUs (NVIDIA/k8s-test-infra qx-gb300.xml, \
+                 2026-08-21: PCI domains 0008, 0009, 0018 and 0019, fabric registered with a clique); \
+                 the instance name, vCPUs and NUMA split inferred; NV18 per GPU as GB200 NVL72's",
+        ..GB200_SHAPE
     },
+    hgx(
+        "p5.48xlarge",
+        SimModel::H100_80GB,
+        192,
+        1,
+        18,
+        "EC2 (8 H100, 192 vCPU, AMD); AWS's NCCL topology of p5.48xlarge (aws/aws-ofi-nccl \
+         8807ce1e, 2023-07): 2 NUMA nodes, 4 PCIe switches under each socket, one GPU and 4 NICs \
+         behind each; NVLink 4 through NVSwitch (NVIDIA HGX H100); 18 links per GPU is NVIDIA's \
+         900 GB/s at 50 GB/s a link, the count not read in a primary source",
+    ),
+    hgx(
+        "p5e.48xlarge",
+        SimModel::H200_141GB,
+        192,
+        1,
+        18,
+        "EC2 (8 H200, 192 vCPU, AMD); no AWS topology (aws-ofi-nccl has none for p5e): sockets, \
+         NUMA split and one GPU per PCIe switch taken from p5.48xlarge; NVLink 4 through NVSwitch \
+         (NVIDIA HGX H200), 18 links per GPU as on H100",
+    ),
+    hgx(
+        "p5en.48xlarge",
+        SimModel::H200_141GB,
+        192,
+        1,
+        18,
+        "EC2 (8 H200, 192 vCPU, Intel); no AWS topology (aws-ofi-nccl has none for p5en): sockets, \
+         NUMA split and one GPU per PCIe switch taken from p5.48xlarge; NVLink 4 through NVSwitch \
+         (NVIDIA HGX H200), 18 links per GPU as on H100",
+    ),
+    hgx(
+        "p4d.24xlarge",
+        SimModel::A100_40GB,
+        96,
+        2,
+        12,
+        "EC2 (8 A100 40GB, 96 vCPU, Intel); AWS's NCCL topology of p4d.24xlarge (aws/aws-ofi-nccl \
+         topology/p4d-24xl-topo.xml): 2 sockets, 2 PCIe switches under each, 2 GPUs (PCI id \
+         0x20b0) and a NIC behind each; NVLink 3 through the six NVSwitches of HGX A100 (NVIDIA's \
+         Fabric Manager guide); 12 links per GPU is NVIDIA's 600 GB/s at 50 GB/s a link, the count \
+         not read in a primary source",
+    ),
+    hgx(
+        "p4de.24xlarge",
+        SimModel::A100_80GB,
+        96,
+        2,
+        12,
+        "EC2 (8 A100 80GB, 96 vCPU, Intel); AWS's NCCL topology of p4de.24xlarge (aws/aws-ofi-nccl \
+         topology/p4de-24xl-topo.xml): p4d's, with PCI id 0x20b2; NVLink 3 through the six \
+         NVSwitches of HGX A100; 12 links per GPU as on p4d",
+    ),
     g(
         "g7e.2xlarge",
         SimModel::RTX_PRO_6000_96GB,
@@ -224,7 +318,7 @@ mod tests {
         for shape in InstanceShape::all() {
             assert_eq!(InstanceShape::named(shape.name), Some(shape));
         }
-        assert_eq!(InstanceShape::named("p5.48xlarge"), None);
+        assert_eq!(InstanceShape::named("p3.16xlarge"), None);
     }
 
     #[test]
@@ -253,7 +347,7 @@ mod tests {
             let multi_node = shape.fabric == Some(FabricKind::MultiNode);
             assert_eq!(
                 multi_node,
-                shape.name.starts_with("p6e-gb200"),
+                shape.name.starts_with("p6e-gb"),
                 "{}",
                 shape.name
             );
