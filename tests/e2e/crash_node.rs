@@ -1,6 +1,14 @@
 //! The node of the crash-point test: a folder with a config (the stand-ins
-//! of `stand_ins` for MPS and nvidia-smi), and a gpusliced process in it
+//! of `stand_ins` for MPS and nvidia-smi; on a GB200 node those of
+//! `nvidia-imex` and `nvidia-imex-ctl` too), and a gpusliced process in it
 //! that the test may arm to die at a crash point.
+//!
+//! A GB200 node's IMEX daemons are gpusliced's children in a mount
+//! namespace of their own (`--imex-launch`: the test runs as root), bound
+//! to a loopback address of the node's own, 127.0.45.x (no other test
+//! binds one), so nodes run side by side. They outlive gpusliced by
+//! design: the node kills them when dropped, by the pid files in its
+//! domains' folders.
 //!
 //! A start ends in READY=1 or in the process's death, whichever comes
 //! first: a thread waits on the process without reaping it (`waitid` with
@@ -8,12 +16,15 @@
 //! datagram socket the daemon sends READY=1 to. Nothing sleeps; the bound
 //! is only for a hung daemon.
 
+mod imex;
+
 use std::cell::Cell;
+use std::net::Ipv4Addr;
 use std::os::unix::net::UnixDatagram;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 use gpuslice_proto::gpuslice::v1::gpu_slice_client::GpuSliceClient;
@@ -25,6 +36,8 @@ use tonic::transport::Channel;
 use crate::harness::connect;
 use crate::stand_ins::{kill_daemons_under, sections};
 use crate::tools::repo_root;
+use imex::imex_section;
+pub use imex::{imex_processes, kept_daemon, kill_imex_daemons};
 
 /// Upper bound for a start, a reload, a death; only a hang reaches it.
 const BOUND: Duration = Duration::from_secs(60);
@@ -33,18 +46,42 @@ const EXITED: &str = "GPUSLICE_TEST_EXITED=1";
 /// Each start gets a socket of its own, so a late line of an earlier
 /// process never reaches a later one.
 static STARTS: AtomicU64 = AtomicU64::new(0);
+/// The last octet of the next GB200 node's IMEX address, 127.0.45.x.
+static ADDRESSES: AtomicU32 = AtomicU32::new(0);
 
-/// A node's folder; its MPS daemons are killed when it is dropped.
+/// What a node simulates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeKind {
+    /// This many H100s.
+    H100s(usize),
+    /// A p6e-gb200.36xlarge (four GB200s in a multi-node NVLink clique)
+    /// with `[imex]`: the node of channel claims.
+    Gb200,
+}
+
+/// A node's folder; its MPS and IMEX daemons are killed when it is dropped.
 pub struct Node {
     pub dir: tempfile::TempDir,
-    pub gpus: usize,
+    pub kind: NodeKind,
+    /// The address its IMEX daemons bind (a GB200 node's).
+    pub imex_address: Option<Ipv4Addr>,
 }
 
 impl Node {
-    /// `gpus` simulated H100s, the stand-ins, and `extra` config (a `[mig]`).
-    pub fn new(gpus: usize, extra: &str) -> Self {
+    /// A node of `kind`, the stand-ins, and `extra` config (a `[mig]`).
+    pub fn new(kind: NodeKind, extra: &str) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
-        let node = Self { dir, gpus };
+        let imex_address = (kind == NodeKind::Gb200).then(|| {
+            // 250 nodes apart, an address is free again: at most a few
+            // dozen nodes of this test live at once.
+            let n = ADDRESSES.fetch_add(1, Ordering::Relaxed) % 250;
+            Ipv4Addr::new(127, 0, 45, u8::try_from(n + 1).expect("under 251"))
+        });
+        let node = Self {
+            dir,
+            kind,
+            imex_address,
+        };
         node.configure(extra);
         node
     }
@@ -53,13 +90,30 @@ impl Node {
     /// driver root is the repository's simulated one, which has the MIG
     /// capability files slices need. The MPS stand-in runs under
     /// `python3 -S` (no site packages: it needs none), which halves its
-    /// start, and this test starts it some thousand times.
+    /// start, and this test starts it some thousand times. A GB200 node's
+    /// channel device nodes go under its own `dev` (the simulator makes
+    /// them as files), never into the repository.
     pub fn configure(&self, extra: &str) {
-        let models = vec!["\"H100-80GB\""; self.gpus].join(", ");
+        let (top, machine) = match self.kind {
+            NodeKind::H100s(gpus) => (
+                String::new(),
+                format!("gpus = [{}]\n", vec!["\"H100-80GB\""; gpus].join(", ")),
+            ),
+            NodeKind::Gb200 => (
+                format!(
+                    "dev_root = \"dev\"\n{}",
+                    imex_section(
+                        self.path(),
+                        self.imex_address.expect("a GB200 node has one")
+                    )
+                ),
+                "instance = \"p6e-gb200.36xlarge\"\n".to_owned(),
+            ),
+        };
         let text = format!(
             "socket = \"gpusliced.sock\"\nstate_dir = \"state\"\ncdi_dir = \"cdi\"\n\
-             driver_root = \"{}\"\n{}{extra}\n[backend]\nkind = \"sim\"\n[backend.sim]\n\
-             gpus = [{models}]\n",
+             driver_root = \"{}\"\n{top}{}{extra}\n[backend]\nkind = \"sim\"\n\
+             [backend.sim]\n{machine}",
             repo_root().join("examples/sim-root").display(),
             sections(self.path()),
         );
@@ -84,6 +138,11 @@ impl Node {
 
     pub fn mps_dir(&self) -> PathBuf {
         self.path().join("run/mps")
+    }
+
+    /// Its domains' folders (`[imex] run_dir`'s `imex`).
+    pub fn imex_dir(&self) -> PathBuf {
+        self.path().join("run/imex")
     }
 
     pub fn log(&self) -> String {
@@ -144,6 +203,7 @@ impl Node {
 impl Drop for Node {
     fn drop(&mut self) {
         kill_daemons_under(&self.mps_dir());
+        kill_imex_daemons(&self.imex_dir());
     }
 }
 

@@ -1,13 +1,14 @@
 //! Crash points end to end: the real gpusliced (built with the `failpoints`
 //! feature, as every test build is) on simulated GPUs with the MPS and
-//! nvidia-smi stand-ins, killed at every crash point of `gpuslice::crash`
-//! in every context its workload passes it, then started again.
+//! nvidia-smi stand-ins (channel claims of a ComputeDomain on a simulated
+//! GB200 node, with the IMEX stand-ins), killed at every crash point of
+//! `gpuslice::crash` in every context its workload passes it, then started
+//! again.
 //!
 //! 1. Trace: each workload ([`workloads`]: small ones, one per kind of
-//!    claim, and with `GPUSLICE_CRASH_CASES=all` one with every kind) runs
-//!    once with
-//!    `GPUSLICE_CRASH_TRACE`, which tells which points each step passes and
-//!    how often.
+//!    claim, and with `GPUSLICE_CRASH_CASES=all` one with every kind of GPU
+//!    claim) runs once with `GPUSLICE_CRASH_TRACE`, which tells which points
+//!    each step passes and how often.
 //! 2. Crashes: for a pass of a point (by default the first pass of each
 //!    point in each step that passes it; `GPUSLICE_CRASH_CASES=first` keeps
 //!    one per point, `=all` every pass), a fresh node runs the workload with
@@ -18,7 +19,8 @@
 //!    [`crate::crash_world::World::problems`]; re-preparing the claim cut
 //!    short and every live claim succeeds with the CDI ids their earlier
 //!    prepare returned; unpreparing every claim leaves no spec, record,
-//!    slice, daemon, compute mode or time-slice behind.
+//!    slice, daemon (MPS or IMEX), domain folder, compute mode or
+//!    time-slice behind.
 //! 4. Crashes during recovery: for each point a recovery passes (the first
 //!    such pass per point; every one with `=all`), a case crashes there too,
 //!    then recovers a second time and is held to the same invariants.
@@ -27,6 +29,7 @@
 //! or the test fails. Cases run on `GPUSLICE_CRASH_WORKERS` threads
 //! (default 6: a case mostly waits on fsync and process starts), a node each.
 
+mod claims;
 mod run;
 mod workloads;
 

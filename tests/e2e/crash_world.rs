@@ -1,18 +1,23 @@
 //! What a crashed and restarted node holds, read from the outside (the
 //! record and CDI folders, the simulated hardware file, the MIG ledger,
-//! /proc, the stand-in nvidia-smi's record), and the invariants it must
-//! meet. Each check returns what it found wrong, in words, so a run reports
-//! every broken invariant of every case at once.
+//! /proc, the stand-in nvidia-smi's record; channel claims and their IMEX
+//! daemons in [`channels`]), and the invariants it must meet. Each check
+//! returns what it found wrong, in words, so a run reports every broken
+//! invariant of every case at once.
+
+mod channels;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use gpuslice::domains::cdi::claim_uid_of_spec_file;
 use gpuslice::gpu::sim::SimGpuState;
 use gpuslice::gpu::{ComputeMode, MigMode};
 use gpuslice::state::{ClaimRecord, DeviceSharing, Phase};
 
 use crate::crash_node::{Gpusliced, Node};
 use crate::harness::list;
+pub use channels::Channels;
 
 /// The node's state, as files and processes show it.
 pub struct World {
@@ -32,6 +37,8 @@ pub struct World {
     pub mps_folders: Vec<String>,
     /// uuid → the last `--set-timeslice` level set.
     pub timeslices: BTreeMap<String, u8>,
+    /// Channel claims, their specs, their domains' folders and daemons.
+    pub channels: Channels,
 }
 
 fn json(path: &Path) -> Option<serde_json::Value> {
@@ -89,6 +96,7 @@ impl World {
             mps_processes: mps_processes(&node.mps_dir()),
             mps_folders: list(&node.mps_dir()),
             timeslices,
+            channels: Channels::read(node),
         }
     }
 
@@ -115,7 +123,12 @@ impl World {
             .iter()
             .map(|r| r.cdi_spec_file.as_str())
             .collect();
-        let files: BTreeSet<&str> = self.cdi_files.iter().map(String::as_str).collect();
+        let files: BTreeSet<&str> = self
+            .cdi_files
+            .iter()
+            .map(String::as_str)
+            .filter(|f| claim_uid_of_spec_file(f).is_none())
+            .collect();
         if specs != files {
             say(format!(
                 "CDI files {files:?} are not the records' specs {specs:?}"
@@ -132,6 +145,7 @@ impl World {
         self.check_slices(uuids, &mut say);
         self.check_daemons(node, &mut say);
         self.check_gpu_modes(uuids, mig_gpus, &mut say);
+        self.channels.problems(&mut say);
         problems
     }
 

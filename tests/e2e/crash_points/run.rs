@@ -8,7 +8,8 @@ use std::path::Path;
 use gpuslice::crash::{ARM_ENV, TRACE_ENV};
 use gpuslice_proto::gpuslice::v1 as pb;
 
-use super::workloads::{Names, Step, Workload};
+use super::claims::Names;
+use super::workloads::{Step, Workload};
 use crate::crash_node::{Gpusliced, Node};
 use crate::crash_world::World;
 
@@ -101,7 +102,7 @@ fn read_trace(path: &Path) -> Vec<(usize, String, u32)> {
 /// Runs `w` once, tracing the points it passes; returns the names of its
 /// devices and the passes. The run itself must leave the node empty.
 pub fn trace(w: &Workload) -> (Names, Vec<Pass>) {
-    let node = Node::new(w.gpus, &w.config);
+    let node = Node::new(w.node, &w.config);
     let file = node.path().join("trace");
     let env = vec![(TRACE_ENV.to_owned(), file.display().to_string())];
     let runtime = runtime();
@@ -152,7 +153,7 @@ struct Crashed {
 /// Runs one case.
 pub fn run_case(runtime: &tokio::runtime::Runtime, case: &Case<'_>) -> Outcome {
     let w = case.workload;
-    let node = Node::new(w.gpus, &w.config);
+    let node = Node::new(w.node, &w.config);
     let armed = vec![(
         ARM_ENV.to_owned(),
         format!("{}@{}", case.at.point, case.at.pass),
@@ -277,10 +278,12 @@ fn recover(
         .extend(runtime.block_on(w.unprepare_all_checked(&daemon)));
     let world = World::read(node, &daemon);
     let mut left = world.problems(node, &names.uuids, &w.mig_gpus);
-    if !world.records.is_empty() || !world.cdi_files.is_empty() {
+    let channels = &world.channels.records;
+    if !world.records.is_empty() || !world.cdi_files.is_empty() || !channels.is_empty() {
         left.push(format!(
-            "records {:?}, CDI files {:?}",
+            "records {:?}, channel records {:?}, CDI files {:?}",
             world.records.iter().map(|r| &r.uid).collect::<Vec<_>>(),
+            channels.iter().map(|r| &r.uid).collect::<Vec<_>>(),
             world.cdi_files
         ));
     }
@@ -308,9 +311,8 @@ async fn reprepare(
     let mut problems = Vec::new();
     for c in crashed.live.iter().copied().chain(interrupted) {
         let claim = &w.claims[c];
-        let reply = daemon.client().await.prepare(claim.request(names)).await;
-        let reply = match reply {
-            Ok(reply) => reply.into_inner(),
+        let reply = match claim.prepare(daemon, names).await {
+            Ok(reply) => reply,
             Err(status) => {
                 problems.push(format!("re-prepare of {} failed: {status}", claim.uid));
                 continue;

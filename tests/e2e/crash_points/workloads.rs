@@ -1,44 +1,11 @@
-//! The workloads the crash-point test runs: claims of every kind on a node,
-//! and the steps that prepare, restart, reboot, reload and unprepare them.
-//! Together they pass every crash point; a point no step passes fails the
-//! test, and is added here.
+//! The workloads the crash-point test runs: claims of every kind on a node
+//! ([`super::claims`]), and the steps that prepare, restart, reboot, reload
+//! and unprepare them. Together they pass every crash point; a point no
+//! step passes fails the test, and is added here.
 
-use std::collections::BTreeMap;
-
-use gpuslice_proto::gpuslice::v1 as pb;
-
-use crate::crash_node::{Death, Gpusliced, Node};
-use crate::harness::unprepare_request;
-use crate::stand_ins::{kill_daemons_under, mps, shared_request, timeslicing};
-
-/// A device of a claim.
-#[derive(Debug, Clone, Copy)]
-pub enum Dev {
-    /// `gpu-<n>`.
-    Gpu(usize),
-    /// The `nth` slice of `profile` that the inventory offers on GPU `gpu`.
-    Slice {
-        gpu: usize,
-        profile: &'static str,
-        nth: usize,
-    },
-}
-
-/// A claim of a workload.
-#[derive(Debug)]
-pub struct Claim {
-    pub uid: &'static str,
-    pub devices: Vec<Dev>,
-    pub configs: Vec<String>,
-}
-
-impl Claim {
-    pub fn request(&self, names: &Names) -> pb::PrepareRequest {
-        let devices: Vec<String> = self.devices.iter().map(|d| names.of(*d)).collect();
-        let devices: Vec<&str> = devices.iter().map(String::as_str).collect();
-        shared_request(self.uid, &devices, &self.configs)
-    }
-}
+use super::claims::{Claim, Dev, Names, channel_claim, claim};
+use crate::crash_node::{Death, Gpusliced, Node, NodeKind, kill_imex_daemons};
+use crate::stand_ins::{kill_daemons_under, mps, timeslicing};
 
 /// One step of a workload.
 #[derive(Debug, Clone)]
@@ -51,83 +18,19 @@ pub enum Step {
     Unprepare(usize),
     /// SIGTERM and start again.
     Restart,
-    /// SIGTERM, then what a reboot does (every MPS daemon gone, run and CDI
-    /// folders wiped, a new boot for the records and the simulated GPUs),
-    /// and start again.
+    /// SIGTERM, then what a reboot does (every MPS and IMEX daemon gone,
+    /// run, CDI and device folders wiped, a new boot for the records and the
+    /// simulated GPUs), and start again.
     Reboot,
     /// Rewrite the config's `[mig]` to this and send SIGHUP.
     Reload(String),
-}
-
-/// Names that only a running daemon tells: GPU uuids by index, slice names.
-#[derive(Debug, Clone, Default)]
-pub struct Names {
-    pub uuids: Vec<String>,
-    slices: BTreeMap<(usize, String, usize), String>,
-}
-
-impl Names {
-    fn of(&self, dev: Dev) -> String {
-        match dev {
-            Dev::Gpu(n) => format!("gpu-{n}"),
-            Dev::Slice { gpu, profile, nth } => self
-                .slices
-                .get(&(gpu, profile.to_owned(), nth))
-                .cloned()
-                .unwrap_or_else(|| panic!("no {profile} slice #{nth} on gpu-{gpu}")),
-        }
-    }
-
-    async fn resolve(&mut self, daemon: &Gpusliced) {
-        let inventory = daemon
-            .client()
-            .await
-            .get_inventory(pb::GetInventoryRequest {})
-            .await
-            .expect("inventory")
-            .into_inner();
-        let text = |d: &pb::Device, key: &str| match d.attributes.get(key)?.value.as_ref()? {
-            pb::attribute_value::Value::String(s) => Some(s.clone()),
-            _ => None,
-        };
-        let mut gpus: Vec<(usize, String)> = Vec::new();
-        let mut slices: BTreeMap<(usize, String), Vec<(u32, String)>> = BTreeMap::new();
-        for d in &inventory.devices {
-            let Some(rest) = d.name.strip_prefix("gpu-") else {
-                continue;
-            };
-            if let Ok(n) = rest.parse::<usize>() {
-                gpus.push((n, text(d, "uuid").expect("a GPU's uuid")));
-            } else if let Some((gpu, tail)) = rest.split_once("-mig-") {
-                let start: u32 = tail
-                    .rsplit('-')
-                    .next()
-                    .and_then(|s| s.parse().ok())
-                    .expect("start");
-                let profile = text(d, "profile").expect("a slice's profile");
-                let gpu: usize = gpu.parse().expect("gpu index");
-                slices
-                    .entry((gpu, profile))
-                    .or_default()
-                    .push((start, d.name.clone()));
-            }
-        }
-        gpus.sort();
-        self.uuids = gpus.into_iter().map(|(_, uuid)| uuid).collect();
-        for ((gpu, profile), mut found) in slices {
-            found.sort();
-            for (nth, (_, name)) in found.into_iter().enumerate() {
-                self.slices.insert((gpu, profile.clone(), nth), name);
-            }
-        }
-    }
 }
 
 /// Claims on a node and the steps over them.
 #[derive(Debug)]
 pub struct Workload {
     pub name: &'static str,
-    pub gpus: usize,
+    pub node: NodeKind,
     /// The `[mig]` config at the first start.
     pub config: String,
     /// GPUs the `[mig]` config selects.
@@ -168,6 +71,9 @@ fn slice(gpu: usize, nth: usize) -> Dev {
     }
 }
 
+/// The ComputeDomain of the channel claims.
+const DOMAIN: &str = "d0000000-0000-4000-8000-0000000000d0";
+
 fn uid(n: u32) -> &'static str {
     Box::leak(format!("c0000000-0000-4000-8000-{n:012x}").into_boxed_str())
 }
@@ -185,7 +91,7 @@ pub fn workloads(all: bool) -> Vec<Workload> {
     let mut out = vec![
         Workload {
             name: "exclusive",
-            gpus: 1,
+            node: NodeKind::H100s(1),
             config: String::new(),
             mig_gpus: vec![],
             claims: vec![claim(uid(1), vec![Dev::Gpu(0)], vec![])],
@@ -193,7 +99,7 @@ pub fn workloads(all: bool) -> Vec<Workload> {
         },
         Workload {
             name: "mig",
-            gpus: 1,
+            node: NodeKind::H100s(1),
             config: mig_partitionable(0),
             mig_gpus: vec![0],
             claims: vec![
@@ -212,7 +118,7 @@ pub fn workloads(all: bool) -> Vec<Workload> {
         },
         Workload {
             name: "mps",
-            gpus: 1,
+            node: NodeKind::H100s(1),
             config: String::new(),
             mig_gpus: vec![],
             claims: vec![
@@ -231,7 +137,7 @@ pub fn workloads(all: bool) -> Vec<Workload> {
         },
         Workload {
             name: "mig-mps",
-            gpus: 1,
+            node: NodeKind::H100s(1),
             config: mig_config(0, false),
             mig_gpus: vec![0],
             claims: vec![claim(uid(6), vec![slice(0, 0)], vec![mig_mps(50)])],
@@ -239,7 +145,7 @@ pub fn workloads(all: bool) -> Vec<Workload> {
         },
         Workload {
             name: "timeslice",
-            gpus: 1,
+            node: NodeKind::H100s(1),
             config: String::new(),
             mig_gpus: vec![],
             claims: vec![claim(uid(7), vec![Dev::Gpu(0)], vec![timeslicing("Long")])],
@@ -247,7 +153,7 @@ pub fn workloads(all: bool) -> Vec<Workload> {
         },
         Workload {
             name: "ahead",
-            gpus: 1,
+            node: NodeKind::H100s(1),
             config: mig_config(0, true),
             mig_gpus: vec![0],
             claims: vec![claim(uid(8), vec![slice(0, 0)], vec![])],
@@ -258,11 +164,33 @@ pub fn workloads(all: bool) -> Vec<Workload> {
                 Reload(mig_config(0, false)),
             ],
         },
+        // Two channel claims of one ComputeDomain: the first starts the
+        // domain's IMEX daemon, a restart finds it again, a reboot (which
+        // kills it) starts it anew, the last unprepare stops it.
+        Workload {
+            name: "channels",
+            node: NodeKind::Gb200,
+            config: String::new(),
+            mig_gpus: vec![],
+            claims: vec![
+                channel_claim(uid(20), 0, DOMAIN),
+                channel_claim(uid(21), 1, DOMAIN),
+            ],
+            steps: vec![
+                Start,
+                Prepare(0),
+                Prepare(1),
+                Restart,
+                Reboot,
+                Unprepare(0),
+                Unprepare(1),
+            ],
+        },
     ];
     if all {
         out.push(Workload {
             name: "combined",
-            gpus: 4,
+            node: NodeKind::H100s(4),
             config: mig_partitionable(1),
             mig_gpus: vec![1],
             claims: vec![
@@ -298,14 +226,6 @@ pub fn workloads(all: bool) -> Vec<Workload> {
     out
 }
 
-fn claim(uid: &'static str, devices: Vec<Dev>, configs: Vec<String>) -> Claim {
-    Claim {
-        uid,
-        devices,
-        configs,
-    }
-}
-
 impl Step {
     /// The step in words, for reports.
     pub fn describe(&self, w: &Workload) -> String {
@@ -338,20 +258,18 @@ impl Step {
             }
             Self::Prepare(c) => {
                 let running = daemon.take().expect("running");
-                let request = w.claims[*c].request(names);
-                match running.client().await.prepare(request).await {
+                match w.claims[*c].prepare(&running, names).await {
                     Ok(reply) => {
                         *daemon = Some(running);
-                        Ok(Some(super::run::cdi_ids(&reply.into_inner())))
+                        Ok(Some(super::run::cdi_ids(&reply)))
                     }
                     Err(status) => Err(running.died(node, &status.to_string())),
                 }
             }
             Self::Unprepare(c) => {
                 let running = daemon.take().expect("running");
-                let request = unprepare_request(w.claims[*c].uid);
-                match running.client().await.unprepare(request).await {
-                    Ok(_) => {
+                match w.claims[*c].unprepare(&running).await {
+                    Ok(()) => {
                         *daemon = Some(running);
                         Ok(None)
                     }
@@ -386,7 +304,8 @@ impl Step {
 /// What a reboot does to the node while gpusliced is down.
 fn reboot(node: &Node) {
     kill_daemons_under(&node.mps_dir());
-    for wiped in ["run", "cdi"] {
+    kill_imex_daemons(&node.imex_dir());
+    for wiped in ["run", "cdi", "dev"] {
         let _ = std::fs::remove_dir_all(node.path().join(wiped));
     }
     let claims = node.path().join("state/claims");
@@ -418,12 +337,7 @@ impl Workload {
     pub async fn unprepare_all_checked(&self, daemon: &Gpusliced) -> Vec<String> {
         let mut problems = Vec::new();
         for claim in &self.claims {
-            let reply = daemon
-                .client()
-                .await
-                .unprepare(unprepare_request(claim.uid))
-                .await;
-            if let Err(status) = reply {
+            if let Err(status) = claim.unprepare(daemon).await {
                 problems.push(format!("unprepare of {} failed: {status}", claim.uid));
             }
         }
