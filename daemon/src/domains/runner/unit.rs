@@ -1,9 +1,10 @@
 //! The IMEX daemon under systemd: an instance of the shipped template unit
 //! `gpuslice-imex@<domain uid>.service` (systemd/gpuslice-imex@.service),
 //! started and stopped over the system bus. Its sandbox is the template's:
-//! AF_INET/AF_INET6 with every address denied but the rack network, which
-//! gpusliced sets on the instance before it starts (a runtime property,
-//! dropped again when it stops); the domain's `hosts` bound over its
+//! AF_INET/AF_INET6 with every address denied but the rack network (and the
+//! loopback address unheld indices' names point to), which gpusliced sets
+//! on the instance before it starts (a runtime property, dropped again when
+//! it stops); the domain's `hosts` bound over its
 //! /etc/hosts; its output in the journal. systemd restarts it when it dies
 //! and keeps it when gpusliced restarts: the next gpusliced finds it by its
 //! name.
@@ -11,9 +12,11 @@
 //! The unit runs the program its `ExecStart=` names; a start checks that it
 //! is `[imex] program`, so the two cannot drift apart silently.
 
+use std::net::IpAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use gpuslice_imex::names::UNUSED;
 use gpuslice_imex::network::RackNetwork;
 use zbus::zvariant::{OwnedObjectPath, OwnedValue, Value};
 
@@ -79,22 +82,23 @@ impl UnitRunner {
     }
 
     /// `IPAddressAllow=` of `rack`: D-Bus `a(iayu)`, family, address bytes
-    /// and prefix.
+    /// and prefix. With the rack, the address the names of unheld indices
+    /// point to ([`UNUSED`], a loopback address): denied, a connection to it
+    /// would hang until the daemon's timeout (systemd's firewall drops the
+    /// SYN) instead of being refused at once, as the mapping means it to.
     fn allow(rack: &RackNetwork) -> Value<'static> {
+        let row = |address: IpAddr, prefix: u8| match address {
+            IpAddr::V4(a) => (libc::AF_INET, a.octets().to_vec(), u32::from(prefix)),
+            IpAddr::V6(a) => (libc::AF_INET6, a.octets().to_vec(), u32::from(prefix)),
+        };
         let rows: Vec<(i32, Vec<u8>, u32)> = rack
             .networks()
             .iter()
             .map(|n| {
                 let (address, prefix) = n.parts();
-                match address {
-                    std::net::IpAddr::V4(a) => {
-                        (libc::AF_INET, a.octets().to_vec(), u32::from(prefix))
-                    }
-                    std::net::IpAddr::V6(a) => {
-                        (libc::AF_INET6, a.octets().to_vec(), u32::from(prefix))
-                    }
-                }
+                row(address, prefix)
             })
+            .chain(std::iter::once(row(UNUSED, 32)))
             .collect();
         Value::from(rows)
     }
