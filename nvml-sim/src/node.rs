@@ -36,6 +36,16 @@ pub const CONFIG_ENV: &str = "GPUSLICE_NVML_SIM_CONFIG";
 /// The config's name beside the library when the variable is not set.
 pub const CONFIG_BESIDE: &str = "gpuslice-nvml-sim.toml";
 
+/// The variable naming another driver version for the library to play
+/// (the simulator's own, `gpu::sim::DRIVER_VERSION`, otherwise): what
+/// `nvmlSystemGetDriverVersion` answers, and which struct versions the
+/// calls accept (a driver before 570 knows no fabric info v3).
+pub const DRIVER_ENV: &str = "GPUSLICE_NVML_SIM_DRIVER";
+
+/// The first driver branch that takes `nvmlGpuFabricInfo_v3`: an
+/// assumption (CUDA 12.4's header, the 550 drivers', ends at v2).
+const FABRIC_V3_FROM: u32 = 570;
+
 /// The node, and what NVML keeps beside the hardware.
 #[derive(Debug)]
 pub struct Node {
@@ -43,6 +53,8 @@ pub struct Node {
     pub sim: SimBackend,
     /// The config it was opened from.
     pub config: PathBuf,
+    /// The driver version played, where not the simulator's.
+    driver: Option<String>,
     lost: Mutex<BTreeSet<u32>>,
 }
 
@@ -50,6 +62,23 @@ static NODE: OnceLock<Result<Node, String>> = OnceLock::new();
 static INITS: AtomicU32 = AtomicU32::new(0);
 
 impl Node {
+    /// The driver version the library plays.
+    pub fn driver_version(&self) -> String {
+        self.driver
+            .clone()
+            .unwrap_or_else(|| gpuslice::gpu::sim::DRIVER_VERSION.to_owned())
+    }
+
+    /// Whether the driver played takes `nvmlGpuFabricInfo_v3`.
+    pub fn takes_fabric_v3(&self) -> bool {
+        let major = self
+            .driver_version()
+            .split('.')
+            .next()
+            .map(str::parse::<u32>);
+        major.is_none_or(|m| m.map_or(true, |m| m >= FABRIC_V3_FROM))
+    }
+
     /// Whether GPU `index` fell off the bus (a `lost` health event).
     pub fn is_lost(&self, index: u32) -> bool {
         self.lost
@@ -117,6 +146,7 @@ fn open() -> Result<Node, String> {
         Ok(Node {
             sim,
             config,
+            driver: std::env::var(DRIVER_ENV).ok().filter(|v| !v.is_empty()),
             lost: Mutex::new(BTreeSet::new()),
         })
     });

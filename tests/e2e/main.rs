@@ -29,6 +29,7 @@ mod mig;
 mod monitoring;
 mod notify;
 mod nspawn;
+mod nvml;
 mod owner;
 mod podman;
 mod promcheck;

@@ -649,7 +649,8 @@ fn fabric(device: sys::nvmlDevice_t) -> Answer<([u8; 16], u32, u32, u8)> {
 }
 
 /// `nvmlDeviceGetGpuFabricInfoV`: v2 (nvidia-smi 550's) or v3 (gpusliced's),
-/// by the version the caller wrote; NOT_SUPPORTED without a fabric.
+/// by the version the caller wrote (v3 only from a driver that has it);
+/// NOT_SUPPORTED without a fabric.
 ///
 /// # Safety
 /// `info` is NULL or points to the `nvmlGpuFabricInfo_v2_t` or `_v3_t` its
@@ -664,7 +665,8 @@ pub unsafe extern "C" fn nvmlDeviceGetGpuFabricInfoV(
         let out = unsafe { Out::new(info) }?;
         let version = out.version();
         let v2 = struct_version::<sys::nvmlGpuFabricInfo_v2_t>(2);
-        if version != v2 && version != struct_version::<sys::nvmlGpuFabricInfo_v3_t>(3) {
+        let v3 = struct_version::<sys::nvmlGpuFabricInfo_v3_t>(3);
+        if version != v2 && (version != v3 || !node()?.takes_fabric_v3()) {
             return Err(ARGUMENT_VERSION_MISMATCH);
         }
         let (cluster, status, clique, state) = fabric(device)?;

@@ -51,9 +51,9 @@ pub unsafe extern "C" fn nvmlSystemGetDriverVersion(
     length: c_uint,
 ) -> sys::nvmlReturn_t {
     guard(|| {
-        let info = sim(node()?.sim.driver_info())?;
+        let driver = node()?.driver_version();
         // SAFETY: NVML's contract: `version` is NULL or holds `length` bytes.
-        unsafe { OutBuf::new(version, length) }?.put(&info.driver_version)
+        unsafe { OutBuf::new(version, length) }?.put(&driver)
     })
 }
 
@@ -67,8 +67,9 @@ pub unsafe extern "C" fn nvmlSystemGetNVMLVersion(
     length: c_uint,
 ) -> sys::nvmlReturn_t {
     guard(|| {
-        let info = sim(node()?.sim.driver_info())?;
-        let text = format!("{}.{}", info.cuda_driver_version.0, info.driver_version);
+        let node = node()?;
+        let info = sim(node.sim.driver_info())?;
+        let text = format!("{}.{}", info.cuda_driver_version.0, node.driver_version());
         // SAFETY: NVML's contract: `version` is NULL or holds `length` bytes.
         unsafe { OutBuf::new(version, length) }?.put(&text)
     })

@@ -14,7 +14,7 @@ use crate::gpu::{ComputeMode, FabricState, GpuError, GpuFabric, MigMode, MigSupp
 
 /// NVML return codes the wrapper has no variant for (it reports `UnexpectedVariant`).
 const INSUFFICIENT_RESOURCES: u32 = 23;
-const ARGUMENT_VERSION_MISMATCH: u32 = 25;
+pub(super) const ARGUMENT_VERSION_MISMATCH: u32 = 25;
 const NOT_READY: u32 = 27;
 const INVALID_STATE: u32 = 29;
 

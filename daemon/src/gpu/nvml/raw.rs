@@ -1,6 +1,6 @@
 //! Raw NVML calls nvml-wrapper 0.13 lacks or gets wrong: GPU- and
 //! compute-instance enumerate/create/destroy, profile info with names, a
-//! GPU's NVLink fabric info (`nvmlDeviceGetGpuFabricInfoV`, v3), the
+//! GPU's NVLink fabric info (`nvmlDeviceGetGpuFabricInfoV`, v3, else v2), the
 //! possible placements (the wrapper's never sets its vector's length), the
 //! GI/CI ids of a MIG device handle, and an event-set wait that keeps the
 //! GI/CI ids of the event (the wrapper's `EventSet::wait` drops them).
@@ -21,6 +21,7 @@ use nvml_wrapper::error::{NvmlError, nvml_sym, nvml_try};
 use nvml_wrapper::{Device, EventSet, Nvml};
 use nvml_wrapper_sys::bindings as sys;
 
+use super::convert::ARGUMENT_VERSION_MISMATCH;
 use crate::gpu::Placement;
 
 /// `NVML_STRUCT_VERSION(GpuInstanceProfileInfo, 2)`: size | (2 << 24).
@@ -84,23 +85,46 @@ pub(super) fn profile_info(
     Ok(info)
 }
 
-/// `NVML_STRUCT_VERSION(GpuFabricInfo, 3)`: size | (3 << 24).
-fn fabric_info_v3_version() -> u32 {
-    let size = u32::try_from(std::mem::size_of::<sys::nvmlGpuFabricInfo_v3_t>());
-    size.unwrap_or(0) | (3 << 24)
+/// `NVML_STRUCT_VERSION(GpuFabricInfo, n)` for v2 and v3: size | (n << 24).
+fn fabric_info_version(v3: bool) -> u32 {
+    let (size, n) = if v3 {
+        (std::mem::size_of::<sys::nvmlGpuFabricInfo_v3_t>(), 3)
+    } else {
+        (std::mem::size_of::<sys::nvmlGpuFabricInfo_v2_t>(), 2)
+    };
+    u32::try_from(size).unwrap_or(0) | (n << 24)
 }
 
-/// `nvmlDeviceGetGpuFabricInfoV` (v3): the GPU's NVLink fabric membership.
+/// `nvmlDeviceGetGpuFabricInfoV`: the GPU's NVLink fabric membership, as
+/// v3; from v2 (`healthSummary` 0, "not supported") where the driver
+/// predates v3 and answers ARGUMENT_VERSION_MISMATCH (CUDA 12.4's header,
+/// the 550 drivers', has v2 as its latest, and nvidia-smi 550 asks for v2).
 pub(super) fn fabric_info(
     nvml: &Nvml,
     dev: &Device<'_>,
+) -> Result<sys::nvmlGpuFabricInfo_v3_t, NvmlError> {
+    match fabric_info_as(nvml, dev, true) {
+        Err(NvmlError::UnexpectedVariant(ARGUMENT_VERSION_MISMATCH)) => {
+            fabric_info_as(nvml, dev, false)
+        }
+        answer => answer,
+    }
+}
+
+/// One fabric-info call with v3's version or v2's. v2's layout is v3's
+/// without its last field, so a v3 struct holds either answer.
+fn fabric_info_as(
+    nvml: &Nvml,
+    dev: &Device<'_>,
+    v3: bool,
 ) -> Result<sys::nvmlGpuFabricInfo_v3_t, NvmlError> {
     let sym = nvml_sym(nvml.lib().nvmlDeviceGetGpuFabricInfoV.as_ref())?;
     // SAFETY: the struct is plain C data (integers and a byte array); all-zero
     // is a valid value.
     let mut info: sys::nvmlGpuFabricInfo_v3_t = unsafe { std::mem::zeroed() };
-    info.version = fabric_info_v3_version();
-    // SAFETY: valid device handle and a pointer to a live, versioned struct.
+    info.version = fabric_info_version(v3);
+    // SAFETY: valid device handle and a pointer to a live, versioned struct
+    // at least as large as the version it names.
     nvml_try(unsafe { sym(handle(dev), &mut info) })?;
     Ok(info)
 }
