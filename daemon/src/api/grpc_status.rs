@@ -52,6 +52,8 @@ pub fn error(err: ClaimError) -> Status {
 fn mps_code(err: &MpsError) -> Code {
     match err {
         MpsError::LimitsConflict { .. } | MpsError::Overlap { .. } => Code::FailedPrecondition,
+        MpsError::LimitDevice { .. } => Code::InvalidArgument,
+        MpsError::PipeDirTooLong { .. } => Code::FailedPrecondition,
         MpsError::Io { .. }
         | MpsError::Command { .. }
         | MpsError::DiedDuringStart { .. }

@@ -24,8 +24,8 @@ pub use imex::ImexConfig;
 pub use limits::{ClaimOverride, LimitMode, LimitsConfig, MAX_GRACE_S};
 pub use metrics::{DEFAULT_DRIVER_NAME, LoopbackAddr, MetricsConfig};
 pub use sim::{DEFAULT_CLUSTER_UUID, SimConfig, SimFabricConfig};
-pub use validate::ConfigError;
 pub(crate) use validate::invalid;
+pub use validate::{ConfigError, MAX_MPS_RUN_DIR};
 
 pub use crate::claims::access::mig::config::{
     MigConfig, MigCreate, MigGpuConfig, MigOffering, advertise_text,

@@ -6,6 +6,11 @@ use super::{BackendKind, Config};
 
 /// Longest unix socket path the kernel accepts (sun_path is 108 bytes with the NUL).
 const MAX_SOCKET_PATH: usize = 107;
+/// Longest `[mps] run_dir`: NVIDIA's control daemon (550.163.01) exits
+/// without a word when its socket `<run_dir>/mps/<16 hex>/pipe/control_privileged`
+/// is longer than 106 bytes (`crate::mps::folders::MAX_PIPE_DIR`, which a
+/// test of the mps module holds to this).
+pub const MAX_MPS_RUN_DIR: usize = 61;
 
 /// A config that cannot be used, with what to fix.
 #[derive(Debug, thiserror::Error)]
@@ -106,6 +111,19 @@ impl Config {
         }
         if self.mps.ready_timeout_s == 0 {
             return Err(invalid("mps.ready_timeout_s", "must be at least 1"));
+        }
+        let run_dir_len = self.mps.run_dir.as_os_str().len();
+        if run_dir_len > MAX_MPS_RUN_DIR {
+            return Err(invalid(
+                "mps.run_dir",
+                format!(
+                    "path {} is {run_dir_len} bytes; the MPS control daemon's socket \
+                     <run_dir>/mps/<hash>/pipe/control_privileged must fit in a unix socket \
+                     path, so at most {MAX_MPS_RUN_DIR}: choose a shorter path, e.g. \
+                     /run/gpuslice",
+                    self.mps.run_dir.display()
+                ),
+            ));
         }
         if self.log.level.trim().is_empty() {
             return Err(invalid("log.level", "must not be empty; use e.g. \"info\""));

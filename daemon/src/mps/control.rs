@@ -4,6 +4,13 @@
 //! bounded wait for a started daemon to answer. The manager reaches a daemon
 //! only through the [`Control`] trait, so tests can answer in the program's
 //! place.
+//!
+//! NVIDIA's client (550.163.01) exits 0 whenever it reached a daemon,
+//! whatever the daemon answered (refusals are answers), prints the answer and a
+//! newline, or nothing at all for an empty answer, and exits 1 with `Cannot
+//! find MPS control daemon process` on stderr when no daemon answers (a
+//! socket left by a killed daemon included). For `quit` its status is the
+//! daemon's exit status.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -75,9 +82,14 @@ impl Control for ControlProgram {
             .spawn()
             .map_err(|e| failed(format!("cannot run {}: {e}", self.program.display())))?;
         if let Some(mut stdin) = child.stdin.take() {
-            stdin
-                .write_all(format!("{command}\n").as_bytes())
-                .map_err(|e| failed(format!("cannot write the command: {e}")))?;
+            // NVIDIA's client exits before it reads its stdin when it finds
+            // no daemon: its status and stderr say so, not the broken pipe.
+            match stdin.write_all(format!("{command}\n").as_bytes()) {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                    return Err(failed(format!("cannot write the command: {e}")));
+                }
+                _ => {}
+            }
         }
         let pid = child.id();
         let (tx, rx) = mpsc::channel();
@@ -101,6 +113,11 @@ impl Control for ControlProgram {
         };
         let stdout = String::from_utf8_lossy(&output.stdout).trim().to_owned();
         if output.status.success() {
+            Ok(stdout)
+        } else if command == "quit" && stdout.is_empty() && output.stderr.is_empty() {
+            // The daemon quit, and this is its exit status (1 after one of
+            // its servers failed): an answer, not a failure.
+            tracing::info!(pipe_dir = %pipe_dir.display(), status = %output.status, "MPS control daemon quit with a non-zero status; its log says why");
             Ok(stdout)
         } else {
             let stderr = String::from_utf8_lossy(&output.stderr);
@@ -143,6 +160,7 @@ impl Control for ControlProgram {
             } else {
                 Err(MpsError::DiedDuringStart {
                     pipe_dir: pipe_dir.clone(),
+                    log: String::new(),
                 })
             }
         })?;
@@ -154,6 +172,7 @@ impl Control for ControlProgram {
                 last_problem: last_problem
                     .into_inner()
                     .unwrap_or_else(|| "no control socket yet".to_owned()),
+                log: String::new(),
             }),
         }
     }

@@ -23,7 +23,7 @@ mod cleanup;
 mod lifecycle;
 
 pub use cleanup::StaleDaemon;
-pub use lifecycle::bring_up;
+pub use lifecycle::{bring_up, daemon_path};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;

@@ -71,17 +71,21 @@ pub enum MpsError {
     },
     /// The daemon exited before it answered.
     #[error(
-        "the MPS control daemon of {pipe_dir} exited during start-up; see control.log in its \
-         log dir and check the control_program path and the GPUs' compute mode"
+        "the MPS control daemon of {pipe_dir} exited during start-up ({}); check the \
+         control_program path and the GPUs' compute mode",
+        log_note(log)
     )]
     DiedDuringStart {
         /// The daemon's pipe dir.
         pipe_dir: PathBuf,
+        /// Where its output is and how it ended ([`DaemonFolders::log_note`]).
+        log: String,
     },
     /// The daemon did not answer in time.
     #[error(
-        "the MPS control daemon of {pipe_dir} did not answer within {seconds}s ({last_problem}); \
-         see control.log in its log dir, then retry"
+        "the MPS control daemon of {pipe_dir} did not answer within {seconds}s ({last_problem}; \
+         {}), then retry",
+        log_note(log)
     )]
     NotReady {
         /// The daemon's pipe dir.
@@ -90,6 +94,8 @@ pub enum MpsError {
         seconds: u64,
         /// What the last try gave.
         last_problem: String,
+        /// Where its output is and how it ended ([`DaemonFolders::log_note`]).
+        log: String,
     },
     /// A limit did not read back as set.
     #[error("MPS limit not applied: {command:?} answered {answer:?}, expected {expected}")]
@@ -98,8 +104,32 @@ pub enum MpsError {
         command: String,
         /// Its answer.
         answer: String,
-        /// What was set.
+        /// What was set, as the daemon prints it.
         expected: String,
+    },
+    /// A pinned memory limit the control daemon cannot take.
+    #[error("MPS pinned memory limit of device {device} (daemon of {key}): {problem}")]
+    LimitDevice {
+        /// The daemon.
+        key: MpsKey,
+        /// The device the limit is for.
+        device: String,
+        /// Why it cannot be set.
+        problem: String,
+    },
+    /// A pipe dir whose control socket path is too long for the daemon.
+    #[error(
+        "the MPS pipe dir {pipe_dir} is {length} bytes; NVIDIA's control daemon exits without \
+         a word when it is longer than {max} (its socket {pipe_dir}/control_privileged must fit \
+         in a unix socket path): set [mps] run_dir to a shorter folder, e.g. /run/gpuslice"
+    )]
+    PipeDirTooLong {
+        /// The pipe dir.
+        pipe_dir: PathBuf,
+        /// Its length in bytes.
+        length: usize,
+        /// The longest the daemon takes.
+        max: usize,
     },
     /// A second claim on a daemon asked for other limits.
     #[error(
@@ -141,6 +171,16 @@ pub enum MpsError {
         /// zbus's message.
         problem: String,
     },
+}
+
+/// The log part of a start-up error: where the daemon's output is, or
+/// "see its log" when the caller did not know.
+fn log_note(log: &str) -> String {
+    if log.is_empty() {
+        "see its log".to_owned()
+    } else {
+        format!("its log: {log}")
+    }
 }
 
 #[cfg(test)]

@@ -116,7 +116,7 @@ journal_has "Starting control daemon using socket $DIR_A/pipe/control" "$UNIT_A"
 	|| fail "no daemon output in journalctl -u $UNIT_A"
 grep -qx "start CUDA_VISIBLE_DEVICES=$VISIBLE_A ATP=50" "$MPS_RECORD" || fail "no start in the record"
 grep -qx "set_default_active_thread_percentage 50" "$MPS_RECORD" || fail "thread percentage not set"
-grep -qx "set_default_device_pinned_mem_limit $VISIBLE_A 4096M" "$MPS_RECORD" || fail "memory limit not set"
+grep -qx "set_default_device_pinned_mem_limit 0 4096M" "$MPS_RECORD" || fail "memory limit not set"
 test -S "$DIR_A/pipe/control" || fail "no control socket in $DIR_A/pipe"
 
 step "MPS: a claim on the same GPU and limits joins the unit; another GPU gets its own"
@@ -151,9 +151,9 @@ cat /tmp/after-restart
 [ "$(cat /tmp/after-restart)" = "start CUDA_VISIBLE_DEVICES=$VISIBLE_A ATP=50
 get_server_list
 set_default_active_thread_percentage 50
-set_default_device_pinned_mem_limit $VISIBLE_A 4096M
+set_default_device_pinned_mem_limit 0 4096M
 get_default_active_thread_percentage
-get_default_device_pinned_mem_limit $VISIBLE_A" ] || fail "the restarted daemon was not told its limits"
+get_default_device_pinned_mem_limit 0" ] || fail "the restarted daemon was not told its limits"
 ctl_daemon "$UNIT_A" | grep -qx "$NEW_PID_A systemd running 1" || fail "gpuslicectl sharing: $(gpuslicectl sharing)"
 gpuslicectl claims
 for uid in "$MPS_A" "$MPS_B"; do

@@ -1,9 +1,15 @@
 //! Control daemons a previous gpusliced started as its children, found
-//! after a restart: by the pid file the daemon writes into its pipe dir,
-//! or, when it died before writing it (a crash right after the start), by
-//! the marker every daemon carries in its environment
-//! ([`crate::mps::supervisor::DAEMON_MARKER`], set to its folder). Such a daemon
-//! is not our child: liveness is a signal-0 probe, and nothing restarts it.
+//! after a restart. Every daemon carries a marker in its environment
+//! ([`crate::mps::supervisor::DAEMON_MARKER`], set to its folder), and so do
+//! the servers it starts (they inherit its environment); clients and
+//! containers never have it. The daemon is the marked process whose parent
+//! is not marked. Its pid file only points at it: NVIDIA's daemon writes the
+//! file without truncating it (a restart after a kill -9 can leave
+//! `1522699` for pid 15226) and without a newline, so a pid read from it
+//! counts only when that process is the marked daemon of the folder;
+//! otherwise (and when the daemon died before writing it, a crash right
+//! after the start) the marker finds it. Such a daemon is not our child:
+//! liveness is a signal-0 probe, and nothing restarts it.
 
 use std::path::{Path, PathBuf};
 
@@ -21,10 +27,10 @@ pub struct AdoptedDaemon {
 }
 
 impl AdoptedDaemon {
-    /// The daemon of `folders`, when one runs: the pid file's, else the
-    /// lowest pid carrying its marker.
+    /// The daemon of `folders`, when one runs: the pid file's when that is
+    /// the daemon, else the lowest marked daemon.
     pub fn find(folders: &DaemonFolders) -> Option<Self> {
-        let pid = running_pid(folders).or_else(|| marked_pids(folders).into_iter().min())?;
+        let pid = running_pid(folders).or_else(|| marked_daemons(folders).into_iter().min())?;
         Some(Self {
             pid,
             pipe_dir: folders.pipe_dir(),
@@ -99,11 +105,56 @@ pub fn stop_all(folders: &DaemonFolders, quit: &dyn Fn()) -> Result<(), MpsError
     Ok(())
 }
 
-/// The pid in the daemon's pid file, when that process still exists.
+/// The pid in the daemon's pid file (its leading digits), when that
+/// process is the daemon of `folders`.
 fn running_pid(folders: &DaemonFolders) -> Option<u32> {
-    let text = std::fs::read_to_string(folders.pipe_dir().join(PID_FILE)).ok()?;
-    let pid: u32 = text.trim().parse().ok()?;
-    pid_alive(pid).then_some(pid)
+    let text = read_small(&folders.pipe_dir().join(PID_FILE))?;
+    let digits: String = text
+        .trim_start()
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    let pid: u32 = digits.parse().ok()?;
+    let marked = marked_pids(folders);
+    is_daemon(pid, &marked).then_some(pid)
+}
+
+/// The daemon processes of `folders`: marked, with a parent that is not
+/// (a server the daemon started has the daemon for its parent).
+fn marked_daemons(folders: &DaemonFolders) -> Vec<u32> {
+    let marked = marked_pids(folders);
+    marked
+        .iter()
+        .copied()
+        .filter(|pid| is_daemon(*pid, &marked))
+        .collect()
+}
+
+fn is_daemon(pid: u32, marked: &[u32]) -> bool {
+    marked.contains(&pid) && parent_of(pid).is_none_or(|parent| !marked.contains(&parent))
+}
+
+/// The parent pid, from `/proc/<pid>/stat`.
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// A pid file's text: at most a few dozen bytes are read.
+fn read_small(path: &Path) -> Option<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(64)
+        .read_to_string(&mut text)
+        .ok()?;
+    Some(text)
 }
 
 /// Live processes whose environment carries the marker of `folders`.

@@ -8,9 +8,13 @@
 //! (`nvidia-cuda-mps-control -f`), watched by one thread that waits on its
 //! exit and restarts it unless it was stopped on purpose. Used when gpusliced
 //! does not run under systemd, and in tests with a stand-in control program.
+//! In the foreground NVIDIA's daemon writes no `control.log`: its log lines
+//! go to stdout, which (with stderr) is appended to `<log dir>/control.log`,
+//! so an operator finds the log where `-d` would have written it.
 
 mod adopted;
 
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -31,6 +35,8 @@ pub(super) const EXIT_BOUND: Duration = Duration::from_secs(20);
 const MAX_FAILED_RESTARTS: u32 = 5;
 /// The pid file the control daemon writes into its pipe dir.
 pub const PID_FILE: &str = "nvidia-cuda-mps-control.pid";
+/// Mode of the daemon's log (commands and answers, no secret).
+const LOG_MODE: u32 = 0o644;
 
 /// Supervises control daemons as child processes.
 #[derive(Debug, Clone)]
@@ -49,7 +55,7 @@ impl Default for ChildSupervisor {
 }
 
 impl ChildSupervisor {
-    fn command(&self, spec: &DaemonSpec) -> Command {
+    fn command(&self, spec: &DaemonSpec, log: &std::fs::File) -> std::io::Result<Command> {
         let mut command = if spec.bind_shm {
             // A private mount namespace where the daemon's /dev/shm is the
             // claim's tmpfs, as its clients see it.
@@ -67,23 +73,38 @@ impl ChildSupervisor {
         // gpusliced's group does not reach the daemon, which outlives a
         // restart of gpusliced like a systemd unit does.
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        // The spec's PATH (the control program's folders first) replaces
+        // this default.
         command
             .arg("-f")
             .env_clear()
             .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
             .envs(spec.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        command
+            .stdout(log.try_clone()?)
+            .stderr(log.try_clone()?);
+        Ok(command)
     }
 
     fn spawn(&self, spec: &DaemonSpec) -> Result<Child, MpsError> {
-        self.command(spec).spawn().map_err(|error| MpsError::Io {
-            action: "start the control daemon",
-            path: spec.program.clone(),
-            error,
-        })
+        let path = spec.folders.log_file();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(LOG_MODE)
+            .open(&path)
+            .map_err(|error| MpsError::Io {
+                action: "open the log",
+                path,
+                error,
+            })?;
+        self.command(spec, &log)
+            .and_then(|mut command| command.spawn())
+            .map_err(|error| MpsError::Io {
+                action: "start the control daemon",
+                path: spec.program.clone(),
+                error,
+            })
     }
 }
 
@@ -182,7 +203,7 @@ impl Watcher {
     fn run(self, mut child: Child) {
         let mut failures = 0u32;
         loop {
-            let _ = child.wait();
+            let status = child.wait();
             {
                 let mut state = self.shared.lock();
                 state.alive = false;
@@ -194,7 +215,8 @@ impl Watcher {
                 state.state = DaemonState::Restarting;
                 self.shared.changed.notify_all();
             }
-            tracing::warn!(daemon = %self.spec.key, "MPS control daemon exited; restarting it");
+            let status = status.map_or_else(|e| e.to_string(), |s| s.to_string());
+            tracing::warn!(daemon = %self.spec.key, %status, log = %self.spec.folders.log_note(None), "MPS control daemon exited; restarting it");
             match self.supervisor.spawn(&self.spec) {
                 Ok(next) => child = next,
                 Err(err) => {

@@ -4,9 +4,9 @@
 //! to it. No process is started and no socket made; the manager still
 //! creates and removes the daemons' folders as with the real ones.
 //!
-//! It keeps the grammar of the stand-in `tests/tools/fake-mps-control`
-//! (`get_server_list`, `set_/get_default_active_thread_percentage`,
-//! `set_/get_default_device_pinned_mem_limit`, `quit`) and its record: one
+//! It answers as NVIDIA's control daemon does ([`model`], held to the same
+//! transcript as the stand-in `tests/tools/fake-mps-control` and the real
+//! daemon) and keeps the stand-in's record: one
 //! `start CUDA_VISIBLE_DEVICES=<uuids> ATP=<percentage>` line per start, then
 //! each command verbatim. A daemon outlives the manager that started it (as
 //! a process outlives gpusliced), so a new manager on the same fake adopts
@@ -14,9 +14,11 @@
 //! daemon, and the start gate, are in `handle`.
 
 mod handle;
+pub mod model;
 
 use handle::Handle;
 pub use handle::StartGate;
+use model::{DaemonModel, Reply};
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -73,10 +75,11 @@ struct FakeDaemon {
     start_line: String,
     state: DaemonState,
     restarts: u32,
-    /// The percentage the daemon starts with (its environment), and now.
-    default_percentage: String,
-    percentage: String,
-    pinned: BTreeMap<String, String>,
+    /// `CUDA_MPS_ACTIVE_THREAD_PERCENTAGE` of its environment, which a
+    /// restarted process starts from.
+    env_percentage: Option<String>,
+    /// Its settings now.
+    model: DaemonModel,
     hook: RestartHook,
 }
 
@@ -140,8 +143,7 @@ impl FakeMps {
             };
             daemon.restarts += 1;
             daemon.state = DaemonState::Restarting;
-            daemon.percentage = daemon.default_percentage.clone();
-            daemon.pinned.clear();
+            daemon.model = DaemonModel::new(daemon.env_percentage.as_deref());
             let (line, hook) = (daemon.start_line.clone(), Arc::clone(&daemon.hook));
             state.record.push(line);
             hook
@@ -212,11 +214,8 @@ impl Supervisor for FakeMps {
             }));
         }
         let generation = state.starts;
-        let percentage = if percentage.is_empty() {
-            "100"
-        } else {
-            percentage
-        };
+        let env_percentage =
+            env_value(spec, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE").map(str::to_owned);
         state.daemons.insert(
             hash.clone(),
             FakeDaemon {
@@ -224,9 +223,8 @@ impl Supervisor for FakeMps {
                 start_line,
                 state: DaemonState::Running,
                 restarts: 0,
-                default_percentage: percentage.to_owned(),
-                percentage: percentage.to_owned(),
-                pinned: BTreeMap::new(),
+                model: DaemonModel::new(env_percentage.as_deref()),
+                env_percentage,
                 hook: on_restart,
             },
         );
@@ -294,17 +292,18 @@ impl Control for FakeMps {
             ));
         }
         state.record.push(command.to_owned());
-        let words: Vec<&str> = command.split_whitespace().collect();
-        if words.first() == Some(&"quit") {
-            state.daemons.remove(&hash);
-            drop(state);
-            self.shared.changed.notify_all();
-            return Ok(String::new());
-        }
         let Some(daemon) = state.daemons.get_mut(&hash) else {
             return Err(failed("the daemon is gone".to_owned()));
         };
-        Ok(answer(daemon, &words))
+        match daemon.model.reply(command) {
+            Reply::Answer(answer) => Ok(answer),
+            Reply::Quit => {
+                state.daemons.remove(&hash);
+                drop(state);
+                self.shared.changed.notify_all();
+                Ok(String::new())
+            }
+        }
     }
 
     fn wait_until_answering(
@@ -321,39 +320,14 @@ impl Control for FakeMps {
         if !alive() {
             return Err(MpsError::DiedDuringStart {
                 pipe_dir: folders.pipe_dir(),
+                log: String::new(),
             });
         }
         Err(MpsError::NotReady {
             pipe_dir: folders.pipe_dir(),
             seconds: bound.as_secs(),
             last_problem: "no control socket yet".to_owned(),
+            log: String::new(),
         })
-    }
-}
-
-/// The answer of the stand-in control program to one command.
-fn answer(daemon: &mut FakeDaemon, words: &[&str]) -> String {
-    match words {
-        ["set_default_active_thread_percentage", p] => {
-            (*p).clone_into(&mut daemon.percentage);
-            daemon.percentage.clone()
-        }
-        ["get_default_active_thread_percentage"] => daemon
-            .percentage
-            .parse::<f64>()
-            .map_or_else(|_| daemon.percentage.clone(), |p| format!("{p:.1}")),
-        ["set_default_device_pinned_mem_limit", uuid, limit] => {
-            daemon
-                .pinned
-                .insert((*uuid).to_owned(), (*limit).to_owned());
-            String::new()
-        }
-        ["get_default_device_pinned_mem_limit", uuid] => daemon
-            .pinned
-            .get(*uuid)
-            .cloned()
-            .unwrap_or_else(|| "0".to_owned()),
-        ["get_server_list"] | [] => String::new(),
-        _ => "Unknown command".to_owned(),
     }
 }

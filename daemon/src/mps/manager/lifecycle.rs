@@ -3,7 +3,7 @@
 //! removal, and the take-over of one a previous gpusliced left running.
 
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,6 +30,10 @@ impl MpsManager {
                 path_text(&folders.log_dir()),
             ),
             (DAEMON_MARKER.to_owned(), path_text(folders.root())),
+            (
+                "PATH".to_owned(),
+                daemon_path(&self.settings.control_program),
+            ),
         ];
         env.extend(limits.daemon_env());
         DaemonSpec {
@@ -45,15 +49,18 @@ impl MpsManager {
     pub(super) fn start(&self, key: &MpsKey, limits: &MpsLimits) -> Result<Running, MpsError> {
         let spec = self.spec(key, limits);
         let folders = spec.folders.clone();
+        folders.check_pipe_dir()?;
+        limits.commands(key)?;
         let control = self.control.as_ref();
         let bound = self.settings.ready_bound;
         let hook_control = Arc::clone(&self.control);
         let hook_folders = folders.clone();
         let hook_limits = limits.clone();
+        let hook_key = key.clone();
         let hook: RestartHook = Arc::new(move |alive: &dyn Fn() -> bool| {
             bring_up(
                 hook_control.as_ref(),
-                &hook_folders,
+                (&hook_key, &hook_folders),
                 &hook_limits,
                 bound,
                 alive,
@@ -61,7 +68,7 @@ impl MpsManager {
         });
         if let Some(daemon) = self.supervisor.adopt(&spec, Arc::clone(&hook))? {
             let alive = || daemon.is_alive();
-            if bring_up(control, &folders, limits, bound, &alive).is_ok() {
+            if bring_up(control, (key, &folders), limits, bound, &alive).is_ok() {
                 tracing::info!(daemon = %key, "took over a running MPS control daemon");
                 return Ok(running(limits, folders, daemon));
             }
@@ -80,16 +87,18 @@ impl MpsManager {
             let daemon = self.supervisor.start(&spec, hook)?;
             crash_point("mps.after_daemon_spawned");
             let alive = || daemon.is_alive();
-            match bring_up(control, &folders, limits, bound, &alive) {
+            match bring_up(control, (key, &folders), limits, bound, &alive) {
                 Ok(()) => {
                     crash_point("mps.after_limits_applied");
                     Ok(daemon)
                 }
                 Err(err) => {
+                    let unit = daemon.status().unit;
                     let _ = daemon.stop(&|| {
                         let _ = control.send(&folders, "quit");
                     });
-                    Err(err)
+                    // Read once it is gone: the folder goes with the failure.
+                    Err(with_log(err, &folders, unit.as_deref()))
                 }
             }
         });
@@ -146,26 +155,78 @@ fn path_text(path: &Path) -> String {
     path.display().to_string()
 }
 
-/// Readiness through the control program: the daemon answers
-/// `get_server_list`, the limits are set and read back as asked.
+/// The daemon's `PATH`: NVIDIA's control daemon starts
+/// `nvidia-cuda-mps-server` by a PATH lookup, so the folder of the
+/// configured control program comes first, then its `sbin` sibling (Debian
+/// puts the server in `usr/sbin` beside `usr/bin`'s control program), each
+/// also for the program's real path when it is a link, then the system's.
+pub fn daemon_path(control_program: &Path) -> String {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    let real = std::fs::canonicalize(control_program).ok();
+    for program in std::iter::once(control_program).chain(real.as_deref()) {
+        let Some(dir) = program.parent().filter(|d| d.is_absolute()) else {
+            continue;
+        };
+        dirs.push(dir.to_path_buf());
+        if dir.file_name().is_some_and(|n| n == "bin")
+            && let Some(up) = dir.parent()
+        {
+            dirs.push(up.join("sbin"));
+        }
+    }
+    dirs.extend(["/usr/sbin", "/usr/bin", "/sbin", "/bin"].map(PathBuf::from));
+    let mut seen = BTreeSet::new();
+    let parts: Vec<String> = dirs
+        .into_iter()
+        .filter(|d| seen.insert(d.clone()))
+        .map(|d| path_text(&d))
+        .collect();
+    parts.join(":")
+}
+
+/// `err` with where the daemon's output is, when it is about its start.
+fn with_log(err: MpsError, folders: &DaemonFolders, unit: Option<&str>) -> MpsError {
+    match err {
+        MpsError::DiedDuringStart { pipe_dir, .. } => MpsError::DiedDuringStart {
+            pipe_dir,
+            log: folders.log_note(unit),
+        },
+        MpsError::NotReady {
+            pipe_dir,
+            seconds,
+            last_problem,
+            ..
+        } => MpsError::NotReady {
+            pipe_dir,
+            seconds,
+            last_problem,
+            log: folders.log_note(unit),
+        },
+        other => other,
+    }
+}
+
+/// Readiness through the control program: the daemon of `key` (in
+/// `folders`) answers `get_server_list`, the limits are set and read back
+/// as asked.
 pub fn bring_up(
     control: &dyn Control,
-    folders: &DaemonFolders,
+    (key, folders): (&MpsKey, &DaemonFolders),
     limits: &MpsLimits,
     bound: Duration,
     alive: &dyn Fn() -> bool,
 ) -> Result<(), MpsError> {
     control.wait_until_answering(folders, "get_server_list", bound, alive)?;
-    for command in limits.commands() {
+    for command in limits.commands(key)? {
         control.send(folders, &command)?;
     }
-    for (command, expected) in limits.checks() {
+    for (command, expected) in limits.checks(key)? {
         let answer = control.send(folders, &command)?;
         if !expected.matches(&answer) {
             return Err(MpsError::LimitNotApplied {
                 command,
                 answer,
-                expected: format!("{expected:?}"),
+                expected: expected.to_string(),
             });
         }
     }

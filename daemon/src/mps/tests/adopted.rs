@@ -7,6 +7,7 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, Stdio};
 
 use super::{BOUND, Fixture, GPU_A, key};
+use crate::mps::child::{kill_pid, pid_alive, pids_with_env};
 use crate::mps::supervisor::DAEMON_MARKER;
 use crate::mps::*;
 
@@ -55,10 +56,9 @@ fn a_daemon_without_its_pid_file_is_found_by_its_marker_and_taken_over() {
         f.manager.release("claim-1", &k).unwrap(),
         manager::Released::Stopped
     );
-    // The stand-in exits 1 on quit here (its pid file is gone), but it
-    // exits: asked to quit, not killed after the bound.
+    // Asked to quit, not killed after the bound.
     let status = daemon.wait().unwrap();
-    assert!(status.code().is_some(), "{status}");
+    assert_eq!(status.code(), Some(0), "{status}");
 }
 
 #[test]
@@ -80,4 +80,59 @@ fn a_stale_daemon_that_never_opened_its_socket_is_killed() {
         .expect("stopped before cleanup_stale returned");
     assert_eq!(status.signal(), Some(libc::SIGKILL));
     assert!(!folders.root().exists());
+}
+
+/// NVIDIA's daemon writes its pid file without truncating it: after a kill
+/// -9 and a restart a longer stale pid leaves its tail behind (`1522699` for
+/// pid 15226). A pid file that names another process, or a server the
+/// daemon started (it inherits the marker), is not taken for the daemon.
+#[test]
+fn a_pid_file_that_names_another_process_is_not_trusted() {
+    let Some(f) = Fixture::new() else { return };
+    let k = key(&[GPU_A]);
+    let folders = DaemonFolders::new(&f.mps_dir(), &k);
+    folders.create(&k).unwrap();
+    // A daemon with a "server": a marked child of the marked daemon.
+    let program = f.dir.path().join("mps-control").display().to_string();
+    let mut daemon = spawn_marked(
+        std::path::Path::new("/bin/sh"),
+        &["-c", "sleep 600 & exec \"$0\" -f", &program],
+        &folders,
+    );
+    control::ControlProgram::new(&f.dir.path().join("mps-control"))
+        .wait_until_answering(&folders, "get_server_list", BOUND, &|| true)
+        .unwrap();
+    let server = pids_with_env(&format!("{DAEMON_MARKER}={}", folders.root().display()))
+        .into_iter()
+        .find(|pid| *pid != daemon.id())
+        .expect("the marked child");
+    for stale in [
+        format!("{}99999", daemon.id()),
+        std::process::id().to_string(),
+        server.to_string(),
+    ] {
+        gpuslice_cdi::write_atomic(
+            &folders.pipe_dir(),
+            child::PID_FILE,
+            stale.as_bytes(),
+            0o644,
+        )
+        .unwrap();
+        // A gpusliced started again: a new manager takes the daemon over.
+        let restarted = super::manager(f.dir.path());
+        let adopted = restarted
+            .acquire("claim-1", &k, &MpsLimits::default())
+            .unwrap();
+        assert_eq!(adopted.status.pid, Some(daemon.id()), "pid file {stale:?}");
+    }
+    kill_pid(server);
+    let stopped = super::manager(f.dir.path()).cleanup_stale(&[]).unwrap();
+    assert_eq!(stopped.len(), 1);
+    let status = daemon.wait().unwrap();
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "asked to quit, not killed: {status}"
+    );
+    assert!(pid_alive(std::process::id()));
 }

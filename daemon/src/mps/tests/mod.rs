@@ -4,6 +4,7 @@
 //! adopted by their marker ([`adopted`]). Built only under `cargo test`.
 
 mod adopted;
+mod limits;
 mod slots;
 
 use std::collections::BTreeMap;
@@ -15,7 +16,7 @@ use super::child::PID_FILE;
 use super::*;
 
 pub(super) const GPU_A: &str = "GPU-aaaaaaaa-0000-0000-0000-000000000000";
-const GPU_B: &str = "GPU-bbbbbbbb-0000-0000-0000-000000000000";
+pub(super) const GPU_B: &str = "GPU-bbbbbbbb-0000-0000-0000-000000000000";
 pub(super) const BOUND: Duration = Duration::from_secs(30);
 
 pub(super) struct Fixture {
@@ -100,14 +101,15 @@ fn keys_are_sorted_and_hash_stably() {
 #[test]
 fn limits_become_commands_checks_and_client_env() {
     let l = limits(50, 10);
+    let k = key(&[GPU_A]);
     assert_eq!(
-        l.commands(),
+        l.commands(&k).unwrap(),
         [
             "set_default_active_thread_percentage 50".to_owned(),
-            format!("set_default_device_pinned_mem_limit {GPU_A} 10240M"),
+            "set_default_device_pinned_mem_limit 0 10240M".to_owned(),
         ]
     );
-    let checks = l.checks();
+    let checks = l.checks(&k).unwrap();
     assert!(checks[0].1.matches("50.0") && checks[0].1.matches("50") && !checks[0].1.matches("5"));
     assert!(
         checks[1].1.matches("10240M") && checks[1].1.matches("10G") && !checks[1].1.matches("0")
@@ -124,7 +126,8 @@ fn limits_become_commands_checks_and_client_env() {
                 format!("{GPU_A}=10240M")
             ),
         ],
-        "a restarted daemon has its limits before anyone re-applies them"
+        "a restarted daemon has its percentage before anyone re-applies it; its servers \
+         inherit the memory list"
     );
     let share = BTreeMap::from([(GPU_A.to_owned(), 20 * 1024 * 1024 * 1024)]);
     assert_eq!(
@@ -150,9 +153,9 @@ fn sim_limits_reach_the_control_program_before_ready_and_quit_ends_it() {
             format!("start CUDA_VISIBLE_DEVICES={GPU_A} ATP=50"),
             "get_server_list".to_owned(),
             "set_default_active_thread_percentage 50".to_owned(),
-            format!("set_default_device_pinned_mem_limit {GPU_A} 10240M"),
+            "set_default_device_pinned_mem_limit 0 10240M".to_owned(),
             "get_default_active_thread_percentage".to_owned(),
-            format!("get_default_device_pinned_mem_limit {GPU_A}"),
+            "get_default_device_pinned_mem_limit 0".to_owned(),
         ]
     );
     let edits = daemon.cdi_edits(&BTreeMap::new());
@@ -316,13 +319,15 @@ fn leftover(f: &Fixture, k: &MpsKey) -> DaemonFolders {
     folders
 }
 
-/// Starts the stand-in as `-d` (it forks, nobody's child) for `folders`.
+/// Starts the stand-in as `-d` (it forks, nobody's child) for `folders`,
+/// marked as gpusliced marks its daemons.
 fn start_detached(f: &Fixture, k: &MpsKey, folders: &DaemonFolders) {
     let status = std::process::Command::new(f.dir.path().join("mps-control"))
         .arg("-d")
         .env("CUDA_VISIBLE_DEVICES", k.visible_devices())
         .env("CUDA_MPS_PIPE_DIRECTORY", folders.pipe_dir())
         .env("CUDA_MPS_LOG_DIRECTORY", folders.log_dir())
+        .env(supervisor::DAEMON_MARKER, folders.root())
         .status()
         .unwrap();
     assert!(status.success());
