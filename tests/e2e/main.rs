@@ -27,6 +27,7 @@ mod r#match;
 mod metrics;
 mod mig;
 mod monitoring;
+mod mps_real;
 mod notify;
 mod nspawn;
 mod nvml;
