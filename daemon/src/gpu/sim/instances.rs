@@ -82,9 +82,6 @@ impl InstanceShape {
     }
 }
 
-/// GB200's GPUs sit each in a PCI domain of its own, two on each Grace.
-const GRACE_DOMAINS: &[u32] = &[0x8, 0x9, 0x18, 0x19];
-
 /// The one GPU of a small Nitro G instance sits at 00:1e.0.
 const FLAT_ONE: PciLayout = PciLayout::Flat { first_device: 0x1e };
 /// Four GPUs end at 00:1e.0: 00:1b.0 to 00:1e.0.
@@ -124,14 +121,16 @@ const GB200_SHAPE: InstanceShape = InstanceShape {
     model: SimModel::GB200_186GB,
     gpus: 4,
     numa_nodes: 2,
-    layout: PciLayout::Domains {
-        domains: GRACE_DOMAINS,
-    },
+    layout: PciLayout::Switched { per_root: 1 },
     nvlink_links: 18,
     fabric: Some(FabricKind::MultiNode),
     source: "AWS (4 GB200 on 2 Grace CPUs, 144 vCPU, aarch64, sold in UltraServers of 18 \
              instances, one NVL72 NVLink domain through IMEX; AWS's lstopo: GPUs 0-1 on socket \
-             0, 2-3 on socket 1); NV18 per GPU (NVIDIA GB200 NVL72); PCI domains inferred",
+             0, 2-3 on socket 1); NV18 per GPU (NVIDIA GB200 NVL72); the GPUs in PCI domain 0, \
+             each on a bus of its own, as `nvidia-smi -q -x` on a p6e-gb200.36xlarge printed \
+             them (NVIDIA/k8s-test-infra qx-gb200.xml, driver 580.173.02: 0000:29, 3F, 9C and B2; \
+             bare-metal Grace nodes put each in a domain of its own instead); root complexes \
+             inferred",
 };
 
 /// An 8-GPU HGX instance on two x86 sockets, its GPUs `per_root` to a PCIe
@@ -192,10 +191,12 @@ static SHAPES: &[InstanceShape] = &[
         model: SimModel::GB300_288GB,
         source: "AWS announced P6e-GB300 UltraServers in December 2025, but no AWS table or topology \
                  of theirs was in reach: the shape is p6e-gb200.36xlarge's (4 GPUs on 2 Grace sockets, \
-                 144 vCPU, arm64, one NVL72 NVLink domain through IMEX), which NVIDIA's capture of a \
-                 4-GPU GB300 node bears out for the GPUs (NVIDIA/k8s-test-infra qx-gb300.xml, \
-                 2026-08-21: PCI domains 0008, 0009, 0018 and 0019, fabric registered with a clique); \
-                 the instance name, vCPUs and NUMA split inferred; NV18 per GPU as GB200 NVL72's",
+                 144 vCPU, arm64, one NVL72 NVLink domain through IMEX, the GPUs in PCI domain 0 as \
+                 AWS's GB200 instance shows them). NVIDIA's capture of a 4-GPU GB300 node \
+                 (NVIDIA/k8s-test-infra qx-gb300.xml, 2026-08-21, bare metal: PCI domains 0008, \
+                 0009, 0018 and 0019, fabric registered with a clique) bears out 4 GPUs on 2 Graces; \
+                 the instance name, vCPUs, NUMA split and PCI places inferred; NV18 per GPU as GB200 \
+                 NVL72's",
         ..GB200_SHAPE
     },
     hgx(
