@@ -8,8 +8,9 @@
 //!   prepare; a MIG slice is refused naming the L4 and MIG; a claim on a
 //!   whole L4 with a small fake process is advised MPS or a time-slice,
 //!   never MIG.
-//! - p6e-gb200.36xlarge: every GPU and slice carries the clique as NVIDIA's
-//!   driver names it (`cliqueID`) and its cluster (`clusterUUID`), from
+//! - p6e-gb200.36xlarge: every GPU and slice carries its clique (`cliqueID`,
+//!   in the form of NVIDIA's ComputeDomain status; the attribute is
+//!   gpuslice's own) and its cluster (`clusterUUID`), from
 //!   `[backend.sim.fabric]`.
 
 use std::path::Path;

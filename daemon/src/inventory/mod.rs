@@ -206,9 +206,11 @@ pub fn gpu_device_name(index: u32) -> String {
 /// `pciBusID`, `pcieRoot` (`pci<domain>:<bus>`) and `numaNode` (an int, the
 /// scalar form), the last two only where the kernel tells them: a device
 /// without NUMA affinity must not publish `numaNode`. A GPU attached to a
-/// multi-node NVLink fabric (GB200) also carries its clique as NVIDIA's
-/// driver names it, `cliqueID` = `<cluster UUID>.<clique id>`, and the
-/// cluster alone, `clusterUUID`; a MIG slice carries its GPU's.
+/// multi-node NVLink fabric (GB200) also carries its clique, `cliqueID` =
+/// `<cluster UUID>.<clique id>` (the form NVIDIA's ComputeDomain status
+/// uses; the attribute itself is gpuslice's own: NVIDIA's GPU plugin
+/// publishes none), and the cluster alone, `clusterUUID`; a MIG slice
+/// carries its GPU's.
 pub fn gpu_attributes(gpu: &GpuInfo, driver: &DriverInfo) -> BTreeMap<String, AttrValue> {
     let (cc_major, cc_minor) = gpu.compute_capability;
     let (cuda_major, cuda_minor) = driver.cuda_driver_version;
