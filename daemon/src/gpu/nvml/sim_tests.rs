@@ -314,3 +314,41 @@ fn nvml_sim_health_events_reach_the_event_set() {
     assert!(back.iter().any(|e| e.gpu_index == 1), "{back:?}");
     nvml.device_info(1).unwrap();
 }
+
+/// NVML is thread-safe, and so is the library: threads making, listing
+/// and destroying instances on their own GPUs at once, through one backend,
+/// leave every GPU as its thread left it.
+#[test]
+fn nvml_sim_threads_share_one_backend() {
+    let lent = lent(&gpus(SimModel::A100_40GB, 4));
+    let nvml = &lent.nvml;
+    std::thread::scope(|scope| {
+        for index in 0..4u32 {
+            scope.spawn(move || {
+                nvml.set_mig_mode(index, MigMode::Enabled).unwrap();
+                for start in 0..7 {
+                    let at = Placement { start, size: 1 };
+                    let gi = nvml.create_gpu_instance(index, 19, at).unwrap();
+                    nvml.create_compute_instance(index, gi.id).unwrap();
+                    mig_conformance::instances_are_consistent(nvml, index);
+                }
+                mig_conformance::clear(nvml, index);
+                if index % 2 == 0 {
+                    let gi = nvml
+                        .create_gpu_instance(index, 0, Placement { start: 0, size: 8 })
+                        .unwrap();
+                    nvml.create_compute_instance(index, gi.id).unwrap();
+                }
+            });
+        }
+    });
+    for index in 0..4 {
+        let left = nvml.gpu_instances(index).unwrap();
+        assert_eq!(
+            left.len(),
+            usize::from(index % 2 == 0),
+            "GPU {index}: {left:?}"
+        );
+    }
+    same_facts(&lent, "after the threads");
+}

@@ -147,6 +147,8 @@ struct Store {
     models: Vec<SimModel>,
     boot_id: String,
     written: Mutex<Vec<SimGpuState>>,
+    /// The version of the file `written` was read from or written to.
+    seen: Mutex<Option<persist::FileVersion>>,
 }
 
 /// A simulated node: the configured models at indices 0, 1, ...
@@ -285,10 +287,12 @@ impl SimBackend {
             models,
             boot_id: boot_id.to_owned(),
             written: Mutex::new(states.clone()),
+            seen: Mutex::new(None),
         };
         if changed {
             persist::save(&store.path, &store.file(states))?;
         }
+        store.saw_file();
         backend.store = Some(store);
         Ok(backend)
     }
@@ -300,9 +304,10 @@ impl SimBackend {
     pub fn reboot(&self) -> Result<(), GpuError> {
         let mut guards: Vec<_> = self.gpus.iter().map(SimGpu::lock).collect();
         let _held = self.file_lock(true);
-        if let Some(states) = self.reread()? {
-            for (guard, state) in guards.iter_mut().zip(states) {
-                **guard = state;
+        self.reread()?;
+        if let Some(store) = &self.store {
+            for (guard, state) in guards.iter_mut().zip(store.lock().iter()) {
+                **guard = state.clone();
             }
         }
         let states: Vec<SimGpuState> = (self.gpus.iter().zip(&guards))
@@ -313,6 +318,8 @@ impl SimBackend {
             let mut written = store.lock();
             persist::save(&store.path, &store.file(states.clone()))?;
             *written = states.clone();
+            drop(written);
+            store.saw_file();
         }
         for (guard, state) in guards.iter_mut().zip(states) {
             **guard = state;
@@ -429,25 +436,33 @@ impl SimBackend {
     /// The node's state as its file holds it now, where another process may
     /// have changed it (`None`: kept in memory only, or no file to read).
     /// The caller holds the file's lock.
-    fn reread(&self) -> Result<Option<Vec<SimGpuState>>, GpuError> {
+    /// Reads the file into `written` when it is another write than the one
+    /// last read or written (an unchanged file is not parsed again). The
+    /// caller holds the file's lock.
+    fn reread(&self) -> Result<(), GpuError> {
         let Some(store) = &self.store else {
-            return Ok(None);
+            return Ok(());
         };
-        let Some(states) = persist::reread(&store.path, &store.seed, &store.models)? else {
-            return Ok(None);
-        };
-        store.lock().clone_from(&states);
-        Ok(Some(states))
+        let now = persist::version(&store.path);
+        if now.is_some() && now == *store.seen() {
+            return Ok(());
+        }
+        if let Some(states) = persist::reread(&store.path, &store.seed, &store.models)? {
+            store.lock().clone_from(&states);
+            *store.seen() = now;
+        }
+        Ok(())
     }
 
     /// GPU `index`'s `state` (its lock held, and the file's) as the file
     /// holds it now.
     pub(super) fn refresh(&self, index: u32, state: &mut SimGpuState) -> Result<(), GpuError> {
-        let fresh = self.reread()?.and_then(|states| {
-            let slot = usize::try_from(index).ok()?;
-            states.into_iter().nth(slot)
-        });
-        if let Some(fresh) = fresh {
+        let Some(store) = &self.store else {
+            return Ok(());
+        };
+        self.reread()?;
+        let slot = usize::try_from(index).ok();
+        if let Some(fresh) = slot.and_then(|i| store.lock().get(i).cloned()) {
             *state = fresh;
         }
         Ok(())
@@ -464,6 +479,7 @@ impl SimBackend {
         }
         persist::save(&store.path, &store.file(states.clone()))?;
         *written = states;
+        store.saw_file();
         Ok(())
     }
 }
@@ -481,5 +497,15 @@ impl Store {
 
     fn lock(&self) -> MutexGuard<'_, Vec<SimGpuState>> {
         self.written.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The file version `written` stands for.
+    fn seen(&self) -> MutexGuard<'_, Option<persist::FileVersion>> {
+        self.seen.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Records that `written` is what the file holds now (just written).
+    fn saw_file(&self) {
+        *self.seen() = persist::version(&self.path);
     }
 }

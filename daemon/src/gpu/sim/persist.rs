@@ -18,6 +18,7 @@
 //! another sees.
 
 use std::fs::File;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use nix::fcntl::{Flock, FlockArg};
@@ -143,6 +144,27 @@ pub fn reread(
         Ok(Loaded::SameBoot(state) | Loaded::EarlierBoot(state)) => Ok(Some(state)),
         Err(err) => Err(err),
     }
+}
+
+/// Which write of the state file is on disk: every write replaces the
+/// file (a new inode), so an unchanged version means unchanged contents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileVersion {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: (i64, i64),
+}
+
+/// The version of the file at `path`; `None` where there is none.
+pub fn version(path: &Path) -> Option<FileVersion> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some(FileVersion {
+        dev: meta.dev(),
+        ino: meta.ino(),
+        len: meta.len(),
+        mtime: (meta.mtime(), meta.mtime_nsec()),
+    })
 }
 
 /// A lock on a node's state file against the other processes that drive it
