@@ -16,7 +16,9 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 pub use claim_status::{ClaimStatusConfig, ClaimStatusMode, MIN_RECHECK_S, MIN_REFRESH_S};
-pub use compute_domains::{COMPUTE_DOMAIN_DRIVER, ComputeDomainsConfig, ComputeDomainsMode};
+pub use compute_domains::{
+    COMPUTE_DOMAIN_DRIVER, ComputeDomainsConfig, ComputeDomainsMode, DEFAULT_LEASE_NAMESPACE,
+};
 pub use resolve::{ApiAccess, Environment, Resolved};
 
 /// Default path of the config file.
@@ -234,6 +236,7 @@ impl Config {
             }
         }
         self.claim_status.validate()?;
+        self.compute_domains.validate()?;
         let channels = (self.compute_domains.enabled != ComputeDomainsMode::Off).then(|| {
             [
                 ("plugins_dir", self.dra_socket_of(COMPUTE_DOMAIN_DRIVER)),
