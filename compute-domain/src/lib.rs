@@ -7,12 +7,14 @@
 //! - [`config`] (gpuslice-imex's): the opaque configs of the `compute-domain.nvidia.com`
 //!   driver, `ComputeDomainChannelConfig` and `ComputeDomainDaemonConfig`;
 //! - [`template`]: the ResourceClaimTemplate made from a ComputeDomain, the
-//!   one its pods name;
-//! - [`coordinate`]: one node's turn at a domain's status (its own entry,
-//!   lost nodes dropped, readiness), how the plugins keep it without a
-//!   controller;
-//! - [`membership`]: who is in a domain (an index per clique), when it is
-//!   Ready, and the peers each member's IMEX daemon is told;
+//!   one its pods name (owned by the domain when gpuslice's plugins make
+//!   it), and when a node makes it;
+//! - [`membership`]: a domain's `status.nodes` read (capped, bad entries
+//!   skipped), an index per clique, the members each IMEX daemon is told,
+//!   when the domain is Ready;
+//! - [`coordinate`]: one node's turn at a domain (its membership Lease, its
+//!   own entry and when it is Ready, its daemon's members, the entries of
+//!   gone nodes removed), how the plugins keep it without a controller;
 //! - [`imex`] (gpuslice-imex's): the IMEX daemon's config and nodes config, its command
 //!   lines, and how its readiness is read.
 //!

@@ -1,39 +1,76 @@
-//! Who is in a ComputeDomain and what each member is told, as NVIDIA's
-//! controller and daemons decide it (third_party/dra-driver-nvidia-gpu):
+//! Who is in a ComputeDomain, read from its `status.nodes` as stored, and
+//! what each member's IMEX daemon is told, as NVIDIA's daemons decide it
+//! (third_party/dra-driver-nvidia-gpu), for a status that every member
+//! writes its own entry of (a list-map keyed by `name`):
 //!
-//! - a node joins with what it reports of itself (its address, its NVLink
-//!   clique, whether its IMEX daemon is ready) and gets an **index**: the
-//!   lowest one free in its clique, so a member's index, and the IMEX DNS
-//!   name made from it, never changes while others come and go
-//!   (`getNextAvailableIndex` of cmd/compute-domain-daemon/cdclique.go),
-//!   below the most nodes an IMEX domain takes (NVIDIA's default 18);
-//! - the domain is **Ready** once at least `numNodes` nodes are members and
-//!   every member is ready (`calculateGlobalStatus` of the controller, the
-//!   driver-managed rule: gpuslice follows each node's daemon);
-//! - a node's IMEX daemon is configured with its **peers**: the addresses of
-//!   the members of its own clique, in index order (an IMEX domain does not
-//!   span cliques). Peers come from one domain's status only, so two
-//!   domains on one clique never see each other's nodes.
+//! - **reading** ([`read`]): only the first [`MAX_ENTRIES`] entries are
+//!   read (the clique maximum twice over: the admission policy refuses
+//!   more), and an entry that cannot be used is skipped with why (no name,
+//!   a name twice, an `ipAddress` that is not an IP address, an index
+//!   outside `0..18`, no clique), never freezing the others;
+//! - an **index** per clique ([`choose_index`]): a node joining takes the
+//!   lowest one free in its clique (`getNextAvailableIndex` of
+//!   cmd/compute-domain-daemon/cdclique.go), below the most nodes an IMEX
+//!   domain takes (18); since members write at once, two may take the same
+//!   index: then the Ready one keeps it, else the lower node name, and the
+//!   other moves; a Ready member's index never changes, so the IMEX name it
+//!   is known by (`compute-domain-daemon-<index>`) holds while it serves;
+//! - the **members** of a clique ([`members`]): index to address, a
+//!   duplicate settled the same way; what a member's IMEX daemon is told
+//!   (an IMEX domain does not span cliques, and members come from one
+//!   domain's status only, so two domains on one clique never meet);
+//! - the domain is **Ready** ([`readiness`]) once at least `numNodes`
+//!   entries are there and every one is Ready (`calculateGlobalStatus` of
+//!   NVIDIA's controller); an entry that could not be read counts as not
+//!   Ready.
 //!
-//! Pure: a status in, a status out.
+//! Pure: values in, values out.
 
-use crate::api::{ComputeDomainNode, ComputeDomainStatus, Readiness};
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+
+use serde_json::Value;
+
+use crate::api::{ComputeDomainNode, Readiness};
 
 /// The most nodes one IMEX domain takes when nothing says otherwise
 /// (NVIDIA's `defaultMaxNodesPerIMEXDomain`: the nodes of one NVL72 rack).
 pub const DEFAULT_MAX_NODES_PER_CLIQUE: i64 = 18;
 
-/// What a node reports of itself.
+/// The most entries of `status.nodes` read: two cliques of
+/// [`DEFAULT_MAX_NODES_PER_CLIQUE`] (the admission policy's cap).
+pub const MAX_ENTRIES: usize = 36;
+
+/// An entry of `status.nodes` that can be used, where it stands in the
+/// stored list.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Report {
-    /// The Node's name.
-    pub node: String,
-    /// The address its IMEX daemon listens on.
-    pub ip_address: String,
-    /// Its GPUs' NVLink clique (`<cluster uuid>.<clique id>`).
-    pub clique_id: String,
-    /// Whether its IMEX daemon brokers memory now.
-    pub ready: bool,
+pub struct Placed {
+    /// Its position in the stored list (what a JSON patch names).
+    pub position: usize,
+    /// The entry.
+    pub node: ComputeDomainNode,
+}
+
+/// An entry not used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// Its position in the stored list.
+    pub position: usize,
+    /// Its name, when it has one.
+    pub name: Option<String>,
+    /// Why it is not used.
+    pub why: String,
+}
+
+/// A domain's `status.nodes`, as read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Entries {
+    /// The usable entries, in stored order.
+    pub usable: Vec<Placed>,
+    /// The entries read but not used.
+    pub skipped: Vec<Skipped>,
+    /// How many entries the stored list holds, read or not.
+    pub total: usize,
 }
 
 /// Why a node cannot join.
@@ -53,96 +90,165 @@ pub enum MembershipError {
     NoClique(String),
 }
 
-/// `status` with `report`'s node in it: a new member gets the lowest index
-/// free in its clique; a member keeps its index unless its clique changed.
-pub fn join(
-    status: &ComputeDomainStatus,
-    report: &Report,
-    max_per_clique: i64,
-) -> Result<ComputeDomainStatus, MembershipError> {
-    if report.clique_id.is_empty() {
-        return Err(MembershipError::NoClique(report.node.clone()));
-    }
-    let readiness = if report.ready {
-        Readiness::Ready
-    } else {
-        Readiness::NotReady
+/// `status.nodes` (absent, or anything the API server stored) read.
+pub fn read(nodes: Option<&Value>) -> Entries {
+    let list = nodes
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    let mut entries = Entries {
+        total: list.len(),
+        ..Entries::default()
     };
-    let mut next = status.clone();
-    let kept = next
-        .nodes
-        .iter()
-        .position(|n| n.name == report.node && n.clique_id == report.clique_id);
-    if let Some(at) = kept {
-        let member = &mut next.nodes[at];
-        member.ip_address.clone_from(&report.ip_address);
-        member.status = readiness;
-    } else {
-        next.nodes.retain(|n| n.name != report.node);
-        let index = free_index(&next.nodes, &report.clique_id);
-        if index >= max_per_clique {
-            return Err(MembershipError::CliqueFull {
-                node: report.node.clone(),
-                clique: report.clique_id.clone(),
-                max: max_per_clique,
-            });
-        }
-        next.nodes.push(ComputeDomainNode {
-            name: report.node.clone(),
-            ip_address: report.ip_address.clone(),
-            clique_id: report.clique_id.clone(),
-            index,
-            status: readiness,
+    let mut names = BTreeSet::new();
+    for (position, raw) in list.iter().take(MAX_ENTRIES).enumerate() {
+        let name = raw["name"].as_str().map(str::to_owned);
+        let checked = serde_json::from_value::<ComputeDomainNode>(raw.clone())
+            .map_err(|e| format!("it does not read as an entry: {e}"))
+            .and_then(|node| unusable(&node).map_or(Ok(node), Err));
+        let why = match checked {
+            Ok(node) if names.insert(node.name.clone()) => {
+                entries.usable.push(Placed { position, node });
+                continue;
+            }
+            Ok(_) => "its name is given twice".to_owned(),
+            Err(why) => why,
+        };
+        entries.skipped.push(Skipped {
+            position,
+            name,
+            why,
         });
-        next.nodes.sort_by(|a, b| a.name.cmp(&b.name));
     }
-    Ok(next)
+    entries
 }
 
-/// `status` without `node` (lost, or its last pod gone); the others keep
-/// their indices.
-pub fn leave(status: &ComputeDomainStatus, node: &str) -> ComputeDomainStatus {
-    let mut next = status.clone();
-    next.nodes.retain(|n| n.name != node);
-    next
+/// Why a well-formed entry cannot be used, if not.
+fn unusable(node: &ComputeDomainNode) -> Option<String> {
+    if node.name.is_empty() {
+        return Some("it has no name".to_owned());
+    }
+    if node.ip_address.parse::<IpAddr>().is_err() {
+        let shown: String = node.ip_address.chars().take(64).collect();
+        return Some(format!("its ipAddress {shown:?} is not an IP address"));
+    }
+    if !(0..DEFAULT_MAX_NODES_PER_CLIQUE).contains(&node.index) {
+        return Some(format!(
+            "its index {} is not from 0 to {}",
+            node.index,
+            DEFAULT_MAX_NODES_PER_CLIQUE - 1
+        ));
+    }
+    if node.clique_id.is_empty() {
+        return Some("it has no cliqueID".to_owned());
+    }
+    None
 }
 
-/// The lowest index no member of `clique` holds.
-fn free_index(nodes: &[ComputeDomainNode], clique: &str) -> i64 {
+impl Entries {
+    /// The usable entry of `node`.
+    pub fn get(&self, node: &str) -> Option<&Placed> {
+        self.usable.iter().find(|p| p.node.name == node)
+    }
+
+    /// Every name the list gives (usable or not), with its position.
+    pub fn names(&self) -> impl Iterator<Item = (usize, &str)> {
+        let usable = self
+            .usable
+            .iter()
+            .map(|p| (p.position, p.node.name.as_str()));
+        let skipped =
+            (self.skipped.iter()).filter_map(|s| s.name.as_deref().map(|name| (s.position, name)));
+        usable.chain(skipped)
+    }
+}
+
+/// Whether `a` keeps an index it shares with `b`: the Ready one, else the
+/// lower node name.
+pub fn keeps(a: &ComputeDomainNode, b: &ComputeDomainNode) -> bool {
+    match (a.status, b.status) {
+        (Readiness::Ready, Readiness::NotReady) => true,
+        (Readiness::NotReady, Readiness::Ready) => false,
+        _ => a.name < b.name,
+    }
+}
+
+/// The index `node` is to hold in `clique`, given `others` (every entry
+/// but its own) and its own entry as stored (`stored`): the one it holds
+/// unless another entry that keeps it holds it too, else the lowest one
+/// free.
+pub fn choose_index(
+    others: &[&ComputeDomainNode],
+    stored: Option<&ComputeDomainNode>,
+    node: &str,
+    clique: &str,
+    max_per_clique: i64,
+) -> Result<i64, MembershipError> {
+    if clique.is_empty() {
+        return Err(MembershipError::NoClique(node.to_owned()));
+    }
+    let in_clique: Vec<&ComputeDomainNode> = (others.iter().copied())
+        .filter(|o| o.clique_id == clique)
+        .collect();
+    if let Some(own) = stored.filter(|s| s.clique_id == clique) {
+        let lost = (in_clique.iter()).any(|o| o.index == own.index && keeps(o, own));
+        if !lost {
+            return Ok(own.index);
+        }
+    }
     let mut index = 0;
-    while nodes
-        .iter()
-        .any(|n| n.clique_id == clique && n.index == index)
-    {
+    while in_clique.iter().any(|o| o.index == index) {
         index += 1;
     }
-    index
+    if index >= max_per_clique {
+        return Err(MembershipError::CliqueFull {
+            node: node.to_owned(),
+            clique: clique.to_owned(),
+            max: max_per_clique,
+        });
+    }
+    Ok(index)
 }
 
-/// The domain's readiness: at least `num_nodes` members, every one ready.
-pub fn readiness(num_nodes: i64, status: &ComputeDomainStatus) -> Readiness {
-    let enough = i64::try_from(status.nodes.len()).unwrap_or(i64::MAX) >= num_nodes;
-    if enough && status.nodes.iter().all(|n| n.status == Readiness::Ready) {
+/// The members of `clique` among `nodes`: address by index, an index two
+/// entries hold going to the one that keeps it.
+pub fn members<'a>(
+    nodes: impl IntoIterator<Item = &'a ComputeDomainNode>,
+    clique: &str,
+) -> BTreeMap<u32, String> {
+    let mut holders: BTreeMap<u32, &ComputeDomainNode> = BTreeMap::new();
+    for node in nodes.into_iter().filter(|n| n.clique_id == clique) {
+        let Ok(index) = u32::try_from(node.index) else {
+            continue;
+        };
+        let held = holders.get(&index);
+        if held.is_none_or(|h| keeps(node, h)) {
+            holders.insert(index, node);
+        }
+    }
+    (holders.into_iter())
+        .map(|(i, n)| (i, n.ip_address.clone()))
+        .collect()
+}
+
+/// The domain's readiness: at least `num_nodes` entries (`total` of them,
+/// `unread` of which could not be used or were not read), every one Ready.
+pub fn readiness<'a>(
+    num_nodes: i64,
+    nodes: impl IntoIterator<Item = &'a ComputeDomainNode>,
+    unread: usize,
+) -> Readiness {
+    let mut count = unread;
+    let mut all_ready = unread == 0;
+    for node in nodes {
+        count += 1;
+        all_ready &= node.status == Readiness::Ready;
+    }
+    let enough = i64::try_from(count).unwrap_or(i64::MAX) >= num_nodes;
+    if enough && all_ready {
         Readiness::Ready
     } else {
         Readiness::NotReady
     }
-}
-
-/// The addresses `node`'s IMEX daemon is configured with: every member of
-/// its clique (itself included, as the IMEX nodes config lists the whole
-/// domain), in index order; empty when `node` is not a member.
-pub fn peers(status: &ComputeDomainStatus, node: &str) -> Vec<String> {
-    let Some(me) = status.nodes.iter().find(|n| n.name == node) else {
-        return Vec::new();
-    };
-    let mut clique: Vec<&ComputeDomainNode> = status
-        .nodes
-        .iter()
-        .filter(|n| n.clique_id == me.clique_id)
-        .collect();
-    clique.sort_by_key(|n| n.index);
-    clique.iter().map(|n| n.ip_address.clone()).collect()
 }
 
 #[cfg(test)]

@@ -12,10 +12,12 @@
 //! `UnprepareChannel` ([`crate::dra::Forward::Channels`]), and a publisher
 //! ([`crate::publisher::PoolKind::Channels`]) of the node's pool of channels
 //! ([`pool`]: every channel, as NVIDIA's plugin offers them), kept by its own
-//! slice watch, and the rounds that keep the ComputeDomains with the other
+//! slice watch, and the loop that keeps the ComputeDomains with the other
 //! nodes' plugins ([`crate::domain_status`], as `[compute_domains]
-//! kubeconfig`'s identity). A refused registration or a server that ends is reported to
-//! `run` (the process ends, as for the GPU driver).
+//! kubeconfig`'s identity), started first: a channel claim's prepare finds
+//! its domain in that loop's watch cache ([`crate::domain_status::lookup`])
+//! and wakes it. A refused registration or a server that ends is reported
+//! to `run` (the process ends, as for the GPU driver).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,7 +30,7 @@ use tracing::{info, warn};
 
 use crate::backoff::Backoff;
 use crate::config::{COMPUTE_DOMAIN_DRIVER, ComputeDomainsMode};
-use crate::dra::{DraCore, Forward, v1::V1Service, v1beta1::V1beta1Service};
+use crate::dra::{ChannelSide, DraCore, Forward, v1::V1Service, v1beta1::V1beta1Service};
 use crate::driver::{DRAIN, DriverError, DriverSockets, ServedDriver};
 use crate::gpusliced::GpuSlice;
 use crate::publisher::{PoolKind, Publisher, Triggers};
@@ -85,6 +87,8 @@ pub struct Setup {
     pub gpusliced: GpuSlice,
     /// The Node.
     pub node_name: String,
+    /// `[compute_domains] lease_namespace`: where the membership Leases are.
+    pub lease_namespace: String,
     /// The driver's sockets.
     pub sockets: DriverSockets,
     /// The publisher's full compare period.
@@ -125,12 +129,28 @@ pub async fn run(
         }
         return;
     }
-    let core = Arc::new(DraCore::new(
-        DRIVER.to_owned(),
-        Forward::Channels,
-        setup.kube.clone(),
-        setup.gpusliced.clone(),
-    ));
+    let (keeper, keeping) = crate::domain_status::task::start(
+        crate::domain_status::task::Setup {
+            kube: setup.domains_kube.clone(),
+            gpusliced: setup.gpusliced.clone(),
+            node: setup.node_name.clone(),
+            lease_namespace: setup.lease_namespace.clone(),
+        },
+        &stopped,
+    );
+    let core = Arc::new(
+        DraCore::new(
+            DRIVER.to_owned(),
+            Forward::Channels,
+            setup.kube.clone(),
+            setup.gpusliced.clone(),
+        )
+        .with_channels(ChannelSide {
+            node: setup.node_name.clone(),
+            lookup: keeper.lookup,
+            wake: keeper.wake,
+        }),
+    );
     let router = Server::builder()
         .add_service(V1Service::server(Arc::clone(&core)))
         .add_service(V1beta1Service::server(core));
@@ -143,7 +163,7 @@ pub async fn run(
     };
     info!(driver = DRIVER, clique = %clique, "serving ComputeDomain channels");
     let mut publishing = Vec::from(publish(&setup, &stopped));
-    publishing.push(("ComputeDomain status", keep_domains(&setup, &stopped)));
+    publishing.extend(keeping.into_iter().map(|task| ("ComputeDomains", task)));
     let mut stop = stopped.clone();
     let failure = tokio::select! {
         _ = stop.wait_for(|stop| *stop) => None,
@@ -163,17 +183,6 @@ pub async fn run(
             );
         }
     }
-}
-
-/// Starts the rounds that keep the ComputeDomains ([`crate::domain_status`]).
-fn keep_domains(setup: &Setup, stopped: &watch::Receiver<bool>) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(crate::domain_status::task::run(
-        crate::domain_status::kube_api::KubeDomains::new(setup.domains_kube.clone()),
-        crate::domain_status::node::GpuslicedDomains::new(setup.gpusliced.clone()),
-        setup.node_name.clone(),
-        Arc::new(tokio::sync::Notify::new()),
-        stopped.clone(),
-    ))
 }
 
 /// Starts the channel pool's publisher and its slice watch.

@@ -141,6 +141,7 @@ fn channel_setup(
         domains_kube,
         gpusliced: gpusliced.clone(),
         node_name: resolved.node_name.clone(),
+        lease_namespace: config.compute_domains.lease_namespace.clone(),
         sockets: DriverSockets {
             dra: config.dra_socket_of(compute_domains::DRIVER),
             registration: config.registration_socket_of(compute_domains::DRIVER),

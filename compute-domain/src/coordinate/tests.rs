@@ -1,133 +1,356 @@
+use std::collections::{BTreeMap, BTreeSet};
+
 use proptest::prelude::*;
-use serde_json::json;
 
 use super::*;
-use crate::api::Readiness;
+use crate::membership::read;
 
-fn domain(num_nodes: i64) -> ComputeDomain {
-    serde_json::from_value(json!({
-        "apiVersion": "resource.nvidia.com/v1beta1",
-        "kind": "ComputeDomain",
-        "metadata": {"name": "cd", "namespace": "ns", "uid": "5b9c2d0e-7a41-4f3b-9c8d-2e6f1a0b3c4d"},
-        "spec": {"numNodes": num_nodes, "channel": {"resourceClaimTemplate": {"name": "cd-channel"}}}
-    }))
-    .expect("domain")
+/// A domain as the API server holds it, and what every node's gpusliced
+/// and Leases say.
+#[derive(Debug, Clone, Default)]
+struct World {
+    num_nodes: i64,
+    status: Option<Readiness>,
+    /// status.nodes in stored order.
+    nodes: Vec<ComputeDomainNode>,
+    leases: BTreeSet<String>,
+    /// Per node with a channel: its daemon.
+    local: BTreeMap<String, Local>,
+    /// Every status.status written, in order.
+    history: Vec<Readiness>,
+    /// Deferred applies are made (their moment passed).
+    undefer: bool,
 }
 
-fn view(node: usize, member: bool, ready: bool) -> NodeView {
-    NodeView {
-        node: format!("node-{node}"),
-        ip_address: format!("127.0.0.{node}"),
-        clique_id: "c.0".to_owned(),
-        member,
-        ready,
+fn me(n: usize, clique: &str) -> Me {
+    Me {
+        node: format!("node-{n}"),
+        address: format!("10.0.0.{n}"),
+        clique: clique.to_owned(),
     }
 }
 
-fn turn(domain: &mut ComputeDomain, view: &NodeView, exists: &dyn Fn(&str) -> bool) -> bool {
-    match next_status(domain, view, exists, 18).expect("turn") {
-        Some(status) => {
-            domain.status = Some(status);
-            true
+impl World {
+    fn entries(&self) -> Entries {
+        read(Some(&serde_json::to_value(&self.nodes).expect("JSON")))
+    }
+
+    /// `me`'s turn; what it did is applied as the API server and gpusliced
+    /// would (a server-side apply of its own entry).
+    fn turn(&mut self, me: &Me, gone: &BTreeMap<String, bool>) -> Turn {
+        let entries = self.entries();
+        let view = View {
+            num_nodes: self.num_nodes,
+            status: self.status,
+            entries: &entries,
+            own_lease: self.leases.contains(&me.node),
+            gone,
+        };
+        let turn = turn(me, self.local.get(&me.node), &view);
+        match turn.lease {
+            LeaseStep::Create => {
+                self.leases.insert(me.node.clone());
+            }
+            LeaseStep::Delete => {
+                self.leases.remove(&me.node);
+            }
+            LeaseStep::Keep => {}
         }
-        None => false,
+        if let Some(apply) = turn.apply.as_ref().filter(|_| !turn.defer || self.undefer) {
+            let at = self.nodes.iter().position(|n| n.name == me.node);
+            match (&apply.entry, at) {
+                (Some(entry), Some(at)) => self.nodes[at] = entry.clone(),
+                (Some(entry), None) => self.nodes.push(entry.clone()),
+                (None, Some(at)) => {
+                    self.nodes.remove(at);
+                }
+                (None, None) => {}
+            }
+            self.status = Some(apply.status);
+            self.history.push(apply.status);
+        }
+        if let Some(members) = &turn.members {
+            let local = self.local.get_mut(&me.node).expect("a member");
+            if &local.members != members {
+                local.members.clone_from(members);
+                local.members_known = false;
+                local.connected = false;
+            }
+        }
+        for (position, name) in turn.remove.iter().rev() {
+            assert_eq!(&self.nodes[*position].name, name, "the entry named");
+            self.nodes.remove(*position);
+        }
+        turn
+    }
+
+    /// The daemon of `node` was signalled: it knows its members and reaches
+    /// them.
+    fn signal(&mut self, node: &str) {
+        if let Some(local) = self.local.get_mut(node) {
+            local.members_known = true;
+            local.connected = true;
+        }
+    }
+
+    /// A channel prepared on `node`: its daemon READY, knowing no member.
+    fn prepare(&mut self, node: &str) {
+        self.local.insert(
+            node.to_owned(),
+            Local {
+                ready: true,
+                members_known: true,
+                connected: true,
+                members: BTreeMap::new(),
+            },
+        );
+    }
+
+    /// Everyone takes turns until nobody has anything to do (the watch
+    /// reaches every node long before an IMEX daemon is signalled).
+    fn settle(&mut self, nodes: &[Me], order: &[usize]) {
+        let none = BTreeMap::new();
+        for _ in 0..20 {
+            let mut quiet = true;
+            let mut deferred = false;
+            for &i in order {
+                let turn = self.turn(&nodes[i % nodes.len()], &none);
+                let waits = turn.defer && !self.undefer;
+                deferred |= waits;
+                quiet &= (turn.apply.is_none() || waits) && turn.members.is_none();
+                self.check();
+            }
+            // A deferred apply is made once nobody else corrected it.
+            self.undefer = quiet && deferred;
+            if quiet && !deferred {
+                return;
+            }
+        }
+        panic!("turns do not settle: {self:#?}");
+    }
+
+    /// While the status is Ready, every member's daemon knows and reaches
+    /// exactly its clique's entries.
+    fn check(&self) {
+        if self.status != Some(Readiness::Ready) {
+            return;
+        }
+        for node in &self.nodes {
+            assert_eq!(node.status, Readiness::Ready);
+            let local = &self.local[&node.name];
+            let wanted = membership::members(&self.nodes, &node.clique_id);
+            assert!(
+                local.members_known && local.connected && local.members == wanted,
+                "{} Ready without knowing its members: {self:#?}",
+                node.name
+            );
+        }
     }
 }
 
 #[test]
-fn four_nodes_join_and_the_domain_is_ready_once_all_four_are() {
-    let mut cd = domain(4);
-    let all = |_: &str| true;
-    for node in 1..=4 {
-        assert!(turn(&mut cd, &view(node, true, node != 4), &all));
-        assert_eq!(
-            cd.status.as_ref().map(|s| s.status),
-            Some(Readiness::NotReady)
-        );
-    }
-    assert!(turn(&mut cd, &view(4, true, true), &all));
-    let status = cd.status.clone().expect("status");
-    assert_eq!(status.status, Readiness::Ready);
-    assert_eq!(status.nodes.len(), 4);
-    assert!(status.nodes.iter().all(|n| n.clique_id == "c.0"));
-    assert!(!turn(&mut cd, &view(2, true, true), &all), "nothing new");
+fn a_joining_node_makes_its_lease_then_an_entry_not_ready_and_tells_its_daemon() {
+    let mut world = World {
+        num_nodes: 1,
+        ..World::default()
+    };
+    let one = me(1, "c.1");
+    let none = BTreeMap::new();
+    assert_eq!(world.turn(&one, &none).apply, None, "no channel: nothing");
+    world.prepare("node-1");
+    let turn = world.turn(&one, &none);
+    assert_eq!(turn.lease, LeaseStep::Create);
+    let entry = turn.apply.and_then(|a| a.entry).expect("an entry");
+    assert_eq!((entry.index, entry.status), (0, Readiness::NotReady));
     assert_eq!(
-        membership::peers(&status, "node-3"),
-        ["127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4"]
+        turn.members,
+        Some(BTreeMap::from([(0, "10.0.0.1".to_owned())]))
+    );
+    world.signal("node-1");
+    let turn = world.turn(&one, &none);
+    assert_eq!(turn.lease, LeaseStep::Keep);
+    let apply = turn.apply.expect("Ready now");
+    assert_eq!(apply.status, Readiness::Ready);
+    assert_eq!(apply.entry.map(|e| e.status), Some(Readiness::Ready));
+    let turn = world.turn(&one, &none);
+    assert_eq!((turn.apply, turn.members), (None, None), "nothing at rest");
+}
+
+#[test]
+fn a_member_is_not_ready_while_its_daemon_lacks_a_member_or_a_connection() {
+    let mut world = World {
+        num_nodes: 2,
+        ..World::default()
+    };
+    let nodes = [me(1, "c.1"), me(2, "c.1")];
+    for node in &nodes {
+        world.prepare(&node.node);
+    }
+    world.settle(&nodes, &[0, 1]);
+    assert_eq!(world.status, Some(Readiness::NotReady));
+    world.signal("node-1");
+    world.settle(&nodes, &[0, 1]);
+    assert_eq!(
+        world.status,
+        Some(Readiness::NotReady),
+        "node-2 not told yet"
+    );
+    world.signal("node-2");
+    world.local.get_mut("node-1").expect("node-1").connected = false;
+    world.settle(&nodes, &[0, 1]);
+    assert_eq!(
+        world.status,
+        Some(Readiness::NotReady),
+        "node-1 unconnected"
+    );
+    world.signal("node-1");
+    world.settle(&nodes, &[1, 0]);
+    assert_eq!(world.status, Some(Readiness::Ready));
+    assert!(world.nodes.iter().all(|n| n.status == Readiness::Ready));
+}
+
+#[test]
+fn a_node_leaves_with_its_entry_first_and_its_lease_after() {
+    let mut world = World {
+        num_nodes: 1,
+        ..World::default()
+    };
+    let nodes = [me(1, "c.1"), me(2, "c.1")];
+    for node in &nodes {
+        world.prepare(&node.node);
+    }
+    world.settle(&nodes, &[0, 1]);
+    world.signal("node-1");
+    world.signal("node-2");
+    world.settle(&nodes, &[0, 1]);
+    assert_eq!(world.status, Some(Readiness::Ready));
+    world.local.remove("node-2");
+    let none = BTreeMap::new();
+    let turn = world.turn(&nodes[1], &none);
+    assert_eq!(turn.lease, LeaseStep::Keep, "the entry goes first");
+    assert_eq!(turn.apply.and_then(|a| a.entry), None);
+    assert_eq!(world.nodes.len(), 1);
+    assert_eq!(world.turn(&nodes[1], &none).lease, LeaseStep::Delete);
+    assert!(!world.leases.contains("node-2"));
+    // node-1 is told it alone; it is not Ready until its daemon knows.
+    world.settle(&nodes, &[0]);
+    assert_eq!(world.status, Some(Readiness::NotReady));
+    world.signal("node-1");
+    world.settle(&nodes, &[0]);
+    assert_eq!(world.status, Some(Readiness::Ready));
+}
+
+#[test]
+fn a_gone_entry_is_removed_by_the_first_live_member_or_by_anyone_when_overdue() {
+    let mut world = World {
+        num_nodes: 0,
+        ..World::default()
+    };
+    let nodes = [me(1, "c.1"), me(2, "c.1"), me(3, "c.1")];
+    for node in &nodes {
+        world.prepare(&node.node);
+    }
+    world.settle(&nodes, &[0, 1, 2]);
+    let gone = BTreeMap::from([("node-1".to_owned(), false)]);
+    assert!(
+        world.turn(&nodes[2], &gone).remove.is_empty(),
+        "node-2 is first"
+    );
+    let turn = world.turn(&nodes[1], &gone);
+    assert_eq!(turn.remove, [(0, "node-1".to_owned())]);
+    assert_eq!(world.nodes.len(), 2);
+    let overdue = BTreeMap::from([("node-2".to_owned(), true)]);
+    let turn = world.turn(&nodes[2], &overdue);
+    assert_eq!(turn.remove, [(0, "node-2".to_owned())]);
+    assert!(
+        world.turn(&nodes[0], &BTreeMap::new()).remove.is_empty(),
+        "and nobody else"
     );
 }
 
 #[test]
-fn a_lost_node_leaves_and_a_node_without_channels_leaves_itself() {
-    let mut cd = domain(2);
-    let all = |_: &str| true;
-    for node in 1..=3 {
-        turn(&mut cd, &view(node, true, true), &all);
+fn a_stale_status_is_corrected_by_the_first_member_the_others_wait() {
+    let mut world = World {
+        num_nodes: 3,
+        ..World::default()
+    };
+    let nodes = [me(1, "c.1"), me(2, "c.1"), me(3, "c.1")];
+    for node in &nodes {
+        world.prepare(&node.node);
     }
-    let without_2 = |n: &str| n != "node-2";
-    assert!(turn(&mut cd, &view(1, true, true), &without_2));
-    let names: Vec<_> = cd
-        .status
-        .as_ref()
-        .expect("s")
-        .nodes
-        .iter()
-        .map(|n| n.name.clone())
-        .collect();
-    assert_eq!(names, ["node-1", "node-3"]);
-    assert!(turn(&mut cd, &view(3, false, false), &all));
-    let status = cd.status.clone().expect("status");
-    assert_eq!(status.nodes.len(), 1);
-    assert_eq!(status.status, Readiness::NotReady, "fewer than numNodes");
-    assert!(membership::peers(&status, "node-3").is_empty());
+    world.settle(&nodes, &[0, 1, 2]);
+    for node in &nodes {
+        world.signal(&node.node);
+    }
+    world.settle(&nodes, &[0, 1, 2]);
+    assert_eq!(world.status, Some(Readiness::Ready));
+    world.status = Some(Readiness::NotReady);
+    let none = BTreeMap::new();
+    let first = world.clone().turn(&nodes[0], &none);
+    assert!(first.apply.is_some() && !first.defer, "{first:?}");
+    for node in &nodes[1..] {
+        let later = world.clone().turn(node, &none);
+        assert!(later.apply.is_some() && later.defer, "{later:?}");
+    }
 }
 
 #[test]
 fn a_node_without_a_clique_cannot_join() {
-    let mut me = view(1, true, true);
-    me.clique_id.clear();
-    let err = next_status(&domain(1), &me, &|_| true, 18).expect_err("no clique");
+    let mut world = World::default();
+    world.prepare("node-1");
+    let turn = world.turn(&me(1, ""), &BTreeMap::new());
+    let err = turn.problem.expect("refused");
     assert!(err.to_string().contains("no NVLink clique"), "{err}");
+    assert_eq!((turn.apply, turn.lease), (None, LeaseStep::Keep));
 }
 
 proptest! {
-    /// Whatever order the nodes take their turns in, and whichever are
-    /// lost: each member appears once, indices are unique, a second turn of
-    /// anyone changes nothing, and the domain is Ready exactly when at
-    /// least numNodes members are all ready.
+    /// Nodes of two cliques prepare in any order, their turns in any
+    /// order, their daemons signalled in any order: indices are unique in
+    /// each clique, a Ready entry keeps its index, the status is Ready only
+    /// while every member's daemon knows and reaches its clique's members,
+    /// and once all are prepared and signalled it is Ready, then quiet.
     #[test]
-    fn turns_in_any_order_settle(
-        turns in proptest::collection::vec((1usize..=6, any::<bool>(), any::<bool>()), 1..40),
-        lost in proptest::collection::btree_set(1usize..=6, 0..3),
-        num_nodes in 0i64..6,
+    fn turns_in_any_order_settle_ready_and_never_ready_too_soon(
+        events in proptest::collection::vec((0usize..6, any::<bool>()), 1..40),
+        order in Just((0usize..6).collect::<Vec<_>>()).prop_shuffle(),
     ) {
-        let mut cd = domain(num_nodes);
-        let exists = |n: &str| !lost.iter().any(|l| n == format!("node-{l}"));
-        let mut last = std::collections::BTreeMap::new();
-        for (node, member, ready) in turns {
-            if lost.contains(&node) { continue; }
-            turn(&mut cd, &view(node, member, ready), &exists);
-            last.insert(node, (member, ready));
+        let nodes: Vec<Me> = (1..=6).map(|n| me(n, if n % 2 == 0 { "c.2" } else { "c.1" })).collect();
+        let mut world = World { num_nodes: 6, ..World::default() };
+        let mut ready_index: BTreeMap<String, i64> = BTreeMap::new();
+        for (node, prepare) in events.into_iter().chain((0..6).map(|n| (n, true))) {
+            let name = nodes[node].node.clone();
+            if prepare && !world.local.contains_key(&name) {
+                world.prepare(&name);
+            } else {
+                world.signal(&name);
+            }
+            world.settle(&nodes, &order);
+            for n in &world.nodes {
+                if n.status == Readiness::Ready {
+                    if let Some(index) = ready_index.get(&n.name) {
+                        prop_assert_eq!(*index, n.index, "a Ready entry kept its index");
+                    }
+                    ready_index.insert(n.name.clone(), n.index);
+                } else {
+                    ready_index.remove(&n.name);
+                }
+            }
+            for clique in ["c.1", "c.2"] {
+                let indices: Vec<i64> = world.nodes.iter().filter(|n| n.clique_id == clique).map(|n| n.index).collect();
+                let unique: BTreeSet<i64> = indices.iter().copied().collect();
+                prop_assert_eq!(unique.len(), indices.len());
+            }
         }
-        // Everyone takes one more turn with what they last saw.
-        for (node, (member, ready)) in &last {
-            turn(&mut cd, &view(*node, *member, *ready), &exists);
+        for node in &nodes {
+            world.signal(&node.node);
         }
-        let status = cd.status.clone().unwrap_or_default();
-        let members: Vec<usize> = last.iter().filter(|(_, (m, _))| *m).map(|(n, _)| *n).collect();
-        prop_assert_eq!(status.nodes.len(), members.len());
-        let mut indices: Vec<i64> = status.nodes.iter().map(|n| n.index).collect();
-        indices.sort_unstable();
-        indices.dedup();
-        prop_assert_eq!(indices.len(), status.nodes.len());
-        for (node, (member, ready)) in &last {
-            prop_assert!(!turn(&mut cd, &view(*node, *member, *ready), &exists));
-        }
-        if last.is_empty() {
-            return Ok(());
-        }
-        let all_ready = last.values().filter(|(m, _)| *m).all(|(_, r)| *r);
-        let ready = i64::try_from(members.len()).unwrap_or(i64::MAX) >= num_nodes && all_ready;
-        prop_assert_eq!(status.status == Readiness::Ready, ready);
+        world.settle(&nodes, &order);
+        prop_assert_eq!(world.status, Some(Readiness::Ready));
+        prop_assert_eq!(world.nodes.len(), 6);
+        let last = world.history.iter().rposition(|s| *s == Readiness::NotReady);
+        let first_ready = world.history.iter().position(|s| *s == Readiness::Ready);
+        prop_assert!(first_ready.is_some_and(|r| last.is_none_or(|l| l < r)),
+            "never Ready then NotReady while it formed: {:?}", world.history);
     }
 }

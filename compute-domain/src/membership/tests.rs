@@ -1,55 +1,124 @@
-use std::collections::BTreeSet;
-
-use proptest::prelude::*;
+use serde_json::json;
 
 use super::*;
 
-fn report(node: &str, clique: &str, ready: bool) -> Report {
-    Report {
-        node: node.to_owned(),
-        ip_address: format!("10.0.0.{}", node.trim_start_matches('n')),
+fn entry(name: &str, clique: &str, index: i64, ready: bool) -> ComputeDomainNode {
+    ComputeDomainNode {
+        name: name.to_owned(),
+        ip_address: format!("10.0.0.{}", name.trim_start_matches('n')),
         clique_id: clique.to_owned(),
-        ready,
+        index,
+        status: if ready {
+            Readiness::Ready
+        } else {
+            Readiness::NotReady
+        },
     }
-}
-
-fn indices(status: &ComputeDomainStatus) -> Vec<(String, i64)> {
-    status
-        .nodes
-        .iter()
-        .map(|n| (n.name.clone(), n.index))
-        .collect()
 }
 
 #[test]
-fn a_new_member_takes_the_lowest_free_index_of_its_clique() {
-    let mut status = ComputeDomainStatus::default();
-    for node in ["n1", "n2", "n3"] {
-        status = join(&status, &report(node, "c.1", true), 18).expect("joins");
-    }
-    status = join(&status, &report("n4", "c.2", true), 18).expect("joins");
+fn bad_entries_are_skipped_with_why_in_their_place_and_the_rest_read() {
+    let nodes = json!([
+        {"name": "n1", "ipAddress": "10.0.0.1", "cliqueID": "c.1", "index": 0, "status": "Ready"},
+        {"name": "n2", "ipAddress": "", "cliqueID": "c.1", "index": 1, "status": "Ready"},
+        {"name": "n3", "ipAddress": "compute-domain-daemon-0003", "cliqueID": "c.1", "index": 2},
+        {"name": "n4", "ipAddress": "10.0.0.4", "cliqueID": "c.1", "index": 18},
+        {"name": "n5", "ipAddress": "10.0.0.5", "cliqueID": "", "index": 3},
+        {"name": "n1", "ipAddress": "10.0.0.9", "cliqueID": "c.1", "index": 4},
+        {"ipAddress": "10.0.0.6", "cliqueID": "c.1"},
+        {"name": "n7", "ipAddress": "10.0.0.7", "cliqueID": "c.1", "index": 5, "status": "Bogus"},
+        {"name": "n8", "ipAddress": "fd00::8", "cliqueID": "c.2", "index": 0},
+        "not an object"
+    ]);
+    let read = read(Some(&nodes));
+    assert_eq!(read.total, 10);
+    let usable: Vec<(usize, &str)> = read
+        .usable
+        .iter()
+        .map(|p| (p.position, p.node.name.as_str()))
+        .collect();
+    assert_eq!(usable, [(0, "n1"), (8, "n8")]);
+    let skipped: Vec<(usize, Option<&str>, &str)> = read
+        .skipped
+        .iter()
+        .map(|s| (s.position, s.name.as_deref(), s.why.as_str()))
+        .collect();
+    assert_eq!(skipped.len(), 8, "{skipped:#?}");
+    assert!(skipped[0].2.contains("is not an IP address"), "{skipped:?}");
+    assert!(skipped[2].2.contains("index 18 is not from 0 to 17"));
+    assert!(skipped[3].2.contains("no cliqueID"));
+    assert_eq!(skipped[4], (5, Some("n1"), "its name is given twice"));
+    assert!(skipped[5].2.contains("does not read"), "{:?}", skipped[5]);
+    let names: Vec<(usize, &str)> = read.names().collect();
+    assert!(names.contains(&(3, "n4")) && names.contains(&(0, "n1")));
+}
+
+#[test]
+fn only_the_first_36_entries_are_read() {
+    let nodes: Vec<_> = (0..50)
+        .map(|i| {
+            json!({"name": format!("n{i}"), "ipAddress": "10.1.0.1",
+                        "cliqueID": format!("c.{}", i / 18), "index": i % 18})
+        })
+        .collect();
+    let many = read(Some(&json!(nodes)));
+    assert_eq!((many.total, many.usable.len()), (50, MAX_ENTRIES));
+    assert!(many.skipped.is_empty());
+    assert_eq!(read(None), Entries::default());
+    assert_eq!(read(Some(&json!({"not": "a list"}))), Entries::default());
+}
+
+#[test]
+fn a_joining_node_takes_the_lowest_free_index_of_its_clique() {
+    let held = [entry("n1", "c.1", 0, true), entry("n3", "c.1", 2, true)];
+    let others: Vec<&ComputeDomainNode> = held.iter().collect();
+    assert_eq!(choose_index(&others, None, "n5", "c.1", 18), Ok(1));
+    assert_eq!(choose_index(&others, None, "n5", "c.2", 18), Ok(0));
+    let own = entry("n5", "c.1", 7, false);
     assert_eq!(
-        indices(&status),
-        [("n1", 0), ("n2", 1), ("n3", 2), ("n4", 0)].map(|(n, i)| (n.to_owned(), i))
+        choose_index(&others, Some(&own), "n5", "c.1", 18),
+        Ok(7),
+        "a member keeps its index"
     );
-    status = leave(&status, "n2");
-    status = join(&status, &report("n5", "c.1", true), 18).expect("joins");
+    let moved = entry("n5", "c.2", 7, false);
     assert_eq!(
-        indices(&status),
-        [("n1", 0), ("n3", 2), ("n4", 0), ("n5", 1)].map(|(n, i)| (n.to_owned(), i)),
-        "n5 fills n2's gap; n3 keeps 2"
+        choose_index(&others, Some(&moved), "n5", "c.1", 18),
+        Ok(1),
+        "an entry of another clique is a new one"
     );
+}
+
+#[test]
+fn of_two_entries_on_one_index_the_ready_one_else_the_lower_name_keeps_it() {
+    let ready = entry("n9", "c.1", 0, true);
+    let mine = entry("n2", "c.1", 0, false);
+    assert_eq!(choose_index(&[&ready], Some(&mine), "n2", "c.1", 18), Ok(1));
+    let not_ready = entry("n9", "c.1", 0, false);
+    assert_eq!(
+        choose_index(&[&not_ready], Some(&mine), "n2", "c.1", 18),
+        Ok(0),
+        "n2 < n9"
+    );
+    let lower = entry("n1", "c.1", 0, false);
+    assert_eq!(choose_index(&[&lower], Some(&mine), "n2", "c.1", 18), Ok(1));
+    let mine_ready = entry("n2", "c.1", 0, true);
+    assert_eq!(
+        choose_index(&[&lower], Some(&mine_ready), "n2", "c.1", 18),
+        Ok(0),
+        "a Ready entry keeps its index"
+    );
+    // The members told: the keeper's address.
+    let members = members([&lower, &mine_ready, &entry("n3", "c.2", 0, true)], "c.1");
+    assert_eq!(members, BTreeMap::from([(0, "10.0.0.2".to_owned())]));
 }
 
 #[test]
 fn a_full_clique_and_a_node_off_the_fabric_are_refused_saying_why() {
-    let mut status = ComputeDomainStatus::default();
-    for node in ["n1", "n2"] {
-        status = join(&status, &report(node, "c.1", true), 2).expect("joins");
-    }
-    let full = join(&status, &report("n3", "c.1", true), 2).expect_err("full");
+    let held = [entry("n1", "c.1", 0, true), entry("n2", "c.1", 1, true)];
+    let others: Vec<&ComputeDomainNode> = held.iter().collect();
+    let full = choose_index(&others, None, "n3", "c.1", 2).expect_err("full");
     assert!(full.to_string().contains("already has 2 nodes"), "{full}");
-    let off = join(&status, &report("n3", "", true), 2).expect_err("no clique");
+    let off = choose_index(&others, None, "n3", "", 2).expect_err("no clique");
     assert!(
         off.to_string()
             .contains("not on a multi-node NVLink fabric"),
@@ -58,108 +127,21 @@ fn a_full_clique_and_a_node_off_the_fabric_are_refused_saying_why() {
 }
 
 #[test]
-fn ready_needs_num_nodes_members_all_ready_as_nvidias_controller_says() {
-    let mut status = ComputeDomainStatus::default();
+fn ready_needs_num_nodes_entries_all_ready_as_nvidias_controller_says() {
+    let none: [&ComputeDomainNode; 0] = [];
     assert_eq!(
-        readiness(0, &status),
+        readiness(0, none, 0),
         Readiness::Ready,
-        "0 nodes asked, none there"
+        "0 asked, none there"
     );
-    status = join(&status, &report("n1", "c.1", true), 18).expect("joins");
-    assert_eq!(readiness(2, &status), Readiness::NotReady, "one of two");
-    status = join(&status, &report("n2", "c.1", false), 18).expect("joins");
+    let (a, b) = (entry("n1", "c.1", 0, true), entry("n2", "c.1", 1, false));
+    assert_eq!(readiness(2, [&a], 0), Readiness::NotReady, "one of two");
+    assert_eq!(readiness(2, [&a, &b], 0), Readiness::NotReady);
+    let b = entry("n2", "c.1", 1, true);
+    assert_eq!(readiness(2, [&a, &b], 0), Readiness::Ready);
     assert_eq!(
-        readiness(2, &status),
+        readiness(2, [&a, &b], 1),
         Readiness::NotReady,
-        "n2's daemon not ready"
+        "an entry that could not be read is not Ready"
     );
-    status = join(&status, &report("n2", "c.1", true), 18).expect("reports again");
-    assert_eq!(readiness(2, &status), Readiness::Ready);
-    assert_eq!(
-        indices(&status)[1],
-        ("n2".to_owned(), 1),
-        "a report again keeps the index"
-    );
-}
-
-#[test]
-fn peers_are_the_members_of_the_nodes_own_clique_in_index_order() {
-    let mut status = ComputeDomainStatus::default();
-    for (node, clique) in [("n3", "c.1"), ("n1", "c.1"), ("n2", "c.2")] {
-        status = join(&status, &report(node, clique, true), 18).expect("joins");
-    }
-    assert_eq!(peers(&status, "n1"), ["10.0.0.3", "10.0.0.1"]);
-    assert_eq!(peers(&status, "n2"), ["10.0.0.2"]);
-    assert!(peers(&status, "n9").is_empty());
-}
-
-#[derive(Debug, Clone)]
-enum Op {
-    Join { node: u8, clique: u8, ready: bool },
-    Leave { node: u8 },
-}
-
-fn ops() -> impl Strategy<Value = Vec<Op>> {
-    let op = prop_oneof![
-        3 => (0u8..7, 0u8..2, any::<bool>())
-            .prop_map(|(node, clique, ready)| Op::Join { node, clique, ready }),
-        1 => (0u8..7).prop_map(|node| Op::Leave { node }),
-    ];
-    proptest::collection::vec(op, 0..40)
-}
-
-const MAX: i64 = 4;
-
-proptest! {
-    /// Whatever nodes join and leave: one entry per node, one node per
-    /// (clique, index), every index below the maximum and the lowest free
-    /// one when taken, the others' indices untouched, and each node's peers
-    /// exactly its clique in index order.
-    #[test]
-    fn membership_rules_hold_for_any_joins_and_leaves(ops in ops()) {
-        let mut status = ComputeDomainStatus::default();
-        for op in ops {
-            let before = status.clone();
-            let moved = match op {
-                Op::Join { node, clique, ready } => {
-                    let r = report(&format!("n{node}"), &format!("c.{clique}"), ready);
-                    match join(&status, &r, MAX) {
-                        Ok(next) => status = next,
-                        Err(MembershipError::CliqueFull { .. }) => {
-                            let members = before.nodes.iter().filter(|n| n.clique_id == r.clique_id).count();
-                            prop_assert_eq!(i64::try_from(members).unwrap(), MAX);
-                        }
-                        Err(e) => prop_assert!(false, "{}", e),
-                    }
-                    format!("n{node}")
-                }
-                Op::Leave { node } => {
-                    status = leave(&status, &format!("n{node}"));
-                    format!("n{node}")
-                }
-            };
-            let names: BTreeSet<&str> = status.nodes.iter().map(|n| n.name.as_str()).collect();
-            prop_assert_eq!(names.len(), status.nodes.len());
-            let slots: BTreeSet<(&str, i64)> =
-                status.nodes.iter().map(|n| (n.clique_id.as_str(), n.index)).collect();
-            prop_assert_eq!(slots.len(), status.nodes.len());
-            for n in &status.nodes {
-                prop_assert!((0..MAX).contains(&n.index));
-                if let Some(old) = before.nodes.iter().find(|o| o.name == n.name && n.name != moved) {
-                    prop_assert_eq!((old.index, &old.clique_id), (n.index, &n.clique_id));
-                }
-                if n.name == moved && !before.nodes.iter().any(|o| o.name == n.name && o.clique_id == n.clique_id) {
-                    let others: Vec<&ComputeDomainNode> =
-                        status.nodes.iter().filter(|o| o.name != n.name).collect();
-                    let lowest = (0..).find(|i| !others.iter().any(|o| o.clique_id == n.clique_id && o.index == *i));
-                    prop_assert_eq!(Some(n.index), lowest);
-                }
-                let mut clique: Vec<&ComputeDomainNode> =
-                    status.nodes.iter().filter(|o| o.clique_id == n.clique_id).collect();
-                clique.sort_by_key(|o| o.index);
-                let expected: Vec<String> = clique.iter().map(|o| o.ip_address.clone()).collect();
-                prop_assert_eq!(peers(&status, &n.name), expected);
-            }
-        }
-    }
 }

@@ -1,165 +1,292 @@
-//! The round's API server over kube: ComputeDomains as dynamic objects
-//! (`resource.nvidia.com/v1beta1`, read into gpuslice-compute-domain's
-//! types), their status replaced through the `status` subresource with the
-//! resourceVersion read, the workload ResourceClaimTemplates (made, listed
-//! by the domain label, their finalizer cleared and deleted), the Nodes'
-//! names.
+//! The node's writes to the API server, over kube, as the identity of
+//! `[compute_domains] kubeconfig` (packaging/rbac/compute-domains.yaml
+//! allows exactly these): its entry of a domain's status by server-side
+//! apply (field manager `gpuslice/<node>`, force) on the `status`
+//! subresource; the entries of gone nodes removed by a JSON patch (each a
+//! `test` of the name at its position, then `remove`); its membership
+//! Leases created (owned by its Node, whose uid is read once) and deleted;
+//! a workload template created, and read back when it exists already.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
-use gpuslice_compute_domain::COMPUTE_DOMAIN_LABEL;
-use gpuslice_compute_domain::api::ComputeDomain;
+use gpuslice_compute_domain::API_VERSION;
+use gpuslice_compute_domain::api::{ComputeDomainNode, KIND, Readiness};
+use gpuslice_compute_domain::coordinate::{
+    Apply, LEASE_DOMAIN_LABEL, LEASE_NODE_LABEL, lease_name,
+};
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::resource::v1::ResourceClaimTemplate;
-use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch,
-    PatchParams, PostParams,
-};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::{Client, Error};
+use serde_json::{Value, json};
+use tokio::sync::OnceCell;
 
-use super::round::{DomainApi, WriteError};
+use super::cache::compute_domains;
+use super::read::DomainSeen;
 
-/// The API server as the round uses it.
+/// A write the API server refused or that did not reach it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct WriteError {
+    /// The HTTP status, when the API server answered.
+    pub code: Option<u16>,
+    /// What it said.
+    pub message: String,
+}
+
+impl WriteError {
+    fn of(err: &Error) -> Self {
+        match err {
+            Error::Api(status) => Self {
+                code: Some(status.code),
+                message: format!("{} ({} {})", status.message, status.code, status.reason),
+            },
+            other => Self {
+                code: None,
+                message: other.to_string(),
+            },
+        }
+    }
+}
+
+/// What a create found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Created {
+    /// It made it.
+    Made,
+    /// One of that name exists: as read back (None: gone again).
+    Exists(Option<Box<ResourceClaimTemplate>>),
+}
+
+/// The API server's writes, as the node's turns use them. A status write
+/// answers the resourceVersion it made, when it is a number.
+pub trait DomainWrites {
+    fn apply(
+        &self,
+        domain: &DomainSeen,
+        apply: &Apply,
+    ) -> impl Future<Output = Result<Option<u64>, WriteError>> + Send;
+    fn remove_entries(
+        &self,
+        domain: &DomainSeen,
+        entries: &[(usize, String)],
+    ) -> impl Future<Output = Result<Option<u64>, WriteError>> + Send;
+    fn create_lease(&self, uid: &str) -> impl Future<Output = Result<(), WriteError>> + Send;
+    fn delete_lease(&self, uid: &str) -> impl Future<Output = Result<(), WriteError>> + Send;
+    fn create_template(
+        &self,
+        template: &ResourceClaimTemplate,
+    ) -> impl Future<Output = Result<Created, WriteError>> + Send;
+}
+
+/// The writes over kube, for one node.
 #[derive(Clone)]
 pub struct KubeDomains {
     client: Client,
-    resource: ApiResource,
+    node: String,
+    lease_namespace: String,
+    node_uid: std::sync::Arc<OnceCell<String>>,
 }
 
 impl std::fmt::Debug for KubeDomains {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("KubeDomains")
-            .field("resource", &self.resource.plural)
+            .field("node", &self.node)
+            .field("lease_namespace", &self.lease_namespace)
             .finish_non_exhaustive()
     }
 }
 
 impl KubeDomains {
-    /// Over `client`.
-    pub fn new(client: Client) -> Self {
-        let gvk = GroupVersionKind::gvk("resource.nvidia.com", "v1beta1", "ComputeDomain");
+    /// Node `node`'s writes over `client`, its Leases in `lease_namespace`.
+    pub fn new(client: Client, node: &str, lease_namespace: &str) -> Self {
         Self {
             client,
-            resource: ApiResource::from_gvk_with_plural(&gvk, "computedomains"),
+            node: node.to_owned(),
+            lease_namespace: lease_namespace.to_owned(),
+            node_uid: std::sync::Arc::default(),
         }
     }
 
-    fn in_namespace(&self, namespace: &str) -> Api<DynamicObject> {
-        Api::namespaced_with(self.client.clone(), namespace, &self.resource)
+    /// The field manager of the node's status writes.
+    pub fn manager(&self) -> String {
+        format!("gpuslice/{}", self.node)
     }
-}
 
-fn read(object: DynamicObject) -> Result<ComputeDomain, String> {
-    let value = serde_json::to_value(object).map_err(|e| e.to_string())?;
-    serde_json::from_value(value).map_err(|e| format!("not a ComputeDomain: {e}"))
-}
-
-fn text(err: &Error) -> String {
-    match err {
-        Error::Api(status) => format!("{} ({})", status.message, status.code),
-        other => other.to_string(),
+    fn status_api(&self, namespace: &str) -> Api<DynamicObject> {
+        Api::namespaced_with(self.client.clone(), namespace, &compute_domains())
     }
-}
 
-fn is_code(err: &Error, code: u16) -> bool {
-    matches!(err, Error::Api(status) if status.code == code)
-}
+    fn leases(&self) -> Api<Lease> {
+        Api::namespaced(self.client.clone(), &self.lease_namespace)
+    }
 
-impl DomainApi for KubeDomains {
-    async fn domains(&self) -> Result<Vec<ComputeDomain>, String> {
-        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &self.resource);
-        let list = api
-            .list(&ListParams::default())
+    /// The Node's uid, read once.
+    async fn node_uid(&self) -> Result<&String, WriteError> {
+        let api: Api<Node> = Api::all(self.client.clone());
+        self.node_uid
+            .get_or_try_init(|| async {
+                let node = api.get(&self.node).await.map_err(|e| WriteError::of(&e))?;
+                node.metadata.uid.ok_or_else(|| WriteError {
+                    code: None,
+                    message: format!("Node {} has no uid", self.node),
+                })
+            })
             .await
-            .map_err(|e| text(&e))?;
-        // One that does not read is left out, not the round.
-        Ok(list
-            .items
-            .into_iter()
-            .filter_map(|o| read(o).ok())
-            .collect())
     }
+}
 
-    async fn domain(&self, namespace: &str, name: &str) -> Result<Option<ComputeDomain>, String> {
-        match self.in_namespace(namespace).get_opt(name).await {
-            Ok(Some(object)) => read(object).map(Some),
-            Ok(None) => Ok(None),
-            Err(err) => Err(text(&err)),
-        }
+/// The server-side apply body of `apply` for `domain`: the node's entry
+/// (none when it leaves: applied without it, it goes) and `status.status`.
+pub fn apply_body(domain: &DomainSeen, apply: &Apply) -> Value {
+    let status = match apply.status {
+        Readiness::Ready => "Ready",
+        Readiness::NotReady => "NotReady",
+    };
+    let mut body = json!({
+        "apiVersion": API_VERSION, "kind": KIND,
+        "metadata": {"name": domain.name, "namespace": domain.namespace},
+        "status": {"status": status},
+    });
+    if let Some(entry) = &apply.entry {
+        body["status"]["nodes"] = json!([entry_value(entry)]);
     }
+    body
+}
 
-    async fn write_status(&self, domain: &ComputeDomain) -> Result<(), WriteError> {
-        let namespace = domain.metadata.namespace.clone().unwrap_or_default();
-        let name = domain.metadata.name.clone().unwrap_or_default();
-        let object: DynamicObject = serde_json::to_value(domain)
-            .and_then(serde_json::from_value)
-            .map_err(|e| WriteError::Failed(e.to_string()))?;
-        match self
-            .in_namespace(&namespace)
-            .replace_status(&name, &PostParams::default(), &object)
+fn entry_value(entry: &ComputeDomainNode) -> Value {
+    serde_json::to_value(entry).unwrap_or(Value::Null)
+}
+
+/// The JSON patch removing `entries` (position, name): each position tested
+/// for its name first, the highest position first.
+pub fn removal_patch(entries: &[(usize, String)]) -> Value {
+    let mut sorted = entries.to_vec();
+    sorted.sort_by_key(|e| std::cmp::Reverse(e.0));
+    let ops: Vec<Value> = sorted
+        .iter()
+        .flat_map(|(at, name)| {
+            [
+                json!({"op": "test", "path": format!("/status/nodes/{at}/name"), "value": name}),
+                json!({"op": "remove", "path": format!("/status/nodes/{at}")}),
+            ]
+        })
+        .collect();
+    Value::Array(ops)
+}
+
+fn version_of(object: &DynamicObject) -> Option<u64> {
+    object.metadata.resource_version.as_deref()?.parse().ok()
+}
+
+impl DomainWrites for KubeDomains {
+    async fn apply(&self, domain: &DomainSeen, apply: &Apply) -> Result<Option<u64>, WriteError> {
+        let params = PatchParams::apply(&self.manager()).force();
+        let body = apply_body(domain, apply);
+        (self.status_api(&domain.namespace))
+            .patch_status(&domain.name, &params, &Patch::Apply(body))
             .await
-        {
+            .map(|o| version_of(&o))
+            .map_err(|e| WriteError::of(&e))
+    }
+
+    async fn remove_entries(
+        &self,
+        domain: &DomainSeen,
+        entries: &[(usize, String)],
+    ) -> Result<Option<u64>, WriteError> {
+        let patch = serde_json::from_value(removal_patch(entries)).map_err(|e| WriteError {
+            code: None,
+            message: e.to_string(),
+        })?;
+        let params = PatchParams {
+            field_manager: Some(self.manager()),
+            ..PatchParams::default()
+        };
+        (self.status_api(&domain.namespace))
+            .patch_status(&domain.name, &params, &Patch::<Value>::Json(patch))
+            .await
+            .map(|o| version_of(&o))
+            .map_err(|e| WriteError::of(&e))
+    }
+
+    async fn create_lease(&self, uid: &str) -> Result<(), WriteError> {
+        let node_uid = self.node_uid().await?.clone();
+        let lease = Lease {
+            metadata: ObjectMeta {
+                name: Some(lease_name(uid, &self.node)),
+                namespace: Some(self.lease_namespace.clone()),
+                labels: Some(BTreeMap::from([
+                    (LEASE_DOMAIN_LABEL.to_owned(), uid.to_owned()),
+                    (LEASE_NODE_LABEL.to_owned(), self.node.clone()),
+                ])),
+                owner_references: Some(vec![OwnerReference {
+                    api_version: "v1".to_owned(),
+                    kind: "Node".to_owned(),
+                    name: self.node.clone(),
+                    uid: node_uid,
+                    ..OwnerReference::default()
+                }]),
+                ..ObjectMeta::default()
+            },
+            spec: Some(LeaseSpec {
+                holder_identity: Some(self.node.clone()),
+                ..LeaseSpec::default()
+            }),
+        };
+        match self.leases().create(&PostParams::default(), &lease).await {
             Ok(_) => Ok(()),
-            Err(err) if is_code(&err, 409) => Err(WriteError::Conflict),
-            Err(err) => Err(WriteError::Failed(text(&err))),
+            Err(Error::Api(status)) if status.code == 409 => Ok(()),
+            Err(err) => Err(WriteError::of(&err)),
         }
     }
 
-    async fn create_template(&self, template: &ResourceClaimTemplate) -> Result<bool, String> {
+    async fn delete_lease(&self, uid: &str) -> Result<(), WriteError> {
+        let name = lease_name(uid, &self.node);
+        match self.leases().delete(&name, &DeleteParams::default()).await {
+            Ok(_) => Ok(()),
+            Err(Error::Api(status)) if status.code == 404 => Ok(()),
+            Err(err) => Err(WriteError::of(&err)),
+        }
+    }
+
+    async fn create_template(
+        &self,
+        template: &ResourceClaimTemplate,
+    ) -> Result<Created, WriteError> {
         let namespace = template.metadata.namespace.clone().unwrap_or_default();
+        let name = template.metadata.name.clone().unwrap_or_default();
         let api: Api<ResourceClaimTemplate> = Api::namespaced(self.client.clone(), &namespace);
         match api.create(&PostParams::default(), template).await {
-            Ok(_) => Ok(true),
-            Err(err) if is_code(&err, 409) => Ok(false),
-            Err(err) => Err(text(&err)),
+            Ok(_) => Ok(Created::Made),
+            Err(Error::Api(status)) if status.code == 409 => match api.get_opt(&name).await {
+                Ok(found) => Ok(Created::Exists(found.map(Box::new))),
+                Err(err) => Err(WriteError::of(&err)),
+            },
+            Err(err) => Err(WriteError::of(&err)),
         }
     }
+}
 
-    async fn domain_templates(&self) -> Result<Vec<(String, String, String)>, String> {
-        let api: Api<ResourceClaimTemplate> = Api::all(self.client.clone());
-        let list = api
-            .list_metadata(&ListParams::default().labels(COMPUTE_DOMAIN_LABEL))
-            .await
-            .map_err(|e| text(&e))?;
-        Ok(list
-            .items
-            .into_iter()
-            .filter_map(|t| {
-                let uid = t
-                    .metadata
-                    .labels
-                    .as_ref()?
-                    .get(COMPUTE_DOMAIN_LABEL)?
-                    .clone();
-                Some((t.metadata.namespace?, t.metadata.name?, uid))
-            })
-            .collect())
-    }
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
 
-    async fn remove_template(&self, namespace: &str, name: &str) -> Result<(), String> {
-        let api: Api<ResourceClaimTemplate> = Api::namespaced(self.client.clone(), namespace);
-        let clear = Patch::Merge(serde_json::json!({"metadata": {"finalizers": null}}));
-        match api.patch(name, &PatchParams::default(), &clear).await {
-            Err(err) if is_code(&err, 404) => return Ok(()),
-            Err(err) => return Err(text(&err)),
-            Ok(_) => {}
-        }
-        match api.delete(name, &DeleteParams::default()).await {
-            Err(err) if !is_code(&err, 404) => Err(text(&err)),
-            _ => Ok(()),
-        }
-    }
+    use super::removal_patch;
 
-    async fn node_names(&self) -> Result<BTreeSet<String>, String> {
-        let api: Api<Node> = Api::all(self.client.clone());
-        let list = api
-            .list_metadata(&ListParams::default())
-            .await
-            .map_err(|e| text(&e))?;
-        Ok(list
-            .items
-            .into_iter()
-            .filter_map(|n| n.metadata.name)
-            .collect())
+    #[test]
+    fn gone_entries_are_tested_by_name_and_removed_from_the_highest_position() {
+        let patch = removal_patch(&[(1, "node-2".to_owned()), (3, "node-4".to_owned())]);
+        assert_eq!(
+            patch,
+            json!([
+                {"op": "test", "path": "/status/nodes/3/name", "value": "node-4"},
+                {"op": "remove", "path": "/status/nodes/3"},
+                {"op": "test", "path": "/status/nodes/1/name", "value": "node-2"},
+                {"op": "remove", "path": "/status/nodes/1"},
+            ])
+        );
     }
 }

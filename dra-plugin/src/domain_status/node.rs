@@ -1,11 +1,37 @@
-//! The round's gpusliced: `ListDomains` read as the node's domains (those
-//! with a channel prepared here, their daemon's readiness and the peers it
-//! was told) and `SetDomainPeers`.
+//! gpusliced, as the node's turns use it (over its local socket: no API
+//! server request): `ListDomains` read as the node's clique and address
+//! and, per domain with a channel prepared here, its IMEX daemon's state
+//! ([`Local`]); `SetDomainMembers`.
 
+use std::collections::BTreeMap;
+
+use gpuslice_compute_domain::coordinate::Local;
 use gpuslice_proto::gpuslice::v1 as pb;
 
-use super::round::{DomainNode, NodeDomains};
 use crate::gpusliced::GpuSlice;
+
+/// What gpusliced says of the node's domains.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodeDomains {
+    /// The node's clique; empty without a fabric.
+    pub clique: String,
+    /// The address its IMEX daemons bind.
+    pub address: String,
+    /// Per domain uid with a channel prepared here: its daemon.
+    pub domains: BTreeMap<String, Local>,
+}
+
+/// gpusliced, as the turns use it.
+pub trait DomainNode {
+    /// `ListDomains`.
+    fn domains(&self) -> impl Future<Output = Result<NodeDomains, String>> + Send;
+    /// `SetDomainMembers`: the members skipped, with why.
+    fn set_members(
+        &self,
+        domain: &str,
+        members: &BTreeMap<u32, String>,
+    ) -> impl Future<Output = Result<Vec<String>, String>> + Send;
+}
 
 /// gpusliced over its socket.
 #[derive(Debug, Clone)]
@@ -20,6 +46,18 @@ impl GpuslicedDomains {
     }
 }
 
+/// A domain's daemon as ListDomains shows it.
+pub fn local(info: &pb::DomainInfo) -> Local {
+    Local {
+        ready: info.ready,
+        members_known: info.members_known,
+        connected: info.connected,
+        members: (info.members.iter())
+            .map(|m| (m.index, m.address.clone()))
+            .collect(),
+    }
+}
+
 impl DomainNode for GpuslicedDomains {
     async fn domains(&self) -> Result<NodeDomains, String> {
         let reply = self
@@ -27,39 +65,37 @@ impl DomainNode for GpuslicedDomains {
             .clone()
             .list_domains(pb::ListDomainsRequest {})
             .await
-            .map_err(|s| s.message().to_owned())?
+            .map_err(|s| format!("gpusliced ListDomains: {}", s.message()))?
             .into_inner();
         Ok(NodeDomains {
             clique: reply.clique,
             address: reply.bind_address,
-            domains: reply
-                .domains
-                .into_iter()
+            domains: (reply.domains.iter())
                 .filter(|d| !d.claims.is_empty())
-                .map(|d| {
-                    let peers = d.members.iter().map(|m| m.address.clone()).collect();
-                    (d.domain, (d.ready, peers))
-                })
+                .map(|d| (d.domain.clone(), local(d)))
                 .collect(),
         })
     }
 
-    async fn set_peers(&self, domain: &str, peers: &[String]) -> Result<(), String> {
+    async fn set_members(
+        &self,
+        domain: &str,
+        members: &BTreeMap<u32, String>,
+    ) -> Result<Vec<String>, String> {
+        let request = pb::SetDomainMembersRequest {
+            domain: domain.to_owned(),
+            members: (members.iter())
+                .map(|(index, address)| pb::DomainMember {
+                    index: *index,
+                    address: address.clone(),
+                })
+                .collect(),
+        };
         self.client
             .clone()
-            .set_domain_members(pb::SetDomainMembersRequest {
-                domain: domain.to_owned(),
-                members: peers
-                    .iter()
-                    .zip(0u32..)
-                    .map(|(address, index)| pb::DomainMember {
-                        index,
-                        address: address.clone(),
-                    })
-                    .collect(),
-            })
+            .set_domain_members(request)
             .await
-            .map(|_| ())
-            .map_err(|s| s.message().to_owned())
+            .map(|reply| reply.into_inner().skipped)
+            .map_err(|s| format!("gpusliced SetDomainMembers {domain}: {}", s.message()))
     }
 }

@@ -1,261 +1,367 @@
-//! One round of a node's plugin over every ComputeDomain: the template
-//! made where missing, the node's turn at the status (written with its
-//! resourceVersion; a conflict is read again and retried, at most
-//! [`ATTEMPTS`] times), the peers told to gpusliced, the templates of gone
-//! domains removed. What went wrong is reported per domain, never stops the
-//! round.
+//! One pass of a node's loop over what its caches hold and what gpusliced
+//! says (no API request but the writes it decides):
+//!
+//! 1. every domain's workload template, made only where the cache lacks it
+//!    and only after the node's [`creation_delay`]; one found already there
+//!    is checked to be the domain's, and refused loudly if not;
+//! 2. each domain the node is in, or was in (its entry or its Lease is
+//!    there): its turn (gpuslice-compute-domain's `coordinate::turn`),
+//!    carried out in order: its Lease created, its daemon told the members,
+//!    its entry applied, gone entries removed, its Lease deleted;
+//! 3. its Leases of domains that are gone, deleted.
+//!
+//! A write is made once per change ([`Memory`]); what failed is paused and
+//! reported, never stops the pass. Without an answer from gpusliced the
+//! node's membership is left as it is (a gpusliced restarting is not a node
+//! leaving).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
+use std::time::Instant;
 
-use gpuslice_compute_domain::api::{ComputeDomain, ComputeDomainStatus};
-use gpuslice_compute_domain::coordinate::{NodeView, next_status};
-use gpuslice_compute_domain::membership::{self, DEFAULT_MAX_NODES_PER_CLIQUE};
-use gpuslice_compute_domain::template::workload_template;
-use k8s_openapi::api::resource::v1::ResourceClaimTemplate;
+use gpuslice_compute_domain::coordinate::{self, LeaseStep, Me, Turn, View};
+use gpuslice_compute_domain::template::{check_found, creation_delay};
 
-/// Status writes tried per domain and round.
-pub const ATTEMPTS: usize = 5;
+use super::cache::Snapshot;
+use super::kube_api::{Created, DomainWrites};
+use super::memory::{Memory, REFUSED_RETRY, Step};
+use super::node::{DomainNode, NodeDomains};
+use super::read::DomainSeen;
 
-/// A refused or failed write of a domain's status.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WriteError {
-    /// Someone wrote first (409): read again.
-    Conflict,
-    /// Anything else.
-    Failed(String),
-}
-
-/// The API server, as the round uses it.
-pub trait DomainApi {
-    /// Every ComputeDomain.
-    fn domains(&self) -> impl Future<Output = Result<Vec<ComputeDomain>, String>> + Send;
-    /// One ComputeDomain as stored now; `None` when it is gone.
-    fn domain(
-        &self,
-        namespace: &str,
-        name: &str,
-    ) -> impl Future<Output = Result<Option<ComputeDomain>, String>> + Send;
-    /// Replaces `domain`'s status, if its resourceVersion is still the
-    /// stored one.
-    fn write_status(
-        &self,
-        domain: &ComputeDomain,
-    ) -> impl Future<Output = Result<(), WriteError>> + Send;
-    /// Creates `template`; `Ok(false)` when it exists already.
-    fn create_template(
-        &self,
-        template: &ResourceClaimTemplate,
-    ) -> impl Future<Output = Result<bool, String>> + Send;
-    /// The (namespace, name, domain uid) of every template made for a
-    /// domain.
-    fn domain_templates(
-        &self,
-    ) -> impl Future<Output = Result<Vec<(String, String, String)>, String>> + Send;
-    /// Clears the finalizers of a template and deletes it.
-    fn remove_template(
-        &self,
-        namespace: &str,
-        name: &str,
-    ) -> impl Future<Output = Result<(), String>> + Send;
-    /// The names of the cluster's Nodes.
-    fn node_names(&self) -> impl Future<Output = Result<BTreeSet<String>, String>> + Send;
-}
-
-/// What gpusliced says of the node's domains.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct NodeDomains {
-    /// The node's clique; empty without a fabric.
-    pub clique: String,
-    /// The address its IMEX daemons bind.
-    pub address: String,
-    /// Per domain uid with a channel prepared here: (ready, peers now).
-    pub domains: BTreeMap<String, (bool, Vec<String>)>,
-}
-
-/// gpusliced, as the round uses it.
-pub trait DomainNode {
-    /// `ListDomains`.
-    fn domains(&self) -> impl Future<Output = Result<NodeDomains, String>> + Send;
-    /// `SetDomainPeers`.
-    fn set_peers(
-        &self,
-        domain: &str,
-        peers: &[String],
-    ) -> impl Future<Output = Result<(), String>> + Send;
-}
-
-/// What a round did, for the log and the tests.
+/// What a pass did, for the log and the tests.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct RoundReport {
+pub struct Report {
     /// Templates made.
     pub templates_made: usize,
-    /// Status writes that landed.
+    /// Status writes (applies and removals) that landed.
     pub statuses_written: usize,
-    /// Conflicts met (each read again).
-    pub conflicts: usize,
-    /// Domains whose peers were told to gpusliced.
-    pub peers_set: usize,
-    /// Templates of gone domains removed.
-    pub templates_removed: usize,
-    /// What failed, one line each.
+    /// Leases created and deleted.
+    pub leases_written: usize,
+    /// Domains whose members were told to gpusliced.
+    pub members_told: usize,
+    /// What is wrong, one line each (said when it changes).
     pub problems: Vec<String>,
+    /// What is refused loudly (a template that is not the domain's).
+    pub refusals: Vec<String>,
+    /// When the next pass is due for something this one waited for.
+    pub wake: Option<Instant>,
 }
 
-/// One round for node `node`.
-pub async fn round(api: &impl DomainApi, gpusliced: &impl DomainNode, node: &str) -> RoundReport {
-    let mut report = RoundReport::default();
-    let here = match gpusliced.domains().await {
-        Ok(here) => here,
-        Err(err) => {
-            report
-                .problems
-                .push(format!("gpusliced ListDomains: {err}"));
-            return report;
-        }
-    };
-    let domains = match api.domains().await {
-        Ok(domains) => domains,
-        Err(err) => {
-            report.problems.push(format!("list ComputeDomains: {err}"));
-            return report;
-        }
-    };
-    let mut live = BTreeSet::new();
-    for domain in domains {
-        let Some(uid) = domain.metadata.uid.clone() else {
-            continue;
-        };
-        live.insert(uid.clone());
-        ensure_template(api, &domain, &mut report).await;
-        let view = NodeView {
-            node: node.to_owned(),
-            ip_address: here.address.clone(),
-            clique_id: here.clique.clone(),
-            member: here.domains.contains_key(&uid),
-            ready: here.domains.get(&uid).is_some_and(|(ready, _)| *ready),
-        };
-        let Some(status) = take_turn(api, domain, &view, &mut report).await else {
-            continue;
-        };
-        if let Some((_, told)) = here.domains.get(&uid) {
-            let peers = membership::peers(&status, node);
-            if !peers.is_empty() && &peers != told {
-                match gpusliced.set_peers(&uid, &peers).await {
-                    Ok(()) => report.peers_set += 1,
-                    Err(err) => report.problems.push(format!("SetDomainPeers {uid}: {err}")),
-                }
-            }
-        }
-    }
-    remove_stale_templates(api, &live, &mut report).await;
-    report
-}
-
-async fn ensure_template(api: &impl DomainApi, domain: &ComputeDomain, report: &mut RoundReport) {
-    let name = domain.metadata.name.clone().unwrap_or_default();
-    match workload_template(domain) {
-        Ok(template) => match api.create_template(&template).await {
-            Ok(true) => report.templates_made += 1,
-            Ok(false) => {}
-            Err(err) => report
-                .problems
-                .push(format!("ComputeDomain {name}: template: {err}")),
-        },
-        Err(err) => report.problems.push(format!("ComputeDomain {name}: {err}")),
+impl Report {
+    fn wake_at(&mut self, at: Instant) {
+        self.wake = Some(self.wake.map_or(at, |w| w.min(at)));
     }
 }
 
-/// The node's turn at `domain`'s status, retried on conflicts; the status
-/// as it stands after it (`None` when the domain is gone or failed).
-async fn take_turn(
-    api: &impl DomainApi,
-    mut domain: ComputeDomain,
-    view: &NodeView,
-    report: &mut RoundReport,
-) -> Option<ComputeDomainStatus> {
-    let namespace = domain.metadata.namespace.clone().unwrap_or_default();
-    let name = domain.metadata.name.clone().unwrap_or_default();
-    let others = |d: &ComputeDomain| {
-        d.status
-            .as_ref()
-            .is_some_and(|s| s.nodes.iter().any(|n| n.name != view.node))
-    };
-    for _ in 0..ATTEMPTS {
-        // Only a member prunes lost nodes, and only when others are listed.
-        let nodes = if view.member && others(&domain) {
-            match api.node_names().await {
-                Ok(nodes) => Some(nodes),
-                Err(err) => {
-                    report.problems.push(format!("list Nodes: {err}"));
-                    None
-                }
-            }
-        } else {
-            None
-        };
-        let exists = |n: &str| nodes.as_ref().is_none_or(|set| set.contains(n));
-        let next = match next_status(&domain, view, &exists, DEFAULT_MAX_NODES_PER_CLIQUE) {
-            Ok(next) => next,
-            Err(err) => {
-                report.problems.push(format!("ComputeDomain {name}: {err}"));
-                return None;
-            }
-        };
-        let Some(status) = next else {
-            return Some(domain.status.unwrap_or_default());
-        };
-        domain.status = Some(status.clone());
-        match api.write_status(&domain).await {
-            Ok(()) => {
-                report.statuses_written += 1;
-                return Some(status);
-            }
-            Err(WriteError::Conflict) => {
-                report.conflicts += 1;
-                match api.domain(&namespace, &name).await {
-                    Ok(Some(fresh)) => domain = fresh,
-                    Ok(None) => return None,
-                    Err(err) => {
-                        report.problems.push(format!("ComputeDomain {name}: {err}"));
-                        return None;
-                    }
-                }
-            }
-            Err(WriteError::Failed(err)) => {
-                report
-                    .problems
-                    .push(format!("ComputeDomain {name}: status: {err}"));
-                return None;
-            }
-        }
-    }
-    report.problems.push(format!(
-        "ComputeDomain {name}: status still conflicting after {ATTEMPTS} tries; next round"
-    ));
-    None
+/// The node's pass: `node` its name, `here` gpusliced's answer.
+#[derive(Debug)]
+pub struct Pass<'a, W, N> {
+    pub writes: &'a W,
+    pub gpusliced: &'a N,
+    pub node: &'a str,
+    pub memory: &'a mut Memory,
+    pub now: Instant,
 }
 
-async fn remove_stale_templates(
-    api: &impl DomainApi,
-    live: &BTreeSet<String>,
-    report: &mut RoundReport,
-) {
-    let templates = match api.domain_templates().await {
-        Ok(templates) => templates,
-        Err(err) => {
-            report.problems.push(format!("list templates: {err}"));
+impl<W: DomainWrites, N: DomainNode> Pass<'_, W, N> {
+    /// One pass over `snapshot`.
+    pub async fn run(&mut self, snapshot: &Snapshot, here: &Result<NodeDomains, String>) -> Report {
+        let mut report = Report {
+            problems: snapshot.unreadable.clone(),
+            ..Report::default()
+        };
+        for domain in &snapshot.domains {
+            self.template(domain, snapshot, &mut report).await;
+        }
+        match here {
+            Ok(here) => {
+                for domain in &snapshot.domains {
+                    self.membership(domain, snapshot, here, &mut report).await;
+                }
+                self.stale_leases(snapshot, here, &mut report).await;
+            }
+            Err(err) => report.problems.push(err.clone()),
+        }
+        let live: BTreeSet<String> = (snapshot.domains.iter().map(|d| &d.uid))
+            .chain(snapshot.leases.keys())
+            .cloned()
+            .collect();
+        self.memory.keep_only(&live);
+        report
+    }
+
+    async fn template(&mut self, domain: &DomainSeen, snapshot: &Snapshot, report: &mut Report) {
+        let (Ok(made), Some(key)) = (&domain.template, domain.template_key()) else {
+            if let Err(why) = &domain.template {
+                report.problems.push(why.clone());
+            }
+            return;
+        };
+        if domain.deleting {
             return;
         }
-    };
-    for (namespace, name, uid) in templates {
-        if live.contains(&uid) {
-            continue;
+        match snapshot.templates.get(&key) {
+            Some(uid) if *uid == domain.uid => return self.memory.template_seen(&domain.uid),
+            Some(uid) => {
+                report.refusals.push(format!(
+                    "ResourceClaimTemplate {}/{} exists but is labelled for ComputeDomain {uid}, \
+                     not {} ({}): not made; the domain's pods cannot start until it is removed",
+                    key.0,
+                    key.1,
+                    domain.id(),
+                    domain.uid
+                ));
+                return;
+            }
+            None => {}
         }
-        match api.remove_template(&namespace, &name).await {
-            Ok(()) => report.templates_removed += 1,
-            Err(err) => report
+        let delay = creation_delay(self.node, &domain.uid);
+        let due = self.memory.template_due(&domain.uid, delay, self.now);
+        if self.now < due {
+            return report.wake_at(due);
+        }
+        match self.writes.create_template(made).await {
+            Ok(Created::Made) => {
+                report.templates_made += 1;
+                self.memory
+                    .hold_template(&domain.uid, self.now, super::memory::PENDING);
+            }
+            Ok(Created::Exists(None)) => {}
+            Ok(Created::Exists(Some(found))) => match check_found(&found, made) {
+                Ok(()) => self
+                    .memory
+                    .hold_template(&domain.uid, self.now, super::memory::PENDING),
+                Err(why) => {
+                    report.refusals.push(format!(
+                        "ResourceClaimTemplate {}/{} exists but is not ComputeDomain {}'s ({}): {why}; \
+                         not taken for made, asked again in {} s",
+                        key.0,
+                        key.1,
+                        domain.id(),
+                        domain.uid,
+                        REFUSED_RETRY.as_secs()
+                    ));
+                    self.memory
+                        .hold_template(&domain.uid, self.now, REFUSED_RETRY);
+                }
+            },
+            Err(err) => {
+                report.problems.push(format!(
+                    "ComputeDomain {}: template {}/{} not made: {err}",
+                    domain.id(),
+                    key.0,
+                    key.1
+                ));
+                let pause = self.memory.failed(&domain.uid, Step::Template, self.now);
+                self.memory.hold_template(&domain.uid, self.now, pause);
+            }
+        }
+    }
+
+    async fn membership(
+        &mut self,
+        domain: &DomainSeen,
+        snapshot: &Snapshot,
+        here: &NodeDomains,
+        report: &mut Report,
+    ) {
+        let uid = &domain.uid;
+        let local = here.domains.get(uid);
+        let holders = snapshot.leases.get(uid).cloned().unwrap_or_default();
+        let own_lease = holders.contains(self.node);
+        let listed = domain.entries.names().any(|(_, n)| n == self.node);
+        if local.is_none() && !listed && !own_lease {
+            return;
+        }
+        let names: Vec<&str> = domain.entries.names().map(|(_, n)| n).collect();
+        let (gone, next) = self.memory.gone(uid, self.node, names, &holders, self.now);
+        if let Some(next) = next {
+            report.wake_at(next);
+        }
+        let me = Me {
+            node: self.node.to_owned(),
+            address: here.address.clone(),
+            clique: here.clique.clone(),
+        };
+        let view = View {
+            num_nodes: domain.num_nodes,
+            status: domain.status,
+            entries: &domain.entries,
+            own_lease,
+            gone: &gone,
+        };
+        let turn = coordinate::turn(&me, local, &view);
+        if let Some(problem) = &turn.problem {
+            report
                 .problems
-                .push(format!("template {namespace}/{name}: {err}")),
+                .push(format!("ComputeDomain {}: {problem}", domain.id()));
+        }
+        if turn.lease == LeaseStep::Create && !self.lease(domain, true, report).await {
+            return;
+        }
+        self.tell(domain, &turn, report).await;
+        self.write_status(domain, &turn, report).await;
+        if turn.lease == LeaseStep::Delete {
+            self.lease(domain, false, report).await;
+        }
+    }
+
+    /// Creates (`create`) or deletes the node's Lease of `domain`; whether
+    /// it is there (or gone) as asked, or may be taken so.
+    async fn lease(&mut self, domain: &DomainSeen, create: bool, report: &mut Report) -> bool {
+        let uid = &domain.uid;
+        if self.memory.lease_pending(uid, create, self.now) {
+            return true;
+        }
+        if let Some(until) = self.memory.paused(uid, Step::Lease, self.now) {
+            report.wake_at(until);
+            return false;
+        }
+        let done = if create {
+            self.writes.create_lease(uid).await
+        } else {
+            self.writes.delete_lease(uid).await
+        };
+        match done {
+            Ok(()) => {
+                report.leases_written += 1;
+                self.memory.lease_done(uid, create, self.now);
+                self.memory.succeeded(uid, Step::Lease);
+                true
+            }
+            Err(err) => {
+                let what = if create { "created" } else { "deleted" };
+                report.problems.push(format!(
+                    "ComputeDomain {}: membership Lease not {what}: {err}",
+                    domain.id()
+                ));
+                self.memory.failed(uid, Step::Lease, self.now);
+                false
+            }
+        }
+    }
+
+    async fn tell(&mut self, domain: &DomainSeen, turn: &Turn, report: &mut Report) {
+        let Some(members) = &turn.members else {
+            return;
+        };
+        if let Some(until) = self.memory.paused(&domain.uid, Step::Members, self.now) {
+            return report.wake_at(until);
+        }
+        match self.gpusliced.set_members(&domain.uid, members).await {
+            Ok(skipped) => {
+                report.members_told += 1;
+                self.memory.succeeded(&domain.uid, Step::Members);
+                for why in skipped {
+                    report.problems.push(format!(
+                        "ComputeDomain {}: gpusliced skipped a member: {why}",
+                        domain.id()
+                    ));
+                }
+            }
+            Err(err) => {
+                report.problems.push(err);
+                self.memory.failed(&domain.uid, Step::Members, self.now);
+            }
+        }
+    }
+
+    async fn write_status(&mut self, domain: &DomainSeen, turn: &Turn, report: &mut Report) {
+        let due = self.memory.deferred(&domain.uid, turn.defer, self.now);
+        let apply = match (&turn.apply, due) {
+            (Some(_), Some(at)) if self.now < at => {
+                report.wake_at(at);
+                None
+            }
+            (apply, _) => apply.as_ref(),
+        };
+        if let Some(apply) = apply {
+            let text = format!("{apply:?}");
+            if self.ready_to_write(domain, Step::Apply, &text, report) {
+                let done = self.writes.apply(domain, apply).await;
+                self.landed(domain, Step::Apply, text, done, report);
+            }
+        }
+        if !turn.remove.is_empty() {
+            let text = format!("{:?}", turn.remove);
+            if self.ready_to_write(domain, Step::Remove, &text, report) {
+                let done = self.writes.remove_entries(domain, &turn.remove).await;
+                self.landed(domain, Step::Remove, text, done, report);
+            }
+        }
+    }
+
+    /// Whether the status write `text` is to be made now: not made already
+    /// (the cache behind), not paused after a failure.
+    fn ready_to_write(
+        &mut self,
+        domain: &DomainSeen,
+        step: Step,
+        text: &str,
+        report: &mut Report,
+    ) -> bool {
+        if (self.memory).written(&domain.uid, step, text, domain.version, self.now) {
+            return false;
+        }
+        if let Some(until) = self.memory.paused(&domain.uid, step, self.now) {
+            report.wake_at(until);
+            return false;
+        }
+        true
+    }
+
+    fn landed(
+        &mut self,
+        domain: &DomainSeen,
+        step: Step,
+        text: String,
+        done: Result<Option<u64>, super::kube_api::WriteError>,
+        report: &mut Report,
+    ) {
+        match done {
+            Ok(version) => {
+                report.statuses_written += 1;
+                self.memory
+                    .wrote(&domain.uid, step, text, version, self.now);
+                self.memory.succeeded(&domain.uid, step);
+            }
+            Err(err) => {
+                let what = if step == Step::Apply {
+                    "the node's entry not written"
+                } else {
+                    "gone entries not removed"
+                };
+                report
+                    .problems
+                    .push(format!("ComputeDomain {}: {what}: {err}", domain.id()));
+                self.memory.failed(&domain.uid, step, self.now);
+            }
+        }
+    }
+
+    /// Deletes the node's Leases of domains that are gone (from the cache,
+    /// and with no channel here).
+    async fn stale_leases(&mut self, snapshot: &Snapshot, here: &NodeDomains, report: &mut Report) {
+        let known: BTreeSet<&String> = snapshot.domains.iter().map(|d| &d.uid).collect();
+        let stale: Vec<String> = (snapshot.leases.iter())
+            .filter(|(uid, holders)| {
+                holders.contains(self.node)
+                    && !known.contains(uid)
+                    && !here.domains.contains_key(*uid)
+            })
+            .map(|(uid, _)| uid.clone())
+            .collect();
+        for uid in stale {
+            if self.memory.lease_pending(&uid, false, self.now) {
+                continue;
+            }
+            if let Err(err) = self.writes.delete_lease(&uid).await {
+                report.problems.push(format!(
+                    "membership Lease of gone ComputeDomain {uid}: {err}"
+                ));
+            } else {
+                report.leases_written += 1;
+                self.memory.lease_done(&uid, false, self.now);
+            }
         }
     }
 }

@@ -1,262 +1,357 @@
-//! Rounds of four nodes' plugins against an in-memory API server that
-//! keeps resourceVersions (a stale write is a conflict) and in-memory
-//! gpusliceds.
+//! A node's passes against recording fakes of the API server's writes and
+//! of gpusliced, over snapshots built by hand: what it writes, in which
+//! order, and that it writes a change once.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
-use gpuslice_compute_domain::api::{ComputeDomain, Readiness};
+use gpuslice_compute_domain::coordinate::{Apply, Local};
+use gpuslice_compute_domain::template::{CREATION_WINDOW, owned_template};
 use k8s_openapi::api::resource::v1::ResourceClaimTemplate;
 use serde_json::json;
 
-use super::round::{DomainApi, DomainNode, NodeDomains, WriteError, round};
+use super::cache::Snapshot;
+use super::kube_api::{Created, DomainWrites, WriteError};
+use super::memory::Memory;
+use super::node::{DomainNode, NodeDomains};
+use super::read::{DomainSeen, read_domain};
+use super::round::{Pass, Report};
 
 const UID: &str = "5b9c2d0e-7a41-4f3b-9c8d-2e6f1a0b3c4d";
 const CLIQUE: &str = "4f3c2b1a-5d6e-4f70-8a9b-0c1d2e3f4a5b.0";
 
-#[derive(Default)]
-struct Api {
-    domain: Mutex<Option<ComputeDomain>>,
-    version: Mutex<u64>,
-    templates: Mutex<BTreeMap<(String, String), ResourceClaimTemplate>>,
-    nodes: Mutex<BTreeSet<String>>,
-    /// Writes to refuse as conflicts (another writer came first).
-    conflicts: Mutex<usize>,
+#[derive(Debug, Default)]
+struct Writes {
+    log: Mutex<Vec<String>>,
+    /// What a template create finds (None: it makes it).
+    existing: Mutex<Option<ResourceClaimTemplate>>,
 }
 
-impl Api {
-    fn with_domain(num_nodes: i64) -> Self {
-        let api = Self::default();
-        let domain: ComputeDomain = serde_json::from_value(json!({
-            "apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomain",
-            "metadata": {"name": "imex-channel-injection", "namespace": "default", "uid": UID,
-                         "resourceVersion": "1"},
-            "spec": {"numNodes": num_nodes,
-                     "channel": {"resourceClaimTemplate": {"name": "imex-channel-0"}}}
-        }))
-        .expect("domain");
-        *api.domain.lock().expect("lock") = Some(domain);
-        *api.version.lock().expect("lock") = 1;
-        *api.nodes.lock().expect("lock") = (1..=4).map(|n| format!("node-{n}")).collect();
-        api
+impl Writes {
+    fn log(&self) -> Vec<String> {
+        std::mem::take(&mut *self.log.lock().expect("lock"))
     }
 
-    fn status(&self) -> gpuslice_compute_domain::api::ComputeDomainStatus {
-        let domain = self.domain.lock().expect("lock").clone().expect("domain");
-        domain.status.unwrap_or_default()
+    fn note(&self, what: String) {
+        self.log.lock().expect("lock").push(what);
     }
 }
 
-impl DomainApi for Api {
-    async fn domains(&self) -> Result<Vec<ComputeDomain>, String> {
-        Ok(self
-            .domain
-            .lock()
-            .expect("lock")
-            .clone()
-            .into_iter()
-            .collect())
+impl DomainWrites for Writes {
+    async fn apply(&self, _: &DomainSeen, apply: &Apply) -> Result<Option<u64>, WriteError> {
+        let entry = apply.entry.as_ref().map(|e| (e.index, e.status));
+        self.note(format!("apply {entry:?} {:?}", apply.status));
+        Ok(Some(100))
     }
 
-    async fn domain(&self, _: &str, _: &str) -> Result<Option<ComputeDomain>, String> {
-        Ok(self.domain.lock().expect("lock").clone())
+    async fn remove_entries(
+        &self,
+        _: &DomainSeen,
+        entries: &[(usize, String)],
+    ) -> Result<Option<u64>, WriteError> {
+        self.note(format!("remove {entries:?}"));
+        Ok(Some(100))
     }
 
-    async fn write_status(&self, domain: &ComputeDomain) -> Result<(), WriteError> {
-        let mut conflicts = self.conflicts.lock().expect("lock");
-        let mut version = self.version.lock().expect("lock");
-        let mut stored = self.domain.lock().expect("lock");
-        let Some(current) = stored.as_mut() else {
-            return Err(WriteError::Failed("gone".to_owned()));
-        };
-        if *conflicts > 0 {
-            *conflicts -= 1;
-            *version += 1;
-            current.metadata.resource_version = Some(version.to_string());
-            return Err(WriteError::Conflict);
-        }
-        if domain.metadata.resource_version != current.metadata.resource_version {
-            return Err(WriteError::Conflict);
-        }
-        *version += 1;
-        current.status.clone_from(&domain.status);
-        current.metadata.resource_version = Some(version.to_string());
+    async fn create_lease(&self, _: &str) -> Result<(), WriteError> {
+        self.note("create lease".to_owned());
         Ok(())
     }
 
-    async fn create_template(&self, template: &ResourceClaimTemplate) -> Result<bool, String> {
-        let key = (
-            template.metadata.namespace.clone().unwrap_or_default(),
-            template.metadata.name.clone().unwrap_or_default(),
-        );
-        let mut templates = self.templates.lock().expect("lock");
-        Ok(templates.insert(key, template.clone()).is_none())
-    }
-
-    async fn domain_templates(&self) -> Result<Vec<(String, String, String)>, String> {
-        let templates = self.templates.lock().expect("lock");
-        Ok(templates
-            .iter()
-            .map(|((ns, name), t)| {
-                let labels = t.metadata.labels.clone().unwrap_or_default();
-                let uid = labels
-                    .get("resource.nvidia.com/computeDomain")
-                    .cloned()
-                    .unwrap_or_default();
-                (ns.clone(), name.clone(), uid)
-            })
-            .collect())
-    }
-
-    async fn remove_template(&self, namespace: &str, name: &str) -> Result<(), String> {
-        let mut templates = self.templates.lock().expect("lock");
-        templates.remove(&(namespace.to_owned(), name.to_owned()));
+    async fn delete_lease(&self, _: &str) -> Result<(), WriteError> {
+        self.note("delete lease".to_owned());
         Ok(())
     }
 
-    async fn node_names(&self) -> Result<BTreeSet<String>, String> {
-        Ok(self.nodes.lock().expect("lock").clone())
-    }
-}
-
-/// A node's gpusliced: its channels' domains, their readiness, the peers
-/// it was told.
-#[derive(Default)]
-struct Node {
-    address: String,
-    domains: Mutex<BTreeMap<String, (bool, Vec<String>)>>,
-}
-
-impl Node {
-    fn new(n: usize) -> Self {
-        Self {
-            address: format!("127.0.0.{n}"),
-            domains: Mutex::default(),
-        }
-    }
-
-    fn prepare(&self, ready: bool) {
-        let mut domains = self.domains.lock().expect("lock");
-        let entry = domains.entry(UID.to_owned()).or_default();
-        entry.0 = ready;
-    }
-
-    fn peers(&self) -> Vec<String> {
-        let domains = self.domains.lock().expect("lock");
-        domains.get(UID).map(|(_, p)| p.clone()).unwrap_or_default()
-    }
-}
-
-impl DomainNode for Node {
-    async fn domains(&self) -> Result<NodeDomains, String> {
-        Ok(NodeDomains {
-            clique: CLIQUE.to_owned(),
-            address: self.address.clone(),
-            domains: self.domains.lock().expect("lock").clone(),
+    async fn create_template(&self, t: &ResourceClaimTemplate) -> Result<Created, WriteError> {
+        self.note(format!(
+            "create template {}",
+            t.metadata.name.clone().unwrap_or_default()
+        ));
+        Ok(match self.existing.lock().expect("lock").clone() {
+            None => Created::Made,
+            Some(found) => Created::Exists(Some(Box::new(found))),
         })
     }
+}
 
-    async fn set_peers(&self, domain: &str, peers: &[String]) -> Result<(), String> {
-        let mut domains = self.domains.lock().expect("lock");
-        let entry = domains.get_mut(domain).ok_or("not a member")?;
-        entry.1 = peers.to_vec();
-        Ok(())
+#[derive(Debug, Default)]
+struct Gpusliced {
+    told: Mutex<Vec<BTreeMap<u32, String>>>,
+}
+
+impl DomainNode for Gpusliced {
+    async fn domains(&self) -> Result<NodeDomains, String> {
+        Err("not used".to_owned())
+    }
+
+    async fn set_members(
+        &self,
+        _: &str,
+        members: &BTreeMap<u32, String>,
+    ) -> Result<Vec<String>, String> {
+        self.told.lock().expect("lock").push(members.clone());
+        Ok(Vec::new())
     }
 }
 
-async fn everyone(api: &Api, nodes: &[Node]) {
-    for (i, node) in nodes.iter().enumerate() {
-        let report = round(api, node, &format!("node-{}", i + 1)).await;
-        assert!(report.problems.is_empty(), "{report:?}");
-    }
+fn domain(uid: &str, nodes: serde_json::Value) -> DomainSeen {
+    let object = serde_json::from_value(json!({
+        "metadata": {"name": "cd", "namespace": "ml", "uid": uid, "resourceVersion": "7"},
+        "spec": {"numNodes": 1, "channel": {"resourceClaimTemplate": {"name": "cd-channel"}}},
+        "status": {"nodes": nodes}
+    }))
+    .expect("object");
+    read_domain(&object).expect("reads")
 }
 
-#[tokio::test]
-async fn four_nodes_make_one_template_join_with_their_cliques_and_get_ready() {
-    let api = Api::with_domain(4);
-    let nodes: Vec<Node> = (1..=4).map(Node::new).collect();
-    everyone(&api, &nodes).await;
-    assert_eq!(api.templates.lock().expect("lock").len(), 1, "made once");
-    assert!(api.status().nodes.is_empty(), "no channel prepared yet");
-    for node in &nodes {
-        node.prepare(true);
-    }
-    everyone(&api, &nodes).await;
-    let status = api.status();
-    assert_eq!(status.status, Readiness::Ready);
-    assert_eq!(status.nodes.len(), 4);
-    assert!(status.nodes.iter().all(|n| n.clique_id == CLIQUE));
-    // The last one to join saw all four; the others learn them next round.
-    everyone(&api, &nodes).await;
-    let all: Vec<String> = (1..=4).map(|n| format!("127.0.0.{n}")).collect();
-    for node in &nodes {
-        assert_eq!(node.peers(), all);
-    }
+fn here(local: Option<Local>) -> Result<NodeDomains, String> {
+    Ok(NodeDomains {
+        clique: CLIQUE.to_owned(),
+        address: "10.0.0.1".to_owned(),
+        domains: local.map(|l| (UID.to_owned(), l)).into_iter().collect(),
+    })
 }
 
-#[tokio::test]
-async fn a_daemon_not_ready_makes_its_node_and_the_domain_not_ready_until_it_is() {
-    let api = Api::with_domain(4);
-    let nodes: Vec<Node> = (1..=4).map(Node::new).collect();
-    for node in &nodes {
-        node.prepare(true);
+async fn pass(
+    writes: &Writes,
+    gpusliced: &Gpusliced,
+    memory: &mut Memory,
+    now: Instant,
+    snapshot: &Snapshot,
+    here: &Result<NodeDomains, String>,
+) -> Report {
+    Pass {
+        writes,
+        gpusliced,
+        node: "node-1",
+        memory,
+        now,
     }
-    everyone(&api, &nodes).await;
-    assert_eq!(api.status().status, Readiness::Ready);
-    nodes[1].prepare(false);
-    everyone(&api, &nodes).await;
-    let status = api.status();
-    assert_eq!(status.status, Readiness::NotReady);
-    let two = status
-        .nodes
-        .iter()
-        .find(|n| n.name == "node-2")
-        .expect("node-2");
-    assert_eq!(two.status, Readiness::NotReady);
-    nodes[1].prepare(true);
-    everyone(&api, &nodes).await;
-    assert_eq!(api.status().status, Readiness::Ready);
+    .run(snapshot, here)
+    .await
 }
 
 #[tokio::test]
-async fn conflicts_are_read_again_and_a_lost_node_leaves_the_peers() {
-    let api = Api::with_domain(3);
-    let nodes: Vec<Node> = (1..=4).map(Node::new).collect();
-    for node in &nodes {
-        node.prepare(true);
-    }
-    *api.conflicts.lock().expect("lock") = 2;
-    let report = round(&api, &nodes[0], "node-1").await;
+async fn a_member_makes_its_lease_tells_its_daemon_and_applies_its_entry_once() {
+    let (writes, gpusliced, mut memory) =
+        (Writes::default(), Gpusliced::default(), Memory::default());
+    let mut snapshot = Snapshot {
+        domains: vec![domain(UID, json!([]))],
+        ..Snapshot::default()
+    };
+    let key = ("ml".to_owned(), "cd-channel".to_owned());
+    snapshot.templates.insert(key, UID.to_owned());
+    let local = Local {
+        ready: true,
+        members_known: true,
+        connected: true,
+        members: BTreeMap::new(),
+    };
+    let t0 = Instant::now();
+    let report = pass(
+        &writes,
+        &gpusliced,
+        &mut memory,
+        t0,
+        &snapshot,
+        &here(Some(local.clone())),
+    )
+    .await;
+    assert!(report.problems.is_empty(), "{report:?}");
     assert_eq!(
-        (report.conflicts, report.statuses_written),
-        (2, 1),
+        writes.log(),
+        ["create lease", "apply Some((0, NotReady)) NotReady"]
+    );
+    assert_eq!(
+        gpusliced.told.lock().expect("lock").as_slice(),
+        [BTreeMap::from([(0, "10.0.0.1".to_owned())])]
+    );
+    // The cache has not caught up: nothing again.
+    let later = t0 + Duration::from_millis(300);
+    pass(
+        &writes,
+        &gpusliced,
+        &mut memory,
+        later,
+        &snapshot,
+        &here(Some(local)),
+    )
+    .await;
+    assert!(writes.log().is_empty(), "a change is written once");
+    // gpusliced unreachable: nothing about membership.
+    let down = Err("gpusliced ListDomains: unavailable".to_owned());
+    let report = pass(&writes, &gpusliced, &mut memory, later, &snapshot, &down).await;
+    assert!(writes.log().is_empty());
+    assert_eq!(report.problems, ["gpusliced ListDomains: unavailable"]);
+}
+
+#[tokio::test]
+async fn a_template_is_made_after_the_nodes_delay_and_one_not_the_domains_is_refused() {
+    let (writes, gpusliced, mut memory) =
+        (Writes::default(), Gpusliced::default(), Memory::default());
+    let seen = domain(UID, json!([]));
+    let snapshot = Snapshot {
+        domains: vec![seen.clone()],
+        ..Snapshot::default()
+    };
+    let t0 = Instant::now();
+    let report = pass(&writes, &gpusliced, &mut memory, t0, &snapshot, &here(None)).await;
+    let delay = gpuslice_compute_domain::template::creation_delay("node-1", UID);
+    if delay > Duration::ZERO {
+        assert!(writes.log().is_empty(), "not before its delay");
+        assert_eq!(report.wake, Some(t0 + delay));
+    }
+    let after = t0 + CREATION_WINDOW;
+    pass(
+        &writes,
+        &gpusliced,
+        &mut memory,
+        after,
+        &snapshot,
+        &here(None),
+    )
+    .await;
+    assert_eq!(writes.log(), ["create template cd-channel"]);
+    // Another domain's template under that name: refused, not asked again.
+    let mut other = memory_for_other();
+    let theirs = owned_template(&other_domain()).expect("theirs");
+    *writes.existing.lock().expect("lock") = Some(theirs);
+    let report = pass(
+        &writes,
+        &gpusliced,
+        &mut other,
+        after,
+        &snapshot,
+        &here(None),
+    )
+    .await;
+    assert_eq!(writes.log(), ["create template cd-channel"]);
+    assert_eq!(report.refusals.len(), 1, "{report:?}");
+    assert!(
+        report.refusals[0].contains("is not ComputeDomain ml/cd's"),
         "{report:?}"
     );
-    everyone(&api, &nodes).await;
-    assert_eq!(api.status().nodes.len(), 4);
-    api.nodes.lock().expect("lock").remove("node-4");
-    everyone(&api, &nodes[..3]).await;
-    everyone(&api, &nodes[..3]).await;
-    let names: Vec<String> = api.status().nodes.iter().map(|n| n.name.clone()).collect();
-    assert_eq!(names, ["node-1", "node-2", "node-3"]);
-    assert_eq!(nodes[0].peers(), ["127.0.0.1", "127.0.0.2", "127.0.0.3"]);
-    assert_eq!(api.status().status, Readiness::Ready, "3 of numNodes 3");
+    let report = pass(
+        &writes,
+        &gpusliced,
+        &mut other,
+        after + Duration::from_secs(5),
+        &snapshot,
+        &here(None),
+    )
+    .await;
+    assert!(writes.log().is_empty(), "{report:?}");
+    assert_eq!(seen.uid, UID);
+}
+
+/// A fresh memory whose delay for the domain is over.
+fn memory_for_other() -> Memory {
+    let mut memory = Memory::default();
+    let long_ago = Instant::now()
+        .checked_sub(CREATION_WINDOW)
+        .unwrap_or_else(Instant::now);
+    memory.template_due(UID, Duration::ZERO, long_ago);
+    memory
+}
+
+fn other_domain() -> gpuslice_compute_domain::api::ComputeDomain {
+    serde_json::from_value(json!({
+        "apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomain",
+        "metadata": {"name": "other", "namespace": "ml", "uid": "6c0d3e1f-8b52-4a4c-8d9e-3f7a2b1c4d5e"},
+        "spec": {"channel": {"resourceClaimTemplate": {"name": "cd-channel"}}}
+    }))
+    .expect("domain")
 }
 
 #[tokio::test]
-async fn a_node_whose_channels_are_gone_leaves_and_a_gone_domain_loses_its_template() {
-    let api = Api::with_domain(2);
-    let nodes: Vec<Node> = (1..=2).map(Node::new).collect();
-    for node in &nodes {
-        node.prepare(true);
-    }
-    everyone(&api, &nodes).await;
-    nodes[1].domains.lock().expect("lock").clear();
-    everyone(&api, &nodes).await;
-    let names: Vec<String> = api.status().nodes.iter().map(|n| n.name.clone()).collect();
-    assert_eq!(names, ["node-1"]);
-    *api.domain.lock().expect("lock") = None;
-    let report = round(&api, &nodes[0], "node-1").await;
-    assert_eq!(report.templates_removed, 1, "{report:?}");
-    assert!(api.templates.lock().expect("lock").is_empty());
+async fn a_node_leaves_entry_first_then_its_lease_and_removes_a_gone_members_entry() {
+    let (writes, gpusliced, mut memory) =
+        (Writes::default(), Gpusliced::default(), Memory::default());
+    let entries = json!([
+        {"name": "node-1", "ipAddress": "10.0.0.1", "cliqueID": CLIQUE, "index": 0, "status": "Ready"},
+        {"name": "node-2", "ipAddress": "10.0.0.2", "cliqueID": CLIQUE, "index": 1, "status": "Ready"},
+    ]);
+    let mut snapshot = Snapshot {
+        domains: vec![domain(UID, entries)],
+        ..Snapshot::default()
+    };
+    snapshot
+        .templates
+        .insert(("ml".to_owned(), "cd-channel".to_owned()), UID.to_owned());
+    let both: BTreeSet<String> = ["node-1", "node-2"].map(str::to_owned).into();
+    snapshot.leases.insert(UID.to_owned(), both);
+    let t0 = Instant::now();
+    // node-2's Lease goes (its Node deleted): node-1, index 0, removes it.
+    let local = Local {
+        ready: true,
+        members_known: true,
+        connected: true,
+        members: BTreeMap::from([(0, "10.0.0.1".to_owned()), (1, "10.0.0.2".to_owned())]),
+    };
+    pass(
+        &writes,
+        &gpusliced,
+        &mut memory,
+        t0,
+        &snapshot,
+        &here(Some(local.clone())),
+    )
+    .await;
+    assert_eq!(
+        writes.log(),
+        ["apply Some((0, Ready)) Ready"],
+        "status was unset"
+    );
+    snapshot
+        .leases
+        .insert(UID.to_owned(), ["node-1".to_owned()].into());
+    pass(
+        &writes,
+        &gpusliced,
+        &mut memory,
+        t0,
+        &snapshot,
+        &here(Some(local.clone())),
+    )
+    .await;
+    assert!(writes.log().is_empty(), "not at once");
+    let later = t0 + super::memory::GONE_AFTER_DELETE;
+    pass(
+        &writes,
+        &gpusliced,
+        &mut memory,
+        later,
+        &snapshot,
+        &here(Some(local)),
+    )
+    .await;
+    assert_eq!(writes.log(), [r#"remove [(1, "node-2")]"#]);
+    // node-1's last channel goes: its entry first, its Lease once it is gone.
+    pass(
+        &writes,
+        &gpusliced,
+        &mut memory,
+        later,
+        &snapshot,
+        &here(None),
+    )
+    .await;
+    assert_eq!(
+        writes.log(),
+        ["apply None Ready"],
+        "node-2 still listed: 1 of 1"
+    );
+    snapshot.domains = vec![domain(UID, json!([]))];
+    pass(
+        &writes,
+        &gpusliced,
+        &mut memory,
+        later,
+        &snapshot,
+        &here(None),
+    )
+    .await;
+    assert_eq!(writes.log(), ["delete lease"]);
 }

@@ -2,10 +2,12 @@
 //! ([`v1`], [`v1beta1`]) adapt to, one core per driver served. Prepare reads
 //! each claim from the API server, checks it ([`crate::claim`]) and forwards
 //! to gpusliced (GPUs to `Prepare`, the ComputeDomain driver's IMEX channels
-//! to `PrepareChannel`, see [`Forward`]); Unprepare forwards by uid. Every
+//! to `PrepareChannel`, see [`Forward`], with the ComputeDomain it vouches
+//! for, checked by [`channel`]); Unprepare forwards by uid. Every
 //! claim asked about gets an entry in the answer, with an error string where
 //! it failed (the kubelet retries those claims).
 
+pub mod channel;
 pub mod v1;
 pub mod v1beta1;
 
@@ -17,6 +19,7 @@ use tracing::{info, warn};
 use crate::claim::{self, ClaimError};
 use crate::gpusliced::GpuSlice;
 use crate::proto::dra_v1 as api;
+pub use channel::{ChannelRefusal, ChannelSide};
 
 /// Why one claim could not be prepared or unprepared.
 #[derive(Debug, thiserror::Error)]
@@ -32,6 +35,10 @@ pub enum ClaimCallError {
     /// The claim is not one we can prepare.
     #[error(transparent)]
     Claim(#[from] ClaimError),
+    /// A channel claim refused before gpusliced: another node's, or its
+    /// ComputeDomain not the claim namespace's.
+    #[error(transparent)]
+    Channel(#[from] ChannelRefusal),
     /// gpusliced answered with an error status.
     #[error("gpusliced refused claim {claim} ({code:?}): {message}")]
     Gpusliced {
@@ -60,6 +67,8 @@ pub struct DraCore {
     forward: Forward,
     kube: kube::Client,
     gpusliced: GpuSlice,
+    /// The channel driver's checks (with [`Forward::Channels`]).
+    channels: Option<ChannelSide>,
 }
 
 impl std::fmt::Debug for DraCore {
@@ -79,7 +88,16 @@ impl DraCore {
             forward,
             kube,
             gpusliced,
+            channels: None,
         }
+    }
+
+    /// The same core checking channel claims with `side` (their node, their
+    /// ComputeDomain) and waking its loop after each.
+    #[must_use]
+    pub fn with_channels(mut self, side: ChannelSide) -> Self {
+        self.channels = Some(side);
+        self
     }
 
     /// NodePrepareResources: one entry per claim uid. Claims are handled
@@ -152,19 +170,25 @@ impl DraCore {
         let plan = claim::plan(&object, &claim.uid, &self.driver)?;
         let request = pb::PrepareRequest {
             claim: Some(claim_ref(claim)),
-            devices: plan.devices,
-            configs: plan.configs,
+            devices: plan.devices.clone(),
+            configs: plan.configs.clone(),
         };
         let mut gpusliced = self.gpusliced.clone();
         let reply = match self.forward {
             Forward::Gpus => gpusliced.prepare(request).await,
             Forward::Channels => {
-                gpusliced
+                let domain = match &self.channels {
+                    Some(side) => Some(side.vouch(&id, &claim.namespace, &plan).await?),
+                    None => None,
+                };
+                let reply = gpusliced
                     .prepare_channel(pb::PrepareChannelRequest {
                         claim: Some(request),
-                        domain: None,
+                        domain,
                     })
-                    .await
+                    .await;
+                self.wake_domains();
+                reply
             }
         }
         .map_err(|status| gpusliced_error(&id, &status))?
@@ -190,10 +214,23 @@ impl DraCore {
         let mut gpusliced = self.gpusliced.clone();
         let reply = match self.forward {
             Forward::Gpus => gpusliced.unprepare(request).await,
-            Forward::Channels => gpusliced.unprepare_channel(request).await,
+            Forward::Channels => {
+                let reply = gpusliced.unprepare_channel(request).await;
+                self.wake_domains();
+                reply
+            }
         }
         .map_err(|status| gpusliced_error(&id, &status))?;
         Ok(reply.into_inner().was_prepared)
+    }
+}
+
+impl DraCore {
+    /// Wakes the loop keeping the ComputeDomains (a channel came or went).
+    fn wake_domains(&self) {
+        if let Some(side) = &self.channels {
+            side.wake.notify_one();
+        }
     }
 }
 

@@ -5,9 +5,12 @@
 //! the plugin registers it on sockets of its own, publishes its 2048 IMEX
 //! channels (16 slices of 128, each write checked by the fake API server's
 //! rules and schema), prepares a channel claim through gpusliced's
-//! PrepareChannel (its CDI spec holds the channel's device node) and
-//! unprepares it; on a node of simulated H100s, without a clique, it neither
-//! registers nor publishes it, and says so once.
+//! PrepareChannel with the ComputeDomain it found in the claim's namespace
+//! (its ComputeDomain identity, `[compute_domains] kubeconfig`, against the
+//! ComputeDomain API server of [`crate::fake_domains`]; its CDI spec holds
+//! the channel's device node) and unprepares it; on a node of simulated
+//! H100s, without a clique, it neither registers nor publishes it, and says
+//! so once.
 
 use std::collections::BTreeSet;
 use std::os::unix::fs::symlink;
@@ -23,6 +26,7 @@ use crate::{BOUND, NODE, NODE_UID, kubelet_claim, uid};
 
 const DRIVER: &str = "compute-domain.nvidia.com";
 const DOMAIN: &str = "7d1e4f2a-3b5c-4d6e-8f70-9a1b2c3d4e5f";
+const OTHER_DOMAIN: &str = "8e2f5a3b-4c6d-4e7f-9a81-0b2c3d4e5f60";
 const CLUSTER: &str = "2c4e6a8b-1d3f-4a5b-9c7d-0e2f4a6b8c1d";
 /// The IMEX daemon's address: its own, so its ports are free.
 const BIND: &str = "127.0.0.61";
@@ -62,7 +66,7 @@ fn gb200_daemon(dir: &Path) -> Daemon {
         "socket = \"gpusliced.sock\"\nstate_dir = \"state\"\ncdi_dir = \"cdi\"\n\
          driver_root = \"root\"\n\
          [imex]\nprogram = \"{}\"\nctl_program = \"{}\"\nrun_dir = \"run\"\n\
-         bind_address = \"{BIND}\"\n\
+         bind_address = \"{BIND}\"\nrack_network = [\"127.0.0.0/8\"]\nsupervisor = \"child\"\n\
          [backend]\nkind = \"sim\"\n[backend.sim]\ninstance = \"p6e-gb200.36xlarge\"\n\
          [backend.sim.fabric]\ncluster_uuid = \"{CLUSTER}\"\nclique_id = 3\n",
         program.display(),
@@ -101,16 +105,39 @@ fn which_python() -> String {
 }
 
 /// Kills the IMEX daemons a test's gpusliced started under `dir` (one a
-/// failed test left), by the marker in their environment.
+/// failed test left), by their pid files.
 struct Leftovers(PathBuf);
 
 impl Drop for Leftovers {
     fn drop(&mut self) {
-        crate::gpusliced::kill_processes_with_env(&format!(
-            "GPUSLICE_IMEX_DOMAIN={}",
-            self.0.display()
-        ));
+        crate::domains_cluster::kill_daemons(&self.0);
     }
+}
+
+/// The ComputeDomain API server with the domains the claims name, in `ml`,
+/// and node-1's Node; the kubeconfig of node-1's ComputeDomain identity,
+/// written in `dir`.
+fn domains_api(dir: &Path) -> crate::fake_domains::FakeDomainsApi {
+    let api = crate::fake_domains::FakeDomainsApi::start(None);
+    let token = api.mutate(|s| {
+        for (name, uid) in [("workers", DOMAIN), ("others", OTHER_DOMAIN)] {
+            let domain = json!({"apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomain",
+                "metadata": {"name": name, "namespace": "ml"},
+                "spec": {"numNodes": 1, "channel": {"resourceClaimTemplate": {"name": format!("{name}-channel")}}}});
+            s.put_domain(domain, uid);
+        }
+        s.put_node(NODE)
+    });
+    let kubeconfig = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: domains\n  cluster:\n    server: {}\n\
+         users:\n- name: node\n  user:\n    token: {token}\n\
+         contexts:\n- name: domains\n  context:\n    cluster: domains\n    user: node\n\
+         current-context: domains\n",
+        api.url
+    );
+    std::fs::create_dir_all(dir).expect("shim dir");
+    crate::peers::write(&dir.join("domains-kubeconfig"), &kubeconfig);
+    api
 }
 
 fn registration_socket(shim: &Shim) -> PathBuf {
@@ -182,14 +209,22 @@ fn a_gb200_node_serves_compute_domain_channels() {
     let Some(kubelet) = Kubelet::generate(dir.path()) else {
         return;
     };
-    let _leftovers = Leftovers(dir.path().to_path_buf());
+    let _leftovers = Leftovers(dir.path().join("daemon"));
     let api = FakeApiServer::start(NODE, NODE_UID);
     let daemon_dir = dir.path().join("daemon");
     std::fs::create_dir_all(&daemon_dir).expect("daemon dir");
     let daemon = gb200_daemon(&daemon_dir);
     let shim_dir = dir.path().join("shim");
-    std::fs::create_dir_all(&shim_dir).expect("shim dir");
-    let shim = Shim::start(&shim_dir, &api.url, &daemon.socket);
+    let domains = domains_api(&shim_dir);
+    let shim = Shim::start_with(
+        &shim_dir,
+        &api.url,
+        &daemon.socket,
+        &format!(
+            "[compute_domains]\nkubeconfig = \"{}\"\n",
+            shim_dir.join("domains-kubeconfig").display()
+        ),
+    );
 
     // Its own registration, as the kubelet's plugin watcher reads it (the
     // socket appears once gpusliced has answered the clique).
@@ -291,6 +326,17 @@ fn a_gb200_node_serves_compute_domain_channels() {
     );
     assert_eq!(again["claims"][&a]["devices"][0]["cdi_device_ids"], ids);
 
+    // The plugin's ComputeDomain side: the domain's template made, the
+    // node's Lease and its entry of the domain's status.
+    assert!(
+        domains.wait_for(BOUND, |s| s.templates().len() == 2
+            && s.status_in("ml", "workers")["nodes"][0]["name"] == NODE
+            && s.leases().len() == 1),
+        "templates, entry and Lease; refused {:?}; shim log:\n{}",
+        domains.state().refused,
+        shim.log()
+    );
+
     // A claim of the GPU driver sent to the channel driver has none of its
     // devices: refused for that claim alone, beside one that fails in
     // gpusliced (a second domain's claim is refused naming the first).
@@ -298,7 +344,7 @@ fn a_gb200_node_serves_compute_domain_channels() {
     api.put_claim(crate::claim("gpu-claim", &b, &["gpu-0"], &json!([])));
     let mut other = channel_claim("other-domain", &c, "channel-1");
     other["status"]["allocation"]["devices"]["config"][0]["opaque"]["parameters"]["domainID"] =
-        json!("8e2f5a3b-4c6d-4e7f-9a81-0b2c3d4e5f60");
+        json!(OTHER_DOMAIN);
     api.put_claim(other);
     let batch = kubelet.call(
         &dra_socket(&shim),
@@ -315,8 +361,28 @@ fn a_gb200_node_serves_compute_domain_channels() {
         error(&b).contains(&format!("no device allocated by driver {DRIVER}")),
         "{batch}"
     );
-    assert!(error(&c).contains("gpusliced refused"), "{batch}");
+    assert!(
+        error(&c).contains("gpusliced refused") && error(&c).contains(DOMAIN),
+        "{batch}"
+    );
     assert!(channel_spec(&daemon.cdi_dir, &c).is_none());
+    // One naming a domain the namespace does not have: refused by the
+    // plugin, naming the namespace.
+    let d = uid(45);
+    let mut ghost = channel_claim("ghost", &d, "channel-2");
+    ghost["status"]["allocation"]["devices"]["config"][0]["opaque"]["parameters"]["domainID"] =
+        json!("9f3a6b4c-5d7e-4f80-8b92-1c3d4e5f6071");
+    api.put_claim(ghost);
+    let answer = kubelet.call(
+        &dra_socket(&shim),
+        "prepare-v1",
+        &json!({"claims": [kubelet_claim("ghost", &d)]}),
+    );
+    let said = answer["claims"][&d]["error"].as_str().unwrap_or_default();
+    assert!(
+        said.contains("does not exist in the claim's namespace ml"),
+        "{answer}"
+    );
 
     // Unprepare: the spec goes; again, and an unknown claim, succeed.
     for op in ["unprepare-v1", "unprepare-v1beta1"] {
@@ -330,6 +396,22 @@ fn a_gb200_node_serves_compute_domain_channels() {
         }
         assert!(channel_spec(&daemon.cdi_dir, &a).is_none(), "{op}");
     }
+    // Its last channel gone, the node leaves: its entry, then its Lease.
+    let left = domains.wait_for(BOUND, |s| {
+        s.leases().is_empty()
+            && s.status_in("ml", "workers")["nodes"]
+                .as_array()
+                .is_none_or(Vec::is_empty)
+    });
+    let (status, leases) = {
+        let state = domains.state();
+        (state.status_in("ml", "workers"), state.leases().clone())
+    };
+    assert!(
+        left,
+        "the node left: {status} {leases:?}; shim log:\n{}",
+        shim.log()
+    );
 
     // SIGTERM: both drivers' sockets removed.
     let mut shim = shim;

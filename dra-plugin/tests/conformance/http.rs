@@ -86,7 +86,18 @@ pub struct Request {
     pub method: String,
     /// The path with its query.
     pub target: String,
+    /// Its headers, names lowercase.
+    pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+}
+
+impl Request {
+    /// The value of the header `name` (lowercase), if sent.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        (self.headers.iter())
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
 }
 
 /// The next request on the connection; `None` once it closed.
@@ -96,6 +107,7 @@ pub fn read_request(reader: &mut impl BufRead) -> Option<Request> {
         return None;
     }
     let mut length = 0usize;
+    let mut headers = Vec::new();
     loop {
         let mut header = String::new();
         if reader.read_line(&mut header).unwrap_or(0) == 0 {
@@ -105,10 +117,11 @@ pub fn read_request(reader: &mut impl BufRead) -> Option<Request> {
         if header.is_empty() {
             break;
         }
-        if let Some((name, value)) = header.split_once(':')
-            && name.eq_ignore_ascii_case("content-length")
-        {
-            length = value.trim().parse().unwrap_or(0);
+        if let Some((name, value)) = header.split_once(':') {
+            if name.eq_ignore_ascii_case("content-length") {
+                length = value.trim().parse().unwrap_or(0);
+            }
+            headers.push((name.to_ascii_lowercase(), value.trim().to_owned()));
         }
     }
     let mut body = vec![0u8; length];
@@ -117,6 +130,7 @@ pub fn read_request(reader: &mut impl BufRead) -> Option<Request> {
     Some(Request {
         method: parts.next().unwrap_or_default().to_owned(),
         target: parts.next().unwrap_or_default().to_owned(),
+        headers,
         body,
     })
 }

@@ -24,6 +24,13 @@
 //! clique (its registration, its 2048 IMEX channels in 16 slices, a channel
 //! claim prepared and unprepared) and absent from a node without a clique.
 
+#[path = "../admission/runner/mod.rs"]
+#[allow(
+    dead_code,
+    unused_imports,
+    reason = "the evaluator's runner; the fake API server uses part of it"
+)]
+mod admission;
 mod advertise;
 #[path = "../../../tests/e2e/binaries.rs"]
 mod binaries;
@@ -31,10 +38,15 @@ mod channels;
 mod claim_status;
 mod claim_status_rules;
 mod compute_domains;
+mod domains_admission;
+mod domains_cluster;
 mod extended;
 mod extended_claim;
 mod fake_apiserver;
 mod fake_domains;
+mod fake_domains_access;
+mod fake_domains_apply;
+mod fake_domains_watch;
 mod fake_faults;
 mod fake_gate;
 mod fake_watch;
