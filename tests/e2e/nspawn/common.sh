@@ -28,6 +28,8 @@ fail() {
 	journalctl -b --no-pager -u 'gpuslice-mps-*' | tail -n 30 || true
 	echo "-- the stand-in's record:"
 	cat "$MPS_RECORD" 2>/dev/null || true
+	# What a script adds to the report (its own units, say).
+	if command -v fail_more >/dev/null 2>&1; then fail_more || true; fi
 	exit 1
 }
 show() { systemctl show -p "$1" --value gpusliced.service; }

@@ -12,7 +12,10 @@
 //!   user's process with the unit's `CAP_KILL`, and refused without it;
 //! - `rack.rs` (`rack.sh`, after `rack_common.sh`): several containers at
 //!   once, a rack of simulated GB200 nodes on a network of their own
-//!   (`machines.rs` boots them).
+//!   (`machines.rs` boots them);
+//! - `domain.rs` (`domain.sh`, after `rack_common.sh`): a ComputeDomain on
+//!   a rack of three, its IMEX daemons run by gpusliced as instances of the
+//!   shipped `gpuslice-imex@.service`.
 //!
 //! This module owns what the tests share: the .deb, the cached rootfs, the
 //! skip rules and the boot. The .deb comes from `packaging/build.sh` (GPUSLICE_DEB,
@@ -25,6 +28,7 @@
 //! list; each boot runs on a throwaway overlay of it, one boot (or one rack
 //! of boots) at a time.
 
+mod domain;
 mod limits;
 mod machines;
 mod rack;

@@ -8,7 +8,8 @@
 //! (TCP times out, UDP is refused with EPERM) while the node's own shell
 //! reaches both; and the IMEX stand-ins, one per node under that sandbox,
 //! form a domain of the rack over real TCP. The groundwork for the domain
-//! tests of issue 37, which run gpusliced's own IMEX units instead.
+//! test of issue 37 (`domain.rs`), which runs gpusliced's own IMEX units
+//! instead.
 
 const TEST: &str = "nspawn_rack_of_two_gb200_nodes_with_the_deb_reach_each_other_in_the_sandbox";
 const SCRIPT: &str = include_str!("rack.sh");

@@ -28,11 +28,14 @@ install -m 0755 /out/fake-imex-workload "$STAND_INS/"
 rack_mark() { touch "/rack/$NODE_NAME.$1"; }
 # rack_wait NAME [SECONDS]: waits until every node has reached NAME (bounded,
 # 60 s by default).
-rack_wait() {
+rack_wait() { rack_wait_for "$RACK_NAMES" "$@"; }
+# rack_wait_for NODES NAME [SECONDS]: the same for some nodes (names,
+# space-separated).
+rack_wait_for() {
 	local node
-	for node in $RACK_NAMES; do
-		timeout "${2:-60}" sh -c "until [ -e '/rack/$node.$1' ]; do sleep 0.1; done" \
-			|| fail "$node did not reach '$1' within ${2:-60} s"
+	for node in $1; do
+		timeout "${3:-60}" sh -c "until [ -e '/rack/$node.$2' ]; do sleep 0.1; done" \
+			|| fail "$node did not reach '$2' within ${3:-60} s"
 	done
 }
 # The other nodes' addresses: peers on the rack network, other_peers on the other.
@@ -40,8 +43,13 @@ peers() { echo "$RACK_ADDRS" | tr ' ' '\n' | grep -vx "$NODE_ADDR"; }
 other_peers() { echo "$OTHER_ADDRS" | tr ' ' '\n' | grep -vx "$NODE_OTHER_ADDR"; }
 
 # The probe, a program so it runs the same in a shell or a unit:
-#   rack-probe serve PORT        answers each TCP connection with the hostname
-#   rack-probe tcp ADDR PORT     "tcp ADDR connected NAME" (exit 0) or "tcp ADDR failed: WHY" (exit 1), 2 s
+#   rack-probe serve PORT [ADDR [LOG]]
+#                                answers each TCP connection with the hostname,
+#                                on ADDR (default every address); with LOG,
+#                                appends "accepted <peer address>" there for each
+#   rack-probe tcp ADDR PORT [SOURCE]
+#                                "tcp ADDR connected NAME" (exit 0) or "tcp ADDR failed: WHY" (exit 1), 2 s;
+#                                from the address SOURCE when given
 #   rack-probe udp ADDR PORT     "udp ADDR sent" (exit 0) or "udp ADDR failed: WHY" (exit 1)
 # (systemd's IP firewall drops a refused TCP SYN, so a refused connect times
 # out; a refused UDP send fails at once with EPERM.)
@@ -53,16 +61,20 @@ what, args = sys.argv[1], sys.argv[2:]
 if what == "serve":
     s = socket.socket()
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind(("0.0.0.0", int(args[0])))
+    s.bind((args[1] if len(args) > 1 else "0.0.0.0", int(args[0])))
     s.listen()
     while True:
-        c, _ = s.accept()
+        c, peer = s.accept()
+        if len(args) > 2:
+            with open(args[2], "a") as log:
+                log.write("accepted %s\n" % peer[0])
         c.sendall(socket.gethostname().encode())
         c.close()
 addr, port = args[0], int(args[1])
 try:
     if what == "tcp":
-        with socket.create_connection((addr, port), timeout=2) as c:
+        source = (args[2], 0) if len(args) > 2 else None
+        with socket.create_connection((addr, port), timeout=2, source_address=source) as c:
             print("tcp", addr, "connected", c.recv(100).decode())
     else:
         socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", (addr, port))
