@@ -192,8 +192,49 @@ fn lgip_against_sim(model: SimModel, node: &NvmlNode, rows: &[ProfileRow]) -> Ve
     diffs
 }
 
+/// `nvidia-smi mig -cgi <id> -C` of the first, the last and any `+me`
+/// profile listed: made where the driver puts it (the simulator sees one
+/// GPU instance with its compute instance), listed by `-lci`, destroyed by
+/// `-dci` and `-dgi`.
+fn cgi_round_trips(
+    smi: &std::path::Path,
+    model: SimModel,
+    node: &NvmlNode,
+    rows: &[ProfileRow],
+) -> Vec<String> {
+    let mut diffs = Vec::new();
+    let chosen = (rows.first().into_iter())
+        .chain(rows.last())
+        .chain(rows.iter().find(|r| r.name.ends_with("+me")));
+    for row in chosen {
+        let id = row.id.to_string();
+        let made = smi::run(smi, node.path(), &["mig", "-cgi", &id, "-C", "-i", "0"]);
+        let listed = node.reader().gpu_instances(0).unwrap_or_default();
+        let one = listed.len() == 1
+            && listed[0].profile_id == row.id
+            && listed[0].compute_instances.len() == 1;
+        if made.code != Some(0) || !one {
+            diffs.push(format!(
+                "{model} mig -cgi {id} -C: {made:?}, the node holds {listed:?}"
+            ));
+            continue;
+        }
+        let lci = smi::ok(smi, node.path(), &["mig", "-lci", "-i", "0"]);
+        if !lci.contains(&format!("MIG {}", row.name)) {
+            diffs.push(format!("{model} mig -lci after -cgi {id}: {lci}"));
+        }
+        smi::ok(smi, node.path(), &["mig", "-dci", "-i", "0"]);
+        smi::ok(smi, node.path(), &["mig", "-dgi", "-i", "0"]);
+        if node.reader().gpu_instances(0).map(|g| g.len()) != Ok(0) {
+            diffs.push(format!("{model} mig -dgi after -cgi {id}: instances left"));
+        }
+    }
+    diffs
+}
+
 /// Every simulated model, read by NVIDIA's nvidia-smi through the library,
-/// is what the simulator holds.
+/// is what the simulator holds, and its instances are made and destroyed
+/// by `nvidia-smi mig`.
 #[test]
 fn nvml_smi_reads_every_model_as_the_simulator_holds_it() {
     let Some(smi) = nvidia_smi("nvml_smi_reads_every_model_as_the_simulator_holds_it") else {
@@ -206,6 +247,7 @@ fn nvml_smi_reads_every_model_as_the_simulator_holds_it() {
         if model.spec().has_mig() {
             let rows = lgip(&smi, &node);
             diffs.extend(lgip_against_sim(model, &node, &rows));
+            diffs.extend(cgi_round_trips(&smi, model, &node, &rows));
         }
     }
     assert!(
