@@ -381,12 +381,19 @@ fn the_imex_daemon_is_configured_queried_and_named_as_nvidias_daemon_does() {
         bind_ip: "10.1.2.3",
         nodes_config: "/run/gpuslice/imex/nodes.cfg",
         command_socket: "/run/gpuslice/imex/cmd.sock",
+        stats_file: "/run/gpuslice/imex/imex-stats.log",
     }));
-    // gpuslice's three differences, each for a reason of its own: the
+    // gpuslice's four differences, each for a reason of its own: the
     // daemon binds the node's rack address (it knows its own name by it),
-    // and the command service is a unix socket (gpusliced, which asks it,
-    // runs AF_UNIX-only), its TCP side kept on loopback.
+    // the command service is a unix socket (gpusliced, which asks it, runs
+    // AF_UNIX-only), its TCP side kept on loopback, and the statistics go to
+    // the domain's folder (the only place its unit may write).
     let differs = [
+        (
+            "STATS_FILE_NAME",
+            "/var/log/nvidia-imex-stats.log",
+            "/run/gpuslice/imex/imex-stats.log",
+        ),
         ("BIND_INTERFACE_IP", "", "10.1.2.3"),
         ("IMEX_CMD_BIND_INTERFACE_IP", "10.1.2.3", "127.0.0.1"),
         (

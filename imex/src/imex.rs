@@ -67,7 +67,7 @@ const FIXED: [(&str, &str); 31] = [
     ("IMEX_NODE_DISCONNECTED_GRACE_TIME", "-1"),
 ];
 
-/// Where the daemon's connections and command service are.
+/// Where the daemon's connections, command service and statistics are.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DaemonPlaces<'a> {
     /// `BIND_INTERFACE_IP`: the node's address on the rack network.
@@ -76,6 +76,10 @@ pub struct DaemonPlaces<'a> {
     pub nodes_config: &'a str,
     /// `IMEX_CMD_UNIX_DOMAIN_PATH`: the command service's unix socket.
     pub command_socket: &'a str,
+    /// `STATS_FILE_NAME`: in the domain's folder (NVIDIA's
+    /// `/var/log/nvidia-imex-stats.log` is read-only under the daemon's
+    /// unit, and would be shared by every domain's daemon).
+    pub stats_file: &'a str,
 }
 
 /// The command service's TCP address, unused by gpusliced (it asks over the
@@ -90,6 +94,7 @@ pub fn daemon_config(places: &DaemonPlaces<'_>) -> String {
         let value = match key {
             "BIND_INTERFACE_IP" => places.bind_ip,
             "IMEX_CMD_UNIX_DOMAIN_PATH" => places.command_socket,
+            "STATS_FILE_NAME" => places.stats_file,
             _ => value,
         };
         text.push_str(&format!("{key}={value}\n"));
@@ -173,7 +178,12 @@ mod tests {
             bind_ip: "10.1.2.3",
             nodes_config: "/n.cfg",
             command_socket: "/run/x/cmd.sock",
+            stats_file: "/run/x/imex-stats.log",
         });
+        assert!(
+            text.contains("\nSTATS_FILE_NAME=/run/x/imex-stats.log\n"),
+            "{text}"
+        );
         assert!(text.contains("\nBIND_INTERFACE_IP=10.1.2.3\n"), "{text}");
         assert!(text.contains("\nIMEX_NODE_CONFIG_FILE=/n.cfg\n"), "{text}");
         assert!(

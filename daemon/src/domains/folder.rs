@@ -20,6 +20,7 @@ use std::io::{Seek, Write};
 use std::net::IpAddr;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use gpuslice_cdi::atomic::write_atomic;
 use gpuslice_imex::imex::{DaemonPlaces, daemon_config};
@@ -33,6 +34,8 @@ const FOLDER_MODE: u32 = 0o700;
 const READ_MODE: u32 = 0o644;
 /// The mode of the daemon's log.
 pub const LOG_MODE: u32 = 0o600;
+/// The file whose time says when the daemon was last told its mapping.
+const TOLD: &str = "told";
 
 /// The folder of one domain's IMEX daemon.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,10 +102,16 @@ impl DomainFolder {
         let bind = bind.to_string();
         let nodes = self.nodes_path().to_string_lossy().into_owned();
         let socket = self.socket_path().to_string_lossy().into_owned();
+        let stats = self
+            .root
+            .join("imex-stats.log")
+            .to_string_lossy()
+            .into_owned();
         let config = daemon_config(&DaemonPlaces {
             bind_ip: &bind,
             nodes_config: &nodes,
             command_socket: &socket,
+            stats_file: &stats,
         });
         for (name, text) in [("imexd.cfg", config), ("nodes_config.cfg", nodes_config())] {
             write_atomic(&self.root, name, text.as_bytes(), READ_MODE).map_err(|e| {
@@ -165,6 +174,33 @@ impl DomainFolder {
             .rev()
             .collect();
         (!tail.is_empty()).then_some(tail)
+    }
+
+    /// Notes that the daemon was told the mapping now (SIGUSR1): a
+    /// gpusliced started again learns from this file's time that the
+    /// daemon knows the mapping written before it.
+    pub fn mark_told(&self) -> Result<(), DomainError> {
+        write_atomic(&self.root, TOLD, b"", 0o600).map_err(|e| DomainError::Io {
+            action: "write",
+            path: self.root.join(TOLD),
+            error: std::io::Error::other(e.to_string()),
+        })
+    }
+
+    /// When the mapping was last written and the daemon last told, as
+    /// times since boot (from the files' times, on the boot clock).
+    pub fn written_and_told(&self, boot_now: Duration) -> (Option<Duration>, Option<Duration>) {
+        let since_boot = |path: PathBuf| {
+            let modified = std::fs::metadata(path).ok()?.modified().ok()?;
+            let ago = std::time::SystemTime::now()
+                .duration_since(modified)
+                .unwrap_or_default();
+            Some(boot_now.saturating_sub(ago))
+        };
+        (
+            since_boot(self.hosts_path()),
+            since_boot(self.root.join(TOLD)),
+        )
     }
 
     /// Removes the folder and what is in it.

@@ -85,7 +85,8 @@ impl Running {
             reload.seen(daemon.process());
             reload
         } else {
-            Reload::adopted(daemon.process(), mapping_written(&folder, now), now)
+            let (written, told) = folder.written_and_told(now);
+            Reload::adopted(daemon.process(), written, told, now)
         };
         let running = Arc::new(Self {
             daemon,
@@ -235,6 +236,9 @@ impl Running {
                 shared = self.lock();
                 if sent {
                     shared.reload.sent(since_boot());
+                    if let Err(err) = self.folder.mark_told() {
+                        tracing::warn!(error = %err, "a restart of gpusliced will tell the IMEX daemon its members again");
+                    }
                     tracing::info!(domain = %self.folder.domain(), "IMEX daemon told its members (SIGUSR1)");
                 }
                 continue;
@@ -251,16 +255,4 @@ impl Running {
             }
         }
     }
-}
-
-/// When the folder's mapping was last written, on the boot clock.
-fn mapping_written(folder: &DomainFolder, boot_now: Duration) -> Option<Duration> {
-    let modified = std::fs::metadata(folder.hosts_path())
-        .ok()?
-        .modified()
-        .ok()?;
-    let ago = std::time::SystemTime::now()
-        .duration_since(modified)
-        .unwrap_or_default();
-    Some(boot_now.saturating_sub(ago))
 }

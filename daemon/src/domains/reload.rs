@@ -11,9 +11,11 @@
 //!   too);
 //! - otherwise one signal goes [`DEBOUNCE`] after the last write (members
 //!   that join together cost one), and never sooner than [`SPACING`] after
-//!   the previous one to the same process; a process found again after a
-//!   restart of gpusliced may just have had one, so its first waits the
-//!   spacing too;
+//!   the previous one to the same process;
+//! - a process found again after a restart of gpusliced knows the mapping
+//!   if it started, or was told (the folder's `told` file), after the last
+//!   write; the spacing counts from that signal (from the restart, when none
+//!   is known: one may just have gone);
 //! - a process that knows the mapping but is still not connected to every
 //!   member [`RETRY`] after it was signalled (a peer that was not listening
 //!   yet) is signalled again;
@@ -63,14 +65,22 @@ fn read_it(started: Duration, written: Option<Duration>) -> bool {
 
 impl Reload {
     /// A daemon found running after a restart of gpusliced, at `now`: its
-    /// mapping last written at `written` (the file's time, on the boot
-    /// clock).
-    pub fn adopted(process: Option<ProcessId>, written: Option<Duration>, now: Duration) -> Self {
+    /// mapping last written at `written`, the daemon last told at `told`
+    /// (the files' times, on the boot clock). It knows the mapping if it
+    /// started or was told after the write; the spacing counts from the
+    /// last signal (from `now` when none is known: one may just have gone).
+    pub fn adopted(
+        process: Option<ProcessId>,
+        written: Option<Duration>,
+        told: Option<Duration>,
+        now: Duration,
+    ) -> Self {
+        let told_after = told.is_some_and(|t| written.is_none_or(|w| t >= w));
         Self {
             written,
-            knows: process.is_some_and(|p| read_it(p.started(), written)),
+            knows: told_after || process.is_some_and(|p| read_it(p.started(), written)),
             process,
-            last_sent: Some(now),
+            last_sent: Some(told.unwrap_or(now)),
         }
     }
 
@@ -201,12 +211,25 @@ mod tests {
 
     #[test]
     fn a_daemon_found_again_waits_the_spacing_and_is_retried_when_unconnected() {
-        let reload = Reload::adopted(Some(started_at(7, 5)), Some(3 * S), 100 * S);
+        let reload = Reload::adopted(Some(started_at(7, 5)), Some(3 * S), None, 100 * S);
         assert!(reload.knows());
         assert_eq!(reload.due(true), None);
         assert_eq!(reload.due(false), Some(100 * S + RETRY));
-        let stale = Reload::adopted(Some(started_at(7, 5)), Some(50 * S), 100 * S);
+        let stale = Reload::adopted(Some(started_at(7, 5)), Some(50 * S), None, 100 * S);
         assert!(!stale.knows());
         assert_eq!(stale.due(true), Some(100 * S + SPACING));
+        let told = Reload::adopted(Some(started_at(7, 5)), Some(50 * S), Some(51 * S), 100 * S);
+        assert!(
+            told.knows(),
+            "told after the last write, by the gpusliced before"
+        );
+        assert_eq!(told.due(false), Some(51 * S + RETRY));
+        let told_before =
+            Reload::adopted(Some(started_at(7, 5)), Some(50 * S), Some(40 * S), 100 * S);
+        assert!(!told_before.knows());
+        assert_eq!(
+            told_before.due(true),
+            Some(40 * S + SPACING).max(Some(50 * S + DEBOUNCE))
+        );
     }
 }

@@ -136,6 +136,22 @@ fn sim_members_join_and_leave_without_a_restart_and_imports_stay() {
         "the import held"
     );
 
+    // gpusliced restarts on node 1: the daemon it told is found knowing its
+    // members (no new signal needed), and nothing it exported is lost.
+    drop(d1);
+    let d1 = one.engine();
+    assert!(
+        d1.list()[0].seen.knows,
+        "told by the gpusliced before: {:?}",
+        d1.list()[0].seen
+    );
+    assert_eq!(pid(&d1), pid1, "taken over");
+    wait_until("connected after the restart", || settled(&d1));
+    assert!(
+        workload.try_wait().expect("workload").is_none(),
+        "the import held"
+    );
+
     // What a restart would do, and the old design did on every change: the
     // exporter's daemon restarts, the import is gone.
     kill_pid(pid1);

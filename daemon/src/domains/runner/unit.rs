@@ -104,6 +104,27 @@ impl UnitRunner {
     }
 }
 
+impl UnitRunner {
+    /// Sets the unit's `IPAddressAllow=` to `rack` (a runtime property;
+    /// at once on a running instance, as when gpusliced finds one again
+    /// after `[imex] rack_network` changed). systemd adds the addresses of a
+    /// set IPAddressAllow= to the list the unit has (one an earlier runtime
+    /// drop-in left, say); only an empty list resets it. So the empty list
+    /// first: the rack network replaces that list instead of widening it.
+    fn allow_rack(&self, unit: &str, rack: &RackNetwork) -> Result<(), DomainError> {
+        let none: Vec<(i32, Vec<u8>, u32)> = Vec::new();
+        self.bus
+            .set_runtime_properties(
+                unit,
+                vec![
+                    ("IPAddressAllow", Value::from(none)),
+                    ("IPAddressAllow", Self::allow(rack)),
+                ],
+            )
+            .map_err(bus_error)
+    }
+}
+
 impl Runner for UnitRunner {
     fn name(&self) -> &'static str {
         "systemd"
@@ -120,20 +141,7 @@ impl Runner for UnitRunner {
                 program: want,
             });
         }
-        // systemd adds the addresses of a set IPAddressAllow= to the list
-        // the unit has (one an earlier runtime drop-in left, say); only an
-        // empty list resets it. So the empty list first: the rack network
-        // replaces that list instead of widening it.
-        let none: Vec<(i32, Vec<u8>, u32)> = Vec::new();
-        self.bus
-            .set_runtime_properties(
-                &unit,
-                vec![
-                    ("IPAddressAllow", Value::from(none)),
-                    ("IPAddressAllow", Self::allow(&spec.rack)),
-                ],
-            )
-            .map_err(bus_error)?;
+        self.allow_rack(&unit, &spec.rack)?;
         self.bus.start(&unit).map_err(bus_error)?;
         super::passed_start();
         Ok(Box::new(UnitDaemon {
@@ -148,6 +156,7 @@ impl Runner for UnitRunner {
         if !self.bus.observe(&unit).is_alive() {
             return Ok(None);
         }
+        self.allow_rack(&unit, &spec.rack)?;
         Ok(Some(Box::new(UnitDaemon {
             bus: self.bus.clone(),
             unit,
