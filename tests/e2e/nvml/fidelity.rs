@@ -91,6 +91,18 @@ fn smi_against_sim(smi: &std::path::Path, node: &NvmlNode, model: SimModel) -> V
     let listed = smi::ok(smi, node.path(), &["-L"]);
     let first = format!("GPU 0: {} (UUID: {})", gpu.product_name, gpu.uuid);
     check("-L", listed.lines().next(), &first);
+    let query = [
+        "--query-gpu=name,uuid,memory.total",
+        "--format=csv,noheader",
+    ];
+    let csv = smi::ok(smi, node.path(), &query);
+    let row = format!(
+        "{}, {}, {} MiB",
+        gpu.product_name,
+        gpu.uuid,
+        gpu.memory_bytes >> 20
+    );
+    check("--query-gpu", csv.lines().next(), &row);
     let fields = q_fields(&smi::ok(smi, node.path(), &["-q"]));
     let mig = match gpu.mig {
         MigSupport::NotSupported => "N/A".to_owned(),
@@ -149,6 +161,32 @@ fn lgip(smi: &std::path::Path, node: &NvmlNode) -> Vec<ProfileRow> {
     profile_rows(&smi::ok(smi, node.path(), &["mig", "-lgip", "-i", "0"]))
 }
 
+/// `nvidia-smi mig -lgipp` against the simulator's placements: one line
+/// per profile listed, `GPU  0 Profile ID 19 Placements: {0,1,2,3,4,5,6}:1`.
+fn lgipp_against_sim(smi: &std::path::Path, model: SimModel, node: &NvmlNode) -> Vec<String> {
+    let printed = smi::ok(smi, node.path(), &["mig", "-lgipp", "-i", "0"]);
+    let profiles = node.reader().mig_profiles(0).unwrap_or_default();
+    let mut diffs = Vec::new();
+    for p in profiles.iter().filter(|p| p.index < SMI_550_PROFILES) {
+        let starts: Vec<String> = p.placements.iter().map(|at| at.start.to_string()).collect();
+        let word = if starts.len() == 1 {
+            "Placement "
+        } else {
+            "Placements"
+        };
+        let line = format!(
+            "GPU  0 Profile ID {:>2} {word}: {{{}}}:{}",
+            p.id,
+            starts.join(","),
+            p.memory_slices
+        );
+        if !printed.lines().any(|l| l.trim_end() == line) {
+            diffs.push(format!("{model} -lgipp: no line {line:?} in\n{printed}"));
+        }
+    }
+    diffs
+}
+
 /// Differences between the `-lgip` rows and the simulator's profiles.
 fn lgip_against_sim(model: SimModel, node: &NvmlNode, rows: &[ProfileRow]) -> Vec<String> {
     let profiles = node.reader().mig_profiles(0).expect("MIG profiles");
@@ -192,10 +230,10 @@ fn lgip_against_sim(model: SimModel, node: &NvmlNode, rows: &[ProfileRow]) -> Ve
     diffs
 }
 
-/// `nvidia-smi mig -cgi <id> -C` of the first, the last and any `+me`
-/// profile listed: made where the driver puts it (the simulator sees one
-/// GPU instance with its compute instance), listed by `-lci`, destroyed by
-/// `-dci` and `-dgi`.
+/// `nvidia-smi mig -cgi <id> -C` of the first and any `+me` profile
+/// listed, `-cgi <id>` then `-cci` of the last: made where the driver puts
+/// it (the simulator sees one GPU instance with its compute instance),
+/// listed by `-lci`, destroyed by `-dci` and `-dgi`.
 fn cgi_round_trips(
     smi: &std::path::Path,
     model: SimModel,
@@ -206,9 +244,15 @@ fn cgi_round_trips(
     let chosen = (rows.first().into_iter())
         .chain(rows.last())
         .chain(rows.iter().find(|r| r.name.ends_with("+me")));
-    for row in chosen {
+    for (n, row) in chosen.enumerate() {
         let id = row.id.to_string();
-        let made = smi::run(smi, node.path(), &["mig", "-cgi", &id, "-C", "-i", "0"]);
+        // The second one in two steps: the GPU instance, then `-cci`.
+        let made = if n == 1 {
+            smi::ok(smi, node.path(), &["mig", "-cgi", &id, "-i", "0"]);
+            smi::run(smi, node.path(), &["mig", "-cci", "-i", "0"])
+        } else {
+            smi::run(smi, node.path(), &["mig", "-cgi", &id, "-C", "-i", "0"])
+        };
         let listed = node.reader().gpu_instances(0).unwrap_or_default();
         let one = listed.len() == 1
             && listed[0].profile_id == row.id
@@ -247,6 +291,7 @@ fn nvml_smi_reads_every_model_as_the_simulator_holds_it() {
         if model.spec().has_mig() {
             let rows = lgip(&smi, &node);
             diffs.extend(lgip_against_sim(model, &node, &rows));
+            diffs.extend(lgipp_against_sim(&smi, model, &node));
             diffs.extend(cgi_round_trips(&smi, model, &node, &rows));
         }
     }
