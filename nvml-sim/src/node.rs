@@ -12,6 +12,10 @@
 //! hardware state goes to `[backend.sim] hardware_state` (default beside
 //! the socket), shared with every other process that opens the same
 //! config: the simulator locks and re-reads it on every call.
+//! `GPUSLICE_SIM_FAULTS` arms the simulator's faults as it does in
+//! gpusliced (a latency inside a create, a GPU that fails);
+//! `GPUSLICE_NVML_SIM_DRIVER` makes the library play another driver
+//! version ([`DRIVER_ENV`]).
 //!
 //! Owns the init count (NVML counts `nvmlInit` against `nvmlShutdown`;
 //! a call between a last shutdown and the next init is UNINITIALIZED) and
