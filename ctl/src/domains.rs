@@ -7,7 +7,37 @@
 use gpuslice_proto::gpuslice::v1 as pb;
 use serde_json::json;
 
+use gpuslice_proto::gpuslice::v1::gpu_slice_client::GpuSliceClient;
+use tonic::transport::Channel;
+
+use super::DomainsAction;
 use super::render::{doc, table};
+
+/// `domains`, or `domains members`: asks gpusliced, renders its answer.
+pub async fn run(
+    client: &mut GpuSliceClient<Channel>,
+    action: Option<&DomainsAction>,
+    json: bool,
+) -> anyhow::Result<String> {
+    if let Some(DomainsAction::Members {
+        domain,
+        members: words,
+        ..
+    }) = action
+    {
+        let req = pb::SetDomainMembersRequest {
+            domain: domain.clone(),
+            members: members(words)?,
+        };
+        let reply = client.set_domain_members(req).await?.into_inner();
+        return Ok(members_set(domain, &reply, json));
+    }
+    let reply = client
+        .list_domains(pb::ListDomainsRequest {})
+        .await?
+        .into_inner();
+    Ok(render(&reply, json))
+}
 
 /// Renders the reply as a table, or as one JSON document.
 pub fn render(reply: &pb::ListDomainsResponse, json: bool) -> String {

@@ -262,7 +262,7 @@ enum HealthAction {
 }
 
 #[derive(Debug, Subcommand)]
-enum DomainsAction {
+pub(crate) enum DomainsAction {
     /// Tell a domain's IMEX daemon its members by hand (what the DRA plugin
     /// does from the ComputeDomain's status): each INDEX=ADDRESS of the
     /// node's clique, this node among them. The daemon is told with SIGUSR1,
@@ -534,26 +534,7 @@ async fn show(
                 .into_inner();
             sharing::render(&reply, json)
         }
-        Command::Domains {
-            action: Some(DomainsAction::Members {
-                domain, members, ..
-            }),
-            ..
-        } => {
-            let req = pb::SetDomainMembersRequest {
-                domain: domain.clone(),
-                members: domains::members(&members)?,
-            };
-            let reply = client.set_domain_members(req).await?.into_inner();
-            domains::members_set(&domain, &reply, json)
-        }
-        Command::Domains { .. } => {
-            let reply = client
-                .list_domains(pb::ListDomainsRequest {})
-                .await?
-                .into_inner();
-            domains::render(&reply, json)
-        }
+        Command::Domains { action, .. } => domains::run(client, action.as_ref(), json).await?,
         Command::Claims { idle: None, .. } => {
             let reply = client
                 .list_claims(pb::ListClaimsRequest {})

@@ -69,10 +69,6 @@ fn export(tools: &std::path::Path, node: &Node, handle: &str) {
 }
 
 #[test]
-#[expect(
-    clippy::too_many_lines,
-    reason = "one scenario: a join, a leave, then a restart"
-)]
 fn sim_members_join_and_leave_without_a_restart_and_imports_stay() {
     let Some(tools) = tools("sim_members_join_and_leave_without_a_restart") else {
         return;
