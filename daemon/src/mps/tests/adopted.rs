@@ -23,7 +23,17 @@ fn spawn_marked(program: &std::path::Path, args: &[&str], folders: &DaemonFolder
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .process_group(0);
-    command.spawn().unwrap()
+    let child = command.spawn().unwrap();
+    // A vfork'd spawn returns once the child has begun its exec, before the
+    // kernel has laid out its new environment: until then its
+    // /proc/<pid>/environ reads empty, and a scan would miss the marker.
+    let environ = format!("/proc/{}/environ", child.id());
+    let began = std::time::Instant::now();
+    while std::fs::read(&environ).is_ok_and(|e| e.is_empty()) {
+        assert!(began.elapsed() < BOUND, "{environ} stays empty");
+        std::thread::yield_now();
+    }
+    child
 }
 
 #[test]
