@@ -19,7 +19,8 @@
 //!   (every member sees that at once), the first member corrects it; the
 //!   others are told to wait ([`Turn::defer`]).
 //! - Its daemon is told the clique's members when they differ from what it
-//!   has.
+//!   has, but while the domain forms (fewer entries than `numNodes`) the
+//!   caller may hold that back a while ([`View::hold`]).
 //! - A node with no channel left **leaves**: its entry goes (applied
 //!   without it), then its Lease.
 //! - The entry of a node that is **gone** (its Lease gone: the garbage
@@ -39,6 +40,10 @@ use crate::membership::{self, Entries, MembershipError};
 pub const LEASE_DOMAIN_LABEL: &str = "gpuslice.dev/compute-domain";
 /// The label naming the node on a membership Lease.
 pub const LEASE_NODE_LABEL: &str = "gpuslice.dev/node";
+/// The label naming the node's clique on a membership Lease (so nodes
+/// joining at once take distinct indices); absent when the clique is not
+/// a label value.
+pub const LEASE_CLIQUE_LABEL: &str = "gpuslice.dev/clique";
 
 /// The name of `node`'s membership Lease of the domain `uid`.
 pub fn lease_name(uid: &str, node: &str) -> String {
@@ -78,11 +83,17 @@ pub struct View<'a> {
     pub status: Option<Readiness>,
     /// `status.nodes` as read.
     pub entries: &'a Entries,
-    /// The node holds its membership Lease.
-    pub own_lease: bool,
+    /// The domain's membership Leases: the nodes holding one, with the
+    /// clique each is labelled with (empty when not).
+    pub leases: &'a BTreeMap<String, String>,
     /// The entries of nodes that are gone, by name: true when overdue (any
     /// member removes it then, not only the first).
     pub gone: &'a BTreeMap<String, bool>,
+    /// The domain is still forming (fewer entries than `numNodes`) and the
+    /// node may wait for the rest before it tells its daemon: IMEX takes one
+    /// SIGUSR1 per 5 s, so members told one by one would make the last ones
+    /// wait that long; told once complete, they cost one.
+    pub hold: bool,
 }
 
 /// What to do about the node's membership Lease.
@@ -115,6 +126,9 @@ pub struct Turn {
     pub members: Option<BTreeMap<u32, String>>,
     /// Gone entries this node removes: (position, name).
     pub remove: Vec<(usize, String)>,
+    /// `status.status` once `remove` is done, written with the removal (a
+    /// Ready status over fewer than `numNodes` entries is refused).
+    pub remove_status: Readiness,
     /// Why the node cannot be a member, if so.
     pub problem: Option<MembershipError>,
     /// The apply only corrects `status.status` (the node's entry is as
@@ -132,6 +146,7 @@ pub fn turn(me: &Me, local: Option<&Local>, view: &View<'_>) -> Turn {
         apply: None,
         members: None,
         remove: removals(me, view),
+        remove_status: Readiness::NotReady,
         problem: None,
         defer: false,
     };
@@ -141,28 +156,39 @@ pub fn turn(me: &Me, local: Option<&Local>, view: &View<'_>) -> Turn {
         .filter(|n| n.name != me.node)
         .collect();
     let own_listed = view.entries.names().any(|(_, name)| name == me.node);
+    let own_lease = view.leases.contains_key(&me.node);
     // Entries not used, but counted; an own one that could not be read is
     // replaced (or removed) by this turn.
     let unread = (view.entries.skipped.len()
         + view.entries.total.saturating_sub(membership::MAX_ENTRIES))
     .saturating_sub(usize::from(own_listed && stored.is_none()));
     let Some(local) = local else {
+        // A node leaving removes its own entry only: its apply moves the
+        // positions a removal would test.
+        turn.remove.clear();
         if own_listed {
             let status = membership::readiness(view.num_nodes, others, unread);
             turn.apply = Some(Apply {
                 entry: None,
                 status,
             });
-        } else if view.own_lease {
+        } else if own_lease {
             turn.lease = LeaseStep::Delete;
         }
         return turn;
     };
+    let joining: Vec<&str> = (view.leases.iter())
+        .filter(|(node, clique)| {
+            **clique == me.clique && **node != me.node && view.entries.get(node).is_none()
+        })
+        .map(|(node, _)| node.as_str())
+        .collect();
     let index = match membership::choose_index(
         &others,
         stored,
         &me.node,
         &me.clique,
+        &joining,
         membership::DEFAULT_MAX_NODES_PER_CLIQUE,
     ) {
         Ok(index) => index,
@@ -171,7 +197,7 @@ pub fn turn(me: &Me, local: Option<&Local>, view: &View<'_>) -> Turn {
             return turn;
         }
     };
-    if !view.own_lease {
+    if !own_lease {
         turn.lease = LeaseStep::Create;
     }
     let mut entry = ComputeDomainNode {
@@ -191,6 +217,7 @@ pub fn turn(me: &Me, local: Option<&Local>, view: &View<'_>) -> Turn {
         others.iter().copied().chain([&entry]),
         unread,
     );
+    turn.remove_status = after_removal(view, &turn.remove, &others, Some(&entry), unread);
     if stored != Some(&entry) || view.status != Some(status) {
         turn.defer = stored == Some(&entry) && !first_member(me, view);
         turn.apply = Some(Apply {
@@ -198,10 +225,24 @@ pub fn turn(me: &Me, local: Option<&Local>, view: &View<'_>) -> Turn {
             status,
         });
     }
-    if local.members != wanted {
+    if local.members != wanted && !view.hold {
         turn.members = Some(wanted);
     }
     turn
+}
+
+/// `status.status` over `others` and `own` without the entries `remove`d.
+fn after_removal(
+    view: &View<'_>,
+    remove: &[(usize, String)],
+    others: &[&ComputeDomainNode],
+    own: Option<&ComputeDomainNode>,
+    unread: usize,
+) -> Readiness {
+    let kept = (others.iter().copied())
+        .filter(|n| !remove.iter().any(|(_, name)| *name == n.name))
+        .chain(own);
+    membership::readiness(view.num_nodes, kept, unread)
 }
 
 /// Whether `me` is the domain's first live member: the lowest (index,

@@ -8,13 +8,15 @@
 //!   more), and an entry that cannot be used is skipped with why (no name,
 //!   a name twice, an `ipAddress` that is not an IP address, an index
 //!   outside `0..18`, no clique), never freezing the others;
-//! - an **index** per clique ([`choose_index`]): a node joining takes the
-//!   lowest one free in its clique (`getNextAvailableIndex` of
+//! - an **index** per clique ([`choose_index`]): a node joining alone takes
+//!   the lowest one free in its clique (`getNextAvailableIndex` of
 //!   cmd/compute-domain-daemon/cdclique.go), below the most nodes an IMEX
-//!   domain takes (18); since members write at once, two may take the same
-//!   index: then the Ready one keeps it, else the lower node name, and the
-//!   other moves; a Ready member's index never changes, so the IMEX name it
-//!   is known by (`compute-domain-daemon-<index>`) holds while it serves;
+//!   domain takes (18); nodes joining at once (their membership Leases are
+//!   there before their entries) take the free ones in the order of their
+//!   names; since members write at once, two may still take the same index:
+//!   then the Ready one keeps it, else the lower node name, and the other
+//!   moves; a Ready member's index never changes, so the IMEX name it is
+//!   known by (`compute-domain-daemon-<index>`) holds while it serves;
 //! - the **members** of a clique ([`members`]): index to address, a
 //!   duplicate settled the same way; what a member's IMEX daemon is told
 //!   (an IMEX domain does not span cliques, and members come from one
@@ -173,14 +175,18 @@ pub fn keeps(a: &ComputeDomainNode, b: &ComputeDomainNode) -> bool {
 }
 
 /// The index `node` is to hold in `clique`, given `others` (every entry
-/// but its own) and its own entry as stored (`stored`): the one it holds
-/// unless another entry that keeps it holds it too, else the lowest one
-/// free.
+/// but its own), its own entry as stored (`stored`) and the other nodes of
+/// its clique joining with it (`joining`: they hold a membership Lease but
+/// have no entry yet): the one it holds unless another entry that keeps it
+/// holds it too; else, among the indices free, the one of its rank among
+/// the joining nodes by name (so nodes joining at once take distinct ones),
+/// or the lowest free when there are fewer.
 pub fn choose_index(
     others: &[&ComputeDomainNode],
     stored: Option<&ComputeDomainNode>,
     node: &str,
     clique: &str,
+    joining: &[&str],
     max_per_clique: i64,
 ) -> Result<i64, MembershipError> {
     if clique.is_empty() {
@@ -195,18 +201,19 @@ pub fn choose_index(
             return Ok(own.index);
         }
     }
-    let mut index = 0;
-    while in_clique.iter().any(|o| o.index == index) {
-        index += 1;
-    }
-    if index >= max_per_clique {
-        return Err(MembershipError::CliqueFull {
-            node: node.to_owned(),
-            clique: clique.to_owned(),
-            max: max_per_clique,
-        });
-    }
-    Ok(index)
+    let free: Vec<i64> = (0..max_per_clique)
+        .filter(|i| !in_clique.iter().any(|o| o.index == *i))
+        .collect();
+    let rank = joining.iter().filter(|j| **j < node).count();
+    let full = || MembershipError::CliqueFull {
+        node: node.to_owned(),
+        clique: clique.to_owned(),
+        max: max_per_clique,
+    };
+    free.get(rank)
+        .or_else(|| free.first())
+        .copied()
+        .ok_or_else(full)
 }
 
 /// The members of `clique` among `nodes`: address by index, an index two

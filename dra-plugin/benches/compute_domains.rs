@@ -191,14 +191,18 @@ fn settle(
         );
     }
     let state = cluster.api.state();
-    let history = &state.history[&key];
+    // This round's statuses (an earlier round's domain had the same name).
+    let history: Vec<(Instant, Value)> = (state.history[&key].iter())
+        .filter(|(t, _)| *t >= since)
+        .cloned()
+        .collect();
     let first = history.iter().find(|(_, s)| ready(s)).map(|(t, _)| *t);
     let last = (history.iter().rev())
         .take_while(|(_, s)| ready(s))
         .last()
         .map(|(t, _)| *t);
     let at = |t: Option<Instant>| t.map_or(Duration::ZERO, |t| t.duration_since(since));
-    (at(first), at(last), flaps(history))
+    (at(first), at(last), flaps(&history))
 }
 
 /// One round: a fresh domain of `count` nodes (uid `seq`), the template

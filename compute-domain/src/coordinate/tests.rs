@@ -13,7 +13,7 @@ struct World {
     status: Option<Readiness>,
     /// status.nodes in stored order.
     nodes: Vec<ComputeDomainNode>,
-    leases: BTreeSet<String>,
+    leases: BTreeMap<String, String>,
     /// Per node with a channel: its daemon.
     local: BTreeMap<String, Local>,
     /// Every status.status written, in order.
@@ -43,13 +43,14 @@ impl World {
             num_nodes: self.num_nodes,
             status: self.status,
             entries: &entries,
-            own_lease: self.leases.contains(&me.node),
+            leases: &self.leases,
             gone,
+            hold: false,
         };
         let turn = turn(me, self.local.get(&me.node), &view);
         match turn.lease {
             LeaseStep::Create => {
-                self.leases.insert(me.node.clone());
+                self.leases.insert(me.node.clone(), me.clique.clone());
             }
             LeaseStep::Delete => {
                 self.leases.remove(&me.node);
@@ -81,7 +82,25 @@ impl World {
             assert_eq!(&self.nodes[*position].name, name, "the entry named");
             self.nodes.remove(*position);
         }
+        if !turn.remove.is_empty() {
+            self.status = Some(turn.remove_status);
+            self.history.push(turn.remove_status);
+        }
+        self.admitted();
         turn
+    }
+
+    /// What the status admission policy checks on every write: Ready only
+    /// with at least numNodes entries, all Ready.
+    fn admitted(&self) {
+        if self.status == Some(Readiness::Ready) {
+            assert!(
+                i64::try_from(self.nodes.len()).expect("small") >= self.num_nodes
+                    && self.nodes.iter().all(|n| n.status == Readiness::Ready),
+                "a Ready status the admission policy refuses: {:?}",
+                self.nodes
+            );
+        }
     }
 
     /// The daemon of `node` was signalled: it knows its members and reaches
@@ -231,7 +250,7 @@ fn a_node_leaves_with_its_entry_first_and_its_lease_after() {
     assert_eq!(turn.apply.and_then(|a| a.entry), None);
     assert_eq!(world.nodes.len(), 1);
     assert_eq!(world.turn(&nodes[1], &none).lease, LeaseStep::Delete);
-    assert!(!world.leases.contains("node-2"));
+    assert!(!world.leases.contains_key("node-2"));
     // node-1 is told it alone; it is not Ready until its daemon knows.
     world.settle(&nodes, &[0]);
     assert_eq!(world.status, Some(Readiness::NotReady));
@@ -266,6 +285,30 @@ fn a_gone_entry_is_removed_by_the_first_live_member_or_by_anyone_when_overdue() 
         world.turn(&nodes[0], &BTreeMap::new()).remove.is_empty(),
         "and nobody else"
     );
+}
+
+#[test]
+fn removing_a_gone_member_of_a_ready_domain_writes_it_not_ready_at_once() {
+    let mut world = World {
+        num_nodes: 3,
+        ..World::default()
+    };
+    let nodes = [me(1, "c.1"), me(2, "c.1"), me(3, "c.1")];
+    for node in &nodes {
+        world.prepare(&node.node);
+    }
+    world.settle(&nodes, &[0, 1, 2]);
+    for node in &nodes {
+        world.signal(&node.node);
+    }
+    world.settle(&nodes, &[0, 1, 2]);
+    assert_eq!(world.status, Some(Readiness::Ready));
+    world.local.remove("node-3");
+    let gone = BTreeMap::from([("node-3".to_owned(), false)]);
+    let turn = world.turn(&nodes[0], &gone);
+    assert_eq!(turn.remove, [(2, "node-3".to_owned())]);
+    assert_eq!(turn.remove_status, Readiness::NotReady, "2 of numNodes 3");
+    assert_eq!(world.status, Some(Readiness::NotReady));
 }
 
 #[test]

@@ -72,38 +72,63 @@ fn only_the_first_36_entries_are_read() {
 fn a_joining_node_takes_the_lowest_free_index_of_its_clique() {
     let held = [entry("n1", "c.1", 0, true), entry("n3", "c.1", 2, true)];
     let others: Vec<&ComputeDomainNode> = held.iter().collect();
-    assert_eq!(choose_index(&others, None, "n5", "c.1", 18), Ok(1));
-    assert_eq!(choose_index(&others, None, "n5", "c.2", 18), Ok(0));
+    assert_eq!(choose_index(&others, None, "n5", "c.1", &[], 18), Ok(1));
+    assert_eq!(choose_index(&others, None, "n5", "c.2", &[], 18), Ok(0));
     let own = entry("n5", "c.1", 7, false);
     assert_eq!(
-        choose_index(&others, Some(&own), "n5", "c.1", 18),
+        choose_index(&others, Some(&own), "n5", "c.1", &[], 18),
         Ok(7),
         "a member keeps its index"
     );
     let moved = entry("n5", "c.2", 7, false);
     assert_eq!(
-        choose_index(&others, Some(&moved), "n5", "c.1", 18),
+        choose_index(&others, Some(&moved), "n5", "c.1", &[], 18),
         Ok(1),
         "an entry of another clique is a new one"
     );
 }
 
 #[test]
+fn nodes_joining_at_once_take_the_free_indices_in_the_order_of_their_names() {
+    let held = [entry("n1", "c.1", 1, true)];
+    let others: Vec<&ComputeDomainNode> = held.iter().collect();
+    let joining = ["n3", "n4", "n7"];
+    let pick = |node: &str| {
+        let mut rest: Vec<&str> = joining.iter().copied().filter(|j| *j != node).collect();
+        rest.push("n9");
+        choose_index(&others, None, node, "c.1", &rest, 18)
+    };
+    assert_eq!(
+        [pick("n3"), pick("n4"), pick("n7"), pick("n9")],
+        [Ok(0), Ok(2), Ok(3), Ok(4)]
+    );
+    // More joining than free: the lowest free.
+    let crowd = ["n0", "n2"];
+    assert_eq!(choose_index(&others, None, "n5", "c.1", &crowd, 3), Ok(0));
+}
+
+#[test]
 fn of_two_entries_on_one_index_the_ready_one_else_the_lower_name_keeps_it() {
     let ready = entry("n9", "c.1", 0, true);
     let mine = entry("n2", "c.1", 0, false);
-    assert_eq!(choose_index(&[&ready], Some(&mine), "n2", "c.1", 18), Ok(1));
+    assert_eq!(
+        choose_index(&[&ready], Some(&mine), "n2", "c.1", &[], 18),
+        Ok(1)
+    );
     let not_ready = entry("n9", "c.1", 0, false);
     assert_eq!(
-        choose_index(&[&not_ready], Some(&mine), "n2", "c.1", 18),
+        choose_index(&[&not_ready], Some(&mine), "n2", "c.1", &[], 18),
         Ok(0),
         "n2 < n9"
     );
     let lower = entry("n1", "c.1", 0, false);
-    assert_eq!(choose_index(&[&lower], Some(&mine), "n2", "c.1", 18), Ok(1));
+    assert_eq!(
+        choose_index(&[&lower], Some(&mine), "n2", "c.1", &[], 18),
+        Ok(1)
+    );
     let mine_ready = entry("n2", "c.1", 0, true);
     assert_eq!(
-        choose_index(&[&lower], Some(&mine_ready), "n2", "c.1", 18),
+        choose_index(&[&lower], Some(&mine_ready), "n2", "c.1", &[], 18),
         Ok(0),
         "a Ready entry keeps its index"
     );
@@ -116,9 +141,9 @@ fn of_two_entries_on_one_index_the_ready_one_else_the_lower_name_keeps_it() {
 fn a_full_clique_and_a_node_off_the_fabric_are_refused_saying_why() {
     let held = [entry("n1", "c.1", 0, true), entry("n2", "c.1", 1, true)];
     let others: Vec<&ComputeDomainNode> = held.iter().collect();
-    let full = choose_index(&others, None, "n3", "c.1", 2).expect_err("full");
+    let full = choose_index(&others, None, "n3", "c.1", &[], 2).expect_err("full");
     assert!(full.to_string().contains("already has 2 nodes"), "{full}");
-    let off = choose_index(&others, None, "n3", "", 2).expect_err("no clique");
+    let off = choose_index(&others, None, "n3", "", &[], 2).expect_err("no clique");
     assert!(
         off.to_string()
             .contains("not on a multi-node NVLink fabric"),

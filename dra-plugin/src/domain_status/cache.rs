@@ -8,13 +8,15 @@
 //! ComputeDomain through [`super::read`] (one that cannot be read is
 //! reported, never fatal).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::pin::pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use gpuslice_compute_domain::COMPUTE_DOMAIN_LABEL;
-use gpuslice_compute_domain::coordinate::{LEASE_DOMAIN_LABEL, LEASE_NODE_LABEL};
+use gpuslice_compute_domain::coordinate::{
+    LEASE_CLIQUE_LABEL, LEASE_DOMAIN_LABEL, LEASE_NODE_LABEL,
+};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::resource::v1::ResourceClaimTemplate;
 use kube::Api;
@@ -62,8 +64,9 @@ pub struct Snapshot {
     /// The domains' templates: (namespace, name) to the uid they are
     /// labelled with.
     pub templates: BTreeMap<(String, String), String>,
-    /// Membership Leases: the nodes holding one, by domain uid.
-    pub leases: BTreeMap<String, BTreeSet<String>>,
+    /// Membership Leases: the nodes holding one with the clique each is
+    /// labelled with (empty when not), by domain uid.
+    pub leases: BTreeMap<String, BTreeMap<String, String>>,
     /// The ComputeDomains that do not read, with why.
     pub unreadable: Vec<String>,
 }
@@ -164,8 +167,9 @@ impl Caches {
             if let (Some(uid), Some(node)) =
                 (labels.get(LEASE_DOMAIN_LABEL), labels.get(LEASE_NODE_LABEL))
             {
+                let clique = labels.get(LEASE_CLIQUE_LABEL).cloned().unwrap_or_default();
                 let holders = snapshot.leases.entry(uid.clone()).or_default();
-                holders.insert(node.clone());
+                holders.insert(node.clone(), clique);
             }
         }
         snapshot

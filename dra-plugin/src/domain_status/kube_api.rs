@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use gpuslice_compute_domain::API_VERSION;
 use gpuslice_compute_domain::api::{ComputeDomainNode, KIND, Readiness};
 use gpuslice_compute_domain::coordinate::{
-    Apply, LEASE_DOMAIN_LABEL, LEASE_NODE_LABEL, lease_name,
+    Apply, LEASE_CLIQUE_LABEL, LEASE_DOMAIN_LABEL, LEASE_NODE_LABEL, lease_name,
 };
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::Node;
@@ -68,12 +68,20 @@ pub trait DomainWrites {
         domain: &DomainSeen,
         apply: &Apply,
     ) -> impl Future<Output = Result<Option<u64>, WriteError>> + Send;
+    /// Removes `entries` (position, name) and sets `status.status` to
+    /// `status` in one write.
     fn remove_entries(
         &self,
         domain: &DomainSeen,
         entries: &[(usize, String)],
+        status: Readiness,
     ) -> impl Future<Output = Result<Option<u64>, WriteError>> + Send;
-    fn create_lease(&self, uid: &str) -> impl Future<Output = Result<(), WriteError>> + Send;
+    /// The node's Lease of the domain `uid`, labelled with its `clique`.
+    fn create_lease(
+        &self,
+        uid: &str,
+        clique: &str,
+    ) -> impl Future<Output = Result<(), WriteError>> + Send;
     fn delete_lease(&self, uid: &str) -> impl Future<Output = Result<(), WriteError>> + Send;
     fn create_template(
         &self,
@@ -160,12 +168,14 @@ fn entry_value(entry: &ComputeDomainNode) -> Value {
     serde_json::to_value(entry).unwrap_or(Value::Null)
 }
 
-/// The JSON patch removing `entries` (position, name): each position tested
-/// for its name first, the highest position first.
-pub fn removal_patch(entries: &[(usize, String)]) -> Value {
+/// The JSON patch removing `entries` (position, name), each position tested
+/// for its name first, the highest position first, then setting
+/// `status.status` to `status` (the admission policy refuses a Ready status
+/// over fewer than `numNodes` entries, so a removal says so itself).
+pub fn removal_patch(entries: &[(usize, String)], status: Readiness) -> Value {
     let mut sorted = entries.to_vec();
     sorted.sort_by_key(|e| std::cmp::Reverse(e.0));
-    let ops: Vec<Value> = sorted
+    let mut ops: Vec<Value> = sorted
         .iter()
         .flat_map(|(at, name)| {
             [
@@ -174,7 +184,18 @@ pub fn removal_patch(entries: &[(usize, String)]) -> Value {
             ]
         })
         .collect();
+    ops.push(json!({"op": "add", "path": "/status/status", "value": status}));
     Value::Array(ops)
+}
+
+/// Whether `text` is a Kubernetes label value (at most 63 characters,
+/// alphanumerics, '-', '_' and '.', starting and ending alphanumeric).
+fn is_label_value(text: &str) -> bool {
+    let edges = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    text.len() <= 63
+        && edges(text.chars().next())
+        && edges(text.chars().last())
+        && (text.chars()).all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
 fn version_of(object: &DynamicObject) -> Option<u64> {
@@ -196,11 +217,13 @@ impl DomainWrites for KubeDomains {
         &self,
         domain: &DomainSeen,
         entries: &[(usize, String)],
+        status: Readiness,
     ) -> Result<Option<u64>, WriteError> {
-        let patch = serde_json::from_value(removal_patch(entries)).map_err(|e| WriteError {
-            code: None,
-            message: e.to_string(),
-        })?;
+        let patch =
+            serde_json::from_value(removal_patch(entries, status)).map_err(|e| WriteError {
+                code: None,
+                message: e.to_string(),
+            })?;
         let params = PatchParams {
             field_manager: Some(self.manager()),
             ..PatchParams::default()
@@ -212,16 +235,20 @@ impl DomainWrites for KubeDomains {
             .map_err(|e| WriteError::of(&e))
     }
 
-    async fn create_lease(&self, uid: &str) -> Result<(), WriteError> {
+    async fn create_lease(&self, uid: &str, clique: &str) -> Result<(), WriteError> {
         let node_uid = self.node_uid().await?.clone();
+        let mut labels = BTreeMap::from([
+            (LEASE_DOMAIN_LABEL.to_owned(), uid.to_owned()),
+            (LEASE_NODE_LABEL.to_owned(), self.node.clone()),
+        ]);
+        if is_label_value(clique) {
+            labels.insert(LEASE_CLIQUE_LABEL.to_owned(), clique.to_owned());
+        }
         let lease = Lease {
             metadata: ObjectMeta {
                 name: Some(lease_name(uid, &self.node)),
                 namespace: Some(self.lease_namespace.clone()),
-                labels: Some(BTreeMap::from([
-                    (LEASE_DOMAIN_LABEL.to_owned(), uid.to_owned()),
-                    (LEASE_NODE_LABEL.to_owned(), self.node.clone()),
-                ])),
+                labels: Some(labels),
                 owner_references: Some(vec![OwnerReference {
                     api_version: "v1".to_owned(),
                     kind: "Node".to_owned(),
@@ -274,11 +301,12 @@ impl DomainWrites for KubeDomains {
 mod tests {
     use serde_json::json;
 
-    use super::removal_patch;
+    use super::{Readiness, removal_patch};
 
     #[test]
     fn gone_entries_are_tested_by_name_and_removed_from_the_highest_position() {
-        let patch = removal_patch(&[(1, "node-2".to_owned()), (3, "node-4".to_owned())]);
+        let gone = [(1, "node-2".to_owned()), (3, "node-4".to_owned())];
+        let patch = removal_patch(&gone, Readiness::NotReady);
         assert_eq!(
             patch,
             json!([
@@ -286,6 +314,7 @@ mod tests {
                 {"op": "remove", "path": "/status/nodes/3"},
                 {"op": "test", "path": "/status/nodes/1/name", "value": "node-2"},
                 {"op": "remove", "path": "/status/nodes/1"},
+                {"op": "add", "path": "/status/status", "value": "NotReady"},
             ])
         );
     }

@@ -27,6 +27,10 @@ pub const OVERDUE: Duration = Duration::from_secs(10);
 /// How long a member that is not the first waits before it corrects a
 /// stale `status.status` itself (the first one usually has by then).
 pub const STATUS_GRACE: Duration = Duration::from_secs(2);
+/// How long a member of a domain that is still forming (fewer entries than
+/// `numNodes`) waits for the rest before it tells its daemon the members
+/// there are.
+pub const MEMBERS_HOLD: Duration = Duration::from_secs(5);
 /// How long a template found that is not the domain's is left before the
 /// create is tried again.
 pub const REFUSED_RETRY: Duration = Duration::from_secs(600);
@@ -71,6 +75,8 @@ pub struct Memory {
     backoff: BTreeMap<(String, Step), (Instant, Duration)>,
     /// Per domain uid: since when a deferred status correction waits.
     deferred: BTreeMap<String, Instant>,
+    /// Per domain uid: since when the node has a channel of it.
+    member: BTreeMap<String, Instant>,
 }
 
 impl Memory {
@@ -215,6 +221,18 @@ impl Memory {
         Some(since + STATUS_GRACE)
     }
 
+    /// Until when the node may hold its daemon's members of `uid` back while
+    /// the domain forms: [`MEMBERS_HOLD`] after it became a member (`is`:
+    /// it is one now); None when it is not.
+    pub fn member(&mut self, uid: &str, is: bool, now: Instant) -> Option<Instant> {
+        if !is {
+            self.member.remove(uid);
+            return None;
+        }
+        let since = *self.member.entry(uid.to_owned()).or_insert(now);
+        Some(since + MEMBERS_HOLD)
+    }
+
     /// Forgets every domain but `live` (uids).
     pub fn keep_only(&mut self, live: &BTreeSet<String>) {
         let keep = |uid: &String| live.contains(uid);
@@ -226,6 +244,7 @@ impl Memory {
         self.missing.retain(|(uid, _), _| keep(uid));
         self.backoff.retain(|(uid, _), _| keep(uid));
         self.deferred.retain(|uid, _| keep(uid));
+        self.member.retain(|uid, _| keep(uid));
     }
 }
 

@@ -166,16 +166,22 @@ impl<W: DomainWrites, N: DomainNode> Pass<'_, W, N> {
     ) {
         let uid = &domain.uid;
         let local = here.domains.get(uid);
-        let holders = snapshot.leases.get(uid).cloned().unwrap_or_default();
-        let own_lease = holders.contains(self.node);
+        let leases = snapshot.leases.get(uid).cloned().unwrap_or_default();
         let listed = domain.entries.names().any(|(_, n)| n == self.node);
-        if local.is_none() && !listed && !own_lease {
+        if local.is_none() && !listed && !leases.contains_key(self.node) {
             return;
         }
         let names: Vec<&str> = domain.entries.names().map(|(_, n)| n).collect();
+        let holders: BTreeSet<String> = leases.keys().cloned().collect();
         let (gone, next) = self.memory.gone(uid, self.node, names, &holders, self.now);
         if let Some(next) = next {
             report.wake_at(next);
+        }
+        let forming = i64::try_from(domain.entries.total).unwrap_or(i64::MAX) < domain.num_nodes;
+        let patience = self.memory.member(uid, local.is_some(), self.now);
+        let hold = forming && patience.is_some_and(|until| self.now < until);
+        if let Some(until) = patience.filter(|_| hold) {
+            report.wake_at(until);
         }
         let me = Me {
             node: self.node.to_owned(),
@@ -186,8 +192,9 @@ impl<W: DomainWrites, N: DomainNode> Pass<'_, W, N> {
             num_nodes: domain.num_nodes,
             status: domain.status,
             entries: &domain.entries,
-            own_lease,
+            leases: &leases,
             gone: &gone,
+            hold,
         };
         let turn = coordinate::turn(&me, local, &view);
         if let Some(problem) = &turn.problem {
@@ -195,32 +202,54 @@ impl<W: DomainWrites, N: DomainNode> Pass<'_, W, N> {
                 .problems
                 .push(format!("ComputeDomain {}: {problem}", domain.id()));
         }
-        if turn.lease == LeaseStep::Create && !self.lease(domain, true, report).await {
+        if turn.lease == LeaseStep::Create && !self.lease(domain, &me.clique, report).await {
             return;
         }
         self.tell(domain, &turn, report).await;
         self.write_status(domain, &turn, report).await;
         if turn.lease == LeaseStep::Delete {
-            self.lease(domain, false, report).await;
+            self.unlease(domain, report).await;
         }
     }
 
-    /// Creates (`create`) or deletes the node's Lease of `domain`; whether
-    /// it is there (or gone) as asked, or may be taken so.
-    async fn lease(&mut self, domain: &DomainSeen, create: bool, report: &mut Report) -> bool {
+    /// Creates the node's Lease of `domain` (in `clique`); whether it is
+    /// there, or may be taken so.
+    async fn lease(&mut self, domain: &DomainSeen, clique: &str, report: &mut Report) -> bool {
         let uid = &domain.uid;
-        if self.memory.lease_pending(uid, create, self.now) {
+        if self.memory.lease_pending(uid, true, self.now) {
             return true;
         }
-        if let Some(until) = self.memory.paused(uid, Step::Lease, self.now) {
-            report.wake_at(until);
-            return false;
-        }
-        let done = if create {
-            self.writes.create_lease(uid).await
-        } else {
-            self.writes.delete_lease(uid).await
+        let done = match self.memory.paused(uid, Step::Lease, self.now) {
+            Some(until) => {
+                report.wake_at(until);
+                return false;
+            }
+            None => self.writes.create_lease(uid, clique).await,
         };
+        self.lease_done(domain, true, done, report)
+    }
+
+    /// Deletes the node's Lease of `domain`.
+    async fn unlease(&mut self, domain: &DomainSeen, report: &mut Report) {
+        let uid = &domain.uid;
+        if self.memory.lease_pending(uid, false, self.now) {
+            return;
+        }
+        if let Some(until) = self.memory.paused(uid, Step::Lease, self.now) {
+            return report.wake_at(until);
+        }
+        let done = self.writes.delete_lease(uid).await;
+        self.lease_done(domain, false, done, report);
+    }
+
+    fn lease_done(
+        &mut self,
+        domain: &DomainSeen,
+        create: bool,
+        done: Result<(), super::kube_api::WriteError>,
+        report: &mut Report,
+    ) -> bool {
+        let uid = &domain.uid;
         match done {
             Ok(()) => {
                 report.leases_written += 1;
@@ -282,9 +311,13 @@ impl<W: DomainWrites, N: DomainNode> Pass<'_, W, N> {
             }
         }
         if !turn.remove.is_empty() {
-            let text = format!("{:?}", turn.remove);
+            let text = format!("{:?} {:?}", turn.remove, turn.remove_status);
             if self.ready_to_write(domain, Step::Remove, &text, report) {
-                let done = self.writes.remove_entries(domain, &turn.remove).await;
+                let status = turn.remove_status;
+                let done = self
+                    .writes
+                    .remove_entries(domain, &turn.remove, status)
+                    .await;
                 self.landed(domain, Step::Remove, text, done, report);
             }
         }
@@ -344,7 +377,7 @@ impl<W: DomainWrites, N: DomainNode> Pass<'_, W, N> {
         let known: BTreeSet<&String> = snapshot.domains.iter().map(|d| &d.uid).collect();
         let stale: Vec<String> = (snapshot.leases.iter())
             .filter(|(uid, holders)| {
-                holders.contains(self.node)
+                holders.contains_key(self.node)
                     && !known.contains(uid)
                     && !here.domains.contains_key(*uid)
             })

@@ -2,10 +2,11 @@
 //! of gpusliced, over snapshots built by hand: what it writes, in which
 //! order, and that it writes a change once.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use gpuslice_compute_domain::api::Readiness;
 use gpuslice_compute_domain::coordinate::{Apply, Local};
 use gpuslice_compute_domain::template::{CREATION_WINDOW, owned_template};
 use k8s_openapi::api::resource::v1::ResourceClaimTemplate;
@@ -49,12 +50,13 @@ impl DomainWrites for Writes {
         &self,
         _: &DomainSeen,
         entries: &[(usize, String)],
+        status: Readiness,
     ) -> Result<Option<u64>, WriteError> {
-        self.note(format!("remove {entries:?}"));
+        self.note(format!("remove {entries:?} {status:?}"));
         Ok(Some(100))
     }
 
-    async fn create_lease(&self, _: &str) -> Result<(), WriteError> {
+    async fn create_lease(&self, _: &str, _: &str) -> Result<(), WriteError> {
         self.note("create lease".to_owned());
         Ok(())
     }
@@ -164,12 +166,31 @@ async fn a_member_makes_its_lease_tells_its_daemon_and_applies_its_entry_once() 
         writes.log(),
         ["create lease", "apply Some((0, NotReady)) NotReady"]
     );
-    assert_eq!(
-        gpusliced.told.lock().expect("lock").as_slice(),
-        [BTreeMap::from([(0, "10.0.0.1".to_owned())])]
+    assert!(
+        gpusliced.told.lock().expect("lock").is_empty(),
+        "fewer entries than numNodes: the members are held back"
     );
+    assert_eq!(report.wake, Some(t0 + super::memory::MEMBERS_HOLD));
     // The cache has not caught up: nothing again.
     let later = t0 + Duration::from_millis(300);
+    pass(
+        &writes,
+        &gpusliced,
+        &mut memory,
+        later,
+        &snapshot,
+        &here(Some(local.clone())),
+    )
+    .await;
+    assert!(writes.log().is_empty(), "a change is written once");
+    // It has: numNodes entries, the daemon is told its members.
+    let entry = json!([{"name": "node-1", "ipAddress": "10.0.0.1", "cliqueID": CLIQUE,
+                        "index": 0, "status": "NotReady"}]);
+    snapshot.domains = vec![domain(UID, entry)];
+    snapshot.leases.insert(
+        UID.to_owned(),
+        BTreeMap::from([("node-1".to_owned(), CLIQUE.to_owned())]),
+    );
     pass(
         &writes,
         &gpusliced,
@@ -179,7 +200,10 @@ async fn a_member_makes_its_lease_tells_its_daemon_and_applies_its_entry_once() 
         &here(Some(local)),
     )
     .await;
-    assert!(writes.log().is_empty(), "a change is written once");
+    assert_eq!(
+        gpusliced.told.lock().expect("lock").as_slice(),
+        [BTreeMap::from([(0, "10.0.0.1".to_owned())])]
+    );
     // gpusliced unreachable: nothing about membership.
     let down = Err("gpusliced ListDomains: unavailable".to_owned());
     let report = pass(&writes, &gpusliced, &mut memory, later, &snapshot, &down).await;
@@ -280,7 +304,9 @@ async fn a_node_leaves_entry_first_then_its_lease_and_removes_a_gone_members_ent
     snapshot
         .templates
         .insert(("ml".to_owned(), "cd-channel".to_owned()), UID.to_owned());
-    let both: BTreeSet<String> = ["node-1", "node-2"].map(str::to_owned).into();
+    let both: BTreeMap<String, String> = ["node-1", "node-2"]
+        .map(|n| (n.to_owned(), CLIQUE.to_owned()))
+        .into();
     snapshot.leases.insert(UID.to_owned(), both);
     let t0 = Instant::now();
     // node-2's Lease goes (its Node deleted): node-1, index 0, removes it.
@@ -304,9 +330,8 @@ async fn a_node_leaves_entry_first_then_its_lease_and_removes_a_gone_members_ent
         ["apply Some((0, Ready)) Ready"],
         "status was unset"
     );
-    snapshot
-        .leases
-        .insert(UID.to_owned(), ["node-1".to_owned()].into());
+    let one = BTreeMap::from([("node-1".to_owned(), CLIQUE.to_owned())]);
+    snapshot.leases.insert(UID.to_owned(), one);
     pass(
         &writes,
         &gpusliced,
@@ -327,7 +352,7 @@ async fn a_node_leaves_entry_first_then_its_lease_and_removes_a_gone_members_ent
         &here(Some(local)),
     )
     .await;
-    assert_eq!(writes.log(), [r#"remove [(1, "node-2")]"#]);
+    assert_eq!(writes.log(), [r#"remove [(1, "node-2")] Ready"#]);
     // node-1's last channel goes: its entry first, its Lease once it is gone.
     pass(
         &writes,

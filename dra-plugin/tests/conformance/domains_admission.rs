@@ -123,14 +123,22 @@ async fn a_nodes_compute_domains_token_writes_its_own_entry_only() {
             .expect("listed")
     };
     refused(
-        one.remove_entries(&domain, &[(position("node-2"), "node-2".to_owned())])
-            .await,
+        one.remove_entries(
+            &domain,
+            &[(position("node-2"), "node-2".to_owned())],
+            Readiness::NotReady,
+        )
+        .await,
         403,
         "that Node exists",
     );
-    one.remove_entries(&domain, &[(position("node-9"), "node-9".to_owned())])
-        .await
-        .expect("a gone Node's entry");
+    one.remove_entries(
+        &domain,
+        &[(position("node-9"), "node-9".to_owned())],
+        Readiness::NotReady,
+    )
+    .await
+    .expect("a gone Node's entry");
 
     // A list past its cap: 422.
     api.mutate(|s| {
@@ -158,7 +166,7 @@ async fn a_nodes_compute_domains_token_writes_its_own_entry_only() {
 
     // Its own Lease: admitted; another node's: 403. A template not owned by
     // its domain: 422. A verb outside the role: 403.
-    one.create_lease(UID).await.expect("its own Lease");
+    one.create_lease(UID, CLIQUE).await.expect("its own Lease");
     let two_token = api
         .state()
         .tokens
