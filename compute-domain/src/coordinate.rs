@@ -19,8 +19,14 @@
 //!   (every member sees that at once), the first member corrects it; the
 //!   others are told to wait ([`Turn::defer`]).
 //! - Its daemon is told the clique's members when they differ from what it
-//!   has, but while the domain forms (fewer entries than `numNodes`) the
-//!   caller may hold that back a while ([`View::hold`]).
+//!   has, but while they are unsettled (fewer entries than `numNodes`, two
+//!   entries on one index, a node joining its clique with a Lease and no
+//!   entry yet) a new member holds that back a while ([`View::patient`]):
+//!   IMEX takes one SIGUSR1 per 5 s, so every telling too early costs the
+//!   next one that long.
+//! - A node joining creates its Lease first and applies its entry at its
+//!   next turn, once its cache shows the Lease: by then it usually sees the
+//!   Leases of the nodes joining with it, and they take distinct indices.
 //! - A node with no channel left **leaves**: its entry goes (applied
 //!   without it), then its Lease.
 //! - The entry of a node that is **gone** (its Lease gone: the garbage
@@ -89,11 +95,11 @@ pub struct View<'a> {
     /// The entries of nodes that are gone, by name: true when overdue (any
     /// member removes it then, not only the first).
     pub gone: &'a BTreeMap<String, bool>,
-    /// The domain is still forming (fewer entries than `numNodes`) and the
-    /// node may wait for the rest before it tells its daemon: IMEX takes one
-    /// SIGUSR1 per 5 s, so members told one by one would make the last ones
-    /// wait that long; told once complete, they cost one.
-    pub hold: bool,
+    /// The node became a member a moment ago and may wait for unsettled
+    /// members to settle before it tells its daemon: IMEX takes one SIGUSR1
+    /// per 5 s, so members told one by one would make the last ones wait
+    /// that long; told once settled, they cost one.
+    pub patient: bool,
 }
 
 /// What to do about the node's membership Lease.
@@ -199,6 +205,7 @@ pub fn turn(me: &Me, local: Option<&Local>, view: &View<'_>) -> Turn {
     };
     if !own_lease {
         turn.lease = LeaseStep::Create;
+        return turn;
     }
     let mut entry = ComputeDomainNode {
         name: me.node.clone(),
@@ -225,7 +232,10 @@ pub fn turn(me: &Me, local: Option<&Local>, view: &View<'_>) -> Turn {
             status,
         });
     }
-    if local.members != wanted && !view.hold {
+    let in_clique = 1 + (others.iter()).filter(|n| n.clique_id == me.clique).count();
+    let forming = i64::try_from(view.entries.total).unwrap_or(i64::MAX) < view.num_nodes;
+    let unsettled = forming || wanted.len() < in_clique || !joining.is_empty();
+    if local.members != wanted && !(view.patient && unsettled) {
         turn.members = Some(wanted);
     }
     turn

@@ -305,8 +305,8 @@ fn spread(values: &mut [f64]) -> (f64, f64, f64) {
 /// A size: its cluster, `rounds` rounds, one line per round and the
 /// summary line.
 fn size(tools: &Path, count: usize, rounds: usize, windows: &Windows) {
-    let started = Instant::now();
     let admission = admission::available("compute_domains bench");
+    let started = Instant::now();
     let cluster = Cluster::start(tools, &addresses("127.0.1", 1, count), admission);
     println!(
         "nodes={count}: {count} gpusliced started at once in {:.2}s; admission {}",

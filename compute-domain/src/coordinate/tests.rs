@@ -45,7 +45,7 @@ impl World {
             entries: &entries,
             leases: &self.leases,
             gone,
-            hold: false,
+            patient: false,
         };
         let turn = turn(me, self.local.get(&me.node), &view);
         match turn.lease {
@@ -136,7 +136,9 @@ impl World {
                 let turn = self.turn(&nodes[i % nodes.len()], &none);
                 let waits = turn.defer && !self.undefer;
                 deferred |= waits;
-                quiet &= (turn.apply.is_none() || waits) && turn.members.is_none();
+                quiet &= (turn.apply.is_none() || waits)
+                    && turn.members.is_none()
+                    && turn.lease == LeaseStep::Keep;
                 self.check();
             }
             // A deferred apply is made once nobody else corrected it.
@@ -179,6 +181,13 @@ fn a_joining_node_makes_its_lease_then_an_entry_not_ready_and_tells_its_daemon()
     world.prepare("node-1");
     let turn = world.turn(&one, &none);
     assert_eq!(turn.lease, LeaseStep::Create);
+    assert_eq!(
+        (turn.apply, turn.members),
+        (None, None),
+        "its entry once its Lease shows"
+    );
+    let turn = world.turn(&one, &none);
+    assert_eq!(turn.lease, LeaseStep::Keep);
     let entry = turn.apply.and_then(|a| a.entry).expect("an entry");
     assert_eq!((entry.index, entry.status), (0, Readiness::NotReady));
     assert_eq!(
@@ -187,7 +196,6 @@ fn a_joining_node_makes_its_lease_then_an_entry_not_ready_and_tells_its_daemon()
     );
     world.signal("node-1");
     let turn = world.turn(&one, &none);
-    assert_eq!(turn.lease, LeaseStep::Keep);
     let apply = turn.apply.expect("Ready now");
     assert_eq!(apply.status, Readiness::Ready);
     assert_eq!(apply.entry.map(|e| e.status), Some(Readiness::Ready));
@@ -396,4 +404,45 @@ proptest! {
         prop_assert!(first_ready.is_some_and(|r| last.is_none_or(|l| l < r)),
             "never Ready then NotReady while it formed: {:?}", world.history);
     }
+}
+
+#[test]
+fn a_new_member_holds_its_daemons_members_back_while_they_are_unsettled() {
+    let local = Local {
+        ready: true,
+        members_known: true,
+        connected: true,
+        members: BTreeMap::new(),
+    };
+    let me = me(1, "c.1");
+    let leases = BTreeMap::from([("node-1".to_owned(), "c.1".to_owned())]);
+    let none = BTreeMap::new();
+    let told = |nodes: serde_json::Value, num_nodes: i64, leases: &BTreeMap<String, String>| {
+        let entries = read(Some(&nodes));
+        let view = |patient| View {
+            num_nodes,
+            status: None,
+            entries: &entries,
+            leases,
+            gone: &none,
+            patient,
+        };
+        (
+            turn(&me, Some(&local), &view(true)).members.is_some(),
+            turn(&me, Some(&local), &view(false)).members.is_some(),
+        )
+    };
+    let entry = |n: u32, index: u32| {
+        serde_json::json!({"name": format!("node-{n}"), "ipAddress": format!("10.0.0.{n}"),
+                           "cliqueID": "c.1", "index": index, "status": "NotReady"})
+    };
+    let settled = serde_json::json!([entry(1, 0), entry(2, 1)]);
+    assert_eq!(told(settled.clone(), 2, &leases), (true, true), "settled");
+    assert_eq!(told(settled, 3, &leases), (false, true), "forming");
+    let twice = serde_json::json!([entry(1, 0), entry(2, 1), entry(3, 1)]);
+    assert_eq!(told(twice, 3, &leases), (false, true), "two on index 1");
+    let mut joining = leases.clone();
+    joining.insert("node-4".to_owned(), "c.1".to_owned());
+    let settled = serde_json::json!([entry(1, 0), entry(2, 1)]);
+    assert_eq!(told(settled, 2, &joining), (false, true), "node-4 joining");
 }

@@ -27,9 +27,9 @@ pub const OVERDUE: Duration = Duration::from_secs(10);
 /// How long a member that is not the first waits before it corrects a
 /// stale `status.status` itself (the first one usually has by then).
 pub const STATUS_GRACE: Duration = Duration::from_secs(2);
-/// How long a member of a domain that is still forming (fewer entries than
-/// `numNodes`) waits for the rest before it tells its daemon the members
-/// there are.
+/// How long a new member of a domain whose members are unsettled (fewer
+/// entries than `numNodes`, two on one index, a node joining) waits for
+/// them to settle before it tells its daemon the members there are.
 pub const MEMBERS_HOLD: Duration = Duration::from_secs(5);
 /// How long a template found that is not the domain's is left before the
 /// create is tried again.
@@ -222,7 +222,7 @@ impl Memory {
     }
 
     /// Until when the node may hold its daemon's members of `uid` back while
-    /// the domain forms: [`MEMBERS_HOLD`] after it became a member (`is`:
+    /// they are unsettled: [`MEMBERS_HOLD`] after it became a member (`is`:
     /// it is one now); None when it is not.
     pub fn member(&mut self, uid: &str, is: bool, now: Instant) -> Option<Instant> {
         if !is {

@@ -177,10 +177,9 @@ impl<W: DomainWrites, N: DomainNode> Pass<'_, W, N> {
         if let Some(next) = next {
             report.wake_at(next);
         }
-        let forming = i64::try_from(domain.entries.total).unwrap_or(i64::MAX) < domain.num_nodes;
         let patience = self.memory.member(uid, local.is_some(), self.now);
-        let hold = forming && patience.is_some_and(|until| self.now < until);
-        if let Some(until) = patience.filter(|_| hold) {
+        let patient = patience.is_some_and(|until| self.now < until);
+        if let Some(until) = patience.filter(|_| patient) {
             report.wake_at(until);
         }
         let me = Me {
@@ -194,7 +193,7 @@ impl<W: DomainWrites, N: DomainNode> Pass<'_, W, N> {
             entries: &domain.entries,
             leases: &leases,
             gone: &gone,
-            hold,
+            patient,
         };
         let turn = coordinate::turn(&me, local, &view);
         if let Some(problem) = &turn.problem {
@@ -372,8 +371,13 @@ impl<W: DomainWrites, N: DomainNode> Pass<'_, W, N> {
     }
 
     /// Deletes the node's Leases of domains that are gone (from the cache,
-    /// and with no channel here).
+    /// and with no channel here); none while a ComputeDomain does not read
+    /// (it may be one of them, and its members would take the node for
+    /// gone).
     async fn stale_leases(&mut self, snapshot: &Snapshot, here: &NodeDomains, report: &mut Report) {
+        if !snapshot.unreadable.is_empty() {
+            return;
+        }
         let known: BTreeSet<&String> = snapshot.domains.iter().map(|d| &d.uid).collect();
         let stale: Vec<String> = (snapshot.leases.iter())
             .filter(|(uid, holders)| {

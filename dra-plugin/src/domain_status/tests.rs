@@ -164,15 +164,31 @@ async fn a_member_makes_its_lease_tells_its_daemon_and_applies_its_entry_once() 
     assert!(report.problems.is_empty(), "{report:?}");
     assert_eq!(
         writes.log(),
-        ["create lease", "apply Some((0, NotReady)) NotReady"]
+        ["create lease"],
+        "its entry once its Lease shows"
     );
+    assert_eq!(report.wake, Some(t0 + super::memory::MEMBERS_HOLD));
+    // The cache shows the Lease: the entry, but not the members yet.
+    snapshot.leases.insert(
+        UID.to_owned(),
+        BTreeMap::from([("node-1".to_owned(), CLIQUE.to_owned())]),
+    );
+    let later = t0 + Duration::from_millis(300);
+    pass(
+        &writes,
+        &gpusliced,
+        &mut memory,
+        later,
+        &snapshot,
+        &here(Some(local.clone())),
+    )
+    .await;
+    assert_eq!(writes.log(), ["apply Some((0, NotReady)) NotReady"]);
     assert!(
         gpusliced.told.lock().expect("lock").is_empty(),
         "fewer entries than numNodes: the members are held back"
     );
-    assert_eq!(report.wake, Some(t0 + super::memory::MEMBERS_HOLD));
-    // The cache has not caught up: nothing again.
-    let later = t0 + Duration::from_millis(300);
+    // The cache has not caught up with the entry: nothing again.
     pass(
         &writes,
         &gpusliced,
@@ -187,10 +203,6 @@ async fn a_member_makes_its_lease_tells_its_daemon_and_applies_its_entry_once() 
     let entry = json!([{"name": "node-1", "ipAddress": "10.0.0.1", "cliqueID": CLIQUE,
                         "index": 0, "status": "NotReady"}]);
     snapshot.domains = vec![domain(UID, entry)];
-    snapshot.leases.insert(
-        UID.to_owned(),
-        BTreeMap::from([("node-1".to_owned(), CLIQUE.to_owned())]),
-    );
     pass(
         &writes,
         &gpusliced,
@@ -374,6 +386,46 @@ async fn a_node_leaves_entry_first_then_its_lease_and_removes_a_gone_members_ent
         &gpusliced,
         &mut memory,
         later,
+        &snapshot,
+        &here(None),
+    )
+    .await;
+    assert_eq!(writes.log(), ["delete lease"]);
+}
+
+#[tokio::test]
+async fn a_lease_of_a_domain_gone_is_deleted_but_not_while_a_domain_does_not_read() {
+    let (writes, gpusliced, mut memory) =
+        (Writes::default(), Gpusliced::default(), Memory::default());
+    let mut snapshot = Snapshot {
+        unreadable: vec!["ComputeDomain ml/broken: status.nodes is not a list".to_owned()],
+        ..Snapshot::default()
+    };
+    snapshot.leases.insert(
+        UID.to_owned(),
+        BTreeMap::from([("node-1".to_owned(), CLIQUE.to_owned())]),
+    );
+    let now = Instant::now();
+    let report = pass(
+        &writes,
+        &gpusliced,
+        &mut memory,
+        now,
+        &snapshot,
+        &here(None),
+    )
+    .await;
+    assert!(
+        writes.log().is_empty(),
+        "the domain that does not read may be this Lease's"
+    );
+    assert_eq!(report.problems, snapshot.unreadable, "and it is reported");
+    snapshot.unreadable.clear();
+    pass(
+        &writes,
+        &gpusliced,
+        &mut memory,
+        now,
         &snapshot,
         &here(None),
     )
