@@ -10,10 +10,11 @@
 //! periods so a kubelet that stops hearing from us marks them UNKNOWN. When
 //! gpusliced does not answer, the devices last seen are sent UNKNOWN with
 //! the reason. The stream ends when the kubelet goes away or the shim stops.
-//! [`report`] is the pure mapping; [`v1`] and [`v1alpha1`] adapt it.
+//! [`report`] is the pure mapping; [`v1`] and [`v1alpha1`] adapt it (one
+//! macro, `versions.rs`).
 
-pub mod v1;
-pub mod v1alpha1;
+mod versions;
+pub use versions::{v1, v1alpha1};
 
 #[cfg(test)]
 mod tests;
