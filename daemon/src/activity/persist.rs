@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::episodes::SavedEpisode;
+use crate::state::SaveError;
 
 /// The file's name in the state dir.
 pub const FILE_NAME: &str = "activity.json";
@@ -48,17 +49,6 @@ pub struct Saved {
     pub last_active: BTreeMap<String, i64>,
     /// The episodes open.
     pub episodes: Vec<SavedEpisode>,
-}
-
-/// A failed write of the file.
-#[derive(Debug, thiserror::Error)]
-#[error("writing {path}")]
-pub struct PersistError {
-    /// The file (or its temp file).
-    pub path: PathBuf,
-    /// The OS error.
-    #[source]
-    pub source: std::io::Error,
 }
 
 /// Reads the file in `state_dir`; empty when absent or unreadable.
@@ -134,7 +124,7 @@ impl Persister {
         last_active: &BTreeMap<String, i64>,
         episodes: &[SavedEpisode],
         force: bool,
-    ) -> Result<bool, PersistError> {
+    ) -> Result<bool, SaveError> {
         let wanted =
             self.due(now, last_active, episodes) || force && self.changed(last_active, episodes);
         if !wanted {
@@ -154,7 +144,7 @@ fn write(
     dir: &Path,
     last_active: &BTreeMap<String, i64>,
     episodes: &[SavedEpisode],
-) -> Result<(), PersistError> {
+) -> Result<(), SaveError> {
     let file = File {
         version: VERSION,
         last_active: last_active.clone(),
@@ -164,8 +154,6 @@ fn write(
     bytes.push(b'\n');
     // Advisory (module doc): no fsync, so not the durable writer.
     crate::state::write_advisory(dir, FILE_NAME, &bytes)
-        .map_err(|(path, source)| PersistError { path, source })?;
-    Ok(())
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::report::LimitAction;
 use crate::activity::WarningKind;
+use crate::state::SaveError;
 
 /// The file's name in the state dir.
 pub const FILE_NAME: &str = "limits.json";
@@ -99,17 +100,6 @@ impl SavedAction {
     }
 }
 
-/// A failed write of the file.
-#[derive(Debug, thiserror::Error)]
-#[error("writing {path}")]
-pub struct SaveError {
-    /// The file (or its temp file).
-    pub path: PathBuf,
-    /// The OS error.
-    #[source]
-    pub source: std::io::Error,
-}
-
 /// The actions kept in `state_dir`: `limits.json`, or where it is absent,
 /// `activity.json`'s; none when neither has any or cannot be read.
 pub fn load(state_dir: &Path) -> Vec<LimitAction> {
@@ -180,8 +170,7 @@ impl ActionsFile {
         };
         let mut bytes = serde_json::to_vec_pretty(&file).unwrap_or_default();
         bytes.push(b'\n');
-        crate::state::write_advisory(&self.dir, FILE_NAME, &bytes)
-            .map_err(|(path, source)| SaveError { path, source })?;
+        crate::state::write_advisory(&self.dir, FILE_NAME, &bytes)?;
         self.written = Some(saved);
         Ok(true)
     }

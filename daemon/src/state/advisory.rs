@@ -8,13 +8,20 @@ use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
+/// A failed write of an advisory file.
+#[derive(Debug, thiserror::Error)]
+#[error("writing {path}")]
+pub struct SaveError {
+    /// The file (or its temp file).
+    pub path: PathBuf,
+    /// The OS error.
+    #[source]
+    pub source: std::io::Error,
+}
+
 /// Writes `bytes` as `dir/name` (mode 0644) through `.name.tmp-<pid>`. On
 /// failure the temp file is removed and the error names the path it met.
-pub fn write_advisory(
-    dir: &Path,
-    name: &str,
-    bytes: &[u8],
-) -> Result<(), (PathBuf, std::io::Error)> {
+pub fn write_advisory(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), SaveError> {
     let target = dir.join(name);
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
     let mut out = std::fs::OpenOptions::new()
@@ -23,14 +30,18 @@ pub fn write_advisory(
         .truncate(true)
         .mode(0o644)
         .open(&tmp)
-        .map_err(|e| (tmp.clone(), e))?;
+        .map_err(|source| SaveError {
+            path: tmp.clone(),
+            source,
+        })?;
     let written = out.write_all(bytes).map_err(|e| (tmp.clone(), e));
     drop(out);
     if let Err(e) =
         written.and_then(|()| std::fs::rename(&tmp, &target).map_err(|e| (target.clone(), e)))
     {
         let _ = std::fs::remove_file(&tmp);
-        return Err(e);
+        let (path, source) = e;
+        return Err(SaveError { path, source });
     }
     Ok(())
 }

@@ -14,7 +14,7 @@ mod record;
 mod store;
 
 pub use access_kind::AccessKind;
-pub use advisory::write_advisory;
+pub use advisory::{SaveError, write_advisory};
 pub use boot::{BOOT_ID_PATH, read_boot_id};
 pub use lock::{LOCK_FILE, LockError, StateLock, parse_pid};
 pub use record::{

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::histogram::{Checkpoint, CheckpointError, Histogram, MEMORY, SM_PERCENT};
 use super::{ClaimHistory, DeviceHistory, History, HistorySettings};
+use crate::state::SaveError;
 
 /// The file's name in the state dir.
 pub const FILE_NAME: &str = "usage-history.json";
@@ -124,17 +125,6 @@ pub enum LoadWarning {
         /// What is wrong.
         problem: CheckpointError,
     },
-}
-
-/// A failed write of the file.
-#[derive(Debug, thiserror::Error)]
-#[error("writing {path}")]
-pub struct SaveError {
-    /// The file (or its temp file).
-    pub path: PathBuf,
-    /// The OS error.
-    #[source]
-    pub source: std::io::Error,
 }
 
 /// Reads the history in `state_dir`; empty (with a warning unless the file
@@ -277,8 +267,7 @@ fn device_entry(d: &DeviceHistory) -> DeviceEntry {
 pub fn save(state_dir: &Path, history: &History) -> Result<usize, SaveError> {
     let bytes = to_bytes(history);
     // Advisory (module doc): no fsync, so not the durable writer.
-    crate::state::write_advisory(state_dir, FILE_NAME, &bytes)
-        .map_err(|(path, source)| SaveError { path, source })?;
+    crate::state::write_advisory(state_dir, FILE_NAME, &bytes)?;
     Ok(bytes.len())
 }
 
