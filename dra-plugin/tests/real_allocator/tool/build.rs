@@ -1,82 +1,17 @@
-//! Getting the allocator tool's binary: `tests/tools/allocator/build.sh`
-//! builds it (or finds it cached by the hash of its inputs) under the test
-//! target's tmp dir, from the Debian sid packages `fetch.sh` unpacked; with
-//! fixes of known upstream bugs applied when asked
-//! (`tests/tools/allocator/fixes/`).
-//!
-//! Owns: telling "not installed here" (the packages were never fetched: a
-//! test may skip) from "broken" (they were, and the build failed: always a
-//! failure).
+//! Getting the allocator tool's binary (`tests/tools/allocator/build.sh`),
+//! through the Go tools' one builder (`tests/common/go_tool.rs`), with fixes
+//! of known upstream bugs applied when asked (`tests/tools/allocator/fixes/`).
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 
-/// build.sh's exit status when the sid packages are not unpacked.
-const EXIT_MISSING: i32 = 3;
+#[path = "../../common/go_tool.rs"]
+mod go_tool;
 
-/// Why there is no binary.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum NotBuilt {
-    /// The toolchain or a library package is not unpacked here.
-    #[error("the real allocator's Go packages are not unpacked here: {0}")]
-    Missing(String),
-    /// They are, but the build failed.
-    #[error("building the real allocator failed: {0}")]
-    Failed(String),
-}
-
-/// The repository's top folder.
-pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map_or_else(|| PathBuf::from(".."), Path::to_path_buf)
-}
+pub use go_tool::{NotBuilt, repo_root};
 
 /// Builds the tool with `fixes` (names of `tests/tools/allocator/fixes/`
-/// patches; none for upstream as it is) (a few minutes cold, seconds when
-/// Go's cache is warm, nothing when this checkout built the same inputs
-/// before) and returns its path.
+/// patches; none for upstream as it is), or finds it built, and returns its
+/// path.
 pub fn build(fixes: &[&str]) -> Result<PathBuf, NotBuilt> {
-    let root = repo_root();
-    let script = root.join("tests/tools/allocator/build.sh");
-    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("gpuslice-allocator");
-    let output = Command::new("bash")
-        .arg(&script)
-        .arg(&out_dir)
-        .args(fixes)
-        .current_dir(&root)
-        .output()
-        .map_err(|e| NotBuilt::Failed(format!("cannot run {}: {e}", script.display())))?;
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    // Its progress lines (which Go, how long) belong in the test's log.
-    eprint!("{stderr}");
-    match output.status.code() {
-        Some(0) => {
-            let stdout = String::from_utf8_lossy(&output.stdout);
-            let binary = PathBuf::from(stdout.trim_end());
-            if binary.is_file() {
-                Ok(binary)
-            } else {
-                Err(NotBuilt::Failed(format!(
-                    "{} printed {stdout:?}, which is not a file",
-                    script.display()
-                )))
-            }
-        }
-        Some(EXIT_MISSING) => Err(NotBuilt::Missing(last_line(&stderr))),
-        _ => Err(NotBuilt::Failed(format!(
-            "{} exited with {}: {}",
-            script.display(),
-            output.status,
-            last_line(&stderr)
-        ))),
-    }
-}
-
-fn last_line(text: &str) -> String {
-    text.lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("(no output)")
-        .to_owned()
+    go_tool::build("allocator", "real allocator", fixes)
 }
