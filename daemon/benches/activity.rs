@@ -22,6 +22,9 @@
 //! Env: `GPUSLICE_BENCH_ROUNDS` (5-second blocks per mode, default 3),
 //! `GPUSLICE_BENCH_DIR` (default a temp folder under the cargo target dir).
 
+#[path = "common/folders.rs"]
+#[allow(dead_code, reason = "shared by the benches; this one needs only its folder")]
+mod folders;
 #[path = "common/marked.rs"]
 mod marked;
 #[path = "activity/node.rs"]

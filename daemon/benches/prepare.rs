@@ -20,9 +20,12 @@ use std::time::{Duration, Instant};
 mod durable;
 #[path = "common/engine.rs"]
 mod engine;
+#[path = "common/folders.rs"]
+mod folders;
 
 use durable::{durable_write, sync_dir};
 use engine::{node, request};
+use folders::{percentile, work_dir};
 use gpuslice::claims::Engine;
 use gpuslice::testkit::SimNode;
 
@@ -42,7 +45,8 @@ struct Level {
 
 fn main() {
     let samples = samples();
-    let (_guard, base) = work_dir();
+    let guard = work_dir("gpuslice-bench-");
+    let base = guard.path().to_path_buf();
     print_facts(samples, &base);
     let mut results = Vec::new();
     for &(live, extra) in LEVELS {
@@ -62,26 +66,6 @@ fn samples() -> usize {
             .expect("GPUSLICE_BENCH_SAMPLES must be a positive integer"),
         Err(_) => DEFAULT_SAMPLES,
     }
-}
-
-/// The folder all levels live under, removed at the end.
-fn work_dir() -> (tempfile::TempDir, PathBuf) {
-    let parent = std::env::var_os("GPUSLICE_BENCH_DIR").map_or_else(target_dir, PathBuf::from);
-    std::fs::create_dir_all(&parent).expect("cannot create the bench folder's parent");
-    let dir = tempfile::Builder::new()
-        .prefix("gpuslice-bench-")
-        .tempdir_in(&parent)
-        .expect("cannot create the bench folder");
-    let path = dir.path().to_path_buf();
-    (dir, path)
-}
-
-/// The cargo target dir: the bench runs as `<target>/release/deps/prepare-*`.
-fn target_dir() -> PathBuf {
-    std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.ancestors().nth(3).map(Path::to_path_buf))
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
 }
 
 fn print_facts(samples: usize, base: &Path) {
@@ -209,15 +193,6 @@ fn floor_sample(
         sync_dir(dir);
     }
     took
-}
-
-/// The nearest-rank percentile `p` (0..=100) of `sorted`.
-fn percentile(sorted: &[Duration], p: usize) -> Duration {
-    let rank = (p * sorted.len()).div_ceil(100);
-    sorted
-        .get(rank.saturating_sub(1))
-        .copied()
-        .unwrap_or_default()
 }
 
 /// (p50, p99) of `samples`.

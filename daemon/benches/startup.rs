@@ -15,6 +15,8 @@
 
 #[path = "../../tests/e2e/binaries.rs"]
 mod binaries;
+#[path = "common/folders.rs"]
+mod folders;
 
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
@@ -64,12 +66,7 @@ fn main() {
             v.parse()
                 .expect("GPUSLICE_BENCH_SAMPLES must be a positive integer")
         });
-    let parent = std::env::var_os("GPUSLICE_BENCH_DIR").map_or_else(target_dir, PathBuf::from);
-    std::fs::create_dir_all(&parent).expect("bench folder parent");
-    let dir = tempfile::Builder::new()
-        .prefix("gpuslice-startup-")
-        .tempdir_in(&parent)
-        .expect("bench folder");
+    let dir = folders::work_dir("gpuslice-startup-");
     let config = write_config(dir.path());
     println!(
         "gpuslice start-up bench: {samples} samples per level, {} CPUs, binary {} (crash points {})",
@@ -92,13 +89,6 @@ fn main() {
         ratio(p50(&full.ready), p50(&empty.ready)),
         ratio_kib(p50(&full.rss_idle_kib), p50(&empty.rss_idle_kib)),
     );
-}
-
-fn target_dir() -> PathBuf {
-    std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.ancestors().nth(3).map(Path::to_path_buf))
-        .unwrap_or_else(std::env::temp_dir)
 }
 
 /// The node of examples/gpuslice-sim.toml, everything under `dir`.
@@ -263,20 +253,19 @@ fn fill_node(config: &Path) -> usize {
     claims
 }
 
-fn p50<T: Copy + Ord>(v: &[T]) -> T {
+fn p50<T: Copy + Ord + Default>(v: &[T]) -> T {
     percentile(v, 50)
 }
 
-fn p99<T: Copy + Ord>(v: &[T]) -> T {
+fn p99<T: Copy + Ord + Default>(v: &[T]) -> T {
     percentile(v, 99)
 }
 
-/// Nearest-rank percentile.
-fn percentile<T: Copy + Ord>(v: &[T], pct: usize) -> T {
+/// Nearest-rank percentile of unsorted samples.
+fn percentile<T: Copy + Ord + Default>(v: &[T], pct: usize) -> T {
     let mut sorted = v.to_vec();
     sorted.sort_unstable();
-    let rank = (pct * sorted.len()).div_ceil(100).max(1);
-    sorted[rank - 1]
+    folders::percentile(&sorted, pct)
 }
 
 fn ratio(a: Duration, b: Duration) -> f64 {

@@ -57,7 +57,7 @@ fn request(uid: String, gpu: usize, shared: bool) -> PrepareRequest {
 
 impl BenchNode {
     pub fn build() -> BenchNode {
-        let dir = work_dir();
+        let dir = crate::folders::work_dir("gpuslice-activity-bench-");
         let node = SimNodeBuilder::h100s(LOADED_GPUS + 1)
             .seed("bench")
             .in_dir(dir.path())
@@ -165,19 +165,3 @@ impl Drop for BenchNode {
     }
 }
 
-fn work_dir() -> tempfile::TempDir {
-    let parent = std::env::var_os("GPUSLICE_BENCH_DIR").map_or_else(
-        || {
-            std::env::current_exe()
-                .ok()
-                .and_then(|exe| exe.ancestors().nth(3).map(Path::to_path_buf))
-                .unwrap_or_else(|| repo().join("target"))
-        },
-        PathBuf::from,
-    );
-    std::fs::create_dir_all(&parent).expect("bench folder parent");
-    tempfile::Builder::new()
-        .prefix("gpuslice-activity-bench-")
-        .tempdir_in(&parent)
-        .expect("bench folder")
-}

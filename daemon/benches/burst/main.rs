@@ -32,6 +32,8 @@ mod harness;
 
 #[path = "../common/engine.rs"]
 mod engine;
+#[path = "../common/folders.rs"]
+mod folders;
 
 mod crew;
 mod floor;
@@ -59,7 +61,8 @@ pub fn uid(mode: u16, round: usize, index: usize) -> String {
 fn main() {
     let clients = clients();
     let rounds = rounds();
-    let (_guard, base) = work_dir();
+    let guard = folders::work_dir("gpuslice-burst-");
+    let base = guard.path().to_path_buf();
     print_facts(&clients, rounds, &base);
     let mut levels = Vec::new();
     for &n in &clients {
@@ -100,26 +103,6 @@ fn rounds() -> usize {
                 panic!("GPUSLICE_BENCH_BURST_ROUNDS={v:?}: give a round count from 1 to 65534")
             })
     })
-}
-
-/// The folder every level lives under, removed at the end.
-fn work_dir() -> (tempfile::TempDir, PathBuf) {
-    let parent = std::env::var_os("GPUSLICE_BENCH_DIR").map_or_else(target_dir, PathBuf::from);
-    std::fs::create_dir_all(&parent).expect("cannot create the bench folder's parent");
-    let dir = tempfile::Builder::new()
-        .prefix("gpuslice-burst-")
-        .tempdir_in(&parent)
-        .expect("cannot create the bench folder");
-    let path = dir.path().to_path_buf();
-    (dir, path)
-}
-
-/// The cargo target dir: the bench runs as `<target>/release/deps/burst-*`.
-fn target_dir() -> PathBuf {
-    std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.ancestors().nth(3).map(Path::to_path_buf))
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
 }
 
 fn run_level(base: &Path, n: usize, rounds: usize) -> Level {

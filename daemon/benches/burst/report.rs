@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crate::crew::Burst;
+use crate::folders::percentile;
 
 /// One mode's bursts at one level.
 #[derive(Debug, Default)]
@@ -116,15 +117,6 @@ pub fn summary(levels: &[Level]) {
             l.in_process.throughput() / l.floor.throughput(),
         );
     }
-}
-
-/// The nearest-rank percentile `p` (0..=100) of `sorted`.
-fn percentile(sorted: &[Duration], p: usize) -> Duration {
-    let rank = (p * sorted.len()).div_ceil(100);
-    sorted
-        .get(rank.saturating_sub(1))
-        .copied()
-        .unwrap_or_default()
 }
 
 fn ratio(a: Duration, b: Duration) -> f64 {

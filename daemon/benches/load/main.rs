@@ -43,6 +43,9 @@ mod tools;
 
 #[path = "../common/durable.rs"]
 mod durable;
+#[path = "../common/folders.rs"]
+#[allow(dead_code, reason = "shared by the benches; this one needs only the target dir")]
+mod folders;
 mod floors;
 
 use std::path::{Path, PathBuf};
@@ -62,13 +65,6 @@ fn main() -> ExitCode {
     runtime.block_on(bench())
 }
 
-fn target_dir() -> PathBuf {
-    std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.ancestors().nth(3).map(Path::to_path_buf))
-        .unwrap_or_else(std::env::temp_dir)
-}
-
 async fn bench() -> ExitCode {
     let mut settings = Settings::from_env(10_000, 2_500);
     // Snapshots compete with the load for the same two cores: once a second
@@ -77,7 +73,7 @@ async fn bench() -> ExitCode {
     // covers; here the latencies are the claims' own.
     settings.snapshot_every = Duration::from_secs(1);
     settings.reload_every = 0;
-    let parent = std::env::var_os("GPUSLICE_BENCH_DIR").map_or_else(target_dir, PathBuf::from);
+    let parent = std::env::var_os("GPUSLICE_BENCH_DIR").map_or_else(folders::target_dir, PathBuf::from);
     std::fs::create_dir_all(&parent).expect("bench folder parent");
     settings.parent = Some(parent);
     let gpusliced = harness::gpusliced_binary();
