@@ -77,15 +77,7 @@ fn print_facts(samples: usize, base: &Path) {
     };
     println!("gpuslice prepare bench");
     println!("cpus={cpus}  profile={profile}  samples={samples} per level");
-    println!("work dir: {}", base.display());
-    let df = std::process::Command::new("df")
-        .args(["-T", "-h"])
-        .arg(base)
-        .output();
-    match df {
-        Ok(out) if out.status.success() => print!("{}", String::from_utf8_lossy(&out.stdout)),
-        _ => println!("(df -T unavailable; filesystem unknown)"),
-    }
+    folders::print_work_dir(base);
     println!();
 }
 

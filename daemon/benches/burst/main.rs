@@ -214,15 +214,7 @@ fn print_facts(clients: &[usize], rounds: usize, base: &Path) {
     );
     println!("gpusliced log filter: {}", socket::log_filter());
     println!("load average at the start: {}", load_average());
-    println!("work dir: {}", base.display());
-    let df = std::process::Command::new("df")
-        .args(["-T", "-h"])
-        .arg(base)
-        .output();
-    match df {
-        Ok(out) if out.status.success() => print!("{}", String::from_utf8_lossy(&out.stdout)),
-        _ => println!("(df -T unavailable; filesystem unknown)"),
-    }
+    folders::print_work_dir(base);
     println!();
 }
 

@@ -34,3 +34,17 @@ pub fn percentile<T: Copy + Default>(sorted: &[T], p: usize) -> T {
         .copied()
         .unwrap_or_default()
 }
+
+/// Prints the work dir and its filesystem (`df -T`): the disk is part of
+/// every figure a bench that writes prints.
+pub fn print_work_dir(base: &Path) {
+    println!("work dir: {}", base.display());
+    let df = std::process::Command::new("df")
+        .args(["-T", "-h"])
+        .arg(base)
+        .output();
+    match df {
+        Ok(out) if out.status.success() => print!("{}", String::from_utf8_lossy(&out.stdout)),
+        _ => println!("(df -T unavailable; filesystem unknown)"),
+    }
+}
