@@ -23,7 +23,10 @@
 //! `GPUSLICE_BENCH_DIR` (default a temp folder under the cargo target dir).
 
 #[path = "common/folders.rs"]
-#[allow(dead_code, reason = "shared by the benches; this one needs only its folder")]
+#[allow(
+    dead_code,
+    reason = "shared by the benches; this one needs only its folder"
+)]
 mod folders;
 #[path = "common/marked.rs"]
 mod marked;

@@ -16,7 +16,10 @@
 #[path = "../../tests/e2e/binaries.rs"]
 mod binaries;
 #[path = "common/folders.rs"]
-#[allow(dead_code, reason = "shared by the benches; this one prints no work dir")]
+#[allow(
+    dead_code,
+    reason = "shared by the benches; this one prints no work dir"
+)]
 mod folders;
 
 use std::os::unix::net::UnixDatagram;

@@ -38,10 +38,6 @@ pub struct BenchNode {
     pub claims: usize,
 }
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
 fn uid(group: usize, index: usize) -> String {
     format!("{group:08x}-0000-4000-8000-{index:012x}")
 }
@@ -164,4 +160,3 @@ impl Drop for BenchNode {
         }
     }
 }
-

@@ -41,7 +41,7 @@ mod in_process;
 mod report;
 mod socket;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use crew::Crew;

@@ -43,10 +43,13 @@ mod tools;
 
 #[path = "../common/durable.rs"]
 mod durable;
-#[path = "../common/folders.rs"]
-#[allow(dead_code, reason = "shared by the benches; this one needs only the target dir")]
-mod folders;
 mod floors;
+#[path = "../common/folders.rs"]
+#[allow(
+    dead_code,
+    reason = "shared by the benches; this one needs only the target dir"
+)]
+mod folders;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -73,7 +76,8 @@ async fn bench() -> ExitCode {
     // covers; here the latencies are the claims' own.
     settings.snapshot_every = Duration::from_secs(1);
     settings.reload_every = 0;
-    let parent = std::env::var_os("GPUSLICE_BENCH_DIR").map_or_else(folders::target_dir, PathBuf::from);
+    let parent =
+        std::env::var_os("GPUSLICE_BENCH_DIR").map_or_else(folders::target_dir, PathBuf::from);
     std::fs::create_dir_all(&parent).expect("bench folder parent");
     settings.parent = Some(parent);
     let gpusliced = harness::gpusliced_binary();
