@@ -295,8 +295,8 @@ fn a_gone_entry_is_removed_by_the_first_live_member_or_by_anyone_when_overdue() 
     );
 }
 
-#[test]
-fn removing_a_gone_member_of_a_ready_domain_writes_it_not_ready_at_once() {
+/// A domain of three nodes of one clique (numNodes 3), formed and Ready.
+fn ready_domain_of_three() -> (World, [Me; 3]) {
     let mut world = World {
         num_nodes: 3,
         ..World::default()
@@ -311,6 +311,12 @@ fn removing_a_gone_member_of_a_ready_domain_writes_it_not_ready_at_once() {
     }
     world.settle(&nodes, &[0, 1, 2]);
     assert_eq!(world.status, Some(Readiness::Ready));
+    (world, nodes)
+}
+
+#[test]
+fn removing_a_gone_member_of_a_ready_domain_writes_it_not_ready_at_once() {
+    let (mut world, nodes) = ready_domain_of_three();
     world.local.remove("node-3");
     let gone = BTreeMap::from([("node-3".to_owned(), false)]);
     let turn = world.turn(&nodes[0], &gone);
@@ -321,20 +327,7 @@ fn removing_a_gone_member_of_a_ready_domain_writes_it_not_ready_at_once() {
 
 #[test]
 fn a_stale_status_is_corrected_by_the_first_member_the_others_wait() {
-    let mut world = World {
-        num_nodes: 3,
-        ..World::default()
-    };
-    let nodes = [me(1, "c.1"), me(2, "c.1"), me(3, "c.1")];
-    for node in &nodes {
-        world.prepare(&node.node);
-    }
-    world.settle(&nodes, &[0, 1, 2]);
-    for node in &nodes {
-        world.signal(&node.node);
-    }
-    world.settle(&nodes, &[0, 1, 2]);
-    assert_eq!(world.status, Some(Readiness::Ready));
+    let (mut world, nodes) = ready_domain_of_three();
     world.status = Some(Readiness::NotReady);
     let none = BTreeMap::new();
     let first = world.clone().turn(&nodes[0], &none);
