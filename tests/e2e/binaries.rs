@@ -7,7 +7,8 @@
 //! test (`$CARGO build -p PACKAGE --bin NAME`; cargo does nothing when the
 //! binary is fresh, so a stale one is never picked up), then found in the
 //! test's `target/<profile>/`. Shared with `#[path]` by
-//! dra-plugin/tests/conformance and daemon/benches/startup.rs. Std only.
+//! dra-plugin/tests/conformance, daemon/benches/startup.rs and
+//! tests/e2e/nvml/library.rs (its `cargo_build`). Std only.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -42,7 +43,7 @@ pub fn workspace_binary(package: &str, name: &str) -> PathBuf {
 }
 
 /// `target/<profile>`: the folder above the test executable's `deps/`.
-fn profile_dir() -> PathBuf {
+pub fn profile_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("the test executable's path");
     exe.parent()
         .and_then(Path::parent)
@@ -51,12 +52,18 @@ fn profile_dir() -> PathBuf {
 }
 
 /// Runs `$CARGO build -p package --bin name` for the profile whose output
-/// folder is `profile_dir` (`debug` is the dev profile; any other folder is
-/// named after its profile).
+/// folder is `profile_dir`.
 fn build(package: &str, name: &str, profile_dir: &Path) {
+    cargo_build(profile_dir, &["-p", package, "--bin", name]);
+}
+
+/// Runs `$CARGO build --quiet ARGS` for the profile whose output folder is
+/// `profile_dir` (`debug` is the dev profile; any other folder is named
+/// after its profile); panics when it fails.
+pub fn cargo_build(profile_dir: &Path, args: &[&str]) {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut command = Command::new(cargo);
-    command.args(["build", "--quiet", "-p", package, "--bin", name]);
+    command.args(["build", "--quiet"]).args(args);
     match profile_dir.file_name().and_then(|n| n.to_str()) {
         Some("debug") | None => {}
         Some(profile) => {

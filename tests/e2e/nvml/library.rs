@@ -6,15 +6,22 @@
 //! (`gpuslice-nvml-sim.toml`, a gpuslice.toml whose `[backend.sim]` it
 //! simulates). A copy, not a link: the library finds its config beside the
 //! file the loader mapped, and each copy loaded into one process is a node
-//! of its own. Also a fake sysfs tree for the NVML backend
+//! of its own (built by `binaries.rs`' `cargo_build`). Also a fake sysfs tree for the NVML backend
 //! (`[backend.nvml] sysfs_root`), where each simulated GPU sits.
 //!
 //! Shared with `#[path]` by the daemon's NVML backend tests
 //! (`daemon/src/gpu/nvml/sim_tests.rs`). Std only.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::{Mutex, PoisonError};
+
+#[path = "../binaries.rs"]
+#[allow(
+    dead_code,
+    clippy::duplicate_mod,
+    reason = "the workspace's builder, also the e2e crate's own module (this file is shared with the daemon's NVML tests, which have no other); the library needs only its cargo build"
+)]
+mod binaries;
 
 /// The name NVML's clients load.
 pub const LIBRARY: &str = "libnvidia-ml.so.1";
@@ -30,8 +37,8 @@ pub fn built() -> PathBuf {
     if let Some(path) = built.as_ref() {
         return path.clone();
     }
-    let profile_dir = profile_dir();
-    build(&profile_dir);
+    let profile_dir = binaries::profile_dir();
+    binaries::cargo_build(&profile_dir, &["-p", "gpuslice-nvml-sim", "--lib"]);
     let path = profile_dir.join("libgpuslice_nvml_sim.so");
     assert!(
         path.is_file(),
@@ -40,31 +47,6 @@ pub fn built() -> PathBuf {
     );
     *built = Some(path.clone());
     path
-}
-
-/// `target/<profile>`: the folder above the test executable's `deps/`.
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test executable's path");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("the test executable is in target/<profile>/deps")
-        .to_path_buf()
-}
-
-fn build(profile_dir: &Path) {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut command = Command::new(cargo);
-    command.args(["build", "--quiet", "-p", "gpuslice-nvml-sim", "--lib"]);
-    match profile_dir.file_name().and_then(|n| n.to_str()) {
-        Some("debug") | None => {}
-        Some(profile) => {
-            command.args(["--profile", profile]);
-        }
-    }
-    let status = command
-        .status()
-        .unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"));
-    assert!(status.success(), "{command:?} failed: {status}");
 }
 
 /// Lends the library in `dir`: a copy named [`LIBRARY`] beside `config`
