@@ -13,8 +13,8 @@
 mod activity_render;
 mod advise;
 mod cluster;
+mod compute_domains;
 mod connect;
-mod domains;
 #[cfg(test)]
 mod fixture;
 mod flags;
@@ -534,7 +534,9 @@ async fn show(
                 .into_inner();
             sharing::render(&reply, json)
         }
-        Command::Domains { action, .. } => domains::run(client, action.as_ref(), json).await?,
+        Command::Domains { action, .. } => {
+            compute_domains::run(client, action.as_ref(), json).await?
+        }
         Command::Claims { idle: None, .. } => {
             let reply = client
                 .list_claims(pb::ListClaimsRequest {})

@@ -84,14 +84,7 @@ pub async fn run(mut client: GpuSliceClient<Channel>, args: SimExecArgs) -> anyh
     let target = target(&mut client, &args).await?;
     drop(client);
     if let Some(pid) = args.pid {
-        let file = SimProcessFile {
-            pid,
-            start_time: proc_start_time(pid),
-            device: target.uuid.clone(),
-            memory_bytes: args.memory,
-            sm_percent: args.sm,
-            mps_client: target.mps,
-        };
+        let file = process_file(pid, &target, &args);
         let line = announcement(&file, &target);
         return crate::sim_follow::follow(&target.dir, file, &line).await;
     }
@@ -105,14 +98,7 @@ pub async fn run(mut client: GpuSliceClient<Channel>, args: SimExecArgs) -> anyh
         .spawn()
         .with_context(|| format!("cannot run {program}"))?;
     let pid = child.id();
-    let file = SimProcessFile {
-        pid,
-        start_time: proc_start_time(pid),
-        device: target.uuid.clone(),
-        memory_bytes: args.memory,
-        sm_percent: args.sm,
-        mps_client: target.mps,
-    };
+    let file = process_file(pid, &target, &args);
     let written = write_process_file(&target.dir, &file)
         .with_context(|| format!("cannot register process {pid} with the simulator"));
     let status = match written {
@@ -130,6 +116,19 @@ pub async fn run(mut client: GpuSliceClient<Channel>, args: SimExecArgs) -> anyh
         eprintln!("gpuslicectl sim exec: {err}");
     }
     Ok(exit_code(status?))
+}
+
+/// The simulator's file for process `pid` on `target`, with the limits
+/// `args` asks for.
+fn process_file(pid: u32, target: &Target, args: &SimExecArgs) -> SimProcessFile {
+    SimProcessFile {
+        pid,
+        start_time: proc_start_time(pid),
+        device: target.uuid.clone(),
+        memory_bytes: args.memory,
+        sm_percent: args.sm,
+        mps_client: target.mps,
+    }
 }
 
 /// The line printed once `file` is written: "sim exec: pid 1234 on gpu-2

@@ -19,26 +19,29 @@
 //!    (device nodes, libraries, binaries), found once under the driver root;
 //!    [`health`]: which GPUs and slices are unhealthy (XIDs, ECC, lost GPUs).
 //! 4. [`cdi_build`]: the per-claim CDI spec and the claim marker in it (pure).
-//! 5. [`mps`]: MPS control daemons.
-//! 6. [`sharing`]: opaque sharing configs (pure).
-//! 7. [`state`]: durable claim records, one file per claim; [`timeslice`]:
-//!    compute time-slice policy.
-//! 8. [`claims`]: the claim engine (prepare, unprepare, reconcile);
-//!    [`domains`]: ComputeDomains' IMEX channels and the IMEX daemon of each
-//!    domain, prepared beside the claim engine (a channel is not a GPU).
-//! 9. [`advice`]: right-sizing advice from each claim's usage history (the
-//!    history, its file, the rule).
-//! 10. [`activity`]: per-claim GPU use (processes attributed to claims, idle
-//!     claims, over-shares, unclaimed processes), sampled through the claim
-//!     engine's `NodeReads` and published to its subscribers.
-//! 11. [`limits`]: over-shares and unclaimed processes ended (`[limits]`), a
+//! 5. [`opaque`]: the opaque configs of a claim (NVIDIA's sharing configs and
+//!    ours: parsing and precedence; pure).
+//! 6. [`state`]: durable claim records, one file per claim.
+//! 7. [`claims`]: the claim engine (prepare, unprepare, reconcile) and its
+//!    kinds of access, each owning its machinery (MPS's control daemons,
+//!    time-slicing's compute policy, MIG's layouts);
+//!    [`compute_domains`]: ComputeDomains' IMEX channels and the IMEX daemon
+//!    of each domain, prepared beside the claim engine (a channel is not a
+//!    GPU).
+//! 8. [`advice`]: right-sizing advice from each claim's usage history (the
+//!    history, its file, the rule); [`node`]: the claim engine, its MIG
+//!    offering and the channels, as one value the API holds.
+//! 9. [`activity`]: per-claim GPU use (processes attributed to claims, idle
+//!    claims, over-shares, unclaimed processes), sampled through the claim
+//!    engine's `NodeReads` and published to its subscribers.
+//! 10. [`limits`]: over-shares and unclaimed processes ended (`[limits]`), a
 //!     subscriber of the samples wired by `run`, publishing what it did.
-//! 12. [`metrics`]: Prometheus metrics, on a loopback listener or a textfile.
-//! 13. [`api`]: the gRPC service on a unix socket.
-//! 14. [`systemd`] and [`logging`]: sd_notify and journald.
-//! 15. [`run`]: start-up, the task set, shutdown; [`preflight`]: what
+//! 11. [`metrics`]: Prometheus metrics, on a loopback listener or a textfile.
+//! 12. [`api`]: the gRPC service on a unix socket.
+//! 13. [`systemd`] and [`logging`]: sd_notify and journald.
+//! 14. [`run`]: start-up, the task set, shutdown; [`preflight`]: what
 //!     `gpusliced --check-config` judges beyond parsing.
-//! 16. [`testkit`](crate#floor-16): a simulated node for tests and benches,
+//! 15. [`testkit`](crate#floor-15): a simulated node for tests and benches,
 //!     and the fakes of the external programs it drives (feature `testkit`,
 //!     never in a release build).
 
@@ -63,42 +66,39 @@ pub mod inventory;
 pub mod cdi_build;
 
 // Floor 5
-pub mod mps;
+pub mod opaque;
 
 // Floor 6
-pub mod sharing;
+pub mod state;
 
 // Floor 7
-pub mod state;
-pub mod timeslice;
+pub mod claims;
+pub mod compute_domains;
 
 // Floor 8
-pub mod claims;
-pub mod domains;
+pub mod advice;
+pub mod node;
 
 // Floor 9
-pub mod advice;
-
-// Floor 10
 pub mod activity;
 
-// Floor 11
+// Floor 10
 pub mod limits;
 
-// Floor 12
+// Floor 11
 pub mod metrics;
 
-// Floor 13
+// Floor 12
 pub mod api;
 
-// Floor 14
+// Floor 13
 pub mod logging;
 pub mod systemd;
 
-// Floor 15
+// Floor 14
 pub mod preflight;
 pub mod run;
 
-// Floor 16
+// Floor 15
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;

@@ -12,9 +12,9 @@
 //!   and the watches opened in it.
 //!
 //! Each node is a real gpusliced with its plugin's ComputeDomain side (the
-//! conformance tests' `domains_cluster`: the domain loop with its own
+//! conformance tests' `compute_domains_cluster`: the domain loop with its own
 //! token, the channel driver's DRA core) against the conformance tests'
-//! fake API server (`fake_domains`: watches, server-side apply, the
+//! fake API server (`fake_compute_domains`: watches, server-side apply, the
 //! packaged role and, where tests/tools/admission is built, Kubernetes'
 //! own admission of every write). A fresh cluster per size; per round a
 //! fresh domain (NVIDIA's nvbandwidth-test-job-1.yaml, `numNodes` set to N,
@@ -33,21 +33,21 @@
 mod admission;
 #[path = "../../tests/e2e/binaries.rs"]
 mod binaries;
-#[path = "../tests/conformance/domains_cluster.rs"]
+#[path = "../tests/conformance/compute_domains_cluster.rs"]
 #[allow(
     dead_code,
     reason = "the conformance tests' harness; the bench uses part of it"
 )]
-mod domains_cluster;
-#[path = "../tests/conformance/fake_domains.rs"]
+mod compute_domains_cluster;
+#[path = "../tests/conformance/fake_compute_domains.rs"]
 #[allow(dead_code, reason = "shared with the tests; the bench uses part of it")]
-mod fake_domains;
-#[path = "../tests/conformance/fake_domains_access.rs"]
-mod fake_domains_access;
-#[path = "../tests/conformance/fake_domains_apply.rs"]
-mod fake_domains_apply;
-#[path = "../tests/conformance/fake_domains_watch.rs"]
-mod fake_domains_watch;
+mod fake_compute_domains;
+#[path = "../tests/conformance/fake_compute_domains_access.rs"]
+mod fake_compute_domains_access;
+#[path = "../tests/conformance/fake_compute_domains_apply.rs"]
+mod fake_compute_domains_apply;
+#[path = "../tests/conformance/fake_compute_domains_watch.rs"]
+mod fake_compute_domains_watch;
 #[path = "../tests/conformance/gpusliced.rs"]
 #[allow(dead_code, reason = "shared with the tests; the bench uses part of it")]
 mod gpusliced;
@@ -78,7 +78,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use domains_cluster::{Cluster, addresses, flaps, nvidia_domain, ready_members};
+use compute_domains_cluster::{Cluster, addresses, flaps, nvidia_domain, ready_members};
 
 /// A bound on each wait, not a timing.
 const BOUND: Duration = Duration::from_secs(120);

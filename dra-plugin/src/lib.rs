@@ -26,15 +26,15 @@
 //!     (IMEX channels), served where gpusliced reports an NVLink clique.
 //! 11. [`claim_status`]: usage in each prepared claim's status (its pure
 //!     entries and write plan, the apply and the access state).
-//! 12. [`domain_status`]: ComputeDomains kept by the plugins (the template,
-//!     the node's entry of the status, the peers told to gpusliced).
+//! 12. [`compute_domains::status`]: ComputeDomains kept by the plugins (the
+//!     template, the node's entry of the status, the peers told to
+//!     gpusliced).
 
 pub mod advertise;
 pub mod backoff;
 pub mod claim;
 pub mod claim_status;
 pub mod compute_domains;
-pub mod domain_status;
 pub mod dra;
 pub mod driver;
 pub mod gpusliced;

@@ -6,7 +6,7 @@
 //! A broken invariant is a panic with a message naming it, which libFuzzer
 //! reports as a crash and saves as a reproducer.
 //!
-//! * [`sharing`]: opaque sharing configs (`sharing::parse_configs`, then
+//! * [`sharing`]: opaque sharing configs (`opaque::parse_configs`, then
 //!   `validate_for_device` against fixed device facts).
 //! * [`daemon_config`]: the TOML config as `Config::load` reads it.
 //! * [`prepare`]: a `gpuslice.v1.PrepareRequest` through the service's

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use gpuslice::claims::Engine;
-use gpuslice::config::{MigOffering, MigConfig, MigCreate, MigGpuConfig};
+use gpuslice::config::{MigConfig, MigCreate, MigGpuConfig, MigOffering};
 use gpuslice::gpu::sim::{SimBackend, SimModel, op};
 use gpuslice::gpu::{GpuBackend, GpuInstance};
 use gpuslice::inventory::Inventory;

@@ -20,11 +20,11 @@
 //!   fit their memory, a memory share never lands on a MIG device;
 //! * a quantity that parses prints back as the same byte count.
 
-use gpuslice::mps::MpsKey;
-use gpuslice::sharing::{
-    ConfigEntry, ConfigKind, ConfigSource, DeviceFacts, MAX_CONFIG_BYTES, MIN_PINNED_LIMIT_BYTES,
-    ParsedEntry, RequestSharing, ResolvedSharing, SharingError, SharingPolicy, parse_bytes,
-    parse_configs, parse_entry, validate_for_device,
+use gpuslice::claims::mps_daemon::MpsKey;
+use gpuslice::claims::resolve::{DeviceFacts, ResolvedSharing, validate_for_device};
+use gpuslice::opaque::{
+    ConfigEntry, ConfigKind, ConfigSource, MAX_CONFIG_BYTES, MIN_PINNED_LIMIT_BYTES, ParsedEntry,
+    RequestSharing, SharingError, SharingPolicy, parse_bytes, parse_configs, parse_entry,
 };
 
 /// Most entries taken from one input.

@@ -180,21 +180,16 @@ mod tests {
             command_socket: "/run/x/cmd.sock",
             stats_file: "/run/x/imex-stats.log",
         });
-        assert!(
-            text.contains("\nSTATS_FILE_NAME=/run/x/imex-stats.log\n"),
-            "{text}"
-        );
-        assert!(text.contains("\nBIND_INTERFACE_IP=10.1.2.3\n"), "{text}");
-        assert!(text.contains("\nIMEX_NODE_CONFIG_FILE=/n.cfg\n"), "{text}");
-        assert!(
-            text.contains("\nIMEX_CMD_UNIX_DOMAIN_PATH=/run/x/cmd.sock\n"),
-            "{text}"
-        );
-        assert!(text.contains("\nIMEX_CMD_ENABLED=1\n"), "{text}");
-        assert!(
-            text.contains("\nIMEX_CMD_BIND_INTERFACE_IP=127.0.0.1\n"),
-            "{text}"
-        );
+        for line in [
+            "STATS_FILE_NAME=/run/x/imex-stats.log",
+            "BIND_INTERFACE_IP=10.1.2.3",
+            "IMEX_NODE_CONFIG_FILE=/n.cfg",
+            "IMEX_CMD_UNIX_DOMAIN_PATH=/run/x/cmd.sock",
+            "IMEX_CMD_ENABLED=1",
+            "IMEX_CMD_BIND_INTERFACE_IP=127.0.0.1",
+        ] {
+            assert!(text.contains(&format!("\n{line}\n")), "{line}: {text}");
+        }
     }
 
     #[test]

@@ -166,6 +166,12 @@ fn judged(at: &str, text: &str) -> Vec<String> {
         .collect()
 }
 
+/// Asserts `problems` is one problem, which says `says`.
+fn assert_one_problem(problems: &[String], says: &str) {
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(problems[0].contains(says), "{}", problems[0]);
+}
+
 #[test]
 fn an_import_from_a_lower_floor_or_the_own_module_passes() {
     let text = "use crate::gpu::GpuBackend;\nuse crate::crash::hook;\nuse crate::config::Unlisted;\nuse super::x;\nuse crate::Root;";
@@ -189,25 +195,16 @@ fn an_import_from_a_higher_floor_names_the_file_line_and_both_floors() {
 #[test]
 fn an_import_from_the_same_floor_is_refused_too() {
     let problems = judged("mig", "fn f() { crate::config::Config::default(); }");
-    assert_eq!(problems.len(), 1, "{problems:?}");
-    assert!(
-        problems[0].contains(
-            "mig (floor 2) uses crate::config::Config::default from config (floor 2), its own floor"
-        ),
-        "{}",
-        problems[0]
+    assert_one_problem(
+        &problems,
+        "mig (floor 2) uses crate::config::Config::default from config (floor 2), its own floor",
     );
 }
 
 #[test]
 fn a_module_the_table_does_not_list_is_named() {
     let problems = judged("newcomer::part", "use crate::gpu::X;");
-    assert_eq!(problems.len(), 1, "{problems:?}");
-    assert!(
-        problems[0].contains("the top-level module newcomer has no floor"),
-        "{}",
-        problems[0]
-    );
+    assert_one_problem(&problems, "the top-level module newcomer has no floor");
 }
 
 #[test]
@@ -229,13 +226,9 @@ fn a_part_stands_with_its_module_wherever_its_folder_is() {
         "claims::access::mig::config::nested",
         "use crate::claims::table::ClaimTable;",
     );
-    assert_eq!(problems.len(), 1, "{problems:?}");
-    assert!(
-        problems[0].contains(
-            "config (floor 2) uses crate::claims::table::ClaimTable from claims (floor 8)"
-        ),
-        "{}",
-        problems[0]
+    assert_one_problem(
+        &problems,
+        "config (floor 2) uses crate::claims::table::ClaimTable from claims (floor 8)",
     );
     // The kind's other files are the claim engine's, which config is below.
     let problems = judged("config", "use crate::claims::access::mig::Mig;");

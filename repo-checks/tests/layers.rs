@@ -24,33 +24,26 @@ const FLOORS: FloorTable<'static> = FloorTable {
         (2, &["mig", "config", "features"]),
         (3, &["inventory", "driver", "health"]),
         (4, &["cdi_build"]),
-        (5, &["mps"]),
-        (6, &["sharing"]),
-        (7, &["state", "timeslice"]),
-        (8, &["claims", "domains"]),
-        (9, &["advice"]),
-        (10, &["activity"]),
-        (11, &["limits"]),
-        (12, &["metrics"]),
-        (13, &["api"]),
-        (14, &["systemd", "logging"]),
-        (15, &["run", "preflight"]),
-        (16, &["testkit"]),
+        (5, &["opaque"]),
+        (6, &["state"]),
+        (7, &["claims", "compute_domains"]),
+        (8, &["advice", "node"]),
+        (9, &["activity"]),
+        (10, &["limits"]),
+        (11, &["metrics"]),
+        (12, &["api"]),
+        (13, &["systemd", "logging"]),
+        (14, &["run", "preflight"]),
+        (15, &["testkit"]),
     ],
     parts: PARTS,
 };
 
 /// The files of a kind of access that stand on a lower floor than the claim
-/// engine around them: a kind's folder holds its config section and, for
-/// MIG, the devices it offers and their publish order, while `config` and
-/// `inventory` stay below the engine. What such a file may import is what
-/// its module may.
-const PARTS: &[(&str, &str)] = &[
-    ("claims::access::*::config", "config"),
-    ("claims::access::mig::devices", "inventory"),
-    ("claims::access::mig::offer", "inventory"),
-    ("claims::access::mig::publish_order", "inventory"),
-];
+/// engine around them: a kind's folder holds its config section, while
+/// `config` stays below the engine. What such a file may import is what its
+/// module may.
+const PARTS: &[(&str, &str)] = &[("claims::access::*::config", "config")];
 
 /// Rules inside the claim engine.
 const RULES: &[Forbidden<'static>] = &[

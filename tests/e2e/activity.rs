@@ -12,13 +12,13 @@ mod at_once;
 pub mod processes;
 mod watch;
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use processes::Processes;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use crate::common::ctl::run_ctl;
 use crate::harness::Daemon;
 use crate::promcheck;
 use crate::stand_ins::{SharedDaemon, memory, mps};
@@ -29,26 +29,9 @@ const B: &str = "b2b2b2b2-1616-4000-8000-00000000000b";
 /// Upper bound for the daemon to see a change; only a bug reaches it.
 pub(crate) const BOUND: Duration = Duration::from_secs(60);
 
-/// Runs gpuslicectl against `daemon`; returns (answered, stdout, stderr).
-fn ctl(daemon: &Daemon, args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(crate::binaries::gpuslicectl())
-        .arg("--socket")
-        .arg(&daemon.socket)
-        .args(args)
-        .output()
-        .expect("run gpuslicectl");
-    (
-        crate::harness::answered(&out.status),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 /// gpuslicectl's stdout, which must answer.
 pub(crate) fn ctl_ok(daemon: &Daemon, args: &[&str]) -> String {
-    let (ok, stdout, stderr) = ctl(daemon, args);
-    assert!(ok, "gpuslicectl {args:?} failed: {stderr}{stdout}");
-    stdout
+    run_ctl(&daemon.socket, args).answered()
 }
 
 /// Polls `check` until it answers, for at most [`BOUND`].
@@ -220,24 +203,32 @@ async fn no_claim_is_unclaimed(node: &Daemon, procs: &mut Processes) {
     .await;
 }
 
-fn prepare_two_claims(node: &Daemon) {
-    let (mps, share) = (mps(50), memory("4Gi"));
-    let a = [
+/// `gpuslicectl prepare`s claim `uid` (`namespace`/`name`) of `device` as
+/// MPS at 50% of the threads with `share` of its memory, as an operator
+/// would.
+pub(crate) fn prepare_mps(node: &Daemon, claim: [&str; 3], device: &str, share: &str) {
+    let [uid, namespace, name] = claim;
+    let (mps, share) = (mps(50), memory(share));
+    let args = [
         "prepare",
         "--uid",
-        A,
+        uid,
         "--namespace",
-        "team-a",
+        namespace,
         "--name",
-        "train",
+        name,
         "--device",
-        "gpu-0",
+        device,
         "--config",
         &mps,
         "--config",
         &share,
     ];
-    ctl_ok(node, &a);
+    ctl_ok(node, &args);
+}
+
+fn prepare_two_claims(node: &Daemon) {
+    prepare_mps(node, [A, "team-a", "train"], "gpu-0", "4Gi");
     let b = [
         "prepare",
         "--uid",
@@ -300,7 +291,7 @@ fn idle_filters(node: &Daemon) {
 
 async fn metrics_have_both(node: &Daemon, test: &str) {
     let text = scrape(node).await;
-    go_check(test, &text);
+    promcheck::check_text(test, &text);
     let used = |uid: &str| {
         sample(
             &text,
@@ -323,25 +314,6 @@ async fn metrics_have_both(node: &Daemon, test: &str) {
             Some(1.0),
             "{text}"
         );
-    }
-}
-
-/// The text read by Go's parser and linted by promlint, where installed.
-pub(crate) fn go_check(test: &str, text: &str) {
-    let checker = match promcheck::checker() {
-        Ok(checker) => checker,
-        Err(why) => return crate::tools::skip(test, why),
-    };
-    let dir = tempfile::tempdir().expect("temp dir");
-    let file = dir.path().join("scrape.prom");
-    std::fs::OpenOptions::new()
-        .create_new(true)
-        .write(true)
-        .open(&file)
-        .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
-        .expect("write scrape");
-    if let Err(report) = promcheck::check(checker, &file) {
-        panic!("{report}\n{text}");
     }
 }
 

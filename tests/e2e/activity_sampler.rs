@@ -8,7 +8,8 @@ use std::io::BufRead;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-use crate::harness::{Daemon, prepare_request, write_config};
+use crate::common::claims::Claims;
+use crate::harness::Daemon;
 
 const A: &str = "5e1f0a2b-3c4d-4e5f-8a6b-7c8d9e0f1a2b";
 
@@ -74,15 +75,8 @@ fn json(path: &Path) -> serde_json::Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_the_sampler_attributes_a_marked_process_and_logs_an_unclaimed_one_once() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    write_config(dir.path(), 2, "[activity]\ninterval_s = 3600\n");
-    let daemon = Daemon::start_in(dir);
-    daemon
-        .client()
-        .await
-        .prepare(prepare_request(A, &["gpu-0"]))
-        .await
-        .expect("prepare");
+    let daemon = Daemon::start_with(2, "[activity]\ninterval_s = 3600\n");
+    daemon.client().await.prepare_whole(A, &["gpu-0"]).await;
     let (_, dir) = daemon.stop();
     let record = json(&dir.path().join(format!("state/claims/{A}.json")));
     let gpu0 = record["devices"][0]["uuid"]

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::activity::processes::Processes;
-use crate::harness::{Daemon, write_config};
+use crate::harness::Daemon;
 
 const UID: &str = "c3c3c3c3-2424-4000-8000-00000000000c";
 
@@ -89,9 +89,7 @@ async fn advice_until(daemon: &Daemon, what: &str, wanted: impl Fn(&Value) -> bo
 
 #[tokio::test(flavor = "multi_thread")]
 async fn sim_a_whole_h100_using_4_gib_is_advised_a_1g_10gb_slice_that_match_accepts() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    write_config(dir.path(), 4, CONFIG);
-    let daemon = Daemon::start_in(dir);
+    let daemon = Daemon::start_with(4, CONFIG);
     let prepare = [
         "prepare",
         "--uid",

@@ -5,6 +5,9 @@ use gpuslice_proto::gpuslice::v1 as pb;
 use tonic::Code;
 
 use crate::cdi_schema::assert_all_valid;
+use crate::common::claims::Claims;
+use crate::common::ctl::run_ctl;
+use crate::common::queries::Queries;
 use crate::harness::{Daemon, prepare_request, unprepare_request};
 
 const A: &str = "7d3c0f5e-2a1b-4c8d-9e6f-0a1b2c3d4e5f";
@@ -21,12 +24,8 @@ fn ids(reply: &pb::PrepareResponse) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_prepare_returns_cdi_ids_and_writes_a_valid_spec() {
     let daemon = Daemon::start(2);
-    let mut client = daemon.client().await;
-    let reply = client
-        .prepare(prepare_request(A, &["gpu-1"]))
-        .await
-        .expect("prepare")
-        .into_inner();
+    let client = daemon.client().await;
+    let reply = client.prepare_whole(A, &["gpu-1"]).await;
     assert!(!reply.already_prepared);
     assert_eq!(
         ids(&reply),
@@ -62,17 +61,9 @@ async fn sim_prepare_returns_cdi_ids_and_writes_a_valid_spec() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_prepare_twice_returns_the_same_ids() {
     let daemon = Daemon::start(2);
-    let mut client = daemon.client().await;
-    let first = client
-        .prepare(prepare_request(A, &["gpu-0", "gpu-1"]))
-        .await
-        .unwrap()
-        .into_inner();
-    let again = client
-        .prepare(prepare_request(A, &["gpu-0", "gpu-1"]))
-        .await
-        .unwrap()
-        .into_inner();
+    let client = daemon.client().await;
+    let first = client.prepare_whole(A, &["gpu-0", "gpu-1"]).await;
+    let again = client.prepare_whole(A, &["gpu-0", "gpu-1"]).await;
     assert!(again.already_prepared);
     assert_eq!(ids(&first), ids(&again));
     assert_eq!(daemon.cdi_files().len(), 1);
@@ -83,10 +74,7 @@ async fn sim_prepare_twice_returns_the_same_ids() {
 async fn sim_a_held_gpu_is_refused_naming_the_holder() {
     let daemon = Daemon::start(2);
     let mut client = daemon.client().await;
-    client
-        .prepare(prepare_request(A, &["gpu-0"]))
-        .await
-        .unwrap();
+    client.prepare_whole(A, &["gpu-0"]).await;
     let err = client
         .prepare(prepare_request(B, &["gpu-1", "gpu-0"]))
         .await
@@ -97,20 +85,14 @@ async fn sim_a_held_gpu_is_refused_naming_the_holder() {
     // Nothing of B leaked: one spec, one record, gpu-1 still free.
     assert_eq!(daemon.cdi_files().len(), 1);
     assert_eq!(daemon.record_files(), vec![format!("{A}.json")]);
-    client
-        .prepare(prepare_request(B, &["gpu-1"]))
-        .await
-        .unwrap();
+    client.prepare_whole(B, &["gpu-1"]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_unprepare_frees_the_gpu_and_removes_the_files() {
     let daemon = Daemon::start(1);
     let mut client = daemon.client().await;
-    client
-        .prepare(prepare_request(A, &["gpu-0"]))
-        .await
-        .unwrap();
+    client.prepare_whole(A, &["gpu-0"]).await;
     let done = client
         .unprepare(unprepare_request(A))
         .await
@@ -119,10 +101,7 @@ async fn sim_unprepare_frees_the_gpu_and_removes_the_files() {
     assert!(done.was_prepared);
     assert!(daemon.cdi_files().is_empty());
     assert!(daemon.record_files().is_empty());
-    client
-        .prepare(prepare_request(B, &["gpu-0"]))
-        .await
-        .unwrap();
+    client.prepare_whole(B, &["gpu-0"]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -215,15 +194,8 @@ async fn sim_bad_config_names_the_field() {
 async fn sim_inventory_uses_nvidia_attribute_names() {
     let daemon = Daemon::start(2);
     let mut client = daemon.client().await;
-    client
-        .prepare(prepare_request(A, &["gpu-1"]))
-        .await
-        .unwrap();
-    let inv = client
-        .get_inventory(pb::GetInventoryRequest {})
-        .await
-        .unwrap()
-        .into_inner();
+    client.prepare_whole(A, &["gpu-1"]).await;
+    let inv = client.inventory().await;
     let names: Vec<&str> = inv.devices.iter().map(|d| d.name.as_str()).collect();
     assert_eq!(names, vec!["gpu-0", "gpu-1"]);
     for key in [
@@ -248,11 +220,7 @@ async fn sim_inventory_uses_nvidia_attribute_names() {
     assert!(inv.devices[0].available);
     assert!(!inv.devices[1].available);
     assert_eq!(inv.devices[1].holders, vec![A]);
-    let status = client
-        .get_status(pb::GetStatusRequest {})
-        .await
-        .unwrap()
-        .into_inner();
+    let status = client.status().await;
     assert_eq!(status.backend, "sim");
     assert_eq!(status.gpu_count, 2);
     assert_eq!(status.claim_count, 1);
@@ -268,50 +236,20 @@ async fn sim_inventory_uses_nvidia_attribute_names() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_gpuslicectl_prints_the_documented_json() {
     let daemon = Daemon::start(1);
-    let out = std::process::Command::new(crate::binaries::gpuslicectl())
-        .arg("--socket")
-        .arg(&daemon.socket)
-        .args([
-            "--output",
-            "json",
-            "prepare",
-            "--uid",
-            A,
-            "--namespace",
-            "ns",
-            "--name",
-            "n",
-        ])
-        .args(["--device", "gpu-0"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let prepare = ["prepare", "--uid", A, "--namespace", "ns", "--name", "n"];
+    let args = [&["--output", "json"], &prepare[..], &["--device", "gpu-0"]].concat();
+    let doc: serde_json::Value =
+        serde_json::from_str(&run_ctl(&daemon.socket, &args).ok()).unwrap();
     assert_eq!(doc["uid"], A);
     assert_eq!(doc["devices"][0]["device"], "gpu-0");
     assert_eq!(
         doc["devices"][0]["cdi_device_ids"][0],
         format!("k8s.gpuslice.dev/claim={A}-gpu-0")
     );
-    let table = std::process::Command::new(crate::binaries::gpuslicectl())
-        .arg("--socket")
-        .arg(&daemon.socket)
-        .arg("claims")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&table.stdout);
+    let text = run_ctl(&daemon.socket, &["claims"]).stdout;
     assert!(text.starts_with("UID"), "{text}");
     assert!(text.contains(A) && text.contains("ns/n"), "{text}");
-    let refused = std::process::Command::new(crate::binaries::gpuslicectl())
-        .arg("--socket")
-        .arg(&daemon.socket)
-        .args(["prepare", "--uid", B, "--device", "gpu-0"])
-        .output()
-        .unwrap();
-    assert!(!refused.status.success());
-    assert!(String::from_utf8_lossy(&refused.stderr).contains("FailedPrecondition"));
+    let held = ["prepare", "--uid", B, "--device", "gpu-0"];
+    let refused = run_ctl(&daemon.socket, &held).refused();
+    assert!(refused.contains("FailedPrecondition"), "{refused}");
 }

@@ -143,6 +143,15 @@ async fn sim_gpusliced_socket_names_the_socket_of_every_command() {
     names_the_way_out(&err, &elsewhere);
 }
 
+/// `gpusliced --config <config> --check-config`: its exit code, stdout and
+/// stderr.
+fn check_config(config: &Path) -> (Option<i32>, String, String) {
+    run(Command::new(gpusliced_binary())
+        .arg("--config")
+        .arg(config)
+        .arg("--check-config"))
+}
+
 #[test]
 fn sim_check_config_fails_on_a_layout_that_cannot_be_placed() {
     let dir = tempfile::tempdir().unwrap();
@@ -153,12 +162,7 @@ fn sim_check_config_fails_on_a_layout_that_cannot_be_placed() {
     let text = std::fs::read_to_string(&config).unwrap() + extra;
     gpuslice_cdi::atomic::write_atomic(dir.path(), "gpuslice.toml", text.as_bytes(), 0o644)
         .unwrap();
-    let check = || {
-        run(Command::new(gpusliced_binary())
-            .arg("--config")
-            .arg(&config)
-            .arg("--check-config"))
-    };
+    let check = || check_config(&config);
     let (code, out, stderr) = check();
     assert_eq!(code, Some(1), "{out}{stderr}");
     assert!(out.is_empty(), "no `ok`: {out}");
@@ -194,12 +198,7 @@ fn sim_check_config_names_a_missing_tool_and_what_nvml_leaves_unchecked() {
                 [mig]\n[[mig.gpu]]\nlayout = [\"1g.10gb\"]\n";
     gpuslice_cdi::atomic::write_atomic(dir.path(), "gpuslice.toml", text.as_bytes(), 0o644)
         .unwrap();
-    let check = || {
-        run(Command::new(gpusliced_binary())
-            .arg("--config")
-            .arg(&config)
-            .arg("--check-config"))
-    };
+    let check = || check_config(&config);
     let (code, _, stderr) = check();
     assert_eq!(code, Some(1), "{stderr}");
     assert!(

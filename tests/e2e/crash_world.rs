@@ -10,7 +10,7 @@ mod channels;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use gpuslice::domains::cdi::claim_uid_of_spec_file;
+use gpuslice::compute_domains::cdi::claim_uid_of_spec_file;
 use gpuslice::gpu::sim::SimGpuState;
 use gpuslice::gpu::{ComputeMode, MigMode};
 use gpuslice::state::{ClaimRecord, DeviceSharing, Phase};

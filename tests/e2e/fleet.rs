@@ -14,15 +14,18 @@
 //!   `[backend.sim.fabric]`.
 
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use gpuslice_proto::gpuslice::v1 as pb;
 use serde_json::Value;
 use tonic::Code;
 
 use crate::activity::processes::Processes;
-use crate::harness::{Daemon, prepare_request, unprepare_request};
+use crate::common::claims::Claims;
+use crate::common::ctl::run_ctl;
+use crate::common::devices::text_attr;
+use crate::common::files::{write_gpuslice_toml, write_text};
+use crate::common::queries::Queries;
+use crate::harness::{Daemon, prepare_request};
 use crate::stand_ins::{SharedDaemon, mps, sections, shared_request, timeslicing};
 
 const A: &str = "f1f1f1f1-5e6f-4a7b-8c9d-0e1f2a3b4c5d";
@@ -43,42 +46,13 @@ fn write_instance(dir: &Path, instance: &str, extra: &str) {
          instance = \"{instance}\"\n",
         sim_root().display()
     );
-    write(&dir.join("gpuslice.toml"), &text);
-}
-
-/// Writes a test's config file (not a durable file of gpuslice's).
-fn write(path: &Path, text: &str) {
-    std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(true)
-        .write(true)
-        .open(path)
-        .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
-        .expect("write a test config");
+    write_gpuslice_toml(dir, &text);
 }
 
 /// `gpuslicectl --output json ARGS` against the socket: the document.
 fn ctl_json(socket: &Path, args: &[&str]) -> Value {
-    let out = Command::new(crate::binaries::gpuslicectl())
-        .arg("--socket")
-        .arg(socket)
-        .args(["--output", "json"])
-        .args(args)
-        .output()
-        .expect("run gpuslicectl");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("gpuslicectl prints JSON")
-}
-
-fn string_attr(device: &pb::Device, key: &str) -> Option<String> {
-    match device.attributes.get(key)?.value.as_ref()? {
-        pb::attribute_value::Value::String(s) => Some(s.clone()),
-        _ => None,
-    }
+    let stdout = run_ctl(socket, &[&["--output", "json"], args].concat()).ok();
+    serde_json::from_str(&stdout).expect("gpuslicectl prints JSON")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -102,13 +76,7 @@ async fn sim_p6_b200_has_eight_b200s_and_a_1g23gb_slice_prepares() {
             "{gpu}"
         );
     }
-    let inventory = daemon
-        .client()
-        .await
-        .get_inventory(pb::GetInventoryRequest {})
-        .await
-        .expect("inventory")
-        .into_inner();
+    let inventory = daemon.client().await.inventory().await;
     let numa = |name: &str| {
         let device = inventory
             .devices
@@ -133,12 +101,7 @@ async fn sim_p6_b200_has_eight_b200s_and_a_1g23gb_slice_prepares() {
     let layout = ctl_json(&daemon.socket, &["mig"]);
     let instances = &layout["gpus"][0]["instances"];
     assert_eq!(instances[0]["profile"], "1g.23gb", "{layout}");
-    daemon
-        .client()
-        .await
-        .unprepare(unprepare_request(A))
-        .await
-        .expect("unprepare");
+    daemon.client().await.unprepare_claim(A).await;
     assert!(daemon.cdi_files().is_empty());
 }
 
@@ -191,10 +154,7 @@ async fn sim_g6_l4s_share_with_mps_and_time_slices_and_refuse_mig() {
     }
     assert_eq!(gpus["gpus"][1]["timeslice_settings"], "yes");
     for uid in [A, B] {
-        client
-            .unprepare(unprepare_request(uid))
-            .await
-            .expect("unprepare");
+        client.unprepare_claim(uid).await;
     }
 }
 
@@ -221,11 +181,7 @@ async fn sim_g6_advice_never_offers_mig() {
     // it must not look idle while cargo builds the fake process's tool.
     crate::binaries::gpuslicectl();
     let node = SharedDaemon::start_in(dir);
-    node.client()
-        .await
-        .prepare(prepare_request(A, &["gpu-3"]))
-        .await
-        .expect("prepare a whole L4");
+    node.client().await.prepare_whole(A, &["gpu-3"]).await;
     let mut processes = Processes::default();
     processes.exec(&node, A, &["--memory", "4Gi", "--sm", "5"]);
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -255,11 +211,7 @@ async fn sim_g6_advice_never_offers_mig() {
         matches!(form.as_str(), Some("mps" | "timeslicing")),
         "{advice}"
     );
-    node.client()
-        .await
-        .unprepare(unprepare_request(A))
-        .await
-        .expect("unprepare");
+    node.client().await.unprepare_claim(A).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -271,15 +223,9 @@ async fn sim_p6e_gb200_devices_carry_their_clique() {
                   clique_id = 7\n";
     let config = dir.path().join("gpuslice.toml");
     let text = std::fs::read_to_string(&config).expect("config");
-    write(&config, &format!("{text}{fabric}"));
+    write_text(&config, &format!("{text}{fabric}"));
     let daemon = Daemon::start_in(dir);
-    let inventory = daemon
-        .client()
-        .await
-        .get_inventory(pb::GetInventoryRequest {})
-        .await
-        .expect("inventory")
-        .into_inner();
+    let inventory = daemon.client().await.inventory().await;
     let clique = "9d2e0c4a-61f3-4b8e-a5d7-3c1f0e2b4a69.7";
     let gpus = inventory
         .devices
@@ -293,13 +239,13 @@ async fn sim_p6e_gb200_devices_carry_their_clique() {
     );
     for device in &inventory.devices {
         assert_eq!(
-            string_attr(device, "cliqueID").as_deref(),
+            text_attr(device, "cliqueID").as_deref(),
             Some(clique),
             "{}",
             device.name
         );
         assert_eq!(
-            string_attr(device, "clusterUUID").as_deref(),
+            text_attr(device, "clusterUUID").as_deref(),
             Some("9d2e0c4a-61f3-4b8e-a5d7-3c1f0e2b4a69"),
             "{}",
             device.name

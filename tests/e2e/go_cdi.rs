@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use crate::tools::{repo_root, run, which};
+use crate::tools::{built_once, go_build, run, which};
 
 /// Where Debian's package puts the library's sources.
 const GOPATH: &str = "/usr/share/gocode";
@@ -18,11 +18,7 @@ const LIBRARY: &str = "src/github.com/container-orchestrated-devices/container-d
 /// The built checker, or why it cannot be built here.
 pub fn checker() -> Result<&'static Path, &'static str> {
     static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    BUILT
-        .get_or_init(build)
-        .as_ref()
-        .map(PathBuf::as_path)
-        .map_err(String::as_str)
+    built_once(&BUILT, build)
 }
 
 fn build() -> Result<PathBuf, String> {
@@ -33,19 +29,7 @@ fn build() -> Result<PathBuf, String> {
              golang-github-container-orchestrated-devices-container-device-interface-dev)"
         ));
     }
-    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("gpuslice-cdicheck");
-    let binary = out_dir.join("cdicheck");
-    run(Command::new(go)
-        .current_dir(repo_root().join("tests/tools"))
-        .args(["build", "-o"])
-        .arg(&binary)
-        .arg("./cdicheck")
-        .env("GO111MODULE", "off")
-        .env("GOPATH", GOPATH)
-        .env("GOCACHE", out_dir.join("gocache"))
-        .env("GOFLAGS", ""))
-    .map_err(|e| format!("building the Go CDI checker: {e}"))?;
-    Ok(binary)
+    go_build(&go, "cdicheck", GOPATH).map_err(|e| format!("building the Go CDI checker: {e}"))
 }
 
 /// The checker's verdict on `files`: Ok(its report) when the library loads
@@ -79,12 +63,7 @@ fn the_go_check_can_fail() {
         // 0.6.0 and its `annotations` field are newer than podman 4.3 reads.
         (&bad, spec("0.6.0", r#""annotations":{"a":"b"},"#)),
     ] {
-        std::fs::OpenOptions::new()
-            .create_new(true)
-            .write(true)
-            .open(path)
-            .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
-            .expect("write spec");
+        crate::common::files::write_new(path, text);
     }
     let report = check(checker, &[good], true).expect("a 0.5.0 spec loads");
     assert!(

@@ -139,8 +139,14 @@ pub fn run_to_exit(config: &Path) -> (ExitStatus, String) {
 impl Daemon {
     /// Starts gpusliced with `gpus` simulated H100s in a new temp folder.
     pub fn start(gpus: usize) -> Self {
+        Self::start_with(gpus, "")
+    }
+
+    /// Starts gpusliced with `gpus` simulated H100s and `extra` config text
+    /// (see [`write_config`]) in a new temp folder.
+    pub fn start_with(gpus: usize, extra: &str) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
-        write_config(dir.path(), gpus, "");
+        write_config(dir.path(), gpus, extra);
         Self::start_in(dir)
     }
 

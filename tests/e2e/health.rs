@@ -11,6 +11,10 @@ use std::path::{Path, PathBuf};
 
 use gpuslice_proto::gpuslice::v1 as pb;
 
+use crate::common::claims::Claims;
+use crate::common::ctl::run_ctl;
+use crate::common::files::write_gpuslice_toml;
+use crate::common::queries::Queries;
 use crate::harness::{ATTENTION, Daemon, prepare_request};
 
 const A: &str = "aaaaaaaa-0000-4000-8000-0000000000e1";
@@ -27,13 +31,7 @@ fn write_config(dir: &Path) {
          [health]\nignore_xids = [92]\n",
         root.display()
     );
-    std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(true)
-        .write(true)
-        .open(dir.join("gpuslice.toml"))
-        .and_then(|mut f| f.write_all(text.as_bytes()))
-        .expect("write config");
+    write_gpuslice_toml(dir, &text);
 }
 
 /// Appends one line to the simulator's health events file, as a GPU raising
@@ -51,25 +49,12 @@ fn inject(daemon: &Daemon, line: &str) {
 
 /// gpuslicectl against `daemon`: its exit status, stdout and stderr.
 fn ctl(daemon: &Daemon, args: &[&str]) -> (Option<i32>, String, String) {
-    let out = std::process::Command::new(crate::binaries::gpuslicectl())
-        .arg("--socket")
-        .arg(&daemon.socket)
-        .args(args)
-        .output()
-        .expect("run gpuslicectl");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let run = run_ctl(&daemon.socket, args);
+    (run.status.code(), run.stdout, run.stderr)
 }
 
 async fn devices(daemon: &Daemon) -> (u64, Vec<pb::Device>) {
-    let reply = (daemon.client().await)
-        .get_inventory(pb::GetInventoryRequest {})
-        .await
-        .expect("inventory")
-        .into_inner();
+    let reply = daemon.client().await.inventory().await;
     (reply.generation, reply.devices)
 }
 
@@ -89,11 +74,7 @@ fn profile_of(device: &pb::Device) -> Option<&str> {
 
 /// The GPU instance id of the slice `uid` holds on gpu-1.
 async fn held_gpu_instance(daemon: &Daemon, uid: &str) -> u32 {
-    let layout = (daemon.client().await)
-        .get_mig_layout(pb::GetMigLayoutRequest {})
-        .await
-        .expect("mig layout")
-        .into_inner();
+    let layout = daemon.client().await.mig_layout().await;
     let gpu1 = layout
         .gpus
         .iter()
@@ -144,14 +125,8 @@ async fn sim_injected_xids_make_devices_unhealthy_until_recovered_or_cleared() {
         .expect("1g.10gb")
         .name
         .clone();
-    client
-        .prepare(prepare_request(A, &["gpu-0"]))
-        .await
-        .expect("prepare A");
-    client
-        .prepare(prepare_request(B, &[&big]))
-        .await
-        .expect("prepare B");
+    client.prepare_whole(A, &["gpu-0"]).await;
+    client.prepare_whole(B, &[&big]).await;
     let (code, out, _) = ctl(&daemon, &["health"]);
     assert!(
         code == Some(0) && out.contains("every device is healthy"),
@@ -221,12 +196,7 @@ async fn sim_injected_xids_make_devices_unhealthy_until_recovered_or_cleared() {
 
     assert_eq!(claim_problems(&daemon, A).await.len(), 1);
     assert!(claim_problems(&daemon, B).await.is_empty());
-    let problems = (client
-        .get_status(pb::GetStatusRequest {})
-        .await
-        .expect("status")
-        .into_inner())
-    .problems;
+    let problems = (client.status().await).problems;
     assert!(
         problems
             .iter()
@@ -254,10 +224,7 @@ async fn sim_injected_xids_make_devices_unhealthy_until_recovered_or_cleared() {
     assert!(!named(&inventory, "gpu-1").healthy);
     assert!(named(&inventory, &small).healthy);
     assert_eq!(claim_problems(&daemon, B).await.len(), 1);
-    client
-        .prepare(prepare_request(C, &[&small]))
-        .await
-        .expect("a disjoint slice is fine");
+    client.prepare_whole(C, &[&small]).await;
 
     // GPU 0 recovers; gpu-1's fault outlives a restart.
     inject(&daemon, "gpu=0 recovered");

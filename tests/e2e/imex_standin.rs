@@ -23,6 +23,7 @@ use std::time::Duration;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
+use crate::common::files::write_text;
 use crate::tools::{first_missing, is_root, repo_root, skip};
 
 const ADDRESSES: [&str; 3] = ["127.0.37.1", "127.0.37.2", "127.0.37.3"];
@@ -47,17 +48,6 @@ fn tool(name: &str) -> PathBuf {
     repo_root().join("tests/tools").join(name)
 }
 
-/// Writes `text` into `path` in place: same inode, as a bind mount needs.
-fn write_in_place(path: &Path, text: &str) {
-    std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(true)
-        .write(true)
-        .open(path)
-        .and_then(|mut f| f.write_all(text.as_bytes()))
-        .expect("write in place");
-}
-
 async fn until<T>(what: &str, check: impl FnMut() -> Option<T>, context: impl Fn() -> String) -> T {
     crate::harness::poll_until(what, (BOUND, EVERY), check, context).await
 }
@@ -74,8 +64,8 @@ impl Node {
         let dir = root.join(format!("node-{index}"));
         std::fs::create_dir_all(&dir).expect("node folder");
         let nodes: String = (0..NAMES).map(|i| name(i) + "\n").collect();
-        write_in_place(&dir.join("nodes_config.cfg"), &nodes);
-        write_in_place(&dir.join("nsswitch.conf"), "hosts: files\n");
+        write_text(&dir.join("nodes_config.cfg"), &nodes);
+        write_text(&dir.join("nsswitch.conf"), "hosts: files\n");
         let config = format!(
             "BIND_INTERFACE_IP={}\nSERVER_PORT=50000\nIMEX_NODE_CONFIG_FILE={}\n\
              IMEX_CMD_ENABLED=1\nIMEX_CMD_PORT=50005\nIMEX_CMD_UNIX_DOMAIN_PATH={}\n",
@@ -83,7 +73,7 @@ impl Node {
             dir.join("nodes_config.cfg").display(),
             dir.join("cmd.sock").display()
         );
-        write_in_place(&dir.join("imexd.cfg"), &config);
+        write_text(&dir.join("imexd.cfg"), &config);
         Self { dir, daemon: None }
     }
 
@@ -97,7 +87,7 @@ impl Node {
         for &i in members {
             text.push_str(&format!("{}\t{}\n", ADDRESSES[i], name(i)));
         }
-        write_in_place(&self.dir.join("hosts"), &text);
+        write_text(&self.dir.join("hosts"), &text);
     }
 
     fn start(&mut self) {
@@ -390,7 +380,7 @@ fn unreachable_socket(root: &Path) {
         "IMEX_CMD_ENABLED=1\nIMEX_CMD_UNIX_DOMAIN_PATH={}\n",
         socket.display()
     );
-    write_in_place(&config, &text);
+    write_text(&config, &text);
     let mut ctl = Command::new(tool("fake-nvidia-imex-ctl"));
     let out = ctl
         .arg("-c")

@@ -4,7 +4,6 @@
 //! shutdown up, and the peer policy applied like on every RPC.
 
 use std::io::BufRead;
-use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -12,7 +11,10 @@ use std::time::Duration;
 use gpuslice_proto::gpuslice::v1 as pb;
 use serde_json::Value;
 
-use crate::harness::{Client, Daemon, prepare_request, unprepare_request};
+use crate::common::claims::Claims;
+use crate::common::ctl::assert_nobody_is_refused;
+use crate::common::queries::Queries;
+use crate::harness::Daemon;
 
 const A: &str = "aaaaaaaa-0000-4000-8000-0000000000f1";
 /// A bound on what the daemon does by itself, not a sleep.
@@ -47,14 +49,6 @@ async fn next(watch: &mut tonic::Streaming<pb::InventoryChanged>) -> Option<u64>
         .map(|m| m.generation)
 }
 
-async fn inventory(client: &Client) -> pb::GetInventoryResponse {
-    let reply = client
-        .clone()
-        .get_inventory(pb::GetInventoryRequest {})
-        .await;
-    reply.expect("inventory").into_inner()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_watch_inventory_sends_each_generation_and_ends_cleanly_at_shutdown() {
     let daemon = Daemon::start(2);
@@ -65,15 +59,12 @@ async fn sim_watch_inventory_sends_each_generation_and_ends_cleanly_at_shutdown(
         .expect("watch")
         .into_inner();
     let first = next(&mut watch).await.expect("the current generation");
-    assert_eq!(inventory(&client).await.generation, first);
+    assert_eq!(client.inventory().await.generation, first);
 
-    client
-        .prepare(prepare_request(A, &["gpu-0"]))
-        .await
-        .expect("prepare");
+    client.prepare_whole(A, &["gpu-0"]).await;
     let prepared = next(&mut watch).await.expect("a new generation");
     assert!(prepared > first, "{prepared} after {first}");
-    let after = inventory(&client).await;
+    let after = client.inventory().await;
     assert_eq!(after.generation, prepared);
     assert_eq!(after.devices[0].holders, vec![A.to_owned()]);
 
@@ -91,10 +82,7 @@ async fn sim_watch_inventory_sends_each_generation_and_ends_cleanly_at_shutdown(
     let now = doc(printed.recv_timeout(BOUND).expect("the inventory now"));
     assert_eq!(now["generation"], prepared);
     assert_eq!(holders_of(&now, "gpu-0"), serde_json::json!([A]));
-    client
-        .unprepare(unprepare_request(A))
-        .await
-        .expect("unprepare");
+    client.unprepare_claim(A).await;
     let freed = next(&mut watch).await.expect("a new generation");
     let shown = doc(printed.recv_timeout(BOUND).expect("the inventory again"));
     assert_eq!(shown["generation"], freed);
@@ -125,21 +113,5 @@ async fn sim_watch_inventory_refuses_other_users() {
         eprintln!("skipped: needs root to run a client as nobody");
         return;
     }
-    // Open the socket's mode so the peer check itself must refuse.
-    std::fs::set_permissions(daemon.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    std::fs::set_permissions(&daemon.socket, std::fs::Permissions::from_mode(0o666)).unwrap();
-    let out = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(crate::binaries::gpuslicectl())
-        .arg("--socket")
-        .arg(&daemon.socket)
-        .args(["inventory", "--watch"])
-        .output()
-        .expect("setpriv (util-linux) runs gpuslicectl as nobody");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "nobody was admitted");
-    assert!(
-        stderr.contains("PermissionDenied") && stderr.contains("uid 65534"),
-        "{stderr}"
-    );
+    assert_nobody_is_refused(&daemon, &["inventory", "--watch"]);
 }

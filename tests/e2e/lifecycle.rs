@@ -5,6 +5,8 @@ use std::os::unix::fs::PermissionsExt;
 use gpuslice_proto::gpuslice::v1 as pb;
 
 use crate::cdi_schema::assert_all_valid;
+use crate::common::claims::Claims;
+use crate::common::ctl::assert_nobody_is_refused;
 use crate::harness::{Daemon, prepare_request, run_to_exit, write_config};
 
 const A: &str = "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d";
@@ -33,13 +35,7 @@ async fn sim_a_log_file_gets_plain_lines() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_restart_keeps_claims_and_their_cdi_ids() {
     let daemon = Daemon::start(2);
-    let first = daemon
-        .client()
-        .await
-        .prepare(prepare_request(A, &["gpu-1"]))
-        .await
-        .unwrap()
-        .into_inner();
+    let first = daemon.client().await.prepare_whole(A, &["gpu-1"]).await;
     let (status, dir) = daemon.stop();
     assert_eq!(status.code(), Some(0));
     // A reboot wipes /var/run/cdi: the restarted daemon must rewrite the spec.
@@ -57,11 +53,7 @@ async fn sim_restart_keeps_claims_and_their_cdi_ids() {
         .unwrap()
         .into_inner();
     assert_eq!(claims.claims.len(), 1);
-    let again = client
-        .prepare(prepare_request(A, &["gpu-1"]))
-        .await
-        .unwrap()
-        .into_inner();
+    let again = client.prepare_whole(A, &["gpu-1"]).await;
     assert!(again.already_prepared);
     assert_eq!(first.devices, again.devices);
     let err = client
@@ -77,12 +69,7 @@ async fn sim_restart_keeps_claims_and_their_cdi_ids() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_start_up_removes_specs_without_records() {
     let daemon = Daemon::start(1);
-    daemon
-        .client()
-        .await
-        .prepare(prepare_request(A, &["gpu-0"]))
-        .await
-        .unwrap();
+    daemon.client().await.prepare_whole(A, &["gpu-0"]).await;
     let (_, dir) = daemon.stop();
     // As if the daemon died between writing the spec and writing the record.
     std::fs::remove_file(dir.path().join(format!("state/claims/{A}.json"))).unwrap();
@@ -137,33 +124,14 @@ async fn sim_socket_is_0660_and_other_users_are_refused() {
         eprintln!("skipped the other-user half: needs root to run a client as nobody");
         return;
     }
-    // Open both fences' first one so the peer check itself must refuse.
-    std::fs::set_permissions(daemon.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    std::fs::set_permissions(&daemon.socket, std::fs::Permissions::from_mode(0o666)).unwrap();
-    let out = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(crate::binaries::gpuslicectl())
-        .arg("--socket")
-        .arg(&daemon.socket)
-        .arg("status")
-        .output()
-        .expect("setpriv (util-linux) runs gpuslicectl as nobody");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "nobody was admitted");
-    assert!(
-        stderr.contains("PermissionDenied") && stderr.contains("uid 65534"),
-        "{stderr}"
-    );
+    assert_nobody_is_refused(&daemon, &["status"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_the_systemd_status_line_follows_the_claims() {
     let daemon = Daemon::start(2);
     let mut client = daemon.client().await;
-    client
-        .prepare(prepare_request(A, &["gpu-0"]))
-        .await
-        .expect("prepare");
+    client.prepare_whole(A, &["gpu-0"]).await;
     let line = daemon.wait_for_status(|s| s.contains(", 1 claims"));
     assert!(line.starts_with("serving 2 GPUs (sim)"), "{line}");
     client

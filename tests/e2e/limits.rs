@@ -12,9 +12,9 @@
 use serde_json::Value;
 
 use crate::activity::processes::Processes;
-use crate::activity::{activity, claim, ctl_ok, eventually, go_check, sample, scrape};
+use crate::activity::{activity, claim, eventually, prepare_mps, sample, scrape};
 use crate::harness::Daemon;
-use crate::stand_ins::{SharedDaemon, memory, mps};
+use crate::stand_ins::SharedDaemon;
 
 const A: &str = "a1a1a1a1-2424-4000-8000-00000000000a";
 const B: &str = "b2b2b2b2-2424-4000-8000-00000000000b";
@@ -29,23 +29,7 @@ fn config(overshare: &str, unclaimed: &str) -> String {
 /// A and B, MPS claims with a 20 GiB share each of gpu-0.
 fn prepare_two_claims(node: &Daemon) {
     for (uid, name) in [(A, "infer-a"), (B, "infer-b")] {
-        let (mps, share) = (mps(50), memory("20Gi"));
-        let args = [
-            "prepare",
-            "--uid",
-            uid,
-            "--namespace",
-            "ml",
-            "--name",
-            name,
-            "--device",
-            "gpu-0",
-            "--config",
-            &mps,
-            "--config",
-            &share,
-        ];
-        ctl_ok(node, &args);
+        prepare_mps(node, [uid, "ml", name], "gpu-0", "20Gi");
     }
 }
 
@@ -147,7 +131,7 @@ async fn sim_overshare_end_ends_only_the_claims_largest_process() {
     ];
     assert_eq!(actions(&node, &labels).await, Some(1.0));
     let text = scrape(&node).await;
-    go_check(test, &text);
+    crate::promcheck::check_text(test, &text);
     counters_as_documented(&text);
 }
 

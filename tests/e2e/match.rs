@@ -6,26 +6,16 @@
 //! plugin-config options, claims judged whole (now, only on an empty node,
 //! not at all, and what falls short), and the documented exit statuses.
 
-use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
 
+use crate::common::ctl::run_ctl;
+use crate::common::files::write_text;
 use crate::harness::{Daemon, write_config};
 
 const MIG: &str = "[mig]\nadvertise = \"layout\"\ncreate = \"on-prepare\"\n\
                    [[mig.gpu]]\nindex = 1\nlayout = [\"3g.40gb\", \"1g.10gb\"]\n";
-
-/// Writes a test input file (not a durable file of gpuslice's).
-fn write(path: &Path, text: &str) {
-    std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(true)
-        .write(true)
-        .open(path)
-        .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
-        .expect("write a test file");
-}
 
 const CLAIM: &str = r#"
 apiVersion: resource.k8s.io/v1
@@ -47,9 +37,7 @@ spec:
 "#;
 
 fn daemon() -> Daemon {
-    let dir = tempfile::tempdir().expect("temp dir");
-    write_config(dir.path(), 2, MIG);
-    Daemon::start_in(dir)
+    Daemon::start_with(2, MIG)
 }
 
 /// Runs `gpuslicectl ARGS`: exit status, stdout, stderr. An empty plugin
@@ -61,7 +49,7 @@ fn run(daemon: &Daemon, args: &[&str]) -> (i32, String, String) {
     let mut command = Command::new(crate::binaries::gpuslicectl());
     command.arg("--socket").arg(&daemon.socket).args(args);
     if !has_config {
-        write(&absent, "");
+        write_text(&absent, "");
         command.arg("--plugin-config").arg(&absent);
     }
     let out = command.output().expect("run gpuslicectl match");
@@ -187,7 +175,7 @@ fn sim_match_refuses_common_mistakes_with_the_fix() {
 fn sim_match_claims_with_packaged_classes_and_other_drivers() {
     let daemon = daemon();
     let claim = daemon.dir.path().join("claim.yaml");
-    write(&claim, CLAIM);
+    write_text(&claim, CLAIM);
     let path = claim.to_str().expect("utf-8 path");
     let (code, doc) = json(&daemon, &["-f", path]);
     assert_eq!(code, 1, "request big matches nothing: {doc}");
@@ -228,7 +216,7 @@ fn sim_match_claims_with_packaged_classes_and_other_drivers() {
 
     // The plugin's config: its driver, and consumable capacity.
     let config = daemon.dir.path().join("plugin.toml");
-    write(
+    write_text(
         &config,
         "driver_name = \"gpu.example.com\"\nconsumable_capacity = true\n",
     );
@@ -263,17 +251,11 @@ fn slices_claim(count: u32) -> String {
 
 /// Prepares a claim holding `device`, as the DRA plugin would.
 fn hold(daemon: &Daemon, uid: &str, device: &str) {
-    let out = Command::new(crate::binaries::gpuslicectl())
-        .arg("--socket")
-        .arg(&daemon.socket)
-        .args(["prepare", "--uid", uid, "--device", device])
-        .output()
-        .expect("run gpuslicectl prepare");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_ctl(
+        &daemon.socket,
+        &["prepare", "--uid", uid, "--device", device],
+    )
+    .ok();
 }
 
 #[test]
@@ -284,7 +266,7 @@ fn sim_match_judges_claims_whole_now_and_on_an_empty_node() {
 
     // More slices than the node has: the selectors match, the claim cannot
     // be allocated, and the request and its shortfall are named.
-    write(&file, &slices_claim(3));
+    write_text(&file, &slices_claim(3));
     let (code, text, _) = run(&daemon, &["match", "-f", path]);
     assert_eq!(code, 1, "{text}");
     assert!(text.contains("1 of 3 devices match."), "{text}");
@@ -325,7 +307,7 @@ fn sim_match_judges_claims_whole_now_and_on_an_empty_node() {
     );
 
     // One fits, and says where.
-    write(&file, &slices_claim(1));
+    write_text(&file, &slices_claim(1));
     let (code, text, _) = run(&daemon, &["match", "-f", path]);
     assert_eq!(code, 0, "{text}");
     assert!(
@@ -335,7 +317,7 @@ fn sim_match_judges_claims_whole_now_and_on_an_empty_node() {
 
     // Its device held by a prepared claim, a claim fits only on an empty
     // node. (gpu-0 is the one GPU offered whole: gpu-1 is MIG-managed.)
-    write(
+    write_text(
         &file,
         "kind: ResourceClaim\nmetadata: {name: whole}\nspec:\n  devices:\n    requests:\n\
          \x20   - {name: gpu, exactly: {deviceClassName: gpu.nvidia.com}}\n",

@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tonic::Code;
 
-use crate::harness::{Daemon, prepare_request, run_to_exit, unprepare_request};
+use crate::common::claims::Claims;
+use crate::common::files::write_gpuslice_toml;
+use crate::harness::{Daemon, prepare_request, run_to_exit};
 use crate::promcheck;
 use crate::stand_ins::{SharedDaemon, mps, shared_request, timeslicing};
 
@@ -31,13 +33,7 @@ fn write_config(dir: &Path, metrics: &str) {
          [metrics]\n{metrics}\n",
         root.display()
     );
-    std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(true)
-        .write(true)
-        .open(dir.join("gpuslice.toml"))
-        .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
-        .expect("write config");
+    write_gpuslice_toml(dir, &text);
 }
 
 /// `host:port` from the READY status ("...; metrics on http://ADDR/metrics").
@@ -78,38 +74,12 @@ fn samples(text: &str) -> BTreeMap<String, f64> {
         .collect()
 }
 
-/// Reads `text` with the Go parser when it is installed (a skip otherwise).
-fn go_parse(test: &str, text: &str) -> Option<serde_json::Value> {
-    let checker = match promcheck::checker() {
-        Ok(c) => c,
-        Err(why) => {
-            crate::tools::skip(test, why);
-            return None;
-        }
-    };
-    let dir = tempfile::tempdir().expect("temp dir");
-    let file = dir.path().join("scrape.prom");
-    std::fs::OpenOptions::new()
-        .create_new(true)
-        .write(true)
-        .open(&file)
-        .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
-        .expect("write scrape");
-    Some(promcheck::check(checker, &file).unwrap_or_else(|report| panic!("{report}\n{text}")))
-}
-
 /// Prepares and unprepares so that every outcome and two error codes occur.
 async fn drive(daemon: &Daemon) {
     let mut client = daemon.client().await;
-    client
-        .prepare(prepare_request(A, &["gpu-0"]))
-        .await
-        .expect("prepare A");
-    let again = client
-        .prepare(prepare_request(A, &["gpu-0"]))
-        .await
-        .expect("again");
-    assert!(again.into_inner().already_prepared);
+    client.prepare_whole(A, &["gpu-0"]).await;
+    let again = client.prepare_whole(A, &["gpu-0"]).await;
+    assert!(again.already_prepared);
     let held = client
         .prepare(prepare_request(B, &["gpu-0"]))
         .await
@@ -120,27 +90,15 @@ async fn drive(daemon: &Daemon) {
         .await
         .expect_err("not a uid");
     assert_eq!(bad.code(), Code::InvalidArgument);
-    client
-        .prepare(prepare_request(C, &[SLICE]))
-        .await
-        .expect("prepare the slice");
+    client.prepare_whole(C, &[SLICE]).await;
     let partitioned = client
         .prepare(prepare_request(D, &["gpu-1"]))
         .await
         .expect_err("C holds a slice of gpu-1");
     assert_eq!(partitioned.code(), Code::FailedPrecondition);
-    client
-        .unprepare(unprepare_request(B))
-        .await
-        .expect("unknown claim");
-    client
-        .unprepare(unprepare_request(C))
-        .await
-        .expect("unprepare the slice");
-    client
-        .prepare(prepare_request(C, &[SLICE]))
-        .await
-        .expect("prepare it again");
+    client.unprepare_claim(B).await;
+    client.unprepare_claim(C).await;
+    client.prepare_whole(C, &[SLICE]).await;
 }
 
 /// What [`drive`] leaves, as the 0.0.4 text shows it.
@@ -207,7 +165,9 @@ async fn sim_metrics_listener_counts_claims_calls_and_errors() {
         "{headers}"
     );
     assert_counts(&samples(&text), &text);
-    if let Some(go) = go_parse("sim_metrics_listener_counts_claims_calls_and_errors", &text) {
+    if let Some(go) =
+        promcheck::check_text("sim_metrics_listener_counts_claims_calls_and_errors", &text)
+    {
         let prepared = promcheck::value(
             &go,
             "gpuslice_prepare_duration_seconds",
@@ -269,7 +229,7 @@ async fn sim_metrics_textfile_is_written_at_start_and_at_shutdown() {
     let last = std::fs::read_to_string(&path).expect("textfile after shutdown");
     assert!(!last.contains("# EOF"), "{last}");
     assert_counts(&samples(&last), &last);
-    if let Some(go) = go_parse(
+    if let Some(go) = promcheck::check_text(
         "sim_metrics_textfile_is_written_at_start_and_at_shutdown",
         &last,
     ) {

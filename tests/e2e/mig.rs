@@ -7,7 +7,11 @@ use std::path::{Path, PathBuf};
 use gpuslice_proto::gpuslice::v1 as pb;
 
 use crate::cdi_schema::assert_all_valid;
-use crate::harness::{Daemon, prepare_request, unprepare_request};
+use crate::common::claims::Claims;
+use crate::common::devices::text_attr;
+use crate::common::files::write_gpuslice_toml;
+use crate::common::queries::Queries;
+use crate::harness::{Daemon, prepare_request};
 
 const UID: &str = "cccccccc-0000-4000-8000-00000000000c";
 
@@ -32,30 +36,11 @@ fn write_config_with(dir: &Path, create: &str, layout: &str) {
          [[mig.gpu]]\nindex = 1\nlayout = {layout}\n",
         sim_root().display()
     );
-    std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(true)
-        .write(true)
-        .open(dir.join("gpuslice.toml"))
-        .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
-        .expect("write config");
-}
-
-fn attr(device: &pb::Device, key: &str) -> Option<String> {
-    match device.attributes.get(key)?.value.as_ref()? {
-        pb::attribute_value::Value::String(s) => Some(s.clone()),
-        _ => None,
-    }
+    write_gpuslice_toml(dir, &text);
 }
 
 async fn layout(daemon: &Daemon) -> Vec<pb::MigInstance> {
-    let reply = daemon
-        .client()
-        .await
-        .get_mig_layout(pb::GetMigLayoutRequest {})
-        .await
-        .expect("mig layout")
-        .into_inner();
+    let reply = daemon.client().await.mig_layout().await;
     let gpu1 = reply
         .gpus
         .into_iter()
@@ -71,28 +56,25 @@ async fn sim_mig_slices_are_made_at_prepare_kept_across_restart_and_destroyed_at
     let dir = tempfile::tempdir().expect("temp dir");
     write_mig_config(dir.path());
     let daemon = Daemon::start_in(dir);
-    let inventory = daemon
-        .client()
-        .await
-        .get_inventory(pb::GetInventoryRequest {})
-        .await
-        .expect("inventory")
-        .into_inner();
+    let inventory = daemon.client().await.inventory().await;
     let slices: Vec<&pb::Device> = inventory
         .devices
         .iter()
-        .filter(|d| attr(d, "type").as_deref() == Some("mig"))
+        .filter(|d| text_attr(d, "type").as_deref() == Some("mig"))
         .collect();
-    let mut profiles: Vec<String> = slices.iter().filter_map(|d| attr(d, "profile")).collect();
+    let mut profiles: Vec<String> = slices
+        .iter()
+        .filter_map(|d| text_attr(d, "profile"))
+        .collect();
     profiles.sort();
     assert_eq!(profiles, ["1g.10gb", "1g.10gb", "2g.20gb", "3g.40gb"]);
     let three = slices
         .iter()
-        .find(|d| attr(d, "profile").as_deref() == Some("3g.40gb"))
+        .find(|d| text_attr(d, "profile").as_deref() == Some("3g.40gb"))
         .expect("3g slice");
     let one = slices
         .iter()
-        .find(|d| attr(d, "profile").as_deref() == Some("1g.10gb"))
+        .find(|d| text_attr(d, "profile").as_deref() == Some("1g.10gb"))
         .expect("1g slice");
     assert!(
         layout(&daemon).await.is_empty(),
@@ -102,10 +84,8 @@ async fn sim_mig_slices_are_made_at_prepare_kept_across_restart_and_destroyed_at
     let prepared = daemon
         .client()
         .await
-        .prepare(prepare_request(UID, &[&three.name, &one.name]))
-        .await
-        .expect("prepare two slices of one parent")
-        .into_inner();
+        .prepare_whole(UID, &[&three.name, &one.name])
+        .await;
     assert_eq!(prepared.devices.len(), 2);
     let made = layout(&daemon).await;
     assert_eq!(made.len(), 2);
@@ -139,12 +119,7 @@ async fn sim_mig_slices_are_made_at_prepare_kept_across_restart_and_destroyed_at
     let kept = layout(&daemon).await;
     assert_eq!(kept, made, "a restart leaves live slices untouched");
 
-    daemon
-        .client()
-        .await
-        .unprepare(unprepare_request(UID))
-        .await
-        .expect("unprepare");
+    daemon.client().await.unprepare_claim(UID).await;
     assert!(
         layout(&daemon).await.is_empty(),
         "unprepare destroys what it made"
@@ -171,9 +146,8 @@ async fn sim_a_reload_reshapes_a_layout_made_ahead_without_touching_a_held_slice
     daemon
         .client()
         .await
-        .prepare(prepare_request(UID, &[&three.device]))
-        .await
-        .expect("prepare a slice made ahead");
+        .prepare_whole(UID, &[&three.device])
+        .await;
     write_config_with(daemon.dir.path(), "ahead", r#"["3g.40gb", "3g.40gb"]"#);
     daemon.reload();
     let after = layout(&daemon).await;

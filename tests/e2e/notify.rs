@@ -11,7 +11,8 @@ use std::process::{Command, Stdio};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use crate::harness::{connect, prepare_request, unprepare_request, write_config};
+use crate::common::claims::Claims;
+use crate::harness::{connect, write_config};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_a_notify_socket_nobody_reads_stalls_nothing() {
@@ -50,22 +51,13 @@ async fn sim_a_notify_socket_nobody_reads_stalls_nothing() {
     // From here on the queue is full (the test fills it; the daemon's own
     // STATUS= lines would fill it too, after net.unix.max_dgram_qlen).
     fill(&notify_path);
-    let mut client = connect(&dir.path().join("gpusliced.sock")).await;
+    let client = connect(&dir.path().join("gpusliced.sock")).await;
     for i in 0..40 {
         let uid = format!("00000000-0000-4000-8000-{i:012}");
-        client
-            .prepare(prepare_request(&uid, &["gpu-0"]))
-            .await
-            .expect("prepare with the notify queue full");
-        client
-            .unprepare(unprepare_request(&uid))
-            .await
-            .expect("unprepare with the notify queue full");
+        client.prepare_whole(&uid, &["gpu-0"]).await;
+        client.unprepare_claim(&uid).await;
     }
-    client
-        .prepare(prepare_request(HELD, &["gpu-1"]))
-        .await
-        .expect("prepare with the notify queue full");
+    client.prepare_whole(HELD, &["gpu-1"]).await;
 
     // Room again: the newest line comes without any further change.
     let status = loop {

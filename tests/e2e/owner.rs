@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use gpuslice_proto::gpuslice::v1 as pb;
 
-use crate::harness::{Daemon, answered, gpusliced_binary, prepare_request, write_config};
+use crate::common::claims::Claims;
+use crate::common::ctl::run_ctl;
+use crate::harness::{Daemon, gpusliced_binary, prepare_request, write_config};
 
 /// How long a refused daemon may take to exit (a bound, not a sleep): one
 /// that is not refused would serve forever, and the test fails instead of
@@ -85,19 +87,7 @@ fn in_use(state_dir: &Path, pid: u32) -> String {
 
 /// `gpuslicectl --socket <socket> status`, which must answer.
 fn ctl_status(socket: &Path) -> String {
-    let out = std::process::Command::new(crate::binaries::gpuslicectl())
-        .arg("--socket")
-        .arg(socket)
-        .arg("status")
-        .output()
-        .expect("run gpuslicectl");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        answered(&out.status),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
+    run_ctl(socket, &["status"]).answered()
 }
 
 async fn claim_uids(daemon: &Daemon) -> Vec<String> {
@@ -118,10 +108,7 @@ async fn claim_uids(daemon: &Daemon) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_a_second_daemon_on_another_socket_and_the_same_state_dir_is_refused() {
     let daemon = Daemon::start(1);
-    (daemon.client().await)
-        .prepare(prepare_request(A, &["gpu-0"]))
-        .await
-        .expect("prepare");
+    daemon.client().await.prepare_whole(A, &["gpu-0"]).await;
     let config = second_config(daemon.dir.path(), "second", "gpusliced.sock", "../state");
     let (status, stderr) = run_refused(&config);
     assert_eq!(status.code(), Some(1), "{stderr}");
@@ -170,11 +157,7 @@ async fn sim_a_second_daemon_on_the_same_socket_is_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_restart_after_kill_9_keeps_the_claims() {
     let daemon = Daemon::start(2);
-    let first = (daemon.client().await)
-        .prepare(prepare_request(A, &["gpu-1"]))
-        .await
-        .expect("prepare")
-        .into_inner();
+    let first = daemon.client().await.prepare_whole(A, &["gpu-1"]).await;
     let old_pid = daemon.pid();
     let lock = daemon.state_dir.join("gpusliced.lock");
     let dir = daemon.kill9();
@@ -194,11 +177,7 @@ async fn sim_restart_after_kill_9_keeps_the_claims() {
     );
     assert_eq!(claim_uids(&daemon).await, vec![A.to_owned()]);
     let mut client = daemon.client().await;
-    let again = client
-        .prepare(prepare_request(A, &["gpu-1"]))
-        .await
-        .expect("prepare again")
-        .into_inner();
+    let again = client.prepare_whole(A, &["gpu-1"]).await;
     assert!(again.already_prepared);
     assert_eq!(first.devices, again.devices);
     let err = client

@@ -20,8 +20,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use nix::sys::stat::{Mode, SFlag, makedev, mknod};
 
+use crate::common::claims::Claims;
+use crate::common::files::{write_gpuslice_toml, write_text};
 use crate::go_cdi;
-use crate::harness::unprepare_request;
 use crate::stand_ins::{SharedDaemon, daemon_of, mps, sections, shared_request};
 use crate::tools::{first_missing, is_root, repo_root, run, skip, which};
 
@@ -115,17 +116,7 @@ fn write_config(dir: &Path, driver_root: &Path) {
         driver_root.display(),
         sections(dir),
     );
-    write_file(&dir.join("gpuslice.toml"), &text);
-}
-
-fn write_file(path: &Path, text: &str) {
-    std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(true)
-        .write(true)
-        .open(path)
-        .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
-        .unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+    write_gpuslice_toml(dir, &text);
 }
 
 /// Imports the busybox image unless it is there already.
@@ -188,7 +179,7 @@ async fn sim_podman_runs_a_container_with_a_prepared_claim() {
     let root = driver_root(dir.path());
     write_config(dir.path(), &root);
     let conf = dir.path().join("containers.conf");
-    write_file(&conf, CONTAINERS_CONF);
+    write_text(&conf, CONTAINERS_CONF);
     let uid = unique_uid();
     let spec = Path::new(SPEC_DIR).join(format!("k8s.gpuslice.dev-claim_{uid}.json"));
     let cleanup = Cleanup {
@@ -207,7 +198,7 @@ async fn sim_podman_runs_a_container_with_a_prepared_claim() {
         .cloned()
         .expect("the claim's MPS daemon");
     let shm = Path::new(&mps_daemon.pipe_dir).with_file_name("shm");
-    write_file(&shm.join("probe"), "from the daemon's shm");
+    write_text(&shm.join("probe"), "from the daemon's shm");
     let id = reply.devices[0].cdi_device_ids[0].clone();
     assert_eq!(id, format!("k8s.gpuslice.dev/claim={uid}-gpu-0"));
     assert!(spec.is_file(), "{} was not written", spec.display());
@@ -266,10 +257,7 @@ async fn sim_podman_runs_a_container_with_a_prepared_claim() {
         "{out}"
     );
 
-    client
-        .unprepare(unprepare_request(&uid))
-        .await
-        .expect("unprepare");
+    client.unprepare_claim(&uid).await;
     assert!(!spec.exists(), "unprepare left {}", spec.display());
     drop(cleanup);
 }

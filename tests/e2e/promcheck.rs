@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use crate::tools::{repo_root, run, which};
+use crate::common::files::write_new;
+use crate::tools::{built_once, go_build, run, which};
 
 const GOPATH: &str = "/usr/share/gocode";
 const LIBRARIES: [(&str, &str); 2] = [
@@ -26,11 +27,7 @@ const LIBRARIES: [(&str, &str); 2] = [
 /// The built checker, or why it cannot be built here.
 pub fn checker() -> Result<&'static Path, &'static str> {
     static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    BUILT
-        .get_or_init(build)
-        .as_ref()
-        .map(PathBuf::as_path)
-        .map_err(String::as_str)
+    built_once(&BUILT, build)
 }
 
 fn build() -> Result<PathBuf, String> {
@@ -42,19 +39,8 @@ fn build() -> Result<PathBuf, String> {
             ));
         }
     }
-    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("gpuslice-promcheck");
-    let binary = out_dir.join("promcheck");
-    run(Command::new(go)
-        .current_dir(repo_root().join("tests/tools"))
-        .args(["build", "-o"])
-        .arg(&binary)
-        .arg("./promcheck")
-        .env("GO111MODULE", "off")
-        .env("GOPATH", GOPATH)
-        .env("GOCACHE", out_dir.join("gocache"))
-        .env("GOFLAGS", ""))
-    .map_err(|e| format!("building the Prometheus text checker: {e}"))?;
-    Ok(binary)
+    go_build(&go, "promcheck", GOPATH)
+        .map_err(|e| format!("building the Prometheus text checker: {e}"))
 }
 
 /// The checker's verdict on `file`: Ok(the families as JSON) when the parser
@@ -62,6 +48,23 @@ fn build() -> Result<PathBuf, String> {
 pub fn check(checker: &Path, file: &Path) -> Result<serde_json::Value, String> {
     let out = run(Command::new(checker).arg(file))?;
     serde_json::from_str(&out).map_err(|e| format!("promcheck printed no JSON ({e}): {out}"))
+}
+
+/// `text` read by the Go parser and linted by promlint: the families as
+/// JSON, or None (a skip, said) where the checker is not installed; a
+/// report of anything wrong fails the test.
+pub fn check_text(test: &str, text: &str) -> Option<serde_json::Value> {
+    let checker = match checker() {
+        Ok(c) => c,
+        Err(why) => {
+            crate::tools::skip(test, why);
+            return None;
+        }
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("scrape.prom");
+    write_new(&file, text);
+    Some(check(checker, &file).unwrap_or_else(|report| panic!("{report}\n{text}")))
 }
 
 /// The value the Go parser read for `family` with exactly `labels`; for a
@@ -91,12 +94,7 @@ fn the_prometheus_check_can_fail() {
     let dir = tempfile::tempdir().expect("temp dir");
     let write = |name: &str, text: &str| {
         let path = dir.path().join(name);
-        std::fs::OpenOptions::new()
-            .create_new(true)
-            .write(true)
-            .open(&path)
-            .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
-            .expect("write metrics file");
+        write_new(&path, text);
         path
     };
     let good = write(

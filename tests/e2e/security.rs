@@ -7,10 +7,10 @@
 use std::os::unix::fs::symlink;
 use std::path::Path;
 
-use gpuslice_proto::gpuslice::v1 as pb;
-
 use crate::cdi_schema::assert_all_valid;
-use crate::harness::{Daemon, prepare_request};
+use crate::common::claims::Claims;
+use crate::common::queries::Queries;
+use crate::harness::Daemon;
 
 const A: &str = "5b6c7d8e-9f0a-4b1c-8d2e-3f4a5b6c7d8e";
 
@@ -40,12 +40,7 @@ async fn sim_a_symlink_planted_at_a_spec_path_is_replaced_not_followed() {
     let victim = victim(outside.path());
     let spec = daemon.cdi_dir.join(spec_name());
     symlink(&victim, &spec).unwrap();
-    daemon
-        .client()
-        .await
-        .prepare(prepare_request(A, &["gpu-1"]))
-        .await
-        .expect("prepare over a planted link");
+    daemon.client().await.prepare_whole(A, &["gpu-1"]).await;
     assert!(
         is_regular(&spec),
         "the spec path holds a regular file again"
@@ -63,13 +58,7 @@ async fn sim_start_up_replaces_a_spec_that_links_to_dev_zero_or_is_a_fifo() {
     // start-up before READY=1: both must simply be rewritten.
     for planted in ["link to /dev/zero", "fifo"] {
         let daemon = Daemon::start(2);
-        let first = daemon
-            .client()
-            .await
-            .prepare(prepare_request(A, &["gpu-0"]))
-            .await
-            .expect("prepare")
-            .into_inner();
+        let first = daemon.client().await.prepare_whole(A, &["gpu-0"]).await;
         let (status, dir) = daemon.stop();
         assert_eq!(status.code(), Some(0));
         let spec = dir.path().join("cdi").join(spec_name());
@@ -83,13 +72,7 @@ async fn sim_start_up_replaces_a_spec_that_links_to_dev_zero_or_is_a_fifo() {
         let daemon = Daemon::start_in(dir);
         assert!(is_regular(&spec), "{planted}: spec rewritten at start-up");
         assert_all_valid(&daemon.cdi_dir);
-        let again = daemon
-            .client()
-            .await
-            .prepare(prepare_request(A, &["gpu-0"]))
-            .await
-            .expect("re-prepare")
-            .into_inner();
+        let again = daemon.client().await.prepare_whole(A, &["gpu-0"]).await;
         assert!(again.already_prepared, "{planted}");
         assert_eq!(again.devices, first.devices, "{planted}: same CDI ids");
     }
@@ -98,12 +81,7 @@ async fn sim_start_up_replaces_a_spec_that_links_to_dev_zero_or_is_a_fifo() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_a_symlink_planted_at_a_record_path_is_set_aside_and_reported() {
     let daemon = Daemon::start(2);
-    daemon
-        .client()
-        .await
-        .prepare(prepare_request(A, &["gpu-0"]))
-        .await
-        .expect("prepare");
+    daemon.client().await.prepare_whole(A, &["gpu-0"]).await;
     let (status, dir) = daemon.stop();
     assert_eq!(status.code(), Some(0));
     // Move the real record out and link it back in under its own name.
@@ -131,13 +109,7 @@ async fn sim_a_symlink_planted_at_a_record_path_is_set_aside_and_reported() {
         daemon.cdi_files().is_empty(),
         "a spec without its record goes"
     );
-    let status = daemon
-        .client()
-        .await
-        .get_status(pb::GetStatusRequest {})
-        .await
-        .unwrap()
-        .into_inner();
+    let status = daemon.client().await.status().await;
     assert!(
         status.problems.iter().any(|p| p.contains("symbolic link")),
         "{:?}",

@@ -6,7 +6,10 @@ use gpuslice_proto::gpuslice::v1 as pb;
 use tonic::Code;
 
 use crate::cdi_schema::assert_all_valid;
-use crate::harness::unprepare_request;
+use crate::common::claims::Claims;
+use crate::common::ctl::run_ctl;
+use crate::common::devices::slice_of_profile;
+use crate::common::queries::Queries;
 use crate::stand_ins::{
     BOUND, SharedDaemon, daemon_of, gpu_config, memory, mps, shared_request, spec_env, timeslicing,
 };
@@ -16,31 +19,14 @@ const B: &str = "b2b2b2b2-5e6f-4a7b-8c9d-0e1f2a3b4c5d";
 const C: &str = "c3c3c3c3-5e6f-4a7b-8c9d-0e1f2a3b4c5d";
 const T: &str = "d4d4d4d4-5e6f-4a7b-8c9d-0e1f2a3b4c5d";
 
+/// gpuslicectl's stdout, which must succeed.
 fn ctl(node: &SharedDaemon, args: &[&str]) -> String {
-    let out = std::process::Command::new(crate::binaries::gpuslicectl())
-        .arg("--socket")
-        .arg(&node.socket)
-        .args(args)
-        .output()
-        .expect("run gpuslicectl");
-    assert!(
-        out.status.success(),
-        "gpuslicectl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    run_ctl(&node.socket, args).ok()
 }
 
 /// gpuslicectl's stderr, which must fail.
 fn ctl_refused(node: &SharedDaemon, args: &[&str]) -> String {
-    let out = std::process::Command::new(crate::binaries::gpuslicectl())
-        .arg("--socket")
-        .arg(&node.socket)
-        .args(args)
-        .output()
-        .expect("run gpuslicectl");
-    assert!(!out.status.success(), "gpuslicectl {args:?} succeeded");
-    String::from_utf8_lossy(&out.stderr).into_owned()
+    run_ctl(&node.socket, args).refused()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -160,7 +146,7 @@ async fn sim_mps_claims_share_a_daemon_and_time_slices_agree_per_gpu() {
     );
 
     for uid in [A, B, C, T] {
-        client.unprepare(unprepare_request(uid)).await.unwrap();
+        client.unprepare_claim(uid).await;
     }
     let record = node.mps_lines();
     assert_eq!(
@@ -195,17 +181,7 @@ async fn sim_every_bad_sharing_config_names_its_field() {
         return;
     };
     let mut client = node.client().await;
-    let inventory = client
-        .get_inventory(pb::GetInventoryRequest {})
-        .await
-        .unwrap()
-        .into_inner();
-    let slice = inventory
-        .devices
-        .iter()
-        .find(|d| d.name.starts_with("gpu-1-mig"))
-        .map(|d| d.name.clone())
-        .expect("a MIG slice");
+    let slice = slice_of_profile(&client.inventory().await, "3g.40gb");
     let mig_config = |sharing: &str| {
         format!(
             r#"{{"apiVersion":"resource.nvidia.com/v1beta1","kind":"MigDeviceConfig","sharing":{sharing}}}"#
@@ -302,11 +278,7 @@ async fn sim_memory_shares_pack_a_gpu_until_it_is_full() {
     };
     let mut client = node.client().await;
     let free = |inv: &pb::GetInventoryResponse| inv.devices[0].memory_available;
-    let inv = client
-        .get_inventory(pb::GetInventoryRequest {})
-        .await
-        .unwrap()
-        .into_inner();
+    let inv = client.inventory().await;
     let total = inv.devices[0].capacity["memory"];
     assert_eq!(free(&inv), total);
     client
@@ -331,11 +303,7 @@ async fn sim_memory_shares_pack_a_gpu_until_it_is_full() {
     }
     with_class.configs[1].parameters_json = memory("10Gi");
     client.prepare(with_class).await.unwrap();
-    let inv = client
-        .get_inventory(pb::GetInventoryRequest {})
-        .await
-        .unwrap()
-        .into_inner();
+    let inv = client.inventory().await;
     assert_eq!(free(&inv), total - (70 << 30));
     assert!(
         inv.devices[0].available,
@@ -356,7 +324,7 @@ async fn sim_memory_shares_pack_a_gpu_until_it_is_full() {
     );
     assert_all_valid(&node.cdi_dir);
     for uid in [A, B] {
-        client.unprepare(unprepare_request(uid)).await.unwrap();
+        client.unprepare_claim(uid).await;
     }
 }
 
@@ -382,12 +350,15 @@ async fn sim_a_killed_daemon_is_restarted_and_the_claim_health_says_so() {
     .unwrap();
     // The restarted daemon writes its own pid file: wait on the folder.
     let old = daemon.pid.to_string();
-    let back =
-        gpuslice::mps::control::wait_on_dir(std::path::Path::new(&daemon.pipe_dir), BOUND, &|| {
+    let back = gpuslice::claims::mps_daemon::control::wait_on_dir(
+        std::path::Path::new(&daemon.pipe_dir),
+        BOUND,
+        &|| {
             Ok(std::fs::read_to_string(&pid_file)
                 .is_ok_and(|p| !p.trim().is_empty() && p.trim() != old))
-        })
-        .unwrap();
+        },
+    )
+    .unwrap();
     assert!(back, "no new daemon within {BOUND:?}:\n{}", node.log());
     let claims = client
         .list_claims(pb::ListClaimsRequest {})
@@ -404,5 +375,5 @@ async fn sim_a_killed_daemon_is_restarted_and_the_claim_health_says_so() {
         text.contains("1 problem(s)") && text.contains("problem: "),
         "{text}"
     );
-    client.unprepare(unprepare_request(A)).await.unwrap();
+    client.unprepare_claim(A).await;
 }

@@ -4,10 +4,10 @@
 
 use std::path::Path;
 
-use gpuslice_proto::gpuslice::v1 as pb;
-
 use crate::cdi_schema::assert_all_valid;
-use crate::harness::{list, unprepare_request};
+use crate::common::claims::Claims;
+use crate::common::queries::Queries;
+use crate::harness::list;
 use crate::stand_ins::{SharedDaemon, alive, daemon_of, mps, shared_request, timeslicing};
 
 const A: &str = "a1a1a1a1-0000-4a7b-8c9d-0e1f2a3b4c5d";
@@ -92,7 +92,7 @@ async fn sim_restart_keeps_daemons_of_live_claims_and_stops_orphans() {
         .unwrap()
         .into_inner();
     assert!(again.already_prepared);
-    client.unprepare(unprepare_request(A)).await.unwrap();
+    client.unprepare_claim(A).await;
     assert!(!alive(kept.pid));
     assert!(list(&node.path().join("run/mps")).is_empty());
 }
@@ -133,13 +133,7 @@ async fn sim_a_crash_between_the_daemon_and_the_spec_is_rolled_back() {
     let view = node.sharing().await;
     assert_eq!(view.gpus[0].mode, "none");
     assert_eq!(view.gpus[0].compute_mode, "DEFAULT", "compute mode reset");
-    let status = node
-        .client()
-        .await
-        .get_status(pb::GetStatusRequest {})
-        .await
-        .unwrap()
-        .into_inner();
+    let status = node.client().await.status().await;
     assert_eq!(status.claim_count, 0);
 }
 
@@ -211,6 +205,6 @@ async fn sim_a_reboot_brings_daemons_and_time_slices_back_with_the_same_cdi_ids(
     assert!(again.already_prepared);
     assert_eq!(again.devices, first.devices);
     for uid in [A, T] {
-        client.unprepare(unprepare_request(uid)).await.unwrap();
+        client.unprepare_claim(uid).await;
     }
 }

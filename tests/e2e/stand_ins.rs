@@ -192,6 +192,12 @@ impl Drop for Reaper {
 /// `mps_dir`: the MPS daemons of one test node, as a reboot would.
 pub fn kill_daemons_under(mps_dir: &Path) {
     let needle = format!("CUDA_MPS_PIPE_DIRECTORY={}/", mps_dir.display());
+    kill_processes_whose("environ", |var| var.starts_with(needle.as_bytes()));
+}
+
+/// SIGKILLs every process whose `/proc/<pid>/<file>` (`cmdline` or
+/// `environ`: entries split by NUL bytes) has an entry `matches` accepts.
+pub fn kill_processes_whose(file: &str, matches: impl Fn(&[u8]) -> bool) {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return;
     };
@@ -203,11 +209,8 @@ pub fn kill_daemons_under(mps_dir: &Path) {
         else {
             continue;
         };
-        let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
-        let ours = environ
-            .split(|b| *b == 0)
-            .any(|var| var.starts_with(needle.as_bytes()));
-        if ours {
+        let text = std::fs::read(entry.path().join(file)).unwrap_or_default();
+        if text.split(|b| *b == 0).any(&matches) {
             let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
         }
     }

@@ -7,6 +7,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
 /// Whether skipping is forbidden (CI).
 pub fn tools_required() -> bool {
@@ -65,4 +66,35 @@ pub fn run(cmd: &mut Command) -> Result<String, String> {
             String::from_utf8_lossy(&out.stderr)
         ))
     }
+}
+
+/// Builds the Go program `tests/tools/<tool>` offline, in GOPATH mode
+/// against the Go sources Debian installs in `gopath`, with `go`, into the
+/// target dir's `gpuslice-<tool>/<tool>` (Go's cache beside it); returns
+/// the binary's path, or `run`'s message.
+pub fn go_build(go: &Path, tool: &str, gopath: &str) -> Result<PathBuf, String> {
+    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("gpuslice-{tool}"));
+    let binary = out_dir.join(tool);
+    run(Command::new(go)
+        .current_dir(repo_root().join("tests/tools"))
+        .args(["build", "-o"])
+        .arg(&binary)
+        .arg(format!("./{tool}"))
+        .env("GO111MODULE", "off")
+        .env("GOPATH", gopath)
+        .env("GOCACHE", out_dir.join("gocache"))
+        .env("GOFLAGS", ""))?;
+    Ok(binary)
+}
+
+/// What `build` makes (a tool's binary, or why there is none), built on the
+/// first call only and kept in `cell` for the rest of the run.
+pub fn built_once(
+    cell: &'static OnceLock<Result<PathBuf, String>>,
+    build: impl FnOnce() -> Result<PathBuf, String>,
+) -> Result<&'static Path, &'static str> {
+    cell.get_or_init(build)
+        .as_ref()
+        .map(PathBuf::as_path)
+        .map_err(String::as_str)
 }

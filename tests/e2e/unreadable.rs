@@ -6,49 +6,31 @@
 //! cannot be prepared again (UNAVAILABLE) but can be unprepared; a reload
 //! keeps serving; once the GPU answers again it is offered again.
 
-use gpuslice_proto::gpuslice::v1 as pb;
-
-use crate::harness::{Daemon, prepare_request, unprepare_request, write_config};
+use crate::common::claims::Claims;
+use crate::common::ctl::run_ctl;
+use crate::common::queries::Queries;
+use crate::harness::{Daemon, prepare_request};
 
 const A: &str = "aaaaaaaa-0000-4000-8000-0000000000d1";
 const B: &str = "bbbbbbbb-0000-4000-8000-0000000000d2";
 const C: &str = "cccccccc-0000-4000-8000-0000000000d3";
 const GPU_1_LOST: (&str, &str) = ("GPUSLICE_SIM_FAULTS", "device_info:fail_gpu=1@gpu_lost");
 
+/// gpuslicectl's stdout, which must answer.
 fn ctl(daemon: &Daemon, args: &[&str]) -> String {
-    let out = std::process::Command::new(crate::binaries::gpuslicectl())
-        .arg("--socket")
-        .arg(&daemon.socket)
-        .args(args)
-        .output()
-        .expect("run gpuslicectl");
-    assert!(
-        crate::harness::answered(&out.status),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    run_ctl(&daemon.socket, args).answered()
 }
 
 async fn names(daemon: &Daemon) -> Vec<String> {
-    let reply = (daemon.client().await)
-        .get_inventory(pb::GetInventoryRequest {})
-        .await
-        .expect("inventory")
-        .into_inner();
+    let reply = daemon.client().await.inventory().await;
     reply.devices.into_iter().map(|d| d.name).collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sim_a_gpu_that_cannot_be_read_is_left_out_and_reported() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    write_config(dir.path(), 3, "");
-    let daemon = Daemon::start_in(dir);
-    let mut client = daemon.client().await;
-    client
-        .prepare(prepare_request(A, &["gpu-1"]))
-        .await
-        .expect("prepare on gpu-1");
+    let daemon = Daemon::start(3);
+    let client = daemon.client().await;
+    client.prepare_whole(A, &["gpu-1"]).await;
     let (_, dir) = daemon.stop();
 
     let daemon = Daemon::start_with_env(dir, &[GPU_1_LOST]);
@@ -64,11 +46,7 @@ async fn sim_a_gpu_that_cannot_be_read_is_left_out_and_reported() {
     );
     assert_eq!(names(&daemon).await, ["gpu-0", "gpu-2"]);
     let mut client = daemon.client().await;
-    let status = client
-        .get_status(pb::GetStatusRequest {})
-        .await
-        .expect("status")
-        .into_inner();
+    let status = client.status().await;
     assert_eq!(status.gpu_count, 2);
     let problems = status.problems.join("\n");
     assert!(
@@ -76,11 +54,7 @@ async fn sim_a_gpu_that_cannot_be_read_is_left_out_and_reported() {
             && problems.contains("GPU is lost"),
         "{problems}"
     );
-    let health = client
-        .get_health(pb::GetHealthRequest {})
-        .await
-        .expect("health")
-        .into_inner();
+    let health = client.health().await;
     let [gpu1] = health.unhealthy.as_slice() else {
         panic!("{:?}", health.unhealthy);
     };
@@ -92,10 +66,7 @@ async fn sim_a_gpu_that_cannot_be_read_is_left_out_and_reported() {
     assert!(ctl(&daemon, &["status"]).contains("cannot be read"));
 
     // The other GPUs are served; the lost one's claim is not, but can go.
-    client
-        .prepare(prepare_request(B, &["gpu-2"]))
-        .await
-        .expect("gpu-2 serves");
+    client.prepare_whole(B, &["gpu-2"]).await;
     let again = client
         .prepare(prepare_request(A, &["gpu-1"]))
         .await
@@ -110,11 +81,8 @@ async fn sim_a_gpu_that_cannot_be_read_is_left_out_and_reported() {
         .await
         .unwrap_err();
     assert_eq!(new.code(), tonic::Code::InvalidArgument, "{new:?}");
-    let gone = client
-        .unprepare(unprepare_request(A))
-        .await
-        .expect("unprepare");
-    assert!(gone.into_inner().was_prepared);
+    let gone = client.unprepare_claim(A).await;
+    assert!(gone.was_prepared);
 
     // A reload with the GPU still lost keeps serving without it.
     daemon.reload();
@@ -125,12 +93,7 @@ async fn sim_a_gpu_that_cannot_be_read_is_left_out_and_reported() {
     // It answers again: offered, nothing about it reported.
     let daemon = Daemon::start_in(dir);
     assert_eq!(names(&daemon).await, ["gpu-0", "gpu-1", "gpu-2"]);
-    let mut client = daemon.client().await;
-    let status = client
-        .get_status(pb::GetStatusRequest {})
-        .await
-        .expect("status")
-        .into_inner();
+    let status = daemon.client().await.status().await;
     let problems = status.problems.join("\n");
     assert!(!problems.contains("cannot be read"), "{problems}");
     assert!(!problems.contains("no longer on this node"), "{problems}");

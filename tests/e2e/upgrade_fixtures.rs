@@ -24,7 +24,7 @@ mod survivors;
 
 use std::collections::BTreeMap;
 
-use gpuslice::mps::MpsKey;
+use gpuslice::claims::mps_daemon::MpsKey;
 use gpuslice::state::ClaimRecord;
 use gpuslice_proto::gpuslice::v1 as pb;
 
@@ -36,6 +36,7 @@ use fixture::{Boot, Fixture};
 use survivors::{Survivor, Survivors, give_pid, open_episodes, spec_env};
 
 use crate::cdi_schema::assert_all_valid;
+use crate::common::queries::Queries;
 use crate::stand_ins::SharedDaemon;
 use crate::tools::{skip, which};
 
@@ -131,11 +132,7 @@ async fn sim_upgrade_fixture_v0_is_adopted_unchanged_after_a_restart() {
     assert_all_valid(&node.cdi_dir);
     let mut client = node.client().await;
     assert_cdi_ids(&mut client, &records).await;
-    let layout = client
-        .get_mig_layout(pb::GetMigLayoutRequest {})
-        .await
-        .expect("GetMigLayout")
-        .into_inner();
+    let layout = client.mig_layout().await;
     assert_mig_layout(&layout, &expected_slices(&fixture, true));
     assert_mps_daemons(&node, &fixture_keys(&fixture)).await;
     assert_faults_kept(&mut client, &fixture).await;
@@ -170,11 +167,7 @@ async fn sim_upgrade_fixture_v0_is_adopted_after_a_reboot() {
     let now = fixture::this_boot();
     assert_ne!(earlier, now);
     let mut client = node.client().await;
-    let layout = client
-        .get_mig_layout(pb::GetMigLayoutRequest {})
-        .await
-        .expect("GetMigLayout")
-        .into_inner();
+    let layout = client.mig_layout().await;
     assert_mig_layout(&layout, &expected_slices(&fixture, false));
     // Made again at its placement, a slice has a new MIG UUID, as on
     // hardware: its claim's record and the key of its MPS daemon follow.
@@ -209,11 +202,7 @@ async fn sim_upgrade_fixture_v0_is_adopted_after_a_reboot() {
     assert_all_valid(&node.cdi_dir);
     assert_cdi_ids(&mut client, &records).await;
     assert_mps_daemons(&node, &keys).await;
-    let health = client
-        .get_health(pb::GetHealthRequest {})
-        .await
-        .expect("GetHealth")
-        .into_inner();
+    let health = client.health().await;
     assert!(
         health.unhealthy.is_empty(),
         "a reboot resets every GPU: {:?}",

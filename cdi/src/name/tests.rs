@@ -1,5 +1,24 @@
 use super::*;
 
+/// Asserts `got` refuses `name` as a `part` for its character `ch` at
+/// index `pos`.
+fn assert_bad_char(
+    got: Result<(), NameError>,
+    part: NamePart,
+    name: &str,
+    (ch, pos): (char, usize),
+) {
+    match got {
+        Err(NameError::BadChar {
+            part: got_part,
+            ch: got,
+            pos: at,
+            ..
+        }) if got_part == part => assert_eq!((got, at), (ch, pos), "{part:?} {name:?}"),
+        other => panic!("{part:?} {name:?}: {other:?}"),
+    }
+}
+
 #[test]
 fn valid_vendors_and_classes() {
     for name in [
@@ -43,15 +62,8 @@ fn invalid_vendors() {
         ("_", '_', 0),
     ];
     for (name, ch, pos) in cases {
-        match validate_part(NamePart::Vendor, name) {
-            Err(NameError::BadChar {
-                part: NamePart::Vendor,
-                ch: got,
-                pos: at,
-                ..
-            }) => assert_eq!((got, at), (ch, pos), "vendor {name:?}"),
-            other => panic!("vendor {name:?}: {other:?}"),
-        }
+        let got = validate_part(NamePart::Vendor, name);
+        assert_bad_char(got, NamePart::Vendor, name, (ch, pos));
     }
     assert_eq!(
         validate_part(NamePart::Vendor, ""),
@@ -90,15 +102,12 @@ fn device_names() {
         (":", ':', 0),
     ];
     for (name, ch, pos) in cases {
-        match validate_device_name(name) {
-            Err(NameError::BadChar {
-                part: NamePart::Device,
-                ch: got,
-                pos: at,
-                ..
-            }) => assert_eq!((got, at), (ch, pos), "device {name:?}"),
-            other => panic!("device {name:?}: {other:?}"),
-        }
+        assert_bad_char(
+            validate_device_name(name),
+            NamePart::Device,
+            name,
+            (ch, pos),
+        );
     }
     assert_eq!(
         validate_device_name(""),

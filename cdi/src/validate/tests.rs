@@ -35,24 +35,28 @@ fn valid() -> Spec {
     }
 }
 
+/// The edits of [`valid`]'s one device.
 fn edits(spec: &mut Spec) -> &mut ContainerEdits {
     &mut spec.devices[0].container_edits
+}
+
+/// [`valid`] with `change` made to it, validated.
+fn validate_changed(change: impl FnOnce(&mut Spec)) -> Result<(), SpecError> {
+    let mut spec = valid();
+    change(&mut spec);
+    validate(&spec)
 }
 
 #[test]
 fn valid_spec_passes() {
     validate(&valid()).unwrap();
-    let mut spec = valid();
-    spec.cdi_version = "v0.5.0".to_owned();
-    validate(&spec).unwrap();
+    validate_changed(|spec| spec.cdi_version = "v0.5.0".to_owned()).unwrap();
 }
 
 #[test]
 fn unknown_version() {
     for declared in ["0.6.0", "1.0.0", "", "abc"] {
-        let mut spec = valid();
-        spec.cdi_version = declared.to_owned();
-        let err = validate(&spec).unwrap_err();
+        let err = validate_changed(|spec| spec.cdi_version = declared.to_owned()).unwrap_err();
         assert!(matches!(err, SpecError::UnknownVersion { .. }), "{err}");
     }
 }
@@ -91,51 +95,43 @@ fn bad_kind() {
         "1x.com/gpu",
         "example.com/g.pu",
     ] {
-        let mut spec = valid();
-        spec.kind = kind.to_owned();
-        let err = validate(&spec).unwrap_err();
+        let err = validate_changed(|spec| spec.kind = kind.to_owned()).unwrap_err();
         assert!(matches!(err, SpecError::Kind { .. }), "{kind:?}: {err}");
     }
 }
 
 #[test]
 fn no_devices() {
-    let mut spec = valid();
-    spec.devices.clear();
-    assert!(matches!(validate(&spec), Err(SpecError::NoDevices)));
+    assert!(matches!(
+        validate_changed(|spec| spec.devices.clear()),
+        Err(SpecError::NoDevices)
+    ));
 }
 
 #[test]
 fn bad_device_name() {
-    let mut spec = valid();
-    spec.devices[0].name = "gpu/0".to_owned();
-    let err = validate(&spec).unwrap_err();
+    let err = validate_changed(|spec| spec.devices[0].name = "gpu/0".to_owned()).unwrap_err();
     assert!(matches!(err, SpecError::DeviceName { .. }));
     assert!(err.to_string().contains("'/' at index 3"), "{err}");
 }
 
 #[test]
 fn duplicate_device() {
-    let mut spec = valid();
-    spec.devices.push(spec.devices[0].clone());
-    let err = validate(&spec).unwrap_err();
+    let err = validate_changed(|spec| spec.devices.push(spec.devices[0].clone())).unwrap_err();
     assert_eq!(err.to_string(), "device \"gpu0\" appears more than once");
 }
 
 #[test]
 fn empty_device_edits() {
-    let mut spec = valid();
-    spec.devices[0].container_edits = ContainerEdits::default();
-    let err = validate(&spec).unwrap_err();
+    let err = validate_changed(|spec| spec.devices[0].container_edits = ContainerEdits::default())
+        .unwrap_err();
     assert_eq!(err.to_string(), "device \"gpu0\" has empty containerEdits");
 }
 
 #[test]
 fn bad_env() {
     for entry in ["FOO", "=bar", ""] {
-        let mut spec = valid();
-        edits(&mut spec).env.push(entry.to_owned());
-        let err = validate(&spec).unwrap_err();
+        let err = validate_changed(|spec| edits(spec).env.push(entry.to_owned())).unwrap_err();
         assert!(
             matches!(&err, SpecError::Env { field: "env", entry: e, .. } if e == entry),
             "{err}"
@@ -153,9 +149,8 @@ fn bad_env() {
 #[test]
 fn device_node_path_must_be_absolute() {
     for path in ["", "dev/nvidia0"] {
-        let mut spec = valid();
-        edits(&mut spec).device_nodes[0].path = path.to_owned();
-        let err = validate(&spec).unwrap_err();
+        let err = validate_changed(|spec| edits(spec).device_nodes[0].path = path.to_owned())
+            .unwrap_err();
         assert!(matches!(err, SpecError::DeviceNodePath { .. }), "{err}");
     }
 }
@@ -163,13 +158,11 @@ fn device_node_path_must_be_absolute() {
 #[test]
 fn device_node_type() {
     for ok in ["", "b", "c", "u", "p"] {
-        let mut spec = valid();
-        edits(&mut spec).device_nodes[0].node_type = Some(ok.to_owned());
-        validate(&spec).unwrap();
+        validate_changed(|spec| edits(spec).device_nodes[0].node_type = Some(ok.to_owned()))
+            .unwrap();
     }
-    let mut spec = valid();
-    edits(&mut spec).device_nodes[0].node_type = Some("q".to_owned());
-    let err = validate(&spec).unwrap_err();
+    let err = validate_changed(|spec| edits(spec).device_nodes[0].node_type = Some("q".to_owned()))
+        .unwrap_err();
     assert_eq!(
         err.to_string(),
         "device \"gpu0\": device node \"/dev/nvidia0\" has type \"q\": allowed are b, c, u, p"
@@ -179,14 +172,13 @@ fn device_node_type() {
 #[test]
 fn device_node_permissions() {
     for ok in ["", "r", "rwm", "mwr"] {
-        let mut spec = valid();
-        edits(&mut spec).device_nodes[0].permissions = Some(ok.to_owned());
-        validate(&spec).unwrap();
+        validate_changed(|spec| edits(spec).device_nodes[0].permissions = Some(ok.to_owned()))
+            .unwrap();
     }
     for bad in ["rwx", "none", "RW"] {
-        let mut spec = valid();
-        edits(&mut spec).device_nodes[0].permissions = Some(bad.to_owned());
-        let err = validate(&spec).unwrap_err();
+        let err =
+            validate_changed(|spec| edits(spec).device_nodes[0].permissions = Some(bad.to_owned()))
+                .unwrap_err();
         assert!(
             matches!(err, SpecError::Permissions { .. }),
             "{bad:?}: {err}"
@@ -196,16 +188,12 @@ fn device_node_permissions() {
 
 #[test]
 fn mount_paths_must_be_set() {
-    let mut spec = valid();
-    edits(&mut spec).mounts[0].host_path.clear();
-    let err = validate(&spec).unwrap_err();
+    let err = validate_changed(|spec| edits(spec).mounts[0].host_path.clear()).unwrap_err();
     assert_eq!(
         err.to_string(),
         "device \"gpu0\": mount has an empty hostPath"
     );
-    let mut spec = valid();
-    edits(&mut spec).mounts[0].container_path.clear();
-    let err = validate(&spec).unwrap_err();
+    let err = validate_changed(|spec| edits(spec).mounts[0].container_path.clear()).unwrap_err();
     assert!(matches!(
         err,
         SpecError::MountPath {
@@ -214,22 +202,17 @@ fn mount_paths_must_be_set() {
         }
     ));
     // Relative mount paths are accepted, as by the Go library.
-    let mut spec = valid();
-    edits(&mut spec).mounts[0].host_path = "relative".to_owned();
-    validate(&spec).unwrap();
+    validate_changed(|spec| edits(spec).mounts[0].host_path = "relative".to_owned()).unwrap();
 }
 
 #[test]
 fn hook_names() {
     for name in HOOK_NAMES {
-        let mut spec = valid();
-        edits(&mut spec).hooks[0].hook_name = name.to_owned();
-        validate(&spec).unwrap();
+        validate_changed(|spec| edits(spec).hooks[0].hook_name = name.to_owned()).unwrap();
     }
     for name in ["", "preStart", "bogus"] {
-        let mut spec = valid();
-        edits(&mut spec).hooks[0].hook_name = name.to_owned();
-        let err = validate(&spec).unwrap_err();
+        let err =
+            validate_changed(|spec| edits(spec).hooks[0].hook_name = name.to_owned()).unwrap_err();
         assert!(matches!(err, SpecError::HookName { .. }), "{name:?}: {err}");
     }
 }
@@ -237,22 +220,17 @@ fn hook_names() {
 #[test]
 fn hook_path_must_be_absolute() {
     for path in ["", "bin/hook"] {
-        let mut spec = valid();
-        edits(&mut spec).hooks[0].path = path.to_owned();
-        let err = validate(&spec).unwrap_err();
+        let err = validate_changed(|spec| edits(spec).hooks[0].path = path.to_owned()).unwrap_err();
         assert!(matches!(err, SpecError::HookPath { .. }), "{err}");
     }
 }
 
 #[test]
 fn hook_timeout_and_env() {
-    let mut spec = valid();
-    edits(&mut spec).hooks[0].timeout = Some(0);
-    let err = validate(&spec).unwrap_err();
+    let err = validate_changed(|spec| edits(spec).hooks[0].timeout = Some(0)).unwrap_err();
     assert!(matches!(err, SpecError::HookTimeout { timeout: 0, .. }));
-    let mut spec = valid();
-    edits(&mut spec).hooks[0].env = vec!["NOEQUALS".to_owned()];
-    let err = validate(&spec).unwrap_err();
+    let err = validate_changed(|spec| edits(spec).hooks[0].env = vec!["NOEQUALS".to_owned()])
+        .unwrap_err();
     assert!(matches!(
         err,
         SpecError::Env {

@@ -112,6 +112,18 @@ impl World {
         }
     }
 
+    /// A domain of `num_nodes` with a channel prepared on each of `nodes`.
+    fn prepared(num_nodes: i64, nodes: &[Me]) -> Self {
+        let mut world = Self {
+            num_nodes,
+            ..Self::default()
+        };
+        for node in nodes {
+            world.prepare(&node.node);
+        }
+        world
+    }
+
     /// A channel prepared on `node`: its daemon READY, knowing no member.
     fn prepare(&mut self, node: &str) {
         self.local.insert(
@@ -205,14 +217,8 @@ fn a_joining_node_makes_its_lease_then_an_entry_not_ready_and_tells_its_daemon()
 
 #[test]
 fn a_member_is_not_ready_while_its_daemon_lacks_a_member_or_a_connection() {
-    let mut world = World {
-        num_nodes: 2,
-        ..World::default()
-    };
     let nodes = [me(1, "c.1"), me(2, "c.1")];
-    for node in &nodes {
-        world.prepare(&node.node);
-    }
+    let mut world = World::prepared(2, &nodes);
     world.settle(&nodes, &[0, 1]);
     assert_eq!(world.status, Some(Readiness::NotReady));
     world.signal("node-1");
@@ -238,14 +244,8 @@ fn a_member_is_not_ready_while_its_daemon_lacks_a_member_or_a_connection() {
 
 #[test]
 fn a_node_leaves_with_its_entry_first_and_its_lease_after() {
-    let mut world = World {
-        num_nodes: 1,
-        ..World::default()
-    };
     let nodes = [me(1, "c.1"), me(2, "c.1")];
-    for node in &nodes {
-        world.prepare(&node.node);
-    }
+    let mut world = World::prepared(1, &nodes);
     world.settle(&nodes, &[0, 1]);
     world.signal("node-1");
     world.signal("node-2");
@@ -269,14 +269,8 @@ fn a_node_leaves_with_its_entry_first_and_its_lease_after() {
 
 #[test]
 fn a_gone_entry_is_removed_by_the_first_live_member_or_by_anyone_when_overdue() {
-    let mut world = World {
-        num_nodes: 0,
-        ..World::default()
-    };
     let nodes = [me(1, "c.1"), me(2, "c.1"), me(3, "c.1")];
-    for node in &nodes {
-        world.prepare(&node.node);
-    }
+    let mut world = World::prepared(0, &nodes);
     world.settle(&nodes, &[0, 1, 2]);
     let gone = BTreeMap::from([("node-1".to_owned(), false)]);
     assert!(
@@ -297,14 +291,8 @@ fn a_gone_entry_is_removed_by_the_first_live_member_or_by_anyone_when_overdue() 
 
 /// A domain of three nodes of one clique (numNodes 3), formed and Ready.
 fn ready_domain_of_three() -> (World, [Me; 3]) {
-    let mut world = World {
-        num_nodes: 3,
-        ..World::default()
-    };
     let nodes = [me(1, "c.1"), me(2, "c.1"), me(3, "c.1")];
-    for node in &nodes {
-        world.prepare(&node.node);
-    }
+    let mut world = World::prepared(3, &nodes);
     world.settle(&nodes, &[0, 1, 2]);
     for node in &nodes {
         world.signal(&node.node);

@@ -84,3 +84,14 @@ pub fn usage(node: &str, sharing: &str, extra: Value) -> Value {
     }
     data
 }
+
+/// `ml/train` on node-1: gpu-0, Idle since 09:30, with usage `data`.
+pub fn idle_train(data: Value) -> ResourceClaim {
+    let conditions = json!(ready_idle("True", "2026-09-01T09:30:00Z"));
+    claim(
+        "ml",
+        "train",
+        "node-1",
+        vec![entry(DRIVER, "gpu-0", conditions, Some(data))],
+    )
+}

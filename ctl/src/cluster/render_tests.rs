@@ -2,7 +2,9 @@ use k8s_openapi::api::resource::v1::ResourceClaim;
 use serde_json::{Value, json};
 
 use super::{Filter, render};
-use crate::cluster::fixture::{DRIVER, claim, condition, entry, now, ready_idle, usage};
+use crate::cluster::fixture::{
+    DRIVER, claim, condition, entry, idle_train, now, ready_idle, usage,
+};
 use crate::cluster::usage::read;
 
 const GIB: u64 = 1 << 30;
@@ -26,24 +28,14 @@ fn cluster() -> Vec<ResourceClaim> {
         "2026-09-01T11:00:00Z",
     ));
     vec![
-        claim(
-            "ml",
-            "train",
+        idle_train(usage(
             "node-1",
-            vec![entry(
-                DRIVER,
-                "gpu-0",
-                json!(ready_idle("True", "2026-09-01T09:30:00Z")),
-                Some(usage(
-                    "node-1",
-                    "exclusive",
-                    json!({
+            "exclusive",
+            json!({
                 "lastActive": "2026-09-01T09:00:00Z",
                 "memory": { "usedBytes": 0, "peakBytes": 0, "totalBytes": 80 * GIB },
                 "advice": { "form": "giveBack", "observedSeconds": 86400, "reason": "idle" } }),
-                )),
-            )],
-        ),
+        )),
         claim(
             "dev",
             "notebook",
@@ -97,9 +89,34 @@ fn cluster() -> Vec<ResourceClaim> {
     ]
 }
 
+/// [`cluster`] as the table `filter` keeps.
 fn table(filter: Filter) -> String {
-    render(&read(&cluster(), DRIVER), DRIVER, filter, now(), false)
+    table_of(&cluster(), filter)
 }
+
+/// `claims` as the table `filter` keeps, at [`now`].
+fn table_of(claims: &[ResourceClaim], filter: Filter) -> String {
+    render(&read(claims, DRIVER), DRIVER, filter, now(), false)
+}
+
+/// `claims` as the JSON document `filter` keeps, at [`now`].
+fn json_text(claims: &[ResourceClaim], filter: Filter) -> String {
+    render(&read(claims, DRIVER), DRIVER, filter, now(), true)
+}
+
+/// `--idle SECONDS`.
+fn idle(seconds: u64) -> Filter {
+    Filter {
+        idle: Some(seconds),
+        overshare: false,
+    }
+}
+
+/// `--overshare`.
+const OVERSHARE: Filter = Filter {
+    idle: None,
+    overshare: true,
+};
 
 #[test]
 fn every_device_with_its_idle_time_memory_and_advice() {
@@ -119,18 +136,9 @@ fn idle_keeps_the_devices_idle_at_least_that_long() {
 NAMESPACE/NAME  NODE    DEVICE  SHARING    IDLE FOR  MEMORY        ADVICE
 ml/train        node-1  gpu-0   exclusive  3h        0 / 80.0 GiB  give back
 ";
-    assert_eq!(
-        table(Filter {
-            idle: Some(3600),
-            overshare: false
-        }),
-        want
-    );
+    assert_eq!(table(idle(3600)), want);
     // The bound is inclusive: idle exactly 20m is kept with --idle 20m.
-    let twenty = table(Filter {
-        idle: Some(1200),
-        overshare: false,
-    });
+    let twenty = table(idle(1200));
     assert!(
         twenty.contains("dev/notebook") && twenty.contains("ml/train"),
         "{twenty}"
@@ -139,10 +147,7 @@ ml/train        node-1  gpu-0   exclusive  3h        0 / 80.0 GiB  give back
         !twenty.contains("ml/infer") && !twenty.contains("ml/batch"),
         "{twenty}"
     );
-    let more = table(Filter {
-        idle: Some(1201),
-        overshare: false,
-    });
+    let more = table(idle(1201));
     assert!(!more.contains("dev/notebook"), "{more}");
 }
 
@@ -152,22 +157,13 @@ fn overshare_shows_used_of_share_and_for_how_long() {
 NAMESPACE/NAME  NODE    DEVICE  SHARING  IDLE FOR  USED / SHARE         OVER FOR  ADVICE
 ml/infer        node-1  gpu-1   mps      active    22.0 GiB / 20.0 GiB  10m       mig 3g.40gb
 ";
-    assert_eq!(
-        table(Filter {
-            idle: None,
-            overshare: true
-        }),
-        want
-    );
+    assert_eq!(table(OVERSHARE), want);
 }
 
 #[test]
 fn nothing_kept_says_so_with_what_was_read() {
     assert_eq!(
-        table(Filter {
-            idle: Some(86_400),
-            overshare: false
-        }),
+        table(idle(86_400)),
         "no device of gpu.nvidia.com idle for 1d or more (4 devices in 4 claims read)\n"
     );
     assert_eq!(
@@ -179,7 +175,7 @@ fn nothing_kept_says_so_with_what_was_read() {
          (4 devices in 4 claims read)\n"
     );
     assert_eq!(
-        render(&read(&[], DRIVER), DRIVER, Filter::default(), now(), false),
+        table_of(&[], Filter::default()),
         "no device of gpu.nvidia.com reports its usage (0 devices in 0 claims read)\n"
     );
 }
@@ -195,16 +191,7 @@ fn with_skipped() -> Vec<ResourceClaim> {
 
 #[test]
 fn skipped_entries_are_counted_in_a_footer() {
-    let text = render(
-        &read(&with_skipped(), DRIVER),
-        DRIVER,
-        Filter {
-            idle: Some(3600),
-            overshare: false,
-        },
-        now(),
-        false,
-    );
+    let text = table_of(&with_skipped(), idle(3600));
     let footer = text.lines().last().unwrap_or_default();
     assert_eq!(
         footer,
@@ -213,16 +200,7 @@ fn skipped_entries_are_counted_in_a_footer() {
          gpuslicectl; --output json lists them all)"
     );
     assert!(text.starts_with("NAMESPACE/NAME"), "{text}");
-    let none = render(
-        &read(&with_skipped(), DRIVER),
-        DRIVER,
-        Filter {
-            idle: Some(86_400),
-            overshare: false,
-        },
-        now(),
-        false,
-    );
+    let none = table_of(&with_skipped(), idle(86_400));
     assert_eq!(none.lines().count(), 2, "{none}");
     assert!(
         none.lines()
@@ -239,16 +217,7 @@ fn one_skipped_entry_is_said_in_full() {
     claims.push(claim("ml", "odd", "node-3", vec![
         entry(DRIVER, "gpu-0", json!([]), Some(json!({ "apiVersion": "gpuslice.dev/v1alpha1", "kind": "DeviceUsage", "node": "node-3" }))),
     ]));
-    let text = render(
-        &read(&claims, DRIVER),
-        DRIVER,
-        Filter {
-            idle: Some(86_400),
-            overshare: false,
-        },
-        now(),
-        false,
-    );
+    let text = table_of(&claims, idle(86_400));
     assert_eq!(
         text,
         "no device of gpu.nvidia.com idle for 1d or more (4 devices in 5 claims read)\n\
@@ -258,16 +227,7 @@ fn one_skipped_entry_is_said_in_full() {
 
 #[test]
 fn json_lists_the_kept_devices_with_their_data_and_every_skipped_entry() {
-    let text = render(
-        &read(&with_skipped(), DRIVER),
-        DRIVER,
-        Filter {
-            idle: None,
-            overshare: true,
-        },
-        now(),
-        true,
-    );
+    let text = json_text(&with_skipped(), OVERSHARE);
     let doc: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
     assert_eq!(doc["driver"], "gpu.nvidia.com");
     assert_eq!(doc["now"], "2026-09-01T12:00:00Z");
@@ -308,16 +268,7 @@ fn json_lists_the_kept_devices_with_their_data_and_every_skipped_entry() {
 
 #[test]
 fn json_with_idle_gives_seconds_and_since() {
-    let text = render(
-        &read(&cluster(), DRIVER),
-        DRIVER,
-        Filter {
-            idle: Some(60),
-            overshare: false,
-        },
-        now(),
-        true,
-    );
+    let text = json_text(&cluster(), idle(60));
     let doc: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
     assert_eq!(doc["idle_at_least_seconds"], 60);
     let idle: Vec<(String, i64)> = doc["devices"]
@@ -381,24 +332,9 @@ ml/bare         node-1  gpu-0   exclusive  -         -             -
 ml/bare         node-1  gpu-1   mps        -         - / 20.0 GiB  -
 ml/bare         node-1  gpu-2   exclusive  -         1.0 GiB       keep
 ";
-    assert_eq!(
-        render(
-            &read(&claims, DRIVER),
-            DRIVER,
-            Filter::default(),
-            now(),
-            false
-        ),
-        want
-    );
-    let doc: Value = serde_json::from_str(&render(
-        &read(&claims, DRIVER),
-        DRIVER,
-        Filter::default(),
-        now(),
-        true,
-    ))
-    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(table_of(&claims, Filter::default()), want);
+    let doc: Value = serde_json::from_str(&json_text(&claims, Filter::default()))
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
         doc["devices"][0]["idle"],
         Value::Null,
@@ -420,15 +356,6 @@ fn a_transition_after_now_counts_as_zero() {
             Some(usage("node-1", "exclusive", json!({}))),
         )],
     )];
-    let text = render(
-        &read(&claims, DRIVER),
-        DRIVER,
-        Filter {
-            idle: Some(0),
-            overshare: false,
-        },
-        now(),
-        false,
-    );
+    let text = table_of(&claims, idle(0));
     assert!(text.contains("exclusive  0s"), "{text}");
 }

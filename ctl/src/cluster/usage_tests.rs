@@ -1,7 +1,7 @@
 use serde_json::{Value, json};
 
 use super::{Why, read};
-use crate::cluster::fixture::{DRIVER, claim, condition, entry, ready_idle, usage};
+use crate::cluster::fixture::{DRIVER, claim, condition, entry, idle_train, ready_idle, usage};
 
 fn at(text: &str) -> k8s_openapi::jiff::Timestamp {
     text.parse().unwrap_or_else(|e| panic!("{text}: {e}"))
@@ -15,17 +15,7 @@ fn an_idle_entry_is_idle_since_its_last_activity() {
         json!({ "lastActive": "2026-09-01T09:00:00Z",
                 "memory": { "usedBytes": 0, "totalBytes": 85899345920_u64 } }),
     );
-    let claims = [claim(
-        "ml",
-        "train",
-        "node-1",
-        vec![entry(
-            DRIVER,
-            "gpu-0",
-            json!(ready_idle("True", "2026-09-01T09:30:00Z")),
-            Some(data.clone()),
-        )],
-    )];
+    let claims = [idle_train(data.clone())];
     let reading = read(&claims, DRIVER);
     assert_eq!(reading.claims, 1);
     assert!(reading.skipped.is_empty(), "{:?}", reading.skipped);

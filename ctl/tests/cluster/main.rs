@@ -10,7 +10,7 @@ mod schema;
 mod server;
 
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use k8s_openapi::jiff::Timestamp;
@@ -193,16 +193,37 @@ fn pages() -> Vec<Vec<Value>> {
     vec![first, second]
 }
 
-/// A kubeconfig with the context `test` at `server`, in `dir`.
-fn kubeconfig(dir: &Path, server: &str) -> PathBuf {
-    let text = format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: {server}\n\
-         users:\n- name: viewer\n  user:\n    token: not-checked\ncontexts:\n- name: test\n  \
-         context:\n    cluster: fake\n    user: viewer\ncurrent-context: test\n"
-    );
-    gpuslice_cdi::atomic::write_atomic(dir, "kubeconfig", text.as_bytes(), 0o600)
-        .expect("write the kubeconfig");
-    dir.join("kubeconfig")
+/// A kubeconfig with the context `test` at a server, in a folder of its own.
+struct Kubeconfig {
+    /// Its path, for `--kubeconfig`.
+    path: String,
+    /// Holds the folder while the kubeconfig is used.
+    _dir: tempfile::TempDir,
+}
+
+impl Kubeconfig {
+    /// The kubeconfig of the API server at `server`.
+    fn of(server: &str) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let text = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: {server}\n\
+             users:\n- name: viewer\n  user:\n    token: not-checked\ncontexts:\n- name: test\n  \
+             context:\n    cluster: fake\n    user: viewer\ncurrent-context: test\n"
+        );
+        gpuslice_cdi::atomic::write_atomic(dir.path(), "kubeconfig", text.as_bytes(), 0o600)
+            .expect("write the kubeconfig");
+        let path = dir.path().join("kubeconfig");
+        let path = path.to_str().expect("utf-8 path").to_owned();
+        Self { path, _dir: dir }
+    }
+
+    /// `gpuslicectl claims --cluster ARGS --kubeconfig` this one.
+    fn claims_cluster(&self, args: &[&str]) -> Output {
+        let mut words = vec!["claims", "--cluster"];
+        words.extend(args);
+        words.extend(["--kubeconfig", &self.path]);
+        gpuslicectl(&words)
+    }
 }
 
 fn gpuslicectl(args: &[&str]) -> Output {
@@ -250,17 +271,8 @@ const SKIPPED: &str = "skipped 1 entry of gpu.nvidia.com: ml/newer gpu-0: data i
 #[test]
 fn idle_lists_the_idle_devices_of_every_node_over_both_pages() {
     let server = ListServer::start(pages());
-    let dir = tempfile::tempdir().expect("tempdir");
-    let config = kubeconfig(dir.path(), &server.url);
-    let config = config.to_str().expect("utf-8 path");
-    let out = gpuslicectl(&[
-        "claims",
-        "--cluster",
-        "--idle",
-        "1s",
-        "--kubeconfig",
-        config,
-    ]);
+    let kubeconfig = Kubeconfig::of(&server.url);
+    let out = kubeconfig.claims_cluster(&["--idle", "1s"]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
     let (table, footer) = stdout.rsplit_once("skipped").expect("a footer");
@@ -314,18 +326,8 @@ fn idle_lists_the_idle_devices_of_every_node_over_both_pages() {
 #[test]
 fn overshare_lists_the_devices_over_their_share_with_used_of_share() {
     let server = ListServer::start(pages());
-    let dir = tempfile::tempdir().expect("tempdir");
-    let config = kubeconfig(dir.path(), &server.url);
-    let config = config.to_str().expect("utf-8 path");
-    let out = gpuslicectl(&[
-        "claims",
-        "--cluster",
-        "--overshare",
-        "--kubeconfig",
-        config,
-        "--context",
-        "test",
-    ]);
+    let kubeconfig = Kubeconfig::of(&server.url);
+    let out = kubeconfig.claims_cluster(&["--overshare", "--context", "test"]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
     let (table, _) = stdout.rsplit_once("skipped").expect("a footer");
@@ -354,16 +356,7 @@ fn overshare_lists_the_devices_over_their_share_with_used_of_share() {
             ],
         ],
     );
-    let json = gpuslicectl(&[
-        "claims",
-        "--cluster",
-        "--idle",
-        "90m",
-        "--kubeconfig",
-        config,
-        "--output",
-        "json",
-    ]);
+    let json = kubeconfig.claims_cluster(&["--idle", "90m", "--output", "json"]);
     assert_eq!(json.status.code(), Some(0), "{}", text(&json.stderr));
     let doc: Value = serde_json::from_slice(&json.stdout).expect("one JSON document");
     assert_eq!(doc["claims"], 7);
@@ -383,17 +376,9 @@ fn an_unreachable_api_server_exits_2_naming_the_kubeconfig_and_context() {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         listener.local_addr().expect("address").port()
     };
-    let dir = tempfile::tempdir().expect("tempdir");
-    let config = kubeconfig(dir.path(), &format!("http://127.0.0.1:{port}"));
-    let config = config.to_str().expect("utf-8 path");
-    let out = gpuslicectl(&[
-        "claims",
-        "--cluster",
-        "--idle",
-        "2h",
-        "--kubeconfig",
-        config,
-    ]);
+    let kubeconfig = Kubeconfig::of(&format!("http://127.0.0.1:{port}"));
+    let config = kubeconfig.path.as_str();
+    let out = kubeconfig.claims_cluster(&["--idle", "2h"]);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert_eq!(text(&out.stdout), "");
@@ -417,17 +402,9 @@ fn a_refusal_of_the_api_server_exits_2_with_its_message() {
     let message = "resourceclaims.resource.k8s.io is forbidden: User \"viewer\" cannot list \
                    resource \"resourceclaims\" in API group \"resource.k8s.io\" at the cluster scope";
     let server = ListServer::refusing(403, message);
-    let dir = tempfile::tempdir().expect("tempdir");
-    let config = kubeconfig(dir.path(), &server.url);
-    let config = config.to_str().expect("utf-8 path");
-    let out = gpuslicectl(&[
-        "claims",
-        "--cluster",
-        "--kubeconfig",
-        config,
-        "--context",
-        "test",
-    ]);
+    let kubeconfig = Kubeconfig::of(&server.url);
+    let config = kubeconfig.path.as_str();
+    let out = kubeconfig.claims_cluster(&["--context", "test"]);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert_eq!(text(&out.stdout), "");
@@ -493,9 +470,8 @@ fn shown() -> Vec<(String, String)> {
 #[test]
 fn the_docs_commands_print_what_the_doc_shows() {
     let server = ListServer::start(pages());
-    let dir = tempfile::tempdir().expect("tempdir");
-    let config = kubeconfig(dir.path(), &server.url);
-    let config = config.to_str().expect("utf-8 path");
+    let kubeconfig = Kubeconfig::of(&server.url);
+    let config = kubeconfig.path.as_str();
     let runs = shown();
     assert!(runs.len() >= 2, "{runs:?}");
     for (command, want) in runs {

@@ -7,8 +7,9 @@
 //!   device it runs on: the whole GPU, or on a GPU in MIG mode the slice
 //!   whose GPU instance id the process runs on. Two such claims (a
 //!   container given two claims that share one GPU): the first by uid.
-//! - A process carrying the MPS daemon marker is gpuslice's own (the MPS
-//!   control daemon or server): neither a claim's nor unclaimed.
+//! - A process that is one of gpusliced's own daemons or a child of one
+//!   (the MPS control daemon or server, known by pid from gpusliced's books,
+//!   never by what its environment says) is neither a claim's nor unclaimed.
 //! - Any other process is unclaimed, with the reason.
 //! - A claim is active when one of its processes has SM utilization above 0
 //!   where the driver samples per process, or, where it does not (MIG), when
@@ -236,7 +237,7 @@ fn owner(
         Some(Err(reason)) => return Owner::Nobody(reason.clone()),
         None => return Owner::Nobody("environment not read".to_owned()),
     };
-    if info.marks.mps_daemon {
+    if info.own_daemon {
         return Owner::Ours;
     }
     for uid in &info.marks.claims {

@@ -2,7 +2,11 @@
 
 use std::collections::BTreeMap;
 
-use crate::state::{ClaimRecord, DeviceSharing, MigSlice, MpsSharing, Phase, RecordDevice};
+use crate::activity::held::{HeldClaim, HeldDevice};
+use crate::activity::snapshot::DeviceActivity;
+use crate::state::{
+    AccessKind, ClaimRecord, DeviceSharing, MigSlice, MpsSharing, Phase, RecordDevice,
+};
 
 pub const A: &str = "aaaaaaaa-0000-4000-8000-000000000001";
 pub const B: &str = "bbbbbbbb-0000-4000-8000-000000000002";
@@ -42,7 +46,7 @@ pub fn whole(name: &str, uuid: &str) -> RecordDevice {
 pub fn timesliced(name: &str, uuid: &str) -> RecordDevice {
     RecordDevice {
         sharing: Some(DeviceSharing::TimeSlicing {
-            interval: crate::sharing::TimeSliceInterval::Default,
+            interval: crate::opaque::TimeSliceInterval::Default,
         }),
         ..whole(name, uuid)
     }
@@ -77,5 +81,68 @@ pub fn slice(name: &str, uuid: &str, gi: u32) -> RecordDevice {
             created: true,
         }),
         ..whole(name, uuid)
+    }
+}
+
+/// Held whole GPU `index` ("gpu-<index>", UUID "GPU-<index>", 80 GiB), used
+/// as `sharing` with the claim's memory `share`.
+pub fn held_gpu(index: u32, sharing: AccessKind, share: Option<u64>) -> HeldDevice {
+    HeldDevice {
+        device: format!("gpu-{index}"),
+        gpu: format!("gpu-{index}"),
+        gpu_index: Some(index),
+        uuid: format!("GPU-{index}"),
+        gpu_instance: None,
+        sharing,
+        memory_share: share,
+        memory_total: 80 * GIB,
+        pool: "node".to_owned(),
+        share_id: String::new(),
+    }
+}
+
+/// Held claim `uid` (`ns/c-<first letter>`, prepared at 1000) of `kind`
+/// holding `devices`.
+pub fn held_claim(uid: &str, kind: AccessKind, devices: Vec<HeldDevice>) -> HeldClaim {
+    HeldClaim {
+        uid: uid.to_owned(),
+        namespace: "ns".to_owned(),
+        name: format!("c-{}", &uid[..1]),
+        kind,
+        prepared_at: 1_000,
+        devices,
+        limits: None,
+    }
+}
+
+/// Held claim `uid` of `kind` holding only whole GPU `index`, used the same
+/// way, with memory `share`.
+pub fn holding(uid: &str, index: u32, kind: AccessKind, share: Option<u64>) -> HeldClaim {
+    held_claim(uid, kind, vec![held_gpu(index, kind, share)])
+}
+
+/// A sampled whole GPU `name` (UUID "GPU-<name>", 80 GiB) used as `sharing`,
+/// the claim's processes using `used` bytes of its memory `share`; no
+/// process listed, no SM figure, no summary.
+pub fn device_activity(
+    name: &str,
+    sharing: AccessKind,
+    used: u64,
+    share: Option<u64>,
+) -> DeviceActivity {
+    DeviceActivity {
+        device: name.to_owned(),
+        gpu: name.to_owned(),
+        uuid: format!("GPU-{name}"),
+        sharing,
+        memory_used: used,
+        memory_share: share,
+        memory_total: 80 * GIB,
+        device_memory_used: None,
+        sm_percent: None,
+        processes: Vec::new(),
+        pool: String::new(),
+        share_id: String::new(),
+        summary: None,
     }
 }

@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 
 use crate::inventory::Inventory;
-use crate::sharing::ClaimLimits;
+use crate::opaque::ClaimLimits;
 use crate::state::AccessKind;
 use crate::state::{ClaimRecord, DeviceSharing, RecordDevice};
 

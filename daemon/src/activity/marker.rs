@@ -1,7 +1,8 @@
 //! Reading a process's environment (`/proc/<pid>/environ`, NUL-separated)
-//! back into the claims its markers name and whether it is one of
-//! gpuslice's own MPS daemons ([`crate::mps::supervisor::DAEMON_MARKER`]).
-//! The marker itself, `GPUSLICE_CLAIM_<uid, '-' as '_'>=<uid>`, is named in
+//! back into the claims its markers name. Nothing in an environment makes a
+//! process gpuslice's own: any process can set any variable (the daemons
+//! gpusliced keeps are known by pid, [`crate::claims::NodeReads`]). The
+//! marker itself, `GPUSLICE_CLAIM_<uid, '-' as '_'>=<uid>`, is named in
 //! [`crate::cdi_build::marker`], which puts it into every container of a
 //! claim.
 //!
@@ -13,16 +14,12 @@ use std::collections::BTreeSet;
 use crate::cdi_build::marker::CLAIM_PREFIX;
 #[cfg(test)]
 use crate::cdi_build::marker::{claim_env, claim_var_name};
-use crate::mps::supervisor::DAEMON_MARKER;
 
 /// What a process's environment says about it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EnvironMarks {
     /// The claim uids its markers name, sorted.
     pub claims: BTreeSet<String>,
-    /// It carries [`DAEMON_MARKER`]: an MPS control daemon gpuslice started,
-    /// or the MPS server that daemon started.
-    pub mps_daemon: bool,
 }
 
 /// Reads a NUL-separated environment block. Entries that are not UTF-8, not
@@ -36,9 +33,7 @@ pub fn parse_environ(block: &[u8]) -> EnvironMarks {
         let Some((name, value)) = entry.split_once('=') else {
             continue;
         };
-        if name == DAEMON_MARKER {
-            marks.mps_daemon = true;
-        } else if let Some(uid) = claim_of(name, value) {
+        if let Some(uid) = claim_of(name, value) {
             marks.claims.insert(uid.to_owned());
         }
     }
@@ -88,15 +83,14 @@ mod tests {
         ]));
         let want: BTreeSet<String> = [UID, other].iter().map(|s| (*s).to_owned()).collect();
         assert_eq!(marks.claims, want);
-        assert!(!marks.mps_daemon);
     }
 
     #[test]
-    fn the_mps_daemon_marker_is_seen() {
+    fn a_daemon_marker_a_tenant_sets_names_nothing() {
+        // What gpusliced sets in its MPS daemons' environment: a process of
+        // a container may set it too, so it makes nothing gpuslice's own.
         let marks = parse_environ(&block(&["GPUSLICE_MPS_DAEMON=/run/gpuslice/mps/ab"]));
-        assert!(marks.mps_daemon);
-        assert!(marks.claims.is_empty());
-        assert!(!parse_environ(b"GPUSLICE_MPS_DAEMONX=1\0").mps_daemon);
+        assert_eq!(marks, EnvironMarks::default());
     }
 
     #[test]
@@ -120,7 +114,7 @@ mod tests {
         ) {
             let mut vars: Vec<String> = noise
                 .into_iter()
-                .filter(|v| !v.starts_with(CLAIM_PREFIX) && !v.starts_with(DAEMON_MARKER))
+                .filter(|v| !v.starts_with(CLAIM_PREFIX))
                 .collect();
             let at = at.min(vars.len());
             vars.insert(at, claim_env(&uid));
@@ -132,7 +126,6 @@ mod tests {
                 want.insert(wrong);
             }
             prop_assert_eq!(marks.claims, want);
-            prop_assert!(!marks.mps_daemon);
         }
     }
 }

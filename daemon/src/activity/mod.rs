@@ -40,7 +40,7 @@ pub mod warnings;
 pub mod window;
 
 #[cfg(test)]
-mod fixtures;
+pub(crate) mod fixtures;
 
 pub use current::current;
 pub use handle::ActivityHandle;

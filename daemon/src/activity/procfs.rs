@@ -1,6 +1,7 @@
 //! What `/proc` says about a GPU process: its name (`comm`), the claim
-//! markers in its environment (`environ`), and its start time (field 22 of
-//! `stat`), which tells a process from a later one that reuses its pid.
+//! markers in its environment (`environ`), its parent (field 4 of `stat`)
+//! and its start time (field 22), which tells a process from a later one
+//! that reuses its pid.
 //!
 //! Reads only. A cache keyed by pid keeps the environment and name while
 //! the start time stays the same (a process's initial environment never
@@ -30,6 +31,14 @@ pub struct ProcInfo {
     /// Its start time (field 22 of `stat`, clock ticks after boot): with the
     /// pid, it names this process and no later one that reuses the pid.
     pub start_time: u64,
+    /// Its parent's pid (field 4 of `stat`, read at every sample: a process
+    /// whose parent ends is given another).
+    pub parent: u32,
+    /// It is one of the GPU daemons gpusliced keeps, or a child of one (a
+    /// server such a daemon starts): known by pid from gpusliced's own
+    /// books, never from anything the process says of itself. Set by the
+    /// sampler, not read from `/proc`.
+    pub own_daemon: bool,
 }
 
 /// A process whose `/proc` entries could not be read.
@@ -118,10 +127,14 @@ impl ProcFs {
     /// otherwise read and cached.
     pub fn inspect(&mut self, pid: u32) -> Result<ProcInfo, ProcError> {
         let stat = self.read(pid, "stat")?;
-        let start_time =
-            start_time(&String::from_utf8_lossy(&stat)).ok_or(ProcError::Stat { pid })?;
+        let stat = String::from_utf8_lossy(&stat);
+        let start_time = start_time(&stat).ok_or(ProcError::Stat { pid })?;
+        let parent = parent_pid(&stat).ok_or(ProcError::Stat { pid })?;
         if let Some(hit) = self.cache.get(&pid).filter(|c| c.start_time == start_time) {
-            return Ok(hit.info.clone());
+            return Ok(ProcInfo {
+                parent,
+                ..hit.info.clone()
+            });
         }
         let environ = self.read(pid, "environ")?;
         let comm = self.read(pid, "comm")?;
@@ -131,6 +144,8 @@ impl ProcFs {
                 .to_owned(),
             marks: parse_environ(&environ),
             start_time,
+            parent,
+            own_daemon: false,
         };
         // An empty environment is a zombie's, or one read while an exec
         // is still setting up the new image: read it again next time.
@@ -182,8 +197,23 @@ fn read_error(pid: u32, file: &'static str, source: std::io::Error) -> ProcError
 /// name (field 2) may hold spaces and parentheses: fields are counted after
 /// its last `)`, where field 3 comes first.
 pub fn start_time(stat: &str) -> Option<u64> {
+    stat_field(stat, 22)
+}
+
+/// Field 4 of a `/proc/<pid>/stat` line: the parent's pid.
+pub fn parent_pid(stat: &str) -> Option<u32> {
+    stat_field(stat, 4)
+}
+
+/// Field `n` (3 or later) of a `/proc/<pid>/stat` line, counted after the
+/// name's last `)`.
+fn stat_field<T: std::str::FromStr>(stat: &str, n: usize) -> Option<T> {
     let after_name = stat.rsplit_once(')')?.1;
-    after_name.split_whitespace().nth(22 - 3)?.parse().ok()
+    after_name
+        .split_whitespace()
+        .nth(n.checked_sub(3)?)?
+        .parse()
+        .ok()
 }
 
 #[cfg(test)]

@@ -27,7 +27,7 @@ use super::attribute::{Attribution, GpuSample, Inputs, ProcView, attribute};
 use super::episodes::{Episodes, Unread};
 use super::held::{HeldClaim, held_claims};
 use super::persist::{Persister, load};
-use super::procfs::ProcFs;
+use super::procfs::{ProcFs, ProcInfo};
 use super::publish::{Sample, SampleSubscriber};
 use super::series::series_dropped;
 use super::snapshot::{ActivitySnapshot, WarningKind};
@@ -136,7 +136,8 @@ impl Sampler {
                 Some(sample)
             })
             .collect();
-        let procs = self.inspect(&gpus);
+        let own: HashSet<u32> = self.node.own_daemon_pids().into_iter().collect();
+        let procs = self.inspect(&gpus, &own);
         let mut attribution = attribute(&Inputs {
             now: now_s,
             claims: &held,
@@ -206,8 +207,10 @@ impl Sampler {
             .map_or(one_interval, |&read| read.min(one_interval))
     }
 
-    /// Each listed pid's `/proc` view; forgets pids no longer listed.
-    fn inspect(&mut self, gpus: &[GpuSample]) -> HashMap<u32, ProcView> {
+    /// Each listed pid's `/proc` view, marked gpuslice's own when it is one
+    /// of `own` (the daemons gpusliced keeps) or their child; forgets pids
+    /// no longer listed.
+    fn inspect(&mut self, gpus: &[GpuSample], own: &HashSet<u32>) -> HashMap<u32, ProcView> {
         let pids: HashSet<u32> = gpus
             .iter()
             .flat_map(|g| g.processes.iter().map(|p| p.pid))
@@ -215,10 +218,15 @@ impl Sampler {
         let views = pids
             .iter()
             .map(|&pid| {
-                let view = self.procfs.inspect(pid).map_err(|err| {
-                    tracing::debug!(error = %err, "GPU process not inspected");
-                    err.unclaimed_reason()
-                });
+                let view = (self.procfs.inspect(pid))
+                    .map(|info| ProcInfo {
+                        own_daemon: is_own(own, pid, &info),
+                        ..info
+                    })
+                    .map_err(|err| {
+                        tracing::debug!(error = %err, "GPU process not inspected");
+                        err.unclaimed_reason()
+                    });
                 (pid, view)
             })
             .collect();
@@ -320,6 +328,12 @@ pub fn thread_cpu_us() -> u64 {
             Some(secs * 1_000_000 + nanos / 1_000)
         })
         .unwrap_or(0)
+}
+
+/// Whether `pid` is one of `own` (the daemons gpusliced keeps) or a child
+/// of one (a server such a daemon starts).
+fn is_own(own: &HashSet<u32>, pid: u32, info: &ProcInfo) -> bool {
+    own.contains(&pid) || own.contains(&info.parent)
 }
 
 #[cfg(test)]

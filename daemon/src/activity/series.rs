@@ -27,7 +27,8 @@ pub fn kept_series(
 #[cfg(test)]
 mod tests {
     use super::{kept_series, series_dropped};
-    use crate::activity::snapshot::{ActivitySnapshot, ClaimActivity, DeviceActivity};
+    use crate::activity::fixtures::device_activity;
+    use crate::activity::snapshot::{ActivitySnapshot, ClaimActivity};
     use crate::state::AccessKind;
 
     fn claim(uid: &str, devices: usize) -> ClaimActivity {
@@ -40,21 +41,7 @@ mod tests {
             last_active: None,
             sampled: true,
             devices: (0..devices)
-                .map(|i| DeviceActivity {
-                    device: format!("gpu-{i}"),
-                    gpu: format!("gpu-{i}"),
-                    uuid: String::new(),
-                    sharing: AccessKind::Exclusive,
-                    memory_used: 0,
-                    memory_share: None,
-                    memory_total: 0,
-                    device_memory_used: None,
-                    sm_percent: None,
-                    processes: Vec::new(),
-                    pool: String::new(),
-                    share_id: String::new(),
-                    summary: None,
-                })
+                .map(|i| device_activity(&format!("gpu-{i}"), AccessKind::Exclusive, 0, None))
                 .collect(),
         }
     }

@@ -181,21 +181,9 @@ pub struct UnclaimedProcess {
 
 /// The kind of an episode: "overshare" or "unclaimed", in the activity file,
 /// text and metric labels.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    serde::Serialize,
-    serde::Deserialize,
-    strum::Display,
-    strum::IntoStaticStr,
-    strum::VariantArray,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(serde::Serialize, serde::Deserialize, strum::Display)]
+#[derive(strum::IntoStaticStr, strum::VariantArray)]
 #[serde(rename_all = "lowercase")]
 #[strum(serialize_all = "lowercase")]
 pub enum WarningKind {

@@ -12,7 +12,7 @@ use crate::inventory::{
     AttrValue, DeviceRef, GpuDevice, counter_set_name, free_counters, gpu_capacity, gpu_counters,
     mig_attributes, mig_capacity, slice_consumption, whole_gpu_attributes,
 };
-use crate::sharing::ConfigSource;
+use crate::opaque::ConfigSource;
 use crate::state::{AccessKind, ClaimRecord, DeviceSharing, RecordDevice};
 
 pub use super::grpc_status::error;

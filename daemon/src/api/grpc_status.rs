@@ -4,10 +4,10 @@
 use tonic::{Code, Status};
 
 use crate::claims::ClaimError;
+use crate::claims::compute_policy::TimeSliceError;
+use crate::claims::mps_daemon::MpsError;
 use crate::gpu::GpuError;
-use crate::mps::MpsError;
 use crate::state::StateError;
-use crate::timeslice::TimeSliceError;
 
 /// The gRPC status for a claim error; the message is the error's own text.
 pub fn error(err: ClaimError) -> Status {
@@ -126,13 +126,13 @@ mod tests {
                 ClaimError::TimeSlicing(TimeSliceError::IntervalConflict {
                     gpu: "GPU-a".into(),
                     holder: "c".into(),
-                    held: crate::sharing::TimeSliceInterval::Long,
-                    asked: crate::sharing::TimeSliceInterval::Short,
+                    held: crate::opaque::TimeSliceInterval::Long,
+                    asked: crate::opaque::TimeSliceInterval::Short,
                 }),
                 Code::FailedPrecondition,
             ),
             (
-                ClaimError::Sharing(crate::sharing::SharingError::Conflict {
+                ClaimError::Sharing(crate::opaque::SharingError::Conflict {
                     field: "configs[0].memory".into(),
                     problem: "x".into(),
                 }),

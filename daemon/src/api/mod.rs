@@ -20,8 +20,8 @@
 mod activity;
 mod advice;
 mod claim_status_state;
+mod compute_domains;
 mod convert;
-mod domains;
 mod grpc_status;
 mod health;
 mod mig_layout;

@@ -17,51 +17,37 @@ use tonic::{Request, Response, Status};
 
 use super::activity::{self, ActivityView};
 use super::claim_status_state::{self, Board};
-use super::{advice, convert, domains, health, mig_layout, mig_offering, sharing, watch_streams};
-use crate::claims::mig_offering::OfferingSwitch;
+use super::{
+    advice, compute_domains, convert, health, mig_layout, mig_offering, sharing, watch_streams,
+};
 use crate::claims::{Engine, Prepared, Unprepared};
-use crate::domains::{Domains, PreparedChannel};
+use crate::compute_domains::{Domains, PreparedChannel};
 use crate::metrics::Outcome;
+use crate::node::Node;
 
 /// The API over one engine.
 #[derive(Debug, Clone)]
 pub struct Service {
-    engine: Arc<Engine>,
-    /// The MIG offering in force (SetMigAdvertise).
-    offerings: Arc<OfferingSwitch>,
+    /// The claim engine, its MIG offering and the channels (SetMigAdvertise,
+    /// the channel RPCs: unimplemented where it serves none).
+    node: Node,
     /// Turns true when the daemon starts stopping: open watches end.
     stopping: watch::Receiver<bool>,
     /// Per-claim GPU use (GetActivity, the warnings of GetStatus).
     activity: ActivityView,
     /// What the DRA plugin last said about claim status (SetClaimStatusState).
     claim_status: Arc<Board>,
-    /// ComputeDomains' channels; none: the channel RPCs are unimplemented.
-    domains: Option<Arc<Domains>>,
 }
 
 impl Service {
-    /// A service over `engine` and its `offerings`; streams end when
-    /// `stopping` turns true.
-    pub fn new(
-        engine: Arc<Engine>,
-        offerings: Arc<OfferingSwitch>,
-        stopping: watch::Receiver<bool>,
-    ) -> Self {
+    /// A service over `node`; streams end when `stopping` turns true.
+    pub fn new(node: Node, stopping: watch::Receiver<bool>) -> Self {
         Self {
-            engine,
-            offerings,
+            node,
             stopping,
             activity: ActivityView::default(),
             claim_status: Arc::default(),
-            domains: None,
         }
-    }
-
-    /// The same service preparing ComputeDomains' channels on `domains`.
-    #[must_use]
-    pub fn with_domains(mut self, domains: Arc<Domains>) -> Self {
-        self.domains = Some(domains);
-        self
     }
 
     /// Runs `f` on the blocking pool over the channel engine.
@@ -69,7 +55,7 @@ impl Service {
         &self,
         f: impl FnOnce(&Domains) -> Result<T, Status> + Send + 'static,
     ) -> Result<T, Status> {
-        let domains = self.domains.clone().ok_or_else(|| {
+        let domains = self.node.domains().cloned().ok_or_else(|| {
             Status::unimplemented("this gpusliced prepares no ComputeDomain channels")
         })?;
         tokio::task::spawn_blocking(move || f(&domains))
@@ -90,7 +76,7 @@ impl Service {
         &self,
         f: impl FnOnce(&Engine) -> Result<T, Status> + Send + 'static,
     ) -> Result<T, Status> {
-        let engine = self.engine.clone();
+        let engine = Arc::clone(self.node.engine());
         tokio::task::spawn_blocking(move || f(&engine))
             .await
             .map_err(|e| Status::internal(format!("engine task failed: {e}")))?
@@ -150,7 +136,7 @@ impl GpuSlice for Service {
         &self,
         _request: Request<pb::GetInventoryRequest>,
     ) -> Result<Response<pb::GetInventoryResponse>, Status> {
-        let offerings = self.offerings.clone();
+        let offerings = Arc::clone(self.node.offerings());
         let reply = self
             .blocking(move |engine| {
                 Ok(offerings.read(|in_force| {
@@ -170,7 +156,7 @@ impl GpuSlice for Service {
         request: Request<pb::SetMigAdvertiseRequest>,
     ) -> Result<Response<pb::MigAdvertiseState>, Status> {
         let asked = mig_offering::asked(request.into_inner())?;
-        let offerings = self.offerings.clone();
+        let offerings = Arc::clone(self.node.offerings());
         let in_force = self
             .blocking(move |engine| offerings.ask(engine, asked).map_err(convert::error))
             .await?;
@@ -182,7 +168,7 @@ impl GpuSlice for Service {
         _request: Request<pb::WatchInventoryRequest>,
     ) -> Result<Response<Self::WatchInventoryStream>, Status> {
         Ok(Response::new(watch_streams::stream(
-            self.engine.watch_generation(),
+            self.node.engine().watch_generation(),
             self.stopping.clone(),
         )))
     }
@@ -211,7 +197,7 @@ impl GpuSlice for Service {
         &self,
         _request: Request<pb::GetStatusRequest>,
     ) -> Result<Response<pb::GetStatusResponse>, Status> {
-        let offerings = self.offerings.clone();
+        let offerings = Arc::clone(self.node.offerings());
         let mut reply = self
             .blocking(move |engine| {
                 let mut reply = convert::status_response(engine);
@@ -325,16 +311,16 @@ impl GpuSlice for Service {
         &self,
         request: Request<pb::PrepareChannelRequest>,
     ) -> Result<Response<pb::PrepareResponse>, Status> {
-        let req = domains::channel_request(request.into_inner())?;
+        let req = compute_domains::channel_request(request.into_inner())?;
         tracing::Span::current().record("claim_uid", req.uid.as_str());
         let prepared = self
-            .on_domains(move |d| d.prepare(&req).map_err(domains::error))
+            .on_domains(move |d| d.prepare(&req).map_err(compute_domains::error))
             .await?;
         let outcome = match prepared {
             PreparedChannel::Created(_) => Outcome::Prepared,
             PreparedChannel::AlreadyPrepared(_) => Outcome::AlreadyPrepared,
         };
-        Ok(marked(domains::prepared(&prepared), outcome))
+        Ok(marked(compute_domains::prepared(&prepared), outcome))
     }
 
     #[tracing::instrument(skip_all, fields(claim_uid = tracing::field::Empty))]
@@ -345,7 +331,7 @@ impl GpuSlice for Service {
         let uid = convert::claim_uid(request.into_inner().claim)?;
         tracing::Span::current().record("claim_uid", uid.as_str());
         let was_prepared = self
-            .on_domains(move |d| d.unprepare(&uid).map_err(domains::error))
+            .on_domains(move |d| d.unprepare(&uid).map_err(compute_domains::error))
             .await?;
         let outcome = if was_prepared {
             Outcome::Unprepared
@@ -360,9 +346,12 @@ impl GpuSlice for Service {
         request: Request<pb::SetDomainMembersRequest>,
     ) -> Result<Response<pb::SetDomainMembersResponse>, Status> {
         let req = request.into_inner();
-        let members = domains::members(&req.members);
+        let members = compute_domains::members(&req.members);
         let (changed, skipped) = self
-            .on_domains(move |d| d.set_members(&req.domain, &members).map_err(domains::error))
+            .on_domains(move |d| {
+                d.set_members(&req.domain, &members)
+                    .map_err(compute_domains::error)
+            })
             .await?;
         Ok(Response::new(pb::SetDomainMembersResponse {
             changed,
@@ -377,7 +366,11 @@ impl GpuSlice for Service {
         let reply = self
             .on_domains(|d| {
                 Ok(pb::ListDomainsResponse {
-                    domains: d.list().into_iter().map(domains::domain_info).collect(),
+                    domains: d
+                        .list()
+                        .into_iter()
+                        .map(compute_domains::domain_info)
+                        .collect(),
                     clique: d.clique().unwrap_or_default().to_owned(),
                     bind_address: d
                         .bind_address()

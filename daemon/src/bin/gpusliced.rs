@@ -50,17 +50,17 @@ struct Args {
 const MAN: &str = include_str!("../../../packaging/man/gpusliced.roff");
 
 fn main() -> ExitCode {
-    // The IMEX daemon's launcher (gpuslice::domains::runner::launch): a
+    // The IMEX daemon's launcher (gpuslice::compute_domains::runner::launch): a
     // fresh, single-threaded process, before anything else runs.
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if argv
         .get(1)
-        .is_some_and(|a| a == gpuslice::domains::runner::launch::LAUNCH_FLAG)
+        .is_some_and(|a| a == gpuslice::compute_domains::runner::launch::LAUNCH_FLAG)
     {
-        let err = gpuslice::domains::runner::launch::run(&argv[2..]);
+        let err = gpuslice::compute_domains::runner::launch::run(&argv[2..]);
         eprintln!(
             "gpusliced {}: {err}",
-            gpuslice::domains::runner::launch::LAUNCH_FLAG
+            gpuslice::compute_domains::runner::launch::LAUNCH_FLAG
         );
         return ExitCode::FAILURE;
     }

@@ -22,8 +22,85 @@ use marker::claim_env;
 
 /// CDI vendor of every spec the daemon writes.
 pub const CDI_VENDOR: &str = "k8s.gpuslice.dev";
-/// CDI class of every spec the daemon writes.
+/// CDI class of the claim engine's specs.
 pub const CDI_CLASS: &str = "claim";
+
+/// A class of spec the daemon writes under [`CDI_VENDOR`], one file per
+/// claim: every class names its kind, its files and its devices the same
+/// way, each with its own class word, so no class ever takes another's file
+/// (the claim engine's reconcile leaves a channel's spec alone).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpecClass {
+    class: &'static str,
+}
+
+/// The claim engine's specs: `k8s.gpuslice.dev/claim`.
+pub const CLAIM_SPECS: SpecClass = SpecClass { class: CDI_CLASS };
+/// ComputeDomain channel claims' specs: `k8s.gpuslice.dev/channel`.
+pub const CHANNEL_SPECS: SpecClass = SpecClass { class: "channel" };
+
+impl SpecClass {
+    /// `k8s.gpuslice.dev/<class>`.
+    #[must_use]
+    pub fn kind(self) -> String {
+        format!("{CDI_VENDOR}/{}", self.class)
+    }
+
+    fn file_prefix(self) -> String {
+        format!("{CDI_VENDOR}-{}_", self.class)
+    }
+
+    /// The spec file name of a claim: `k8s.gpuslice.dev-<class>_<uid>.json`.
+    #[must_use]
+    pub fn spec_file_name(self, claim_uid: &str) -> String {
+        format!("{}{claim_uid}.json", self.file_prefix())
+    }
+
+    /// The claim uid a spec file name belongs to, when it is of this class.
+    #[must_use]
+    pub fn claim_uid_of_spec_file(self, file_name: &str) -> Option<&str> {
+        file_name
+            .strip_prefix(&self.file_prefix())?
+            .strip_suffix(".json")
+    }
+
+    /// Whether a file name is the temp file of a spec write of this class
+    /// (the atomic writer's `.<spec file>.tmp-<pid>-<n>`), which a crash
+    /// between its sync and its rename leaves in the CDI folder.
+    #[must_use]
+    pub fn is_spec_temp(self, file_name: &str) -> bool {
+        gpuslice_cdi::atomic::is_temp_name(file_name)
+            && file_name
+                .strip_prefix('.')
+                .is_some_and(|rest| rest.starts_with(&self.file_prefix()))
+    }
+
+    /// The name of `device` of claim `claim_uid` in its spec: `<uid>-<device>`.
+    #[must_use]
+    pub fn device_name(self, claim_uid: &str, device: &str) -> String {
+        format!("{claim_uid}-{device}")
+    }
+
+    /// The fully qualified CDI device id of `device` of claim `claim_uid`.
+    #[must_use]
+    pub fn device_id(self, claim_uid: &str, device: &str) -> String {
+        format!("{}={}", self.kind(), self.device_name(claim_uid, device))
+    }
+
+    /// A spec of this class with `devices` and the spec-level `edits`, at
+    /// the lowest cdiVersion that holds them.
+    #[must_use]
+    pub fn spec(self, devices: Vec<Device>, edits: ContainerEdits) -> Spec {
+        let mut spec = Spec {
+            cdi_version: String::new(),
+            kind: self.kind(),
+            devices,
+            container_edits: edits,
+        };
+        finalize(&mut spec);
+        spec
+    }
+}
 
 /// Options applied to every driver file bind mount.
 const MOUNT_OPTIONS: &[&str] = &["ro", "nosuid", "nodev", "bind"];
@@ -41,28 +118,23 @@ pub struct ClaimDevice {
 
 /// `k8s.gpuslice.dev/claim`.
 pub fn cdi_kind() -> String {
-    format!("{CDI_VENDOR}/{CDI_CLASS}")
+    CLAIM_SPECS.kind()
 }
 
 /// The spec file name of a claim: `k8s.gpuslice.dev-claim_<uid>.json`.
 pub fn spec_file_name(claim_uid: &str) -> String {
-    format!("{CDI_VENDOR}-{CDI_CLASS}_{claim_uid}.json")
+    CLAIM_SPECS.spec_file_name(claim_uid)
 }
 
-/// The claim uid a spec file name belongs to, if it is one of ours.
+/// The claim uid a spec file name belongs to, if it is one of the claim
+/// engine's.
 pub fn claim_uid_of_spec_file(file_name: &str) -> Option<&str> {
-    file_name
-        .strip_prefix(&format!("{CDI_VENDOR}-{CDI_CLASS}_"))?
-        .strip_suffix(".json")
+    CLAIM_SPECS.claim_uid_of_spec_file(file_name)
 }
 
 /// The fully qualified CDI device id of `device` in claim `claim_uid`.
 pub fn cdi_device_id(claim_uid: &str, device: &str) -> String {
-    format!("{}={}", cdi_kind(), cdi_device_name(claim_uid, device))
-}
-
-fn cdi_device_name(claim_uid: &str, device: &str) -> String {
-    format!("{claim_uid}-{device}")
+    CLAIM_SPECS.device_id(claim_uid, device)
 }
 
 /// Builds the spec of a claim.
@@ -75,21 +147,14 @@ pub fn claim_spec(
     let devices = devices
         .iter()
         .map(|d| Device {
-            name: cdi_device_name(claim_uid, &d.name),
+            name: CLAIM_SPECS.device_name(claim_uid, &d.name),
             container_edits: ContainerEdits {
                 device_nodes: d.nodes.iter().map(device_node).collect(),
                 ..d.edits.clone()
             },
         })
         .collect();
-    let mut spec = Spec {
-        cdi_version: String::new(),
-        kind: cdi_kind(),
-        devices,
-        container_edits: common_edits(claim_uid, driver, hook),
-    };
-    finalize(&mut spec);
-    spec
+    CLAIM_SPECS.spec(devices, common_edits(claim_uid, driver, hook))
 }
 
 fn common_edits(claim_uid: &str, driver: &DriverFiles, hook: Option<&Path>) -> ContainerEdits {

@@ -4,12 +4,12 @@
 
 use gpuslice_cdi::atomic::AtomicError;
 
+use crate::claims::compute_policy::TimeSliceError;
+use crate::claims::mps_daemon::MpsError;
 use crate::gpu::GpuError;
-use crate::mps::MpsError;
-use crate::sharing::SharingError;
+use crate::opaque::SharingError;
 use crate::state::AccessKind;
 use crate::state::StateError;
-use crate::timeslice::TimeSliceError;
 
 /// A claim operation that did not happen.
 #[derive(Debug, thiserror::Error)]
@@ -60,7 +60,7 @@ pub enum ClaimError {
     /// A claim's `LimitsConfig` that this node's `[limits] claim_override`
     /// does not let stand (the message names the config and what to do).
     #[error(transparent)]
-    Limits(#[from] crate::sharing::admit::AdmitError),
+    Limits(#[from] crate::opaque::admit::AdmitError),
     /// The device, or part of it, is held by another claim.
     #[error(
         "device {device} is not free: claim {holder} holds {holder_device} on the same GPU; \

@@ -49,7 +49,7 @@ impl Engine {
     }
 
     /// How many faults are in force (GPUs plus GPU instances).
-    pub fn fault_count(&self) -> usize {
+    pub(crate) fn fault_count(&self) -> usize {
         self.env
             .health
             .table()
@@ -59,7 +59,7 @@ impl Engine {
     }
 
     /// Why `device` is unhealthy, if it is.
-    pub fn device_fault(&self, device: &DeviceRef<'_>) -> Option<DeviceFault> {
+    pub(crate) fn device_fault(&self, device: &DeviceRef<'_>) -> Option<DeviceFault> {
         self.env
             .health
             .fault_of(&device.gpu().info.uuid, slice_of(device))
@@ -108,7 +108,7 @@ impl Engine {
     }
 
     /// An operator clears the faults that make `device` unhealthy.
-    pub fn clear_health(&self, device: &str) -> Result<Cleared, ClaimError> {
+    pub(crate) fn clear_health(&self, device: &str) -> Result<Cleared, ClaimError> {
         let inventory = self.inventory();
         let found = inventory
             .device(device)

@@ -53,10 +53,13 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 
 pub use access::mig::offering as mig_offering;
+pub use access::mps::control_daemon as mps_daemon;
 pub use access::shared_gpu::{SharingTools, TimeSliceOutcome};
+pub use access::timeslicing::compute_policy;
 pub use error::ClaimError;
 pub use health::Cleared;
 pub use reconcile::ReconcileReport;
+pub use request::resolve;
 pub use request::{ConfigRequest, DeviceRequest, PrepareRequest, validate_uid};
 pub use view::claim_health::UnhealthyDevice;
 pub use view::reads::NodeReads;
@@ -162,7 +165,7 @@ impl Engine {
 
     /// Sets the tools the engine shares GPUs with (call before `reconcile`).
     #[must_use]
-    pub fn with_sharing(mut self, tools: SharingTools) -> Self {
+    pub(crate) fn with_sharing(mut self, tools: SharingTools) -> Self {
         self.kinds.shared.tools = Some(tools);
         self
     }

@@ -25,7 +25,7 @@ use super::undo::{Step, Undo};
 use super::{Engine, Prepared, lock, spec};
 use crate::cdi_build::{cdi_device_id, spec_file_name};
 use crate::inventory::{DeviceRef, Inventory};
-use crate::sharing::ClaimLimits;
+use crate::opaque::ClaimLimits;
 use crate::state::{ClaimRecord, DeviceSharing, MigSlice, Phase, RecordDevice};
 
 impl Engine {

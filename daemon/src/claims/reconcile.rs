@@ -51,12 +51,12 @@ pub struct ReconcileReport {
 
 impl Engine {
     /// Replaces the driver files (after a rescan on SIGHUP).
-    pub fn set_driver_files(&self, driver: DriverFiles) {
+    pub(crate) fn set_driver_files(&self, driver: DriverFiles) {
         self.env.set_driver_files(driver);
     }
 
     /// Start-up: loads every record into the table, then repairs the CDI dir.
-    pub fn reconcile(&self) -> Result<ReconcileReport, ClaimError> {
+    pub(crate) fn reconcile(&self) -> Result<ReconcileReport, ClaimError> {
         let mut report = ReconcileReport::default();
         let loaded = self.env.store.load_all()?;
         self.remove_state_temps();
@@ -91,7 +91,7 @@ impl Engine {
     /// Waits for the prepares and unprepares in flight and holds new ones
     /// back meanwhile: a spec written before its claim is in the table, or
     /// removed before its claim leaves it, is neither stray nor missing.
-    pub fn refresh(&self) -> Result<ReconcileReport, ClaimError> {
+    pub(crate) fn refresh(&self) -> Result<ReconcileReport, ClaimError> {
         let _quiet = self.quiet_node();
         let mut report = ReconcileReport::default();
         self.repair_cdi_dir(&mut report)?;
@@ -225,7 +225,7 @@ impl Engine {
     /// CDI ids). Call after the MIG set-up: a MIG slice's daemon needs the
     /// slice. Returns the problems (also kept for status); a claim whose
     /// daemon cannot start is a problem, not a failed start.
-    pub fn restore_sharing(&self) -> Vec<String> {
+    pub(crate) fn restore_sharing(&self) -> Vec<String> {
         let cx = self.cx();
         let mut problems = Vec::new();
         for mut record in self.claims() {

@@ -3,14 +3,15 @@
 //! devices that exist, and opaque configs parsed strictly and resolved per
 //! device ([`sharing`]).
 
-mod sharing;
+mod configs;
+pub mod resolve;
 
 use super::error::ClaimError;
 use crate::config::LimitsConfig;
 use crate::features::{Feature, Missing};
 use crate::inventory::{DeviceRef, Inventory};
-use crate::sharing::admit::admit;
-use crate::sharing::{ClaimLimits, ConfigSource};
+use crate::opaque::admit::admit;
+use crate::opaque::{ClaimLimits, ConfigSource};
 use crate::state::DeviceSharing;
 
 /// Longest namespace or claim name Kubernetes allows (DNS subdomain).
@@ -18,7 +19,7 @@ const MAX_NAME: usize = 253;
 /// Longest share id accepted (Kubernetes makes them UUIDs, 36 bytes).
 const MAX_SHARE_ID: usize = 64;
 /// The smallest consumed memory MPS can carry as a limit (it counts in MiB).
-const MIN_CONSUMED_MEMORY: u64 = crate::sharing::MIN_PINNED_LIMIT_BYTES;
+const MIN_CONSUMED_MEMORY: u64 = crate::opaque::MIN_PINNED_LIMIT_BYTES;
 
 /// One allocated device, as asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,15 +133,15 @@ impl PrepareRequest {
             )?;
             check_consumed(i, d.consumed_memory, &device)?;
         }
-        sharing::resolve_sharing(self, inventory)
+        configs::resolve_sharing(self, inventory)
     }
 
     /// The claim's own limits (its winning `LimitsConfig`), when it has one
     /// and `node`'s `[limits] claim_override` lets it stand. Call after
     /// [`PrepareRequest::validate`], before anything is reserved.
     pub fn limits(&self, node: &LimitsConfig) -> Result<Option<ClaimLimits>, ClaimError> {
-        let entries = sharing::entries(self);
-        let Some((index, limits)) = crate::sharing::claim_limits(&entries)? else {
+        let entries = configs::entries(self);
+        let Some((index, limits)) = crate::opaque::claim_limits(&entries)? else {
             return Ok(None);
         };
         Ok(Some(admit(node, index, limits)?))

@@ -23,21 +23,8 @@ pub const MAX_TERM_GRACE_S: u64 = 600;
 pub const MAX_COMM_LEN: usize = 15;
 
 /// What to do about one kind of condition.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Default,
-    Serialize,
-    Deserialize,
-    strum::Display,
-    strum::IntoStaticStr,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+#[derive(Serialize, Deserialize, strum::Display, strum::IntoStaticStr)]
 #[serde(rename_all = "kebab-case")]
 #[strum(serialize_all = "kebab-case")]
 pub enum LimitMode {
@@ -51,9 +38,8 @@ pub enum LimitMode {
 }
 
 /// `[limits] claim_override`: whether a claim's `LimitsConfig` counts.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, strum::Display, strum::IntoStaticStr,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(strum::Display, strum::IntoStaticStr)]
 #[serde(rename_all = "lowercase")]
 #[strum(serialize_all = "lowercase")]
 pub enum ClaimOverride {

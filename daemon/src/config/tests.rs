@@ -11,6 +11,42 @@ fn parse(text: &str) -> Result<Config, ConfigError> {
     )
 }
 
+/// Each `(text, path)`: `path_of` the config `text` parses to is `path`.
+fn resolves(path_of: fn(&Config) -> PathBuf, cases: &[(&str, &str)]) {
+    for (text, path) in cases {
+        assert_eq!(path_of(&parse(text).unwrap()), Path::new(path), "{text}");
+    }
+}
+
+/// `bad` is refused, its error containing every one of `needles`.
+fn refused_with(bad: &str, needles: &[&str]) {
+    let err = parse(bad).unwrap_err().to_string();
+    for needle in needles {
+        assert!(err.contains(needle), "{bad}: {err}");
+    }
+}
+
+/// Each `(text, needle)`: the text is refused, its error containing the
+/// needle.
+fn refused(cases: &[(&str, &str)]) {
+    for (bad, needle) in cases {
+        refused_with(bad, &[needle]);
+    }
+}
+
+/// The packaged config's commented-out block that starts at line `header`
+/// (e.g. "#[advice]"), uncommented, its comment lines left out.
+fn packaged_block(header: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../packaging/gpuslice.toml");
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines()
+        .skip_while(|l| *l != header)
+        .take_while(|l| !l.is_empty())
+        .filter(|l| !l.starts_with("# "))
+        .map(|l| format!("{}\n", l.trim_start_matches('#')))
+        .collect()
+}
+
 #[test]
 fn empty_file_gives_documented_defaults() {
     let config = parse("").unwrap();
@@ -71,10 +107,9 @@ fn more_numa_nodes_than_linux_allows_are_refused() {
             .numa_nodes(),
         1024
     );
-    let err = parse("[backend.sim]\nnuma_nodes = 1025\n").unwrap_err();
-    assert!(
-        err.to_string().contains("backend.sim.numa_nodes") && err.to_string().contains("1024"),
-        "{err}"
+    refused_with(
+        "[backend.sim]\nnuma_nodes = 1025\n",
+        &["backend.sim.numa_nodes", "1024"],
     );
     let err = parse("[backend.sim]\nnuma_nodes = -1\n").unwrap_err();
     assert!(matches!(err, ConfigError::Parse { .. }), "{err}");
@@ -89,56 +124,56 @@ fn relative_paths_resolve_against_the_config_folder() {
 
 #[test]
 fn sim_hardware_state_defaults_next_to_the_socket() {
-    let config = parse("").unwrap();
-    assert_eq!(
-        config.sim_hardware_state(),
-        PathBuf::from("/run/gpuslice/sim-hardware.json")
-    );
-    let config = parse("socket = \"run/g.sock\"\n").unwrap();
-    assert_eq!(
-        config.sim_hardware_state(),
-        PathBuf::from("/etc/gpuslice/run/sim-hardware.json")
-    );
-    let config = parse("[backend.sim]\nhardware_state = \"../hw/./sim.json\"\n").unwrap();
-    assert_eq!(
-        config.sim_hardware_state(),
-        PathBuf::from("/etc/hw/sim.json")
+    resolves(
+        Config::sim_hardware_state,
+        &[
+            ("", "/run/gpuslice/sim-hardware.json"),
+            (
+                "socket = \"run/g.sock\"\n",
+                "/etc/gpuslice/run/sim-hardware.json",
+            ),
+            (
+                "[backend.sim]\nhardware_state = \"../hw/./sim.json\"\n",
+                "/etc/hw/sim.json",
+            ),
+        ],
     );
 }
 
 #[test]
 fn sim_health_events_default_next_to_the_hardware_state() {
-    let config = parse("").unwrap();
-    assert_eq!(
-        config.sim_health_events(),
-        PathBuf::from("/run/gpuslice/sim-health-events")
-    );
-    let config = parse("[backend.sim]\nhardware_state = \"../hw/sim.json\"\n").unwrap();
-    assert_eq!(
-        config.sim_health_events(),
-        PathBuf::from("/etc/hw/sim-health-events")
-    );
-    let config = parse("[backend.sim]\nhealth_events = \"events.txt\"\n").unwrap();
-    assert_eq!(
-        config.sim_health_events(),
-        PathBuf::from("/etc/gpuslice/events.txt")
+    resolves(
+        Config::sim_health_events,
+        &[
+            ("", "/run/gpuslice/sim-health-events"),
+            (
+                "[backend.sim]\nhardware_state = \"../hw/sim.json\"\n",
+                "/etc/hw/sim-health-events",
+            ),
+            (
+                "[backend.sim]\nhealth_events = \"events.txt\"\n",
+                "/etc/gpuslice/events.txt",
+            ),
+        ],
     );
 }
 
 #[test]
 fn sim_processes_default_next_to_the_hardware_state() {
-    let config = parse("").unwrap();
-    assert_eq!(
-        config.sim_processes(),
-        PathBuf::from("/run/gpuslice/sim-processes")
+    resolves(
+        Config::sim_processes,
+        &[
+            ("", "/run/gpuslice/sim-processes"),
+            (
+                "[backend.sim]\nhardware_state = \"../hw/sim.json\"\n",
+                "/etc/hw/sim-processes",
+            ),
+            (
+                "[backend.sim]\nprocesses = \"../fake/./procs\"\n",
+                "/etc/fake/procs",
+            ),
+        ],
     );
-    let config = parse("[backend.sim]\nhardware_state = \"../hw/sim.json\"\n").unwrap();
-    assert_eq!(
-        config.sim_processes(),
-        PathBuf::from("/etc/hw/sim-processes")
-    );
-    let config = parse("[backend.sim]\nprocesses = \"../fake/./procs\"\n").unwrap();
-    assert_eq!(config.sim_processes(), PathBuf::from("/etc/fake/procs"));
 }
 
 #[test]
@@ -146,47 +181,41 @@ fn health_ignore_xids_parse_and_default_to_none() {
     assert!(parse("").unwrap().health.ignore_xids.is_empty());
     let config = parse("[health]\nignore_xids = [94, 63]\n").unwrap();
     assert_eq!(config.health.ignore_xids, vec![94, 63]);
-    let err = parse("[health]\nignore_xids = [-1]\n").unwrap_err();
-    assert!(err.to_string().contains("line 2"), "{err}");
-    let err = parse("[health]\nignore_xid = [1]\n").unwrap_err();
-    assert!(err.to_string().contains("ignore_xid"), "{err}");
+    refused(&[
+        ("[health]\nignore_xids = [-1]\n", "line 2"),
+        ("[health]\nignore_xid = [1]\n", "ignore_xid"),
+    ]);
 }
 
 #[test]
 fn unknown_key_is_refused_with_line_and_column() {
-    let err = parse("socket = \"/tmp/a.sock\"\nstate_dri = \"/x\"\n").unwrap_err();
-    let text = err.to_string();
-    assert!(text.contains("line 2"), "{text}");
-    assert!(text.contains("column 1"), "{text}");
-    assert!(text.contains("state_dri"), "{text}");
+    refused_with(
+        "socket = \"/tmp/a.sock\"\nstate_dri = \"/x\"\n",
+        &["line 2", "column 1", "state_dri"],
+    );
 }
 
 #[test]
 fn unknown_key_in_a_table_is_refused() {
-    let err = parse("[backend.sim]\ngpu = [\"H100-80GB\"]\n").unwrap_err();
-    let text = err.to_string();
-    assert!(text.contains("line 2") && text.contains("gpu"), "{text}");
+    refused_with("[backend.sim]\ngpu = [\"H100-80GB\"]\n", &["line 2", "gpu"]);
 }
 
 #[test]
 fn unknown_gpu_model_names_the_known_ones() {
-    let err = parse("[backend.sim]\ngpus = [\"H100-80GB\", \"H100\"]\n").unwrap_err();
-    let text = err.to_string();
-    assert!(text.contains("line 2"), "{text}");
-    assert!(text.contains("H100-NVL-94GB"), "{text}");
+    refused_with(
+        "[backend.sim]\ngpus = [\"H100-80GB\", \"H100\"]\n",
+        &["line 2", "H100-NVL-94GB"],
+    );
 }
 
 #[test]
 fn unknown_backend_kind_is_refused() {
-    let err = parse("[backend]\nkind = \"auto\"\n").unwrap_err();
-    let text = err.to_string();
-    assert!(text.contains("auto") && text.contains("sim"), "{text}");
+    refused_with("[backend]\nkind = \"auto\"\n", &["auto", "sim"]);
 }
 
 #[test]
 fn wrong_type_is_refused() {
-    let err = parse("socket = 3\n").unwrap_err();
-    assert!(err.to_string().contains("line 1"), "{err}");
+    refused(&[("socket = 3\n", "line 1")]);
 }
 
 #[test]
@@ -280,16 +309,13 @@ fn mps_and_timeslice_sections_parse_with_driver_root_defaults() {
     assert_eq!(config.mps.supervisor, super::SupervisorKind::Child);
     assert_eq!(config.mps.shm, super::ShmKind::Folder);
     assert_eq!(config.nvidia_smi(), PathBuf::from("/opt/smi"));
-    for (bad, key) in [
+    refused(&[
         ("[mps]\nshm_size = \"8g,uid=0\"", "mps.shm_size"),
         ("[mps]\nready_timeout_s = 0", "mps.ready_timeout_s"),
         ("[mps]\nsupervisor = \"cron\"", "unknown variant"),
         ("[mps]\nshm = \"ramdisk\"", "unknown variant"),
         ("[timeslice]\nbogus = 1", "unknown field `bogus`"),
-    ] {
-        let err = parse(bad).unwrap_err().to_string();
-        assert!(err.contains(key), "{bad}: {err}");
-    }
+    ]);
 }
 
 #[test]
@@ -370,14 +396,11 @@ fn activity_samples_every_5_s_by_default_and_0_turns_it_off() {
     let off = parse("[activity]\ninterval_s = 0\nmax_claim_series = 0").unwrap();
     assert!(!off.activity.enabled());
     assert_eq!(off.activity.max_claim_series, 0);
-    for (bad, needle) in [
+    refused(&[
         ("[activity]\ninterval_s = 3601", "activity.interval_s"),
         ("[activity]\ninterval_s = -1", "interval_s"),
         ("[activity]\nevery = 5", "unknown field `every`"),
-    ] {
-        let err = parse(bad).unwrap_err().to_string();
-        assert!(err.contains(needle), "{bad}: {err}");
-    }
+    ]);
 }
 
 #[test]
@@ -403,7 +426,7 @@ fn activity_summaries_call_a_claim_idle_after_half_an_hour_over_a_5_minute_windo
         !off.activity.enabled(),
         "no window checked with sampling off"
     );
-    for (bad, needle) in [
+    refused(&[
         (
             "[activity]\nidle_after_s = 604801",
             "activity.idle_after_s: 604801 is more than 604800 (a week)",
@@ -418,10 +441,7 @@ fn activity_summaries_call_a_claim_idle_after_half_an_hour_over_a_5_minute_windo
             "activity.summary_window_s: 3601 spans more than 3600 samples of interval_s = 1; use at most 3600",
         ),
         ("[activity]\nidle_after = 5", "unknown field `idle_after`"),
-    ] {
-        let err = parse(bad).unwrap_err().to_string();
-        assert!(err.contains(needle), "{bad}: {err}");
-    }
+    ]);
 }
 
 #[test]
@@ -446,7 +466,7 @@ fn advice_defaults_and_ranges() {
             .headroom_percent,
         100
     );
-    for (bad, needle) in [
+    refused(&[
         (
             "[advice]\nheadroom_percent = 101",
             "advice.headroom_percent: 101 is more than 100",
@@ -462,23 +482,12 @@ fn advice_defaults_and_ranges() {
         ("[advice]\nmax_claims = 65537", "use e.g. 2048"),
         ("[advice]\nmin_observed_s = -1", "min_observed_s"),
         ("[advice]\nheadroom = 5", "unknown field `headroom`"),
-    ] {
-        let err = parse(bad).unwrap_err().to_string();
-        assert!(err.contains(needle), "{bad}: {err}");
-    }
+    ]);
 }
 
 #[test]
 fn the_packaged_advice_block_uncommented_gives_the_defaults() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../packaging/gpuslice.toml");
-    let text = std::fs::read_to_string(path).unwrap();
-    let block: String = text
-        .lines()
-        .skip_while(|l| *l != "#[advice]")
-        .take_while(|l| !l.is_empty())
-        .filter(|l| !l.starts_with("# "))
-        .map(|l| format!("{}\n", l.trim_start_matches('#')))
-        .collect();
+    let block = packaged_block("#[advice]");
     assert!(block.contains("max_claims = 2048"), "{block}");
     assert_eq!(
         parse(&block).unwrap().advice,
@@ -530,7 +539,7 @@ fn limits_default_to_warn_and_parse_every_mode() {
 
 #[test]
 fn bad_limits_are_refused_with_what_to_use() {
-    for (bad, needle) in [
+    refused(&[
         (
             "[limits]\novershare = \"kill\"",
             "unknown variant `kill`, expected one of `warn`, `dry-run`, `end`",
@@ -578,23 +587,12 @@ fn bad_limits_are_refused_with_what_to_use() {
             "[activity]\ninterval_s = 0\n[limits]\nclaim_override = \"any\"",
             "needs the activity sampler",
         ),
-    ] {
-        let err = parse(bad).unwrap_err().to_string();
-        assert!(err.contains(needle), "{bad}: {err}");
-    }
+    ]);
 }
 
 #[test]
 fn the_packaged_limits_block_uncommented_gives_the_defaults() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../packaging/gpuslice.toml");
-    let text = std::fs::read_to_string(path).unwrap();
-    let block: String = text
-        .lines()
-        .skip_while(|l| *l != "#[limits]")
-        .take_while(|l| !l.is_empty())
-        .filter(|l| !l.starts_with("# "))
-        .map(|l| format!("{}\n", l.trim_start_matches('#')))
-        .collect();
+    let block = packaged_block("#[limits]");
     assert!(block.contains("overshare = \"warn\""), "{block}");
     assert_eq!(
         parse(&block).unwrap().limits,

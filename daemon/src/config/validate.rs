@@ -8,7 +8,7 @@ use super::{BackendKind, Config};
 const MAX_SOCKET_PATH: usize = 107;
 /// Longest `[mps] run_dir`: NVIDIA's control daemon (550.163.01) exits
 /// without a word when its socket `<run_dir>/mps/<16 hex>/pipe/control_privileged`
-/// is longer than 106 bytes (`crate::mps::folders::MAX_PIPE_DIR`, which a
+/// is longer than 106 bytes (`crate::claims::mps_daemon::folders::MAX_PIPE_DIR`, which a
 /// test of the mps module holds to this).
 pub const MAX_MPS_RUN_DIR: usize = 61;
 

@@ -7,9 +7,8 @@
 //! the boundary carries as no fabric at all. Plain data, no I/O.
 
 /// The registration state (`NVML_GPU_FABRIC_STATE_*`).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, strum::Display,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(serde::Deserialize, strum::Display)]
 #[strum(serialize_all = "kebab-case")]
 #[serde(rename_all = "kebab-case")]
 pub enum FabricState {

@@ -6,7 +6,8 @@
 use serde::{Deserialize, Serialize};
 
 /// Where a GPU instance sits, in memory-slice units (NVML's `{start, size}`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Deserialize)]
 pub struct Placement {
     /// Index of the first occupied memory slice.
     pub start: u32,
@@ -71,6 +72,17 @@ impl MigProfile {
     pub fn media(&self) -> MediaEngines {
         MediaEngines::of_name(&self.name)
     }
+}
+
+/// Memory slices of a GPU with these profiles: the end of the widest
+/// placement any of them allows (0 without profiles).
+pub fn memory_slices(profiles: &[MigProfile]) -> u32 {
+    profiles
+        .iter()
+        .flat_map(|p| p.placements.iter())
+        .map(|pl| pl.start.saturating_add(pl.size))
+        .max()
+        .unwrap_or(0)
 }
 
 /// Which of the GPU's media engines (NVDEC, NVENC, NVJPG, OFA) an instance
@@ -183,7 +195,8 @@ pub struct ComputeInstance {
 /// A GPU's compute mode (`nvmlComputeMode_t`); MPS wants `ExclusiveProcess`.
 /// Its text is nvidia-smi's: "DEFAULT", "EXCLUSIVE_PROCESS", "PROHIBITED"
 /// (the serde names, in the simulator's state file, are the variant names).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::Display)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(strum::Display)]
 #[strum(serialize_all = "SCREAMING_SNAKE_CASE")]
 pub enum ComputeMode {
     /// Many contexts per device (NVML_COMPUTEMODE_DEFAULT).

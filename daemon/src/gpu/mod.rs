@@ -35,7 +35,7 @@ pub use health::{
 };
 pub use mig::{
     ComputeInstance, ComputeMode, GpuInstance, MediaConflict, MediaEngines, MediaUse, MigProfile,
-    Placement,
+    Placement, memory_slices,
 };
 pub use process::{GpuProcess, MemoryUse, ProcessUtilization};
 pub use reads::{HealthReads, UsageReads};
@@ -78,9 +78,8 @@ impl std::fmt::Display for MigSupport {
 
 /// MIG mode of a GPU. Its text is "enabled" or "disabled" (the serde names,
 /// in the simulator's state file, are the variant names).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, strum::Display,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(serde::Deserialize, strum::Display)]
 #[strum(serialize_all = "lowercase")]
 pub enum MigMode {
     /// Whole-GPU operation.

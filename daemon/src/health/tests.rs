@@ -37,6 +37,14 @@ fn place(start: u32, size: u32) -> Placement {
     Placement { start, size }
 }
 
+/// GPU instance `gpu_instance` on memory slices `start..start + size`.
+fn instance(gpu_instance: u32, start: u32, size: u32) -> Target {
+    Target::Instance {
+        gpu_instance,
+        placement: place(start, size),
+    }
+}
+
 #[test]
 fn every_default_ignored_xid_is_ignored_and_nothing_else() {
     let rules = Classifier::default();
@@ -137,10 +145,7 @@ fn a_gpu_fault_covers_the_gpu_and_every_slice() {
 #[test]
 fn an_instance_fault_covers_overlapping_slices_and_the_gpu_only() {
     let mut table = HealthTable::default();
-    let target = Target::Instance {
-        gpu_instance: 2,
-        placement: place(4, 4),
-    };
+    let target = instance(2, 4, 4);
     assert!(table.record(UUID, 0, target, fault(Cause::Xid(94), 10)));
     assert!(table.covering(UUID, Some(place(4, 4))).is_some());
     assert!(
@@ -164,10 +169,7 @@ fn an_instance_fault_covers_overlapping_slices_and_the_gpu_only() {
 #[test]
 fn recovery_clears_its_scope() {
     let mut table = HealthTable::default();
-    let slice = |gpu_instance, start| Target::Instance {
-        gpu_instance,
-        placement: place(start, 1),
-    };
+    let slice = |gpu_instance, start| instance(gpu_instance, start, 1);
     table.record(UUID, 0, slice(9, 0), fault(Cause::Xid(94), 1));
     table.record(UUID, 0, slice(10, 1), fault(Cause::Xid(94), 1));
     assert!(table.recover(UUID, Some(9)));
@@ -186,10 +188,7 @@ fn recovery_clears_its_scope() {
 #[test]
 fn an_operator_clear_of_a_slice_leaves_the_gpu_fault() {
     let mut table = HealthTable::default();
-    let target = Target::Instance {
-        gpu_instance: 1,
-        placement: place(0, 4),
-    };
+    let target = instance(1, 0, 4);
     table.record(UUID, 0, target, fault(Cause::Xid(94), 1));
     table.record(UUID, 0, Target::Gpu, fault(Cause::Xid(79), 2));
     assert_eq!(table.clear(UUID, Some(place(2, 2))), 1);
@@ -236,10 +235,7 @@ fn device_health_persists_every_change_and_words_the_reason() {
         0
     );
     let since = 1_748_779_200; // 2025-06-01T12:00:00Z
-    let target = Target::Instance {
-        gpu_instance: 2,
-        placement: place(4, 4),
-    };
+    let target = instance(2, 4, 4);
     assert!(health.record(UUID, 0, target, fault(Cause::Xid(94), since)));
     let on_gpu = health.fault_of(UUID, None).unwrap();
     assert_eq!(

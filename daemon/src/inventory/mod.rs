@@ -7,6 +7,7 @@
 //! kinds follow NVIDIA's DRA driver, so existing CEL selectors such as
 //! `device.attributes["gpu.nvidia.com"].productName` keep working.
 
+pub mod mig;
 mod scan;
 mod unreadable;
 
@@ -16,11 +17,11 @@ use crate::config::MigOffering;
 use crate::features::GpuFeatures;
 use crate::gpu::{DriverInfo, GpuInfo, MigProfile};
 
-pub use crate::claims::access::mig::devices::{
+pub use mig::devices::{
     GpuMig, MigDevice, counter_set_name, free_counters, gpu_counters, mig_attributes, mig_capacity,
     mig_device_name, slice_consumption,
 };
-pub use crate::claims::access::mig::offer::plan_offer;
+pub use mig::offer::plan_offer;
 pub use unreadable::UnreadableGpu;
 
 /// One attribute value, as resource.k8s.io/v1 types them.

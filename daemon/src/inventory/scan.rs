@@ -23,11 +23,11 @@
 //! config puts in MIG mode with MIG off is a problem and offers no slice.
 
 use super::{GpuDevice, Inventory, UnreadableGpu, gpu_device_name};
-use crate::claims::access::mig::devices::{GpuMig, MigDevice, mig_device_name};
-use crate::claims::access::mig::offer::plan_offer;
-use crate::claims::access::mig::publish_order::publication_order;
 use crate::config::{MigConfig, MigOffering};
 use crate::gpu::{GpuBackend, GpuError, GpuInstance, MigMode, MigSupport, Placement};
+use crate::inventory::mig::devices::{GpuMig, MigDevice, mig_device_name};
+use crate::inventory::mig::offer::plan_offer;
+use crate::inventory::mig::publish_order::publication_order;
 use crate::mig::Ownership;
 
 impl Inventory {

@@ -34,47 +34,26 @@ fn driver() -> DriverInfo {
 #[test]
 fn attributes_use_nvidia_keys_and_kinds() {
     let attrs = gpu_attributes(&h100(), &driver());
-    let s = |k: &str| attrs.get(k).cloned();
-    assert_eq!(s("type"), Some(AttrValue::Str("gpu".into())));
-    assert_eq!(
-        s("productName"),
-        Some(AttrValue::Str("NVIDIA H100 80GB HBM3".into()))
-    );
-    assert_eq!(s("architecture"), Some(AttrValue::Str("Hopper".into())));
-    assert_eq!(s("brand"), Some(AttrValue::Str("Nvidia".into())));
-    assert_eq!(
-        s("cudaComputeCapability"),
-        Some(AttrValue::Version("9.0.0".into()))
-    );
-    assert_eq!(
-        s("driverVersion"),
-        Some(AttrValue::Version("535.104.5".into()))
-    );
-    assert_eq!(
-        s("cudaDriverVersion"),
-        Some(AttrValue::Version("12.2.0".into()))
-    );
-    assert_eq!(s("pcieBusID"), Some(AttrValue::Str("0000:1b:00.0".into())));
-    assert_eq!(
-        s("resource.kubernetes.io/pciBusID"),
-        Some(AttrValue::Str("0000:1b:00.0".into()))
-    );
-    assert_eq!(
-        s("resource.kubernetes.io/pcieRoot"),
-        Some(AttrValue::Str("pci0000:1a".into()))
-    );
-    assert_eq!(
-        s("resource.kubernetes.io/numaNode"),
-        Some(AttrValue::Int(1))
-    );
-    assert_eq!(s("index"), Some(AttrValue::Int(3)));
-    assert_eq!(s("minor"), Some(AttrValue::Int(5)));
-    assert_eq!(
-        s("uuid"),
-        Some(AttrValue::Str(
-            "GPU-6f1e3c2a-0000-4000-8000-000000000003".into()
-        ))
-    );
+    let text = |v: &str| AttrValue::Str(v.into());
+    let version = |v: &str| AttrValue::Version(v.into());
+    for (key, want) in [
+        ("type", text("gpu")),
+        ("productName", text("NVIDIA H100 80GB HBM3")),
+        ("architecture", text("Hopper")),
+        ("brand", text("Nvidia")),
+        ("cudaComputeCapability", version("9.0.0")),
+        ("driverVersion", version("535.104.5")),
+        ("cudaDriverVersion", version("12.2.0")),
+        ("pcieBusID", text("0000:1b:00.0")),
+        ("resource.kubernetes.io/pciBusID", text("0000:1b:00.0")),
+        ("resource.kubernetes.io/pcieRoot", text("pci0000:1a")),
+        ("resource.kubernetes.io/numaNode", AttrValue::Int(1)),
+        ("index", AttrValue::Int(3)),
+        ("minor", AttrValue::Int(5)),
+        ("uuid", text("GPU-6f1e3c2a-0000-4000-8000-000000000003")),
+    ] {
+        assert_eq!(attrs.get(key), Some(&want), "{key}");
+    }
 }
 
 #[test]

@@ -14,8 +14,9 @@
 //! 3. the target: for an over-share the claim's largest process on that
 //!    device by memory (ties: the newest), for an unclaimed process the
 //!    process itself, only if its environment was read and names no claim;
-//! 4. never a process carrying the MPS daemon marker, one whose environment
-//!    does not name the claim (over-share) or names any (unclaimed), one
+//! 4. never one of gpusliced's own daemons or their children (known by
+//!    pid, never by environment), one whose environment does not name the
+//!    claim (over-share) or names any (unclaimed), one
 //!    whose environment or start time was not read, pid 0 or 1,
 //!    gpusliced's own pid, a name in `unclaimed_exempt`, or a process
 //!    already ended and still listed (under either kind).
@@ -29,7 +30,7 @@ use crate::activity::procfs::ProcInfo;
 use crate::activity::publish::Sample;
 use crate::activity::{ClaimActivity, UnclaimedProcess, WarningKind};
 use crate::config::{LimitMode, LimitsConfig};
-use crate::sharing::ClaimLimits;
+use crate::opaque::ClaimLimits;
 
 /// What the node's `[limits]` says, and who gpusliced is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -310,7 +311,7 @@ fn started(procs: &HashMap<u32, ProcView>, pid: u32) -> Option<u64> {
 fn allowed(policy: &Policy, pid: u32, info: &ProcInfo) -> bool {
     pid > 1
         && pid != policy.own_pid
-        && !info.marks.mps_daemon
+        && !info.own_daemon
         && info.start_time > 0
         && !policy.exempt.contains(&info.name)
 }

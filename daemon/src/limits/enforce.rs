@@ -29,9 +29,8 @@ const TICK: Duration = Duration::from_millis(50);
 pub const MAX_LAST_ACTIONS: usize = 4096;
 
 /// How an action ended; its text is the metric label.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::IntoStaticStr, strum::VariantArray,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display)]
+#[derive(strum::IntoStaticStr, strum::VariantArray)]
 #[strum(serialize_all = "kebab-case")]
 pub enum Outcome {
     /// Exited after SIGTERM.

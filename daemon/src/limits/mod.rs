@@ -11,7 +11,7 @@
 //! the metrics); [`LimitsSubscriber`] (a subscriber of the samples, wired by
 //! `run`). Nothing here intercepts CUDA: the only lever is a signal to a
 //! process. Whether a claim's own `LimitsConfig` may stand is checked at
-//! prepare ([`crate::sharing::admit`]).
+//! prepare ([`crate::opaque::admit`]).
 
 pub mod board;
 pub mod decide;

@@ -15,8 +15,8 @@ use strum::VariantArray;
 use super::families::{
     DraDeviceLabels, DraNames, Families, KindLabels, SliceLabels, StateLabels, UnhealthyLabels,
 };
+use crate::claims::mps_daemon::DaemonState;
 use crate::claims::{NodeUsage, SliceState};
-use crate::mps::DaemonState;
 use crate::state::AccessKind;
 
 fn count(n: usize) -> i64 {

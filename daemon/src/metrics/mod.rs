@@ -123,7 +123,8 @@ pub enum MetricsError {
 /// with it so the latency histograms tell fsync-bound work from retries. Its
 /// text is the label value: "prepared", "already_prepared", "unprepared",
 /// "not_prepared".
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display, strum::IntoStaticStr)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::Display)]
+#[derive(strum::IntoStaticStr)]
 #[strum(serialize_all = "snake_case")]
 pub enum Outcome {
     /// A new claim was prepared.

@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::{Format, Metrics, Outcome, UsageSource};
+use crate::claims::mps_daemon::DaemonState;
 use crate::claims::{NodeUsage, SliceState, SliceUse};
-use crate::mps::DaemonState;
 use crate::state::AccessKind;
 use format_rules::{Sample, check_openmetrics, check_prometheus, samples};
 
@@ -237,18 +237,7 @@ fn every_family_has_help_and_follows_the_naming_rules() {
     let handle = crate::activity::ActivityHandle::default();
     handle.publish(activity::node());
     let board = crate::limits::LimitsBoard::default();
-    board.ledger().note(crate::limits::LimitAction {
-        kind: crate::activity::WarningKind::OverShare,
-        mode: "end",
-        outcome: "terminated",
-        claim_uid: "a".into(),
-        device: "gpu-0".into(),
-        pid: 7,
-        comm: "python".into(),
-        memory_used: 1 << 30,
-        over_for_s: 61,
-        at_ms: 1,
-    });
+    board.ledger().note(activity::ended_overshare());
     let metrics = Metrics::new("sim")
         .with_activity(handle, 1024)
         .with_limits(board);

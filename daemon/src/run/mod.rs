@@ -43,6 +43,7 @@ use crate::advice::offer::Usable;
 use crate::advice::view::AdviceSettings;
 use crate::api::{self, PeerPolicy, socket};
 use crate::claims::mig_offering::OfferingSwitch;
+use crate::claims::mps_daemon::MpsError;
 use crate::claims::{ClaimError, Engine};
 use crate::config::{BackendKind, Config};
 use crate::gpu::GpuError;
@@ -50,7 +51,7 @@ use crate::health::Monitor;
 use crate::health::watch::{Stop, Watcher};
 use crate::limits;
 use crate::metrics::{self, Exporters, Metrics, MetricsError, UsageSource};
-use crate::mps::MpsError;
+use crate::node::Node;
 use crate::state::{LockError, StateError, StateLock};
 use crate::systemd;
 
@@ -72,7 +73,7 @@ pub enum RunError {
     /// The records of ComputeDomain channels could not be read, or what
     /// runs their IMEX daemons could not be reached.
     #[error(transparent)]
-    Domains(#[from] crate::domains::DomainError),
+    Domains(#[from] crate::compute_domains::DomainError),
     /// This program's own path, the IMEX daemons' launcher, is unknown.
     #[error(
         "cannot find gpusliced's own program (/proc/self/exe), which starts IMEX daemons: {error}"
@@ -169,15 +170,14 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> Result<(), Run
         group: gid,
     };
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let service = api::Service::new(engine.clone(), offerings.clone(), stop_rx.clone())
-        .with_activity(api::ActivityView {
-            handle: observers.activity,
-            limits: observers.limits,
-            sim_processes_dir: (config.backend.kind == BackendKind::Sim)
-                .then(|| config.sim_processes()),
-            advice: advice_settings(&config),
-        })
-        .with_domains(domains);
+    let node = Node::new(engine.clone(), offerings.clone()).with_domains(domains);
+    let service = api::Service::new(node, stop_rx.clone()).with_activity(api::ActivityView {
+        handle: observers.activity,
+        limits: observers.limits,
+        sim_processes_dir: (config.backend.kind == BackendKind::Sim)
+            .then(|| config.sim_processes()),
+        advice: advice_settings(&config),
+    });
     let server = tokio::spawn(api::serve(
         listener,
         service,

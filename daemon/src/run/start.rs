@@ -9,26 +9,26 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::RunError;
+use crate::claims::compute_policy::NvidiaSmi;
 use crate::claims::mig_offering::OfferingSwitch;
+use crate::claims::mps_daemon::{
+    ChildSupervisor, ControlProgram, MpsManager, MpsSettings, NoShmMount, ShmMounter, Supervisor,
+    SystemdSupervisor, TmpfsMounter,
+};
 use crate::claims::{Engine, EngineSettings, SharingTools};
+use crate::compute_domains::nodes::{ChannelNodes, NodeMaker};
+use crate::compute_domains::runner::Runner;
+use crate::compute_domains::runner::child::ChildRunner;
+use crate::compute_domains::runner::unit::UnitRunner;
+use crate::compute_domains::{DomainSettings, Domains};
 use crate::config::{BackendKind, Config, ShmKind, SupervisorKind};
-use crate::domains::nodes::{ChannelNodes, NodeMaker};
-use crate::domains::runner::Runner;
-use crate::domains::runner::child::ChildRunner;
-use crate::domains::runner::unit::UnitRunner;
-use crate::domains::{DomainSettings, Domains};
 use crate::driver::{DriverFiles, Roots};
 use crate::gpu::GpuBackend;
 use crate::gpu::nvml::NvmlBackend;
 use crate::gpu::sim::SimBackend;
 use crate::health::{Classifier, HealthStore};
 use crate::inventory::Inventory;
-use crate::mps::{
-    ChildSupervisor, ControlProgram, MpsManager, MpsSettings, NoShmMount, ShmMounter, Supervisor,
-    SystemdSupervisor, TmpfsMounter,
-};
 use crate::state::{BOOT_ID_PATH, Store, read_boot_id};
-use crate::timeslice::NvidiaSmi;
 
 /// Opens the backend the config names.
 pub fn open_backend(config: &Config) -> Result<Arc<dyn GpuBackend>, RunError> {

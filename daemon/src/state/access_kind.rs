@@ -12,20 +12,9 @@ use super::{ClaimRecord, DeviceSharing, RecordDevice};
 /// The kind of access a device of a claim has. Declared in the order the
 /// metrics list them; prepare applies them in its own order (exclusive,
 /// MIG, time-slicing, MPS: a slice exists before a daemon on it starts).
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    strum::Display,
-    strum::IntoStaticStr,
-    strum::VariantArray,
-    strum::EnumString,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(strum::Display, strum::IntoStaticStr, strum::VariantArray)]
+#[derive(strum::EnumString)]
 #[strum(serialize_all = "lowercase")]
 pub enum AccessKind {
     /// A whole GPU, the claim's alone.

@@ -21,4 +21,4 @@ pub use record::{
     ClaimRecord, DeviceSharing, MigSlice, MpsSharing, Phase, RECORD_VERSION, RECORD_VERSION_PLAIN,
     RecordDevice,
 };
-pub use store::{LoadedRecords, StateError, Store};
+pub use store::{Durable, Loaded, LoadedRecords, RecordFolder, StateError, Store};

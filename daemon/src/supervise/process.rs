@@ -2,15 +2,21 @@
 //! start time (`/proc/<pid>/stat`, clock ticks since boot), so a pid the
 //! kernel gave to another process since is never taken for it, and nothing
 //! a process can write into its own environment makes it one of ours.
-//! Signals, and the boot clock the start times are read on.
+//! Kept in a file of the daemon's own folder ([`ProcessId::keep`],
+//! [`ProcessId::kept`]), the one way a restarted gpusliced finds a child
+//! daemon again. Signals, and the boot clock the start times are read on.
 
+use std::path::Path;
 use std::time::Duration;
+
+use gpuslice_cdi::atomic::{AtomicError, read_regular, write_atomic};
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 /// A process: its pid and when it started.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(serde::Deserialize)]
 pub struct ProcessId {
     /// Its pid.
     pub pid: u32,
@@ -47,6 +53,32 @@ impl ProcessId {
     pub fn signal(&self, signal: Signal) -> bool {
         self.alive() && send(self.pid, Some(signal))
     }
+
+    /// Writes this process to `dir/name` (root's alone, replaced whole), for
+    /// a later gpusliced to find it by.
+    pub fn keep(&self, dir: &Path, name: &str) -> Result<(), AtomicError> {
+        let text = format!(
+            "{{\"pid\":{},\"start_ticks\":{}}}",
+            self.pid, self.start_ticks
+        );
+        write_atomic(dir, name, text.as_bytes(), 0o600)
+    }
+
+    /// The process `dir/name` names, when that very process still runs.
+    #[must_use]
+    pub fn kept(dir: &Path, name: &str) -> Option<Self> {
+        let bytes = read_regular(dir, name, 4096).ok()??;
+        let process: Self = serde_json::from_slice(&bytes).ok()?;
+        process.alive().then_some(process)
+    }
+}
+
+/// Whether `pid` lives in gpusliced's own pid namespace. A process found by
+/// anything it could have set itself (a variable in its environment) must
+/// pass this: a container's processes live in namespaces of their own.
+pub fn in_own_pid_namespace(pid: u32) -> bool {
+    let ns = |of: &str| std::fs::read_link(format!("/proc/{of}/ns/pid")).ok();
+    ns("self").is_some_and(|own| ns(&pid.to_string()) == Some(own))
 }
 
 /// The kernel's clock ticks per second for /proc times (USER_HZ).
@@ -107,5 +139,26 @@ mod tests {
         );
         assert!(!other.signal(Signal::SIGCONT));
         assert_eq!(ProcessId::of(u32::MAX), None);
+    }
+
+    #[test]
+    fn a_kept_process_is_found_again_only_while_it_is_that_process() {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let me = ProcessId::of(std::process::id()).expect("this process");
+        me.keep(dir.path(), "daemon.pid").expect("kept");
+        assert_eq!(ProcessId::kept(dir.path(), "daemon.pid"), Some(me));
+        let reused = ProcessId {
+            start_ticks: me.start_ticks + 1,
+            ..me
+        };
+        reused.keep(dir.path(), "daemon.pid").expect("kept");
+        assert_eq!(
+            ProcessId::kept(dir.path(), "daemon.pid"),
+            None,
+            "a pid reused"
+        );
+        assert_eq!(ProcessId::kept(dir.path(), "missing.pid"), None);
+        assert!(in_own_pid_namespace(std::process::id()));
+        assert!(!in_own_pid_namespace(u32::MAX));
     }
 }

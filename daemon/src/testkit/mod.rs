@@ -7,7 +7,7 @@
 //! hardware state persists in the folder (so a restart or a reboot behaves
 //! as on a machine), a driver root ([`root`]), the records and CDI folders,
 //! and, when asked, the fakes of the external programs
-//! ([`crate::mps::FakeMps`], [`crate::timeslice::FakeNvidiaSmi`]); its
+//! ([`crate::claims::mps_daemon::FakeMps`], [`crate::claims::compute_policy::FakeNvidiaSmi`]); its
 //! engine starts through [`crate::claims::Engine::start_up`], production's
 //! order. [`requests`] builds prepare requests.
 //!

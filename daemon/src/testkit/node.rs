@@ -10,15 +10,15 @@ use std::time::Duration;
 use tempfile::TempDir;
 
 use super::root::{real_size_root, sim_root};
+use crate::claims::compute_policy::FakeNvidiaSmi;
+use crate::claims::mps_daemon::{FakeMps, MpsManager, MpsSettings, NoShmMount};
 use crate::claims::{Engine, EngineSettings, SharingTools};
 use crate::config::{LimitsConfig, MigConfig};
 use crate::driver::{DriverFiles, Roots};
 use crate::gpu::sim::{SimBackend, SimModel};
 use crate::gpu::{ComputeMode, GpuBackend, MigMode};
 use crate::inventory::Inventory;
-use crate::mps::{FakeMps, MpsManager, MpsSettings, NoShmMount};
 use crate::state::Store;
-use crate::timeslice::FakeNvidiaSmi;
 
 /// Upper bound for an MPS daemon to answer (the fakes answer at once).
 const READY_BOUND: Duration = Duration::from_secs(30);
@@ -380,6 +380,19 @@ impl SimNode {
     /// The UUID of the GPU at inventory position `index`.
     pub fn uuid(&self, index: usize) -> String {
         self.engine().inventory().gpus[index].info.uuid.clone()
+    }
+
+    /// The inventory name of the first MIG slice of `profile` (e.g.
+    /// "3g.40gb") the engine's inventory lists.
+    pub fn slice(&self, profile: &str) -> String {
+        self.engine()
+            .inventory()
+            .mig
+            .iter()
+            .find(|m| m.profile.name == profile)
+            .unwrap_or_else(|| panic!("a {profile} slice"))
+            .name
+            .clone()
     }
 
     /// The compute mode of GPU `index`.

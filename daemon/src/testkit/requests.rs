@@ -2,7 +2,7 @@
 //! pool `node` under request `gpu`, every config from the claim.
 
 use crate::claims::{ConfigRequest, DeviceRequest, PrepareRequest};
-use crate::sharing::ConfigSource;
+use crate::opaque::ConfigSource;
 
 /// A request for `devices`, without configs.
 pub fn request(uid: &str, devices: &[&str]) -> PrepareRequest {

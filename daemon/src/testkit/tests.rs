@@ -4,9 +4,9 @@
 
 use super::SimNodeBuilder;
 use super::requests::{mps, request_with, timeslicing};
+use crate::claims::compute_policy::TimeSliceError;
+use crate::claims::mps_daemon::{MpsError, MpsKey};
 use crate::gpu::ComputeMode;
-use crate::mps::{MpsError, MpsKey};
-use crate::timeslice::TimeSliceError;
 
 const A: &str = "aaaaaaaa-0000-4000-8000-0000000000a1";
 const B: &str = "bbbbbbbb-0000-4000-8000-0000000000b2";

@@ -14,8 +14,8 @@ use gpuslice_proto::gpuslice::v1 as pb;
 use tokio::sync::Notify;
 
 use crate::claim::ClaimPlan;
+use crate::compute_domains::status::lookup::{Found, Lookup};
 use crate::config::COMPUTE_DOMAIN_DRIVER;
-use crate::domain_status::lookup::{Found, Lookup};
 
 /// What the channel driver's prepares need beyond the GPU driver's.
 #[derive(Debug, Clone)]

@@ -103,59 +103,77 @@ impl DraCore {
     /// NodePrepareResources: one entry per claim uid. Claims are handled
     /// concurrently, so one slow claim does not hold up the others.
     pub async fn prepare(&self, claims: Vec<api::Claim>) -> api::NodePrepareResourcesResponse {
-        let mut tasks = tokio::task::JoinSet::new();
-        for claim in claims {
-            let core = self.clone();
-            tasks.spawn(async move {
-                let entry = match core.prepare_one(&claim).await {
-                    Ok(devices) => {
-                        info!(claim_uid = %claim.uid, namespace = %claim.namespace, name = %claim.name,
-                              devices = devices.len(), "prepared");
-                        api::NodePrepareResourceResponse {
-                            devices,
-                            error: String::new(),
-                        }
-                    }
-                    Err(err) => {
-                        warn!(claim_uid = %claim.uid, namespace = %claim.namespace, name = %claim.name,
-                              error = %err, "prepare failed; the kubelet will retry");
-                        api::NodePrepareResourceResponse {
-                            devices: Vec::new(),
-                            error: err.to_string(),
-                        }
-                    }
-                };
-                (claim.uid, entry)
-            });
-        }
         api::NodePrepareResourcesResponse {
-            claims: tasks.join_all().await.into_iter().collect(),
+            claims: self.each_claim(claims, Self::prepare_entry).await,
         }
     }
 
     /// NodeUnprepareResources: one entry per claim uid; unknown claims
     /// succeed. Claims are handled concurrently.
     pub async fn unprepare(&self, claims: Vec<api::Claim>) -> api::NodeUnprepareResourcesResponse {
+        api::NodeUnprepareResourcesResponse {
+            claims: self.each_claim(claims, Self::unprepare_entry).await,
+        }
+    }
+
+    /// Runs `one` for each claim concurrently, on a clone of this core;
+    /// every claim's uid with its entry.
+    async fn each_claim<Entry, Answer, Entries>(
+        &self,
+        claims: Vec<api::Claim>,
+        one: impl Fn(Self, api::Claim) -> Answer,
+    ) -> Entries
+    where
+        Answer: Future<Output = Entry> + Send + 'static,
+        Entry: Send + 'static,
+        Entries: FromIterator<(String, Entry)>,
+    {
         let mut tasks = tokio::task::JoinSet::new();
         for claim in claims {
-            let core = self.clone();
-            tasks.spawn(async move {
-                let error = match core.unprepare_one(&claim).await {
-                    Ok(was_prepared) => {
-                        info!(claim_uid = %claim.uid, was_prepared, "unprepared");
-                        String::new()
-                    }
-                    Err(err) => {
-                        warn!(claim_uid = %claim.uid, error = %err, "unprepare failed; the kubelet will retry");
-                        err.to_string()
-                    }
-                };
-                (claim.uid, api::NodeUnprepareResourceResponse { error })
-            });
+            let uid = claim.uid.clone();
+            let answer = one(self.clone(), claim);
+            tasks.spawn(async move { (uid, answer.await) });
         }
-        api::NodeUnprepareResourcesResponse {
-            claims: tasks.join_all().await.into_iter().collect(),
+        tasks.join_all().await.into_iter().collect()
+    }
+
+    /// One claim's prepare, logged: its devices, or the error the kubelet
+    /// retries.
+    async fn prepare_entry(self, claim: api::Claim) -> api::NodePrepareResourceResponse {
+        match self.prepare_one(&claim).await {
+            Ok(devices) => {
+                info!(claim_uid = %claim.uid, namespace = %claim.namespace, name = %claim.name,
+                      devices = devices.len(), "prepared");
+                api::NodePrepareResourceResponse {
+                    devices,
+                    error: String::new(),
+                }
+            }
+            Err(err) => {
+                warn!(claim_uid = %claim.uid, namespace = %claim.namespace, name = %claim.name,
+                      error = %err, "prepare failed; the kubelet will retry");
+                api::NodePrepareResourceResponse {
+                    devices: Vec::new(),
+                    error: err.to_string(),
+                }
+            }
         }
+    }
+
+    /// One claim's unprepare, logged: an empty error, or the one the kubelet
+    /// retries.
+    async fn unprepare_entry(self, claim: api::Claim) -> api::NodeUnprepareResourceResponse {
+        let error = match self.unprepare_one(&claim).await {
+            Ok(was_prepared) => {
+                info!(claim_uid = %claim.uid, was_prepared, "unprepared");
+                String::new()
+            }
+            Err(err) => {
+                warn!(claim_uid = %claim.uid, error = %err, "unprepare failed; the kubelet will retry");
+                err.to_string()
+            }
+        };
+        api::NodeUnprepareResourceResponse { error }
     }
 
     async fn prepare_one(&self, claim: &api::Claim) -> Result<Vec<api::Device>, ClaimCallError> {

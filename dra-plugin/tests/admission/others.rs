@@ -2,7 +2,7 @@
 //! names no node, identities the policies leave alone, and requests the
 //! tool refuses to evaluate.
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::objects::{
     DOMAIN_UID, domain, entry, lease, lease_write, status_write, template, template_create,
@@ -15,6 +15,10 @@ use crate::{allowed, refused};
 
 const LEASES: &str = "gpuslice-compute-domain-leases";
 const TEMPLATES: &str = "gpuslice-compute-domain-templates";
+
+/// A change to an object the plugin writes that a policy refuses: what it
+/// is, the change, the refusal's code and what its message says.
+type Refused = (&'static str, fn(&mut Value), u16, &'static str);
 
 #[test]
 fn a_node_writes_only_its_own_membership_lease() {
@@ -37,47 +41,40 @@ fn a_node_writes_only_its_own_membership_lease() {
             "node gb200-a may write only its own membership Leases",
         );
     }
-    // Its own label, but another node's name or owner.
-    let mut named = lease("gb200-a");
-    named["metadata"]["name"] = json!(format!("{DOMAIN_UID}.gb200-b"));
-    refused(
-        admission,
-        "a Lease named for gb200-b",
-        &lease_write(&a, Operation::Create, named),
-        422,
-        LEASES,
-        "is not 7d3c1a52-0b7e-4f4c-9f6e-2a1d5e8c9b10.gb200-a",
-    );
-    let mut owned = lease("gb200-a");
-    owned["metadata"]["ownerReferences"][0]["name"] = json!("gb200-b");
-    refused(
-        admission,
-        "a Lease owned by gb200-b's Node",
-        &lease_write(&a, Operation::Create, owned),
-        422,
-        LEASES,
-        "one ownerReference, the Node of its node (v1 Node gb200-a)",
-    );
-    let mut unowned = lease("gb200-a");
-    unowned["metadata"]["ownerReferences"] = json!([]);
-    refused(
-        admission,
-        "a Lease without an owner (it would outlive its Node)",
-        &lease_write(&a, Operation::Create, unowned),
-        422,
-        LEASES,
-        "so that it is deleted with the Node",
-    );
-    let mut elsewhere = lease("gb200-a");
-    elsewhere["metadata"]["namespace"] = json!("kube-system");
-    refused(
-        admission,
-        "a Lease outside gpuslice-system",
-        &lease_write(&a, Operation::Create, elsewhere),
-        403,
-        LEASES,
-        "membership Leases live in the namespace gpuslice-system only",
-    );
+    // Each change of its own Lease, and how it is refused.
+    let changes: [Refused; 4] = [
+        // Its own label, but another node's name or owner.
+        (
+            "a Lease named for gb200-b",
+            |l| l["metadata"]["name"] = json!(format!("{DOMAIN_UID}.gb200-b")),
+            422,
+            "is not 7d3c1a52-0b7e-4f4c-9f6e-2a1d5e8c9b10.gb200-a",
+        ),
+        (
+            "a Lease owned by gb200-b's Node",
+            |l| l["metadata"]["ownerReferences"][0]["name"] = json!("gb200-b"),
+            422,
+            "one ownerReference, the Node of its node (v1 Node gb200-a)",
+        ),
+        (
+            "a Lease without an owner (it would outlive its Node)",
+            |l| l["metadata"]["ownerReferences"] = json!([]),
+            422,
+            "so that it is deleted with the Node",
+        ),
+        (
+            "a Lease outside gpuslice-system",
+            |l| l["metadata"]["namespace"] = json!("kube-system"),
+            403,
+            "membership Leases live in the namespace gpuslice-system only",
+        ),
+    ];
+    for (case, change, code, says) in changes {
+        let mut changed = lease("gb200-a");
+        change(&mut changed);
+        let request = lease_write(&a, Operation::Create, changed);
+        refused(admission, case, &request, code, LEASES, says);
+    }
 }
 
 #[test]
@@ -91,70 +88,61 @@ fn a_template_needs_its_domain_as_owner() {
         "the template the plugin makes, owned by its domain",
         &template_create(&a, template()),
     );
-    let mut unowned = template();
-    if let Some(metadata) = unowned["metadata"].as_object_mut() {
-        metadata.remove("ownerReferences");
+    // Each change of the plugin's template, and how it is refused.
+    let changes: [Refused; 6] = [
+        (
+            "a template without its owner",
+            |t| {
+                if let Some(metadata) = t["metadata"].as_object_mut() {
+                    metadata.remove("ownerReferences");
+                }
+            },
+            422,
+            "exactly one ownerReference, its ComputeDomain",
+        ),
+        (
+            "an owner that is not the controller",
+            |t| t["metadata"]["ownerReferences"][0]["controller"] = json!(false),
+            422,
+            "controller: true",
+        ),
+        (
+            "an owner other than the domain its label and config name",
+            |t| t["metadata"]["ownerReferences"][0]["uid"] = json!("0b5d9e1f-another-domain"),
+            422,
+            "the label resource.nvidia.com/computeDomain must be the owning ComputeDomain's uid, 0b5d9e1f-another-domain",
+        ),
+        (
+            "another DeviceClass",
+            |t| {
+                t["spec"]["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] =
+                    json!("gpu.nvidia.com");
+            },
+            422,
+            "one request, channel, of the DeviceClass compute-domain-default-channel.nvidia.com",
+        ),
+        (
+            "a channel config of another domain",
+            |t| {
+                t["spec"]["spec"]["devices"]["config"][0]["opaque"]["parameters"]["domainID"] =
+                    json!("0b5d9e1f-another-domain");
+            },
+            422,
+            "whose domainID is the owning ComputeDomain's uid",
+        ),
+        (
+            "a finalizer (nothing would clear it: the role has no patch)",
+            |t| t["metadata"]["finalizers"] = json!(["resource.nvidia.com/computeDomain"]),
+            422,
+            "has no finalizer",
+        ),
+    ];
+    for (case, change, code, says) in changes {
+        let mut changed = template();
+        change(&mut changed);
+        let request = template_create(&a, changed);
+        refused(admission, case, &request, code, TEMPLATES, says);
     }
-    refused(
-        admission,
-        "a template without its owner",
-        &template_create(&a, unowned),
-        422,
-        TEMPLATES,
-        "exactly one ownerReference, its ComputeDomain",
-    );
-    let mut not_controller = template();
-    not_controller["metadata"]["ownerReferences"][0]["controller"] = json!(false);
-    refused(
-        admission,
-        "an owner that is not the controller",
-        &template_create(&a, not_controller),
-        422,
-        TEMPLATES,
-        "controller: true",
-    );
-    let mut other_uid = template();
-    other_uid["metadata"]["ownerReferences"][0]["uid"] = json!("0b5d9e1f-another-domain");
-    refused(
-        admission,
-        "an owner other than the domain its label and config name",
-        &template_create(&a, other_uid),
-        422,
-        TEMPLATES,
-        "the label resource.nvidia.com/computeDomain must be the owning ComputeDomain's uid, 0b5d9e1f-another-domain",
-    );
-    let mut other_class = template();
-    other_class["spec"]["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] =
-        json!("gpu.nvidia.com");
-    refused(
-        admission,
-        "another DeviceClass",
-        &template_create(&a, other_class),
-        422,
-        TEMPLATES,
-        "one request, channel, of the DeviceClass compute-domain-default-channel.nvidia.com",
-    );
-    let mut other_config = template();
-    other_config["spec"]["spec"]["devices"]["config"][0]["opaque"]["parameters"]["domainID"] =
-        json!("0b5d9e1f-another-domain");
-    refused(
-        admission,
-        "a channel config of another domain",
-        &template_create(&a, other_config),
-        422,
-        TEMPLATES,
-        "whose domainID is the owning ComputeDomain's uid",
-    );
-    let mut finalized = template();
-    finalized["metadata"]["finalizers"] = json!(["resource.nvidia.com/computeDomain"]);
-    refused(
-        admission,
-        "a finalizer (nothing would clear it: the role has no patch)",
-        &template_create(&a, finalized),
-        422,
-        TEMPLATES,
-        "has no finalizer",
-    );
 }
 
 #[test]

@@ -74,10 +74,8 @@ fn node_with_faults(gate: bool, script: &[Option<u16>]) -> Node {
     let api = FakeApiServer::start_with_gate(NODE, NODE_UID, gate);
     api.mutate(|s| s.faults.script = script.iter().copied().collect());
     let daemon_dir = dir.path().join("daemon");
-    std::fs::create_dir_all(&daemon_dir).expect("daemon dir");
     let daemon = Daemon::start_with(&daemon_dir, 2, MIG);
     let shim_dir = dir.path().join("shim");
-    std::fs::create_dir_all(&shim_dir).expect("shim dir");
     let shim = Shim::start(&shim_dir, &api.url, &daemon.socket);
     Node {
         api,
@@ -109,6 +107,13 @@ impl Node {
         );
     }
 
+    /// The shim's log and gpuslicectl both say the MIG form is `form`, for
+    /// `reason`.
+    fn advertises(&self, form: &str, reason: &str) {
+        self.logged(&format!("MIG advertise: {form} ({reason})"));
+        self.status_says(form, reason);
+    }
+
     /// gpuslicectl shows `form (reason)`, in the table and in JSON.
     fn status_says(&self, form: &str, reason: &str) {
         let text = self.daemon.status_text();
@@ -134,8 +139,7 @@ impl Node {
 fn with_the_gate_on_the_plugin_publishes_partitionable_devices() {
     let node = node(true);
     node.wait("partitionable devices", partitionable_published);
-    node.logged(&format!("MIG advertise: partitionable ({KEPT})"));
-    node.status_says("partitionable", KEPT);
+    node.advertises("partitionable", KEPT);
     let probes = node.api.state().dry_runs.clone();
     assert_eq!(
         probes.len(),
@@ -149,8 +153,7 @@ fn with_the_gate_on_the_plugin_publishes_partitionable_devices() {
 fn with_the_gate_off_the_plugin_publishes_the_layout_and_says_why() {
     let node = node(false);
     node.wait("the layout", layout_published);
-    node.logged(&format!("MIG advertise: layout ({DROPPED})"));
-    node.status_says("layout", DROPPED);
+    node.advertises("layout", DROPPED);
     let names: Vec<String> = devices(&node.api.state())
         .iter()
         .filter_map(|d| d["name"].as_str().map(str::to_owned))
@@ -174,8 +177,7 @@ fn a_gate_switched_off_under_the_plugin_is_noticed_at_the_next_write() {
     });
     node.wait("the layout after the gate went off", layout_published);
     node.logged("dropped");
-    node.logged(&format!("MIG advertise: layout ({DROPPED})"));
-    node.status_says("layout", DROPPED);
+    node.advertises("layout", DROPPED);
 }
 
 #[test]

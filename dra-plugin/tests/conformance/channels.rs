@@ -7,7 +7,7 @@
 //! rules and schema), prepares a channel claim through gpusliced's
 //! PrepareChannel with the ComputeDomain it found in the claim's namespace
 //! (its ComputeDomain identity, `[compute_domains] kubeconfig`, against the
-//! ComputeDomain API server of [`crate::fake_domains`]; its CDI spec holds
+//! ComputeDomain API server of [`crate::fake_compute_domains`]; its CDI spec holds
 //! the channel's device node) and unprepares it; on a node of simulated
 //! H100s, without a clique, it neither registers nor publishes it, and says
 //! so once.
@@ -20,9 +20,9 @@ use serde_json::{Value, json};
 
 use crate::fake_apiserver::{FakeApiServer, State};
 use crate::gpusliced::Daemon;
-use crate::peers::{Kubelet, Shim};
+use crate::peers::Shim;
 use crate::slice_rules::check_slice;
-use crate::{BOUND, NODE, NODE_UID, kubelet_claim, uid};
+use crate::{BOUND, NODE, NODE_UID, kubelet_claim, kubelet_in_temp_dir, start_node, uid};
 
 const DRIVER: &str = "compute-domain.nvidia.com";
 const DOMAIN: &str = "7d1e4f2a-3b5c-4d6e-8f70-9a1b2c3d4e5f";
@@ -110,15 +110,15 @@ struct Leftovers(PathBuf);
 
 impl Drop for Leftovers {
     fn drop(&mut self) {
-        crate::domains_cluster::kill_daemons(&self.0);
+        crate::compute_domains_cluster::kill_daemons(&self.0);
     }
 }
 
 /// The ComputeDomain API server with the domains the claims name, in `ml`,
 /// and node-1's Node; the kubeconfig of node-1's ComputeDomain identity,
 /// written in `dir`.
-fn domains_api(dir: &Path) -> crate::fake_domains::FakeDomainsApi {
-    let api = crate::fake_domains::FakeDomainsApi::start(None);
+fn domains_api(dir: &Path) -> crate::fake_compute_domains::FakeDomainsApi {
+    let api = crate::fake_compute_domains::FakeDomainsApi::start(None);
     let token = api.mutate(|s| {
         for (name, uid) in [("workers", DOMAIN), ("others", OTHER_DOMAIN)] {
             let domain = json!({"apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomain",
@@ -205,14 +205,12 @@ fn channel_spec(cdi_dir: &Path, claim_uid: &str) -> Option<String> {
 #[test]
 #[allow(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
 fn a_gb200_node_serves_compute_domain_channels() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let Some(kubelet) = Kubelet::generate(dir.path()) else {
+    let Some((dir, kubelet)) = kubelet_in_temp_dir() else {
         return;
     };
     let _leftovers = Leftovers(dir.path().join("daemon"));
     let api = FakeApiServer::start(NODE, NODE_UID);
     let daemon_dir = dir.path().join("daemon");
-    std::fs::create_dir_all(&daemon_dir).expect("daemon dir");
     let daemon = gb200_daemon(&daemon_dir);
     let shim_dir = dir.path().join("shim");
     let domains = domains_api(&shim_dir);
@@ -425,17 +423,10 @@ fn a_gb200_node_serves_compute_domain_channels() {
 
 #[test]
 fn a_node_without_a_clique_does_not_serve_compute_domains() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let Some(kubelet) = Kubelet::generate(dir.path()) else {
+    let Some((dir, kubelet)) = kubelet_in_temp_dir() else {
         return;
     };
-    let api = FakeApiServer::start(NODE, NODE_UID);
-    let daemon_dir = dir.path().join("daemon");
-    std::fs::create_dir_all(&daemon_dir).expect("daemon dir");
-    let daemon = Daemon::start(&daemon_dir, 2);
-    let shim_dir = dir.path().join("shim");
-    std::fs::create_dir_all(&shim_dir).expect("shim dir");
-    let mut shim = Shim::start(&shim_dir, &api.url, &daemon.socket);
+    let (api, _daemon, mut shim) = start_node(dir.path(), 2);
     let said = "gpusliced reports no multi-node NVLink clique";
     assert!(
         until(BOUND, || shim.log().contains(said)

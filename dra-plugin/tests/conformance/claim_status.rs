@@ -129,19 +129,6 @@ fn claim_ref(name: &str, n: u32) -> ClaimRef {
     }
 }
 
-/// Runs `body` with a client of `server` on a runtime of its own.
-fn with_client<T>(server: &FakeApiServer, body: impl AsyncFnOnce(kube::Client) -> T) -> T {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    runtime.block_on(async {
-        let config = kube::Config::new(server.url.parse().expect("server url"));
-        let client = kube::Client::try_from(config).expect("client");
-        body(client).await
-    })
-}
-
 fn drivers_stored(server: &FakeApiServer, name: &str) -> Vec<String> {
     let state = server.state();
     let claim = &state.claims[&("ml".to_owned(), name.to_owned())];
@@ -157,7 +144,7 @@ fn drivers_stored(server: &FakeApiServer, name: &str) -> Vec<String> {
 fn written_entries_are_kept_beside_other_drivers_and_dropped_by_an_empty_apply() {
     let server = server(bound_account());
     let mut access = Access::new(3_600_000);
-    with_client(&server, async |kube| {
+    server.with_client(async |kube| {
         let a = claim_ref("a", 901);
         let sent = [our_entry(NODE)];
         let probed = probe::claim_status(&kube, &a, &sent)
@@ -195,7 +182,7 @@ fn written_entries_are_kept_beside_other_drivers_and_dropped_by_an_empty_apply()
 #[test]
 fn a_claim_allocated_on_another_node_is_refused_and_recorded() {
     let server = server(bound_account());
-    with_client(&server, async |kube| {
+    server.with_client(async |kube| {
         let err = write::apply(&kube, &claim_ref("b", 902), &[our_entry("node-2")])
             .await
             .expect_err("node-2's claim");
@@ -233,7 +220,7 @@ fn with_the_gate_off_the_probe_finds_the_field_dropped_once() {
     });
     let mut access = Access::new(3_600_000);
     let mut lines = Vec::new();
-    with_client(&server, async |kube| {
+    server.with_client(async |kube| {
         for at in [0, 3_600_000] {
             let probed = probe::claim_status(&kube, &claim_ref("a", 901), &[our_entry(NODE)])
                 .await
@@ -261,7 +248,7 @@ fn with_the_kubelets_identity_the_probe_names_the_claim_status_kubeconfig() {
         ..ClaimStatusSwitches::default()
     });
     let mut access = Access::new(3_600_000);
-    let line = with_client(&server, async |kube| {
+    let line = server.with_client(async |kube| {
         let probed = probe::claim_status(&kube, &claim_ref("a", 901), &[our_entry(NODE)])
             .await
             .expect("a finding");
@@ -306,7 +293,7 @@ pub(crate) fn limits() -> WriteBudget {
 fn rounds_write_once_stay_quiet_and_remove_once() {
     let server = server(bound_account());
     let mut writer = Writer::new(limits(), 3_600_000);
-    with_client(&server, async |kube| {
+    server.with_client(async |kube| {
         let claims = prepared(&[("a", 901)]);
         let first = writer.round(&kube, &claims, 0).await;
         assert_eq!(first.applied, 1);
@@ -344,7 +331,7 @@ fn a_forbidden_writer_says_so_once_and_sends_nothing_until_the_recheck() {
         ..ClaimStatusSwitches::default()
     });
     let mut writer = Writer::new(limits(), 3_600_000);
-    with_client(&server, async |kube| {
+    server.with_client(async |kube| {
         // Two claims due at once: the first probe's refusal stops the round.
         let claims = prepared(&[("a", 901), ("c", 903)]);
         let first = writer.round(&kube, &claims, 0).await;

@@ -1,7 +1,7 @@
 //! ComputeDomains end to end on simulated GB200 nodes
-//! ([`crate::domains_cluster`]: real gpusliceds and IMEX stand-ins, each
+//! ([`crate::compute_domains_cluster`]: real gpusliceds and IMEX stand-ins, each
 //! node's plugin side with its own token) against
-//! [`crate::fake_domains`], whose writes of the compute-domains identity
+//! [`crate::fake_compute_domains`], whose writes of the compute-domains identity
 //! go through the packaged role and, where the admission tool is built,
 //! Kubernetes' own evaluation of the packaged admission policies. NVIDIA's
 //! nvbandwidth-test-job-1.yaml goes in unchanged.
@@ -22,14 +22,30 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::admission;
-use crate::domains_cluster::{
+use crate::compute_domains_cluster::{
     BOUND, Cluster, addresses, addresses_of, flaps, kill_daemons, member_addresses, members,
     nvidia_domain, ready_members, tools,
 };
-use crate::fake_domains::Kind;
+use crate::fake_compute_domains::Kind;
 use crate::peers::write;
 
 const DOMAIN: &str = "d0000000-0000-4000-8000-000000000001";
+
+/// The plugin's refusal to prepare the claim `namespace/name` (uid
+/// [`claim_uid`] of `n`, channel `parameters`) allocated on node `on`.
+fn refused_on(
+    cluster: &Cluster,
+    on: usize,
+    n: usize,
+    (namespace, name): (&str, &str),
+    parameters: &Value,
+) -> String {
+    let uid = claim_uid(n);
+    cluster.put_claim(on, &uid, namespace, name, parameters);
+    cluster
+        .prepare_claim(on, &uid, namespace, name)
+        .expect_err("refused")
+}
 
 fn claim_uid(n: usize) -> String {
     format!("c0000000-0000-4000-8000-{n:012}")
@@ -410,10 +426,7 @@ fn sim_domains_are_kept_apart_and_a_claim_joins_only_its_own_namespaces() {
         .map(|i| member_addresses(&cluster.domains(i).domains[0]))
         .collect();
     let params_a = cluster.template_parameters("team-a", template_a);
-    cluster.put_claim(2, &claim_uid(90), "team-b", "intruder", &params_a);
-    let refused = cluster
-        .prepare_claim(2, &claim_uid(90), "team-b", "intruder")
-        .expect_err("refused");
+    let refused = refused_on(&cluster, 2, 90, ("team-b", "intruder"), &params_a);
     assert!(
         refused.contains("team-a") && refused.contains("team-b") && refused.contains(uid_a),
         "{refused}"
@@ -423,10 +436,7 @@ fn sim_domains_are_kept_apart_and_a_claim_joins_only_its_own_namespaces() {
     for i in 2..4 {
         cluster.unprepare(i, &claim_uid(20 + i));
     }
-    cluster.put_claim(3, &claim_uid(91), "team-b", "intruder-2", &params_a);
-    let refused = cluster
-        .prepare_claim(3, &claim_uid(91), "team-b", "intruder-2")
-        .expect_err("refused");
+    let refused = refused_on(&cluster, 3, 91, ("team-b", "intruder-2"), &params_a);
     assert!(
         refused.contains("is in namespace team-a, not in the claim's namespace team-b"),
         "{refused}"
@@ -445,10 +455,7 @@ fn sim_domains_are_kept_apart_and_a_claim_joins_only_its_own_namespaces() {
     // No such domain; a domain being deleted; another node's channel.
     let mut ghost = params_a.clone();
     ghost["domainID"] = json!("d0000000-0000-4000-8000-0000000000ff");
-    cluster.put_claim(3, &claim_uid(92), "team-a", "ghost", &ghost);
-    let refused = cluster
-        .prepare_claim(3, &claim_uid(92), "team-a", "ghost")
-        .expect_err("refused");
+    let refused = refused_on(&cluster, 3, 92, ("team-a", "ghost"), &ghost);
     assert!(
         refused.contains("does not exist in the claim's namespace team-a"),
         "{refused}"

@@ -27,8 +27,8 @@ use serde_json::{Value, json};
 use crate::extended_claim::{claim_schema_errors, pod, scheduler_claim};
 use crate::fake_apiserver::{FakeApiServer, State};
 use crate::gpusliced::Daemon;
-use crate::peers::{Kubelet, Shim, read};
-use crate::{BOUND, NODE, NODE_UID, kubelet_claim};
+use crate::peers::{Shim, read};
+use crate::{BOUND, NODE, NODE_UID, kubelet_claim, kubelet_in_temp_dir};
 
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -125,13 +125,11 @@ fn gpu_instances(daemon_dir: &Path) -> Vec<Vec<u64>> {
 #[test]
 #[allow(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
 fn device_plugin_pods_get_a_gpu_and_a_mig_slice_through_the_schedulers_claims() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let Some(kubelet) = Kubelet::generate(dir.path()) else {
+    let Some((dir, kubelet)) = kubelet_in_temp_dir() else {
         return;
     };
     let api = FakeApiServer::start(NODE, NODE_UID);
     let daemon_dir = dir.path().join("daemon");
-    std::fs::create_dir_all(&daemon_dir).expect("daemon dir");
     let root = repo().join("examples/sim-root");
     let daemon = Daemon::start_with_config(
         &daemon_dir,
@@ -144,7 +142,6 @@ fn device_plugin_pods_get_a_gpu_and_a_mig_slice_through_the_schedulers_claims() 
         ),
     );
     let shim_dir = dir.path().join("shim");
-    std::fs::create_dir_all(&shim_dir).expect("shim dir");
     let shim = Shim::start(&shim_dir, &api.url, &daemon.socket);
     kubelet.call(&shim.registration_socket(), "getinfo", &json!({}));
     kubelet.call(

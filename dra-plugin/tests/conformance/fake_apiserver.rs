@@ -94,6 +94,36 @@ impl Served<State> {
         Self::serve(state, serve_connection)
     }
 
+    /// Runs `body` with a kube client of this server (kube's own retries
+    /// on) on a runtime of its own.
+    pub fn with_client<T>(&self, body: impl AsyncFnOnce(kube::Client) -> T) -> T {
+        self.with_client_config(|_| {}, body)
+    }
+
+    /// [`Self::with_client`], the client's own retries off.
+    pub fn with_client_no_retries<T>(&self, body: impl AsyncFnOnce(kube::Client) -> T) -> T {
+        self.with_client_config(|config| config.default_retry = false, body)
+    }
+
+    /// Runs `body` with a kube client of this server, its config changed by
+    /// `adjust`, on a runtime of its own.
+    fn with_client_config<T>(
+        &self,
+        adjust: impl FnOnce(&mut kube::Config),
+        body: impl AsyncFnOnce(kube::Client) -> T,
+    ) -> T {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        runtime.block_on(async {
+            let mut config = kube::Config::new(self.url.parse().expect("server url"));
+            adjust(&mut config);
+            let client = kube::Client::try_from(config).expect("client");
+            body(client).await
+        })
+    }
+
     pub fn put_claim(&self, claim: Value) {
         let ns = claim["metadata"]["namespace"]
             .as_str()

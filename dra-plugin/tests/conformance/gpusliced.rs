@@ -76,6 +76,7 @@ impl Drop for Daemon {
 }
 
 impl Daemon {
+    /// gpusliced in `dir` (made if missing) on `gpus` simulated H100s.
     pub fn start(dir: &Path, gpus: usize) -> Self {
         Self::start_with(dir, gpus, "")
     }
@@ -102,8 +103,10 @@ impl Daemon {
         Self::start_with_config(dir, &text)
     }
 
-    /// A gpusliced in `dir` on the config `text` (paths relative to `dir`).
+    /// A gpusliced in `dir` (made if missing) on the config `text` (paths
+    /// relative to `dir`).
     pub fn start_with_config(dir: &Path, text: &str) -> Self {
+        std::fs::create_dir_all(dir).expect("daemon dir");
         write(&dir.join("gpuslice.toml"), text);
         let mut daemon = Self {
             socket: dir.join("gpusliced.sock"),

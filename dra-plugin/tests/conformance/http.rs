@@ -1,5 +1,5 @@
 //! The HTTP/1.1 the fake API servers speak (`fake_apiserver`,
-//! `fake_domains`): a server of some state on a free port of 127.0.0.1, a
+//! `fake_compute_domains`): a server of some state on a free port of 127.0.0.1, a
 //! thread per connection ([`Served`], with the test's side of the state:
 //! read, change, wait for), one request read from a kept-alive connection
 //! (`Content-Length` bodies, as kube's client sends them), one JSON answer

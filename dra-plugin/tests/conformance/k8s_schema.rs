@@ -4,7 +4,7 @@
 //! what an API server of that version refuses by shape (unknown fields,
 //! wrong types, missing required fields). The fake API server checks every
 //! ResourceSlice the plugin writes against each; `extended_claim` checks the
-//! scheduler-shaped ResourceClaims; `fake_domains` the ResourceClaimTemplates
+//! scheduler-shaped ResourceClaims; `fake_compute_domains` the ResourceClaimTemplates
 //! the plugins make for ComputeDomains.
 
 use std::collections::BTreeMap;

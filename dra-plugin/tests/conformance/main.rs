@@ -38,15 +38,15 @@ mod channels;
 mod claim_status;
 mod claim_status_rules;
 mod compute_domains;
-mod domains_admission;
-mod domains_cluster;
+mod compute_domains_admission;
+mod compute_domains_cluster;
 mod extended;
 mod extended_claim;
 mod fake_apiserver;
-mod fake_domains;
-mod fake_domains_access;
-mod fake_domains_apply;
-mod fake_domains_watch;
+mod fake_compute_domains;
+mod fake_compute_domains_access;
+mod fake_compute_domains_apply;
+mod fake_compute_domains_watch;
 mod fake_faults;
 mod fake_gate;
 mod fake_watch;
@@ -62,6 +62,7 @@ mod status_chain;
 mod status_rate;
 
 use std::collections::BTreeSet;
+use std::path::Path;
 use std::time::Duration;
 
 use fake_apiserver::{FakeApiServer, State};
@@ -75,6 +76,23 @@ pub const BOUND: Duration = Duration::from_secs(60);
 pub const NODE: &str = "node-1";
 pub const NODE_UID: &str = "6a1c1f3e-0000-4000-8000-000000000001";
 const GPUS: usize = 130;
+
+/// A test's temporary folder with the Python kubelet stand-in generated in
+/// it; None (the test skips, saying why) where it cannot be.
+pub(crate) fn kubelet_in_temp_dir() -> Option<(tempfile::TempDir, Kubelet)> {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let kubelet = Kubelet::generate(dir.path())?;
+    Some((dir, kubelet))
+}
+
+/// This node's API server, its gpusliced on `gpus` simulated GPUs and the
+/// shim, each process in its own folder of `dir`.
+pub(crate) fn start_node(dir: &Path, gpus: usize) -> (FakeApiServer, Daemon, Shim) {
+    let api = FakeApiServer::start(NODE, NODE_UID);
+    let daemon = Daemon::start(&dir.join("daemon"), gpus);
+    let shim = Shim::start(&dir.join("shim"), &api.url, &daemon.socket);
+    (api, daemon, shim)
+}
 
 pub fn uid(n: u32) -> String {
     format!("3f0b7d6e-4c1a-4e2b-9a8d-{n:012x}")
@@ -174,17 +192,10 @@ fn published(state: &State, min_generation: i64) -> bool {
 #[test]
 #[allow(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
 fn kubelet_conformance_against_real_gpusliced() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let Some(kubelet) = Kubelet::generate(dir.path()) else {
+    let Some((dir, kubelet)) = kubelet_in_temp_dir() else {
         return;
     };
-    let api = FakeApiServer::start(NODE, NODE_UID);
-    let daemon_dir = dir.path().join("daemon");
-    std::fs::create_dir_all(&daemon_dir).expect("daemon dir");
-    let daemon = Daemon::start(&daemon_dir, GPUS);
-    let shim_dir = dir.path().join("shim");
-    std::fs::create_dir_all(&shim_dir).expect("shim dir");
-    let mut shim = Shim::start(&shim_dir, &api.url, &daemon.socket);
+    let (api, daemon, mut shim) = start_node(dir.path(), GPUS);
 
     // Registration: what the kubelet's plugin watcher reads.
     let info = kubelet.call(&shim.registration_socket(), "getinfo", &json!({}));
@@ -221,24 +232,16 @@ fn kubelet_conformance_against_real_gpusliced() {
     assert_eq!(names.len(), GPUS, "each device once");
     {
         let state = api.state();
-        assert!(
-            state
-                .list_selectors
-                .iter()
-                .all(|s| s.contains("spec.nodeName=node-1")
+        for (calls, selectors) in [
+            ("lists", &state.list_selectors),
+            ("watches", &state.watch_selectors),
+        ] {
+            assert!(
+                selectors.iter().all(|s| s.contains("spec.nodeName=node-1")
                     && s.contains("spec.driver=gpu.nvidia.com")),
-            "lists use the node authorizer's field selector: {:?}",
-            state.list_selectors
-        );
-        assert!(
-            state
-                .watch_selectors
-                .iter()
-                .all(|s| s.contains("spec.nodeName=node-1")
-                    && s.contains("spec.driver=gpu.nvidia.com")),
-            "watches use the node authorizer's field selector: {:?}",
-            state.watch_selectors
-        );
+                "{calls} use the node authorizer's field selector: {selectors:?}"
+            );
+        }
         let device = state
             .slices
             .values()
@@ -482,8 +485,7 @@ fn kubelet_conformance_against_real_gpusliced() {
 
 #[test]
 fn a_refused_registration_ends_the_shim_with_an_error() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let Some(kubelet) = Kubelet::generate(dir.path()) else {
+    let Some((dir, kubelet)) = kubelet_in_temp_dir() else {
         return;
     };
     let api = FakeApiServer::start(NODE, NODE_UID);

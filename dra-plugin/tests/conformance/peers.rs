@@ -184,7 +184,8 @@ impl HealthWatch {
     }
 }
 
-/// The shim running with a config in `dir` pointing at `api_url`.
+/// The shim running with a config in `dir` (made if missing) pointing at
+/// `api_url`.
 pub struct Shim {
     pub dir: PathBuf,
     child: Option<Child>,
@@ -206,6 +207,7 @@ impl Shim {
 
     /// [`Shim::start`], with `extra` appended to its config (a section).
     pub fn start_with(dir: &Path, api_url: &str, gpusliced_socket: &Path, extra: &str) -> Self {
+        std::fs::create_dir_all(dir).expect("shim dir");
         let kubeconfig = format!(
             "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: {api_url}\n\
              users:\n- name: node\n  user:\n    token: fake-node-token\n\

@@ -29,20 +29,6 @@ const UNDECIDED: [u16; 5] = [408, 409, 429, 500, 503];
 const REFUSALS: [u16; 5] = [400, 401, 403, 404, 422];
 const RECHECK: u64 = 3_600_000;
 
-/// Runs `body` with a client of `server` whose own retries are off.
-fn with_client<T>(server: &FakeApiServer, body: impl AsyncFnOnce(kube::Client) -> T) -> T {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    runtime.block_on(async {
-        let mut config = kube::Config::new(server.url.parse().expect("server url"));
-        config.default_retry = false;
-        let client = kube::Client::try_from(config).expect("client");
-        body(client).await
-    })
-}
-
 fn owner() -> OwnerReference {
     OwnerReference {
         api_version: "v1".to_owned(),
@@ -51,6 +37,15 @@ fn owner() -> OwnerReference {
         uid: NODE_UID.to_owned(),
         controller: Some(true),
         block_owner_deletion: None,
+    }
+}
+
+/// The probe of [`NODE`]'s GPU driver, its slices owned by `owner`.
+fn gpu_driver_target(owner: &OwnerReference) -> ProbeTarget<'_> {
+    ProbeTarget {
+        node: NODE,
+        driver: "gpu.nvidia.com",
+        owner,
     }
 }
 
@@ -65,18 +60,14 @@ fn faulty(script: &[Option<u16>]) -> FakeApiServer {
 #[test]
 fn an_answer_that_decides_nothing_is_retried_and_what_was_found_is_kept() {
     let owner = owner();
-    let target = ProbeTarget {
-        node: NODE,
-        driver: "gpu.nvidia.com",
-        owner: &owner,
-    };
+    let target = gpu_driver_target(&owner);
     for code in UNDECIDED {
         for (step, field) in [SHARED, CONSUMES].into_iter().enumerate() {
             let mut script = vec![None; step];
             script.push(Some(code));
             let server = faulty(&script);
             let mut probe = MigFormProbe::default();
-            with_client(&server, async |kube| {
+            server.with_client_no_retries(async |kube| {
                 let failed = probe.decide(&kube, &target).await;
                 assert!(
                     matches!(&failed, Err(ProbeError::DryRun { field: f, .. }) if *f == field),
@@ -107,15 +98,11 @@ fn an_answer_that_decides_nothing_is_retried_and_what_was_found_is_kept() {
 #[test]
 fn a_refusal_is_a_verdict_kept_until_forgotten() {
     let owner = owner();
-    let target = ProbeTarget {
-        node: NODE,
-        driver: "gpu.nvidia.com",
-        owner: &owner,
-    };
+    let target = gpu_driver_target(&owner);
     for code in REFUSALS {
         let server = faulty(&[Some(code)]);
         let mut probe = MigFormProbe::default();
-        with_client(&server, async |kube| {
+        server.with_client_no_retries(async |kube| {
             let decision = probe.decide(&kube, &target).await.expect("a verdict");
             assert_eq!(decision.form, Form::Layout, "{code}");
             assert!(
@@ -145,7 +132,7 @@ fn a_status_dry_run_that_decides_nothing_leaves_the_claim_to_the_next_round() {
         server.mutate(|s| s.faults.script = [Some(code)].into());
         let mut writer = Writer::new(limits(), RECHECK);
         let claims = prepared(&[("a", 901)]);
-        with_client(&server, async |kube| {
+        server.with_client_no_retries(async |kube| {
             let first = writer.round(&kube, &claims, 0).await;
             assert_eq!(
                 (first.requests, first.applied, first.access_changed),
@@ -173,7 +160,7 @@ fn a_status_dry_run_refused_is_a_verdict_on_the_access_or_on_the_claim() {
         server.mutate(|s| s.faults.script = [Some(code)].into());
         let mut writer = Writer::new(limits(), RECHECK);
         let claims = prepared(&[("a", 901)]);
-        with_client(&server, async |kube| {
+        server.with_client_no_retries(async |kube| {
             writer.round(&kube, &claims, 0).await;
             let got = match writer.access() {
                 State::Unknown => "Unknown",

@@ -100,10 +100,8 @@ impl Run {
         let api = FakeApiServer::start_with_gate(NODE, NODE_UID, true);
         api.mutate(|state| state.faults = faults);
         let daemon_dir = dir.path().join("daemon");
-        std::fs::create_dir_all(&daemon_dir).expect("daemon dir");
         let daemon = Daemon::start_with(&daemon_dir, GPUS, &mig_config());
         let shim_dir = dir.path().join("shim");
-        std::fs::create_dir_all(&shim_dir).expect("shim dir");
         let started = Instant::now();
         let shim = Shim::start(&shim_dir, &api.url, &daemon.socket);
         Self {

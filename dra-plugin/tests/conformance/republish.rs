@@ -15,9 +15,8 @@ use std::collections::BTreeSet;
 use serde_json::json;
 
 use crate::fake_apiserver::{FakeApiServer, State};
-use crate::gpusliced::Daemon;
 use crate::peers::Shim;
-use crate::{BOUND, GPUS, NODE, NODE_UID, check_pool, published};
+use crate::{BOUND, GPUS, check_pool, published, start_node};
 
 /// The devices carrying the shim's NoSchedule `gpu.nvidia.com/unhealthy` taint.
 fn tainted(state: &State) -> BTreeSet<String> {
@@ -52,13 +51,7 @@ fn wait(api: &FakeApiServer, shim: &Shim, what: &str, done: impl Fn(&State) -> b
 #[test]
 fn slices_follow_changes_deletions_and_restarts_without_the_timer() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let api = FakeApiServer::start(NODE, NODE_UID);
-    let daemon_dir = dir.path().join("daemon");
-    std::fs::create_dir_all(&daemon_dir).expect("daemon dir");
-    let mut daemon = Daemon::start(&daemon_dir, GPUS);
-    let shim_dir = dir.path().join("shim");
-    std::fs::create_dir_all(&shim_dir).expect("shim dir");
-    let mut shim = Shim::start(&shim_dir, &api.url, &daemon.socket);
+    let (api, mut daemon, mut shim) = start_node(dir.path(), GPUS);
     let first = wait(&api, &shim, "first publication, watch open", |s| {
         published(s, 1) && s.watches_open > 0
     });

@@ -18,8 +18,8 @@ use serde_json::{Value, json};
 use crate::claim_status_rules::{ClaimStatusSwitches, Identity};
 use crate::fake_apiserver::{FakeApiServer, State};
 use crate::gpusliced::Daemon;
-use crate::peers::{self, Kubelet, Shim};
-use crate::{BOUND, NODE, NODE_UID, claim, kubelet_claim, uid};
+use crate::peers::{self, Shim};
+use crate::{BOUND, NODE, NODE_UID, claim, kubelet_claim, kubelet_in_temp_dir, uid};
 
 const DRIVER: &str = "gpu.nvidia.com";
 
@@ -97,13 +97,11 @@ pub(crate) fn start_status_shim(
 #[test]
 #[allow(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
 fn an_idle_claim_shows_idle_in_its_status_and_in_claims_cluster() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let Some(kubelet) = Kubelet::generate(dir.path()) else {
+    let Some((dir, kubelet)) = kubelet_in_temp_dir() else {
         return;
     };
     let api = bound_server();
     let daemon_dir = dir.path().join("daemon");
-    std::fs::create_dir_all(&daemon_dir).expect("daemon dir");
     let daemon = Daemon::start_with(
         &daemon_dir,
         4,
@@ -139,12 +137,13 @@ fn an_idle_claim_shows_idle_in_its_status_and_in_claims_cluster() {
             BTreeMap::from([(key, "other-manager".to_owned())]),
         );
     });
-    let prepared = kubelet.call(
-        &shim.dra_socket(),
-        "prepare-v1",
-        &json!({"claims": [kubelet_claim("notebook", &uid(41))]}),
-    );
-    assert_eq!(prepared["claims"][&uid(41)]["error"], "", "{prepared}");
+    // The kubelet's `call` of ml/notebook, which must succeed.
+    let notebook = |call: &str| {
+        let claims = json!({"claims": [kubelet_claim("notebook", &uid(41))]});
+        let answer = kubelet.call(&shim.dra_socket(), call, &claims);
+        assert_eq!(answer["claims"][&uid(41)]["error"], "", "{call}: {answer}");
+    };
+    notebook("prepare-v1");
 
     assert!(
         api.wait_for(BOUND, |s| idle(s, "notebook")),
@@ -214,12 +213,7 @@ fn an_idle_claim_shows_idle_in_its_status_and_in_claims_cluster() {
     let cells: Vec<&str> = row.split_whitespace().collect();
     assert_eq!(&cells[1..4], [NODE, "gpu-2", "exclusive"], "{stdout}");
 
-    let gone = kubelet.call(
-        &shim.dra_socket(),
-        "unprepare-v1",
-        &json!({"claims": [kubelet_claim("notebook", &uid(41))]}),
-    );
-    assert_eq!(gone["claims"][&uid(41)]["error"], "", "{gone}");
+    notebook("unprepare-v1");
     assert!(
         api.wait_for(BOUND, |s| ours(s, "notebook").is_empty()),
         "our entry stays after the unprepare; shim log:\n{}",
@@ -237,14 +231,12 @@ fn with_the_mode_off_gpuslicectl_status_says_so_across_a_gpusliced_restart() {
     let dir = tempfile::tempdir().expect("temp dir");
     let api = FakeApiServer::start(NODE, NODE_UID);
     let daemon_dir = dir.path().join("daemon");
-    std::fs::create_dir_all(&daemon_dir).expect("daemon dir");
     let mut daemon = Daemon::start(&daemon_dir, 1);
     assert!(
         !daemon.status_text().contains("claim status"),
         "no line before a plugin says it"
     );
     let shim_dir = dir.path().join("shim");
-    std::fs::create_dir_all(&shim_dir).expect("shim dir");
     let shim = Shim::start_with(
         &shim_dir,
         &api.url,

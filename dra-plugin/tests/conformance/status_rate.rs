@@ -232,11 +232,9 @@ impl Node {
     /// gpusliced, the plugin and the fake API server holding 64 allocated
     /// claims; `None` where the Python kubelet cannot be generated.
     fn start() -> Option<Self> {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let kubelet = Kubelet::generate(dir.path())?;
+        let (dir, kubelet) = crate::kubelet_in_temp_dir()?;
         let api = bound_server();
         let daemon_dir = dir.path().join("daemon");
-        std::fs::create_dir_all(&daemon_dir).expect("daemon dir");
         let processes_dir = daemon_dir.join("sim-processes");
         // `extra` lands in [backend.sim] first.
         let daemon = Daemon::start_with(

@@ -36,7 +36,7 @@
 //! printed as the case; proptest keeps its seed in
 //! `proptest-regressions/` next to this folder and runs it first next time.
 //! MPS claims run on the test kit's fake control daemons
-//! (`gpuslice::mps::FakeMps`), so every case may ask for them.
+//! (`gpuslice::claims::mps_daemon::FakeMps`), so every case may ask for them.
 
 mod alignment;
 mod beta;

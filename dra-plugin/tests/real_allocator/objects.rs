@@ -49,34 +49,34 @@ pub fn class(name: &str, cel: &str) -> DeviceClass {
 /// Slice `index` of `count` of the pool on [`NODE`], generation 1, holding
 /// `devices` (JSON Device objects).
 pub fn device_slice(index: u32, count: u32, devices: Value) -> ResourceSlice {
-    typed(
-        "device slice",
-        json!({
-            "metadata": { "name": format!("{NODE}-{index}") },
-            "spec": {
-                "driver": DRIVER,
-                "nodeName": NODE,
-                "pool": { "name": POOL, "generation": 1, "resourceSliceCount": count },
-                "devices": devices
-            }
-        }),
-    )
+    pool_slice("device slice", index, count, "devices", devices)
 }
 
 /// Slice `index` of `count` of the pool, holding only shared counters (the
 /// shape Kubernetes 1.35+ requires: counters and devices in separate slices).
 pub fn counter_slice(index: u32, count: u32, counter_sets: Value) -> ResourceSlice {
-    typed(
+    pool_slice(
         "counter slice",
-        json!({
-            "metadata": { "name": format!("{NODE}-{index}") },
-            "spec": {
-                "driver": DRIVER,
-                "nodeName": NODE,
-                "pool": { "name": POOL, "generation": 1, "resourceSliceCount": count },
-                "sharedCounters": counter_sets
-            }
-        }),
+        index,
+        count,
+        "sharedCounters",
+        counter_sets,
+    )
+}
+
+/// Slice `index` of `count` of the pool on [`NODE`], generation 1, whose
+/// spec holds `content` under `field` (its devices or its counters); `what`
+/// names it when it does not parse.
+fn pool_slice(what: &str, index: u32, count: u32, field: &str, content: Value) -> ResourceSlice {
+    let mut spec = json!({
+        "driver": DRIVER,
+        "nodeName": NODE,
+        "pool": { "name": POOL, "generation": 1, "resourceSliceCount": count },
+    });
+    spec[field] = content;
+    typed(
+        what,
+        json!({ "metadata": { "name": format!("{NODE}-{index}") }, "spec": spec }),
     )
 }
 
@@ -89,6 +89,12 @@ pub fn claim(name: &str, requests: Value, constraints: Value) -> ResourceClaim {
             "spec": { "devices": { "requests": requests, "constraints": constraints } }
         }),
     )
+}
+
+/// A claim `default/<name>` of one request, `r`, for `count` devices of
+/// `class` (None: all of them), without constraints.
+pub fn one_request_claim(name: &str, class: &str, count: Option<i64>) -> ResourceClaim {
+    claim(name, json!([exactly("r", class, count)]), json!([]))
 }
 
 /// One request for `count` devices of `class`, or all of them.

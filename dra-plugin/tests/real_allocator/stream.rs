@@ -5,7 +5,7 @@
 
 use serde_json::json;
 
-use crate::objects::{allocated, claim, exactly, result};
+use crate::objects::{allocated, one_request_claim, result};
 use crate::tool::{ToolError, available};
 use crate::upstream::{devices, names, whole_gpus};
 
@@ -17,19 +17,11 @@ fn a_session_answers_each_question_as_a_process_of_its_own_would() {
         return;
     };
     let mut first = whole_gpus();
-    first.claims = vec![claim(
-        "one",
-        json!([exactly("r", "gpu", Some(1))]),
-        json!([]),
-    )];
+    first.claims = vec![one_request_claim("one", "gpu", Some(1))];
     let mut second = first.clone();
     second.allocated = vec![allocated("holder", json!([result("r", "gpu-0")]))];
     let mut third = first.clone();
-    third.claims = vec![claim(
-        "four",
-        json!([exactly("r", "gpu", Some(4))]),
-        json!([]),
-    )];
+    third.claims = vec![one_request_claim("four", "gpu", Some(4))];
     let mut session = allocator.session().expect("the tool starts");
     for (input, want) in [
         (&first, Ok(names(&["gpu-0"]))),

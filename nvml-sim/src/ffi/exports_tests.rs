@@ -76,6 +76,17 @@ fn mig_on(index: u32) {
     assert_eq!((answer, status), (SUCCESS, SUCCESS));
 }
 
+/// GPU `index` with MIG on, after `init`; `None` (the test skips) without
+/// root.
+fn mig_gpu(index: u32) -> Option<sys::nvmlDevice_t> {
+    init();
+    if !root() {
+        return None;
+    }
+    mig_on(index);
+    Some(device(index))
+}
+
 #[test]
 fn versioned_structs_are_checked_by_their_version() {
     init();
@@ -207,12 +218,9 @@ fn clear(dev: sys::nvmlDevice_t, profiles: &[c_uint]) {
 /// driver places each instance itself, and the order matters.
 #[test]
 fn the_drivers_placements_are_the_mig_guides() {
-    init();
-    if !root() {
+    let Some(dev) = mig_gpu(GUIDE_A100) else {
         return;
-    }
-    mig_on(GUIDE_A100);
-    let dev = device(GUIDE_A100);
+    };
     let made: Vec<_> = [19, 14, 5].iter().map(|&p| create(dev, p)).collect();
     assert_eq!(made, vec![Ok(6), Ok(4), Ok(0)], "1g at 6, 2g at 4, 4g at 0");
     clear(dev, &[19, 14, 5]);
@@ -238,12 +246,9 @@ fn remaining(dev: sys::nvmlDevice_t, profile: c_uint) -> u32 {
 
 #[test]
 fn remaining_capacity_follows_the_instances() {
-    init();
-    if !root() {
+    let Some(dev) = mig_gpu(CAPACITY_H100) else {
         return;
-    }
-    mig_on(CAPACITY_H100);
-    let dev = device(CAPACITY_H100);
+    };
     let profiles = [19, 20, 15, 14, 9, 5, 0];
     let empty: Vec<_> = profiles.iter().map(|&p| remaining(dev, p)).collect();
     assert_eq!(empty, vec![7, 1, 4, 3, 2, 1, 1]);
@@ -270,12 +275,9 @@ fn remaining_capacity_follows_the_instances() {
 
 #[test]
 fn mig_device_handles_name_compute_instances() {
-    init();
-    if !root() {
+    let Some(dev) = mig_gpu(MIG_DEVICES_H100) else {
         return;
-    }
-    mig_on(MIG_DEVICES_H100);
-    let dev = device(MIG_DEVICES_H100);
+    };
     let mut gi = std::ptr::null_mut();
     let at = sys::nvmlGpuInstancePlacement_t { start: 0, size: 1 };
     // SAFETY: live locals.

@@ -60,49 +60,38 @@ unsafe fn list(
     })
 }
 
-/// `nvmlDeviceGetComputeRunningProcesses_v3`.
-///
-/// # Safety
-/// `count` is NULL or points to an unsigned int; `infos` is NULL or holds
-/// `*count` entries.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlDeviceGetComputeRunningProcesses_v3(
-    device: sys::nvmlDevice_t,
-    count: *mut c_uint,
-    infos: *mut sys::nvmlProcessInfo_t,
-) -> sys::nvmlReturn_t {
-    // SAFETY: the caller's contract, passed on.
-    unsafe { list(device, List::Compute, count, infos) }
+/// Exports each `$name` as the C function
+/// `nvmlReturn_t $name(nvmlDevice_t device, unsigned int *count,
+/// nvmlProcessInfo_t *infos)`, the `_v3` list of `device`'s processes of
+/// kind `$list` ([`list`]).
+macro_rules! process_lists {
+    ($($(#[doc = $doc:literal])* $name:ident => $list:expr;)*) => {
+        $(
+            $(#[doc = $doc])*
+            ///
+            /// # Safety
+            /// `count` is NULL or points to an unsigned int; `infos` is NULL or
+            /// holds `*count` entries.
+            #[unsafe(no_mangle)]
+            pub unsafe extern "C" fn $name(
+                device: sys::nvmlDevice_t,
+                count: *mut c_uint,
+                infos: *mut sys::nvmlProcessInfo_t,
+            ) -> sys::nvmlReturn_t {
+                // SAFETY: the caller's contract, passed on.
+                unsafe { list(device, $list, count, infos) }
+            }
+        )*
+    };
 }
 
-/// `nvmlDeviceGetMPSComputeRunningProcesses_v3`.
-///
-/// # Safety
-/// `count` is NULL or points to an unsigned int; `infos` is NULL or holds
-/// `*count` entries.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlDeviceGetMPSComputeRunningProcesses_v3(
-    device: sys::nvmlDevice_t,
-    count: *mut c_uint,
-    infos: *mut sys::nvmlProcessInfo_t,
-) -> sys::nvmlReturn_t {
-    // SAFETY: the caller's contract, passed on.
-    unsafe { list(device, List::MpsClients, count, infos) }
-}
-
-/// `nvmlDeviceGetGraphicsRunningProcesses_v3`: none.
-///
-/// # Safety
-/// `count` is NULL or points to an unsigned int; `infos` is NULL or holds
-/// `*count` entries.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlDeviceGetGraphicsRunningProcesses_v3(
-    device: sys::nvmlDevice_t,
-    count: *mut c_uint,
-    infos: *mut sys::nvmlProcessInfo_t,
-) -> sys::nvmlReturn_t {
-    // SAFETY: the caller's contract, passed on.
-    unsafe { list(device, List::Graphics, count, infos) }
+process_lists! {
+    /// `nvmlDeviceGetComputeRunningProcesses_v3`.
+    nvmlDeviceGetComputeRunningProcesses_v3 => List::Compute;
+    /// `nvmlDeviceGetMPSComputeRunningProcesses_v3`.
+    nvmlDeviceGetMPSComputeRunningProcesses_v3 => List::MpsClients;
+    /// `nvmlDeviceGetGraphicsRunningProcesses_v3`: none.
+    nvmlDeviceGetGraphicsRunningProcesses_v3 => List::Graphics;
 }
 
 /// `nvmlDeviceGetProcessUtilization`: samples after `last_seen`; with a

@@ -4,7 +4,7 @@
 //! not define (its informer lists them from a map), and the devices of one
 //! slice in their published order. gpusliced publishes partitionable MIG
 //! devices profile after profile, each profile's placements in the order
-//! that keeps first fit packing GPUs (daemon/src/claims/access/mig/publish_order.rs).
+//! that keeps first fit packing GPUs (daemon/src/inventory/mig/publish_order.rs).
 //! That order only reaches the scheduler whole if the devices of one profile
 //! sit in one slice: a run cut in two may be tried second half first.
 //!

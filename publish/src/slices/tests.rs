@@ -2,6 +2,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use gpuslice_proto::gpuslice::v1 as pb;
 use gpuslice_proto::gpuslice::v1::attribute_value::Value;
+use k8s_openapi::api::resource::v1::Device;
 
 use super::{
     BuiltPool, MAX_COUNTER_SETS_PER_SLICE, MAX_DEVICES_PER_SLICE,
@@ -59,6 +60,14 @@ fn inventory(devices: usize) -> pb::GetInventoryResponse {
         devices: (0..devices).map(gpu).collect(),
         ..pb::GetInventoryResponse::default()
     }
+}
+
+/// The devices of the one slice `inv` makes for `target`, the pool's shape
+/// checked.
+fn one_slice_devices(inv: &pb::GetInventoryResponse, target: &PoolTarget<'_>) -> Vec<Device> {
+    let pool = build_pool(inv, target, 1);
+    check_shape(&pool, 1);
+    pool.slices[0].devices.clone().expect("devices")
 }
 
 /// Every rule a published pool must satisfy, whatever its input.
@@ -309,9 +318,7 @@ fn unhealthy_devices_are_tainted_only_when_asked() {
         taint_unhealthy: true,
         ..TARGET
     };
-    let tainted = build_pool(&inv, &target, 1);
-    check_shape(&tainted, 1);
-    let devices = tainted.slices[0].devices.as_ref().expect("devices");
+    let devices = one_slice_devices(&inv, &target);
     assert!(devices[0].taints.is_none());
     let taint = &devices[1].taints.as_ref().expect("taint")[0];
     assert_eq!(taint.key, "gpu.nvidia.com/unhealthy");
@@ -462,9 +469,7 @@ fn consumable_capacity_makes_whole_gpus_shareable_by_memory() {
         consumable_capacity: true,
         ..TARGET
     };
-    let shared = build_pool(&inv, &target, 1);
-    check_shape(&shared, 1);
-    let devices = shared.slices[0].devices.as_ref().expect("devices");
+    let devices = one_slice_devices(&inv, &target);
     assert_eq!(devices[0].allow_multiple_allocations, Some(true));
     let memory = &devices[0].capacity.as_ref().expect("capacity")["memory"];
     let policy = memory.request_policy.as_ref().expect("request policy");

@@ -12,18 +12,14 @@ use gpuslice_proto::gpuslice::v1 as pb;
 use serde_json::Value;
 
 use super::{BOUND, claim, ctl_ok, processes, sample, scrape};
-use crate::harness::{Daemon, write_config};
+use crate::common::queries::Queries;
+use crate::harness::Daemon;
 
 const C: &str = "c3c3c3c3-1616-4000-8000-00000000000c";
 
 /// GetActivity as the live `top` asks it: the latest periodic sample.
 async fn periodic(node: &Daemon) -> pb::GetActivityResponse {
-    node.client()
-        .await
-        .get_activity(pb::GetActivityRequest::default())
-        .await
-        .expect("GetActivity")
-        .into_inner()
+    node.client().await.activity(false).await
 }
 
 /// Polls the periodic view until the sample gpusliced takes at start-up is
@@ -80,10 +76,8 @@ impl Drop for Exec {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn sim_a_claim_and_its_process_show_at_once_without_waiting_for_a_sample() {
-    let dir = tempfile::tempdir().expect("temp dir");
     let extra = "[activity]\ninterval_s = 3600\n[metrics]\nlisten = \"127.0.0.1:0\"\n";
-    write_config(dir.path(), 2, extra);
-    let node = Daemon::start_in(dir);
+    let node = Daemon::start_with(2, extra);
     let first = start_up_sample(&node).await;
     ctl_ok(
         &node,

@@ -10,17 +10,14 @@ use gpuslice_proto::gpuslice::v1 as pb;
 
 use super::BOUND;
 use super::processes::Processes;
-use crate::harness::{Daemon, prepare_request, write_config};
+use crate::common::claims::Claims;
+use crate::common::queries::Queries;
+use crate::harness::Daemon;
 
 const D: &str = "d4d4d4d4-1616-4000-8000-00000000000d";
 
 async fn activity(node: &Daemon) -> pb::GetActivityResponse {
-    node.client()
-        .await
-        .get_activity(pb::GetActivityRequest::default())
-        .await
-        .expect("GetActivity")
-        .into_inner()
+    node.client().await.activity(false).await
 }
 
 /// The next message of the watch; it must come within [`BOUND`].
@@ -67,10 +64,8 @@ fn device(reply: &pb::GetActivityResponse) -> Option<(&pb::ClaimActivity, pb::De
 
 #[tokio::test(flavor = "multi_thread")]
 async fn sim_a_stopped_claim_turns_idle_after_idle_after_s_and_the_watch_says_when() {
-    let dir = tempfile::tempdir().expect("temp dir");
     let extra = "[activity]\ninterval_s = 1\nidle_after_s = 2\nsummary_window_s = 5\n";
-    write_config(dir.path(), 2, extra);
-    let node = Daemon::start_in(dir);
+    let node = Daemon::start_with(2, extra);
     let mut watch = node
         .client()
         .await
@@ -78,11 +73,7 @@ async fn sim_a_stopped_claim_turns_idle_after_idle_after_s_and_the_watch_says_wh
         .await
         .expect("WatchActivity")
         .into_inner();
-    node.client()
-        .await
-        .prepare(prepare_request(D, &["gpu-1"]))
-        .await
-        .expect("prepare");
+    node.client().await.prepare_whole(D, &["gpu-1"]).await;
     let mut procs = Processes::default();
     let running = procs.exec(&node, D, &["--memory", "1Gi", "--sm", "20"]);
     let (busy, _) = until(&node, &mut watch, "the claim active at 20% SM", |now, _| {

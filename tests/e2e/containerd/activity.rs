@@ -17,6 +17,7 @@ use nix::unistd::Pid;
 
 use super::node::Kind;
 use super::pod::Pod;
+use crate::common::queries::Queries;
 use crate::harness::Daemon;
 
 /// The `sim exec --pid` processes, by container name, with the container
@@ -101,13 +102,7 @@ pub async fn follow_every_container(daemon: &Daemon, pod: &mut Pod) -> Followed 
 
 /// GetActivity, on a sample taken now.
 pub async fn activity(daemon: &Daemon) -> pb::GetActivityResponse {
-    daemon
-        .client()
-        .await
-        .get_activity(pb::GetActivityRequest { fresh: true })
-        .await
-        .expect("GetActivity")
-        .into_inner()
+    daemon.client().await.activity(true).await
 }
 
 /// The pids attributed to claim `uid` on its first device.

@@ -10,6 +10,7 @@ use std::process::Command;
 
 use serde_json::json;
 
+use crate::common::files::write_new;
 use crate::tools::run;
 
 /// The image's name, also `pinned_images.sandbox` in containerd's config.
@@ -73,8 +74,8 @@ pub fn build(dir: &Path, busybox: &Path) -> std::path::PathBuf {
             "annotations": {"io.containerd.image.name": IMAGE},
         }],
     });
-    write(&layout.join("index.json"), index.to_string().as_bytes());
-    write(
+    write_new(&layout.join("index.json"), index.to_string().as_bytes());
+    write_new(
         &layout.join("oci-layout"),
         br#"{"imageLayoutVersion":"1.0.0"}"#,
     );
@@ -96,15 +97,6 @@ fn put(blobs: &Path, bytes: &[u8]) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
-    write(&blobs.join(&hex), bytes);
+    write_new(&blobs.join(&hex), bytes);
     format!("sha256:{hex}")
-}
-
-fn write(path: &Path, bytes: &[u8]) {
-    std::fs::OpenOptions::new()
-        .create_new(true)
-        .write(true)
-        .open(path)
-        .and_then(|mut f| std::io::Write::write_all(&mut f, bytes))
-        .unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
 }

@@ -18,6 +18,8 @@ use super::Ids;
 use super::activity::{Followed, activity, pids_of};
 use super::node::Kind;
 use super::pod::Pod;
+use crate::common::claims::Claims;
+use crate::common::queries::Queries;
 use crate::harness::{Daemon, unprepare_request};
 
 fn spec_path(daemon: &Daemon, kind: Kind) -> std::path::PathBuf {
@@ -45,12 +47,7 @@ pub async fn unprepare_while_running(
     let kind = Kind::Whole;
     let uid = kind.uid();
     let (id, pid) = followed.containers[kind.name()].clone();
-    daemon
-        .client()
-        .await
-        .unprepare(unprepare_request(uid))
-        .await
-        .expect("an unprepare while the container runs succeeds");
+    daemon.client().await.unprepare_claim(uid).await;
     assert!(!spec_path(daemon, kind).exists(), "the spec stays");
     assert_eq!(pod.cri.status(&id).0, "CONTAINER_RUNNING");
     let reason = format!("its environment names claim {uid}, which does not hold gpu-0");
@@ -119,15 +116,8 @@ pub async fn mig_unprepare_waits_for_the_container(
         Some(0),
         "sim exec --pid ends with the process"
     );
-    client
-        .unprepare(unprepare_request(uid))
-        .await
-        .expect("the retry, once the container stopped");
-    let layout = client
-        .get_mig_layout(pb::GetMigLayoutRequest {})
-        .await
-        .expect("GetMigLayout")
-        .into_inner();
+    client.unprepare_claim(uid).await;
+    let layout = client.mig_layout().await;
     let held: Vec<&pb::MigInstance> = layout
         .gpus
         .iter()

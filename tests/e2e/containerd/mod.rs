@@ -156,7 +156,7 @@ async fn start_node() -> (SharedDaemon, Ids, MpsDaemon) {
         .clone();
     assert_eq!(mps.active_thread_percentage, 50, "{mps:?}");
     let shm = Path::new(&mps.pipe_dir).with_file_name("shm").join("probe");
-    runtime::write(&shm, "from the daemon's shm");
+    crate::common::files::write_text(&shm, "from the daemon's shm");
     (daemon, ids, mps)
 }
 

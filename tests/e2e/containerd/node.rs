@@ -10,9 +10,11 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use gpuslice_proto::gpuslice::v1 as pb;
 use nix::sys::stat::{Mode, SFlag, makedev, mknod};
 
+use crate::common::devices::slice_of_profile;
+use crate::common::files::write_gpuslice_toml;
+use crate::common::queries::Queries;
 use crate::harness::{Client, prepare_request};
 use crate::stand_ins::{memory, mps, sections, shared_request, timeslicing};
 use crate::tools::{repo_root, run};
@@ -169,13 +171,7 @@ pub fn write_config(dir: &Path, driver_root: &Path) {
         driver_root.display(),
         sections(dir),
     );
-    std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(true)
-        .write(true)
-        .open(dir.join("gpuslice.toml"))
-        .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
-        .expect("write the config");
+    write_gpuslice_toml(dir, &text);
 }
 
 /// Prepares the claim of `kind`; its CDI ids.
@@ -183,7 +179,10 @@ pub async fn prepare(client: &mut Client, kind: Kind) -> Vec<String> {
     let uid = kind.uid();
     let request = match kind {
         Kind::Whole => prepare_request(uid, &["gpu-0"]),
-        Kind::Mig => prepare_request(uid, &[&slice_1g(client).await]),
+        Kind::Mig => {
+            let slice = slice_of_profile(&client.inventory().await, "1g.10gb");
+            prepare_request(uid, &[&slice])
+        }
         Kind::Mps => shared_request(uid, &["gpu-2"], &[mps(50), memory("20Gi")]),
         Kind::TimeSlicing => shared_request(uid, &["gpu-3"], &[timeslicing("Long")]),
         Kind::TwoDevices => prepare_request(uid, &["gpu-4", "gpu-5"]),
@@ -198,22 +197,4 @@ pub async fn prepare(client: &mut Client, kind: Kind) -> Vec<String> {
         .iter()
         .flat_map(|d| d.cdi_device_ids.iter().cloned())
         .collect()
-}
-
-/// A 1g.10gb slice of gpu-1 from the inventory.
-async fn slice_1g(client: &mut Client) -> String {
-    let inventory = client
-        .get_inventory(pb::GetInventoryRequest {})
-        .await
-        .expect("inventory")
-        .into_inner();
-    inventory
-        .devices
-        .iter()
-        .find(|d| {
-            d.attributes.get("profile").and_then(|a| a.value.as_ref())
-                == Some(&pb::attribute_value::Value::String("1g.10gb".to_owned()))
-        })
-        .map(|d| d.name.clone())
-        .expect("a 1g.10gb slice offered on gpu-1")
 }

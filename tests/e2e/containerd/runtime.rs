@@ -19,6 +19,7 @@ use std::process::{Child, Command, Stdio};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
+use crate::common::files::write_text;
 use crate::tools::{run, which};
 
 /// Where `.ci/run` unpacks sid's containerd.
@@ -88,7 +89,7 @@ impl Containerd {
             .filter(|p| !Path::new(p).exists())
             .collect();
         let config = dir.join("config.toml");
-        write(&config, &config_toml(dir, cdi_dir));
+        write_text(&config, &config_toml(dir, cdi_dir));
         let log = std::fs::OpenOptions::new()
             .create(true)
             .truncate(true)
@@ -215,17 +216,6 @@ disabled_plugins = ['io.containerd.nri.v1.nri', 'io.containerd.internal.v1.opt',
     )
 }
 
-/// Writes a test file (not a durable one: the folder is thrown away).
-pub fn write(path: &Path, text: &str) {
-    std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(true)
-        .write(true)
-        .open(path)
-        .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
-        .unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
-}
-
 /// SIGKILLs every process in `cgroup` and the cgroups under it.
 fn kill_cgroup_processes(cgroup: &Path) {
     let procs = std::fs::read_to_string(cgroup.join("cgroup.procs")).unwrap_or_default();
@@ -260,22 +250,7 @@ fn subfolders(dir: &Path) -> Vec<PathBuf> {
 /// this containerd (started with `-address <socket>`).
 fn kill_processes_naming(socket: &Path) {
     let needle = socket.as_os_str().as_encoded_bytes();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-        if cmdline.split(|b| *b == 0).any(|arg| arg == needle) {
-            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
-        }
-    }
+    crate::stand_ins::kill_processes_whose("cmdline", |arg| arg == needle);
 }
 
 /// Detaches every mount under `dir`, deepest first.

@@ -10,6 +10,8 @@ use std::collections::BTreeMap;
 
 use gpuslice_proto::gpuslice::v1 as pb;
 
+use crate::common::devices::text_attr;
+use crate::common::queries::Queries;
 use crate::crash_node::Gpusliced;
 use crate::harness::unprepare_request;
 use crate::stand_ins::shared_request;
@@ -110,17 +112,7 @@ impl Names {
     }
 
     pub async fn resolve(&mut self, daemon: &Gpusliced) {
-        let inventory = daemon
-            .client()
-            .await
-            .get_inventory(pb::GetInventoryRequest {})
-            .await
-            .expect("inventory")
-            .into_inner();
-        let text = |d: &pb::Device, key: &str| match d.attributes.get(key)?.value.as_ref()? {
-            pb::attribute_value::Value::String(s) => Some(s.clone()),
-            _ => None,
-        };
+        let inventory = daemon.client().await.inventory().await;
         let mut gpus: Vec<(usize, String)> = Vec::new();
         let mut slices: BTreeMap<(usize, String), Vec<(u32, String)>> = BTreeMap::new();
         for d in &inventory.devices {
@@ -128,14 +120,14 @@ impl Names {
                 continue;
             };
             if let Ok(n) = rest.parse::<usize>() {
-                gpus.push((n, text(d, "uuid").expect("a GPU's uuid")));
+                gpus.push((n, text_attr(d, "uuid").expect("a GPU's uuid")));
             } else if let Some((gpu, tail)) = rest.split_once("-mig-") {
                 let start: u32 = tail
                     .rsplit('-')
                     .next()
                     .and_then(|s| s.parse().ok())
                     .expect("start");
-                let profile = text(d, "profile").expect("a slice's profile");
+                let profile = text_attr(d, "profile").expect("a slice's profile");
                 let gpu: usize = gpu.parse().expect("gpu index");
                 slices
                     .entry((gpu, profile))

@@ -9,8 +9,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use gpuslice::domains::cdi::{claim_uid_of_spec_file, spec_file_name};
-use gpuslice::domains::record::ChannelRecord;
+use gpuslice::compute_domains::cdi::{claim_uid_of_spec_file, spec_file_name};
+use gpuslice::compute_domains::record::ChannelRecord;
 use gpuslice::state::Phase;
 use gpuslice::supervise::process::ProcessId;
 

@@ -41,6 +41,7 @@ use serde_json::Value;
 
 use crate::activity::processes::Processes;
 use crate::activity::{ctl_ok, eventually};
+use crate::common::ctl::run_ctl;
 use crate::harness::Daemon;
 use crate::stand_ins::{SharedDaemon, daemon_of, memory, mps, timeslicing};
 use crate::tools::skip;
@@ -167,21 +168,16 @@ fn claims_of_every_kind(node: &Daemon, procs: &mut Processes) {
 
 /// A Prepare gpusliced refuses (a device it does not have).
 fn refused_prepare(node: &Daemon) {
-    let out = std::process::Command::new(crate::binaries::gpuslicectl())
-        .arg("--socket")
-        .arg(&node.socket)
-        .args(["prepare", "--uid", "c5c5c5c5-3232-4000-8000-00000000000c"])
-        .args([
-            "--namespace",
-            "serving",
-            "--name",
-            "typo",
-            "--device",
-            "gpu-9",
-        ])
-        .output()
-        .expect("run gpuslicectl");
-    assert!(!out.status.success(), "gpu-9 does not exist");
+    let args = ["prepare", "--uid", "c5c5c5c5-3232-4000-8000-00000000000c"];
+    let place = [
+        "--namespace",
+        "serving",
+        "--name",
+        "typo",
+        "--device",
+        "gpu-9",
+    ];
+    run_ctl(&node.socket, &[&args[..], &place].concat()).refused();
 }
 
 /// The shared claim's MPS control daemon dies and cannot start again, as

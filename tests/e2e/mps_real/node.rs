@@ -13,7 +13,8 @@ use std::time::Duration;
 use gpuslice_proto::gpuslice::v1 as pb;
 
 use super::{SERVER, answered, env_of, node_with, real_control, userspace};
-use crate::harness::{list, unprepare_request};
+use crate::common::claims::Claims;
+use crate::harness::list;
 use crate::stand_ins::{SharedDaemon, alive, daemon_of, gpu_config, shared_request};
 
 const A: &str = "a1a1a1a1-0038-4a7b-8c9d-0e1f2a3b4c5d";
@@ -164,7 +165,7 @@ async fn real_mps_daemon_under_gpusliced_on_every_path() {
     assert_eq!(limits(&first), want);
 
     // kill -9: the supervisor starts it again and sets the limits again.
-    gpuslice::mps::child::kill_pid(first.pid);
+    gpuslice::claims::mps_daemon::child::kill_pid(first.pid);
     let began = std::time::Instant::now();
     let back = loop {
         let d = daemon(&node).await;
@@ -219,10 +220,10 @@ async fn real_mps_daemon_under_gpusliced_on_every_path() {
     assert_eq!(limits(&adopted), want);
 
     // The last unprepare: the daemon quits, its folder goes.
-    let mut client = node.client().await;
-    client.unprepare(unprepare_request(A)).await.unwrap();
+    let client = node.client().await;
+    client.unprepare_claim(A).await;
     assert!(alive(back.pid), "B still uses it");
-    client.unprepare(unprepare_request(B)).await.unwrap();
+    client.unprepare_claim(B).await;
     assert!(!alive(back.pid), "quit");
     assert!(
         list(&node.path().join("run/mps")).is_empty(),
@@ -230,10 +231,10 @@ async fn real_mps_daemon_under_gpusliced_on_every_path() {
     );
     let marker = format!(
         "{}={}",
-        gpuslice::mps::supervisor::DAEMON_MARKER,
+        gpuslice::claims::mps_daemon::supervisor::DAEMON_MARKER,
         pipe.parent().expect("the daemon's folder").display()
     );
-    assert!(gpuslice::mps::child::pids_with_env(&marker).is_empty());
+    assert!(gpuslice::claims::mps_daemon::child::pids_with_env(&marker).is_empty());
     let view = node.sharing().await;
     assert!(view.gpus.iter().all(|g| g.compute_mode == "DEFAULT"));
 }

@@ -6,10 +6,11 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use gpuslice_proto::gpuslice::v1 as pb;
-
 use super::{answered, env_of, node_with, real_control};
-use crate::harness::{list, unprepare_request};
+use crate::common::claims::Claims;
+use crate::common::devices::slice_of_profile;
+use crate::common::queries::Queries;
+use crate::harness::list;
 use crate::stand_ins::{alive, daemon_of, mps, shared_request};
 
 const S: &str = "c3c3c3c3-0038-4a7b-8c9d-0e1f2a3b4c5d";
@@ -24,20 +25,10 @@ async fn real_mps_daemon_on_a_mig_slice() {
     let mig = "[mig]\n[[mig.gpu]]\nindex = 1\nlayout = [\"3g.40gb\"]\n";
     let node = node_with(&program, 2, mig);
     let mut client = node.client().await;
-    let inventory = client
-        .get_inventory(pb::GetInventoryRequest {})
-        .await
-        .unwrap()
-        .into_inner();
-    let slice = inventory
-        .devices
-        .iter()
-        .find(|d| d.name.starts_with("gpu-1-mig"))
-        .cloned()
-        .expect("a MIG slice");
+    let slice = slice_of_profile(&client.inventory().await, "3g.40gb");
     let config = r#"{"apiVersion":"resource.nvidia.com/v1beta1","kind":"MigDeviceConfig","sharing":{"strategy":"MPS","mpsConfig":{"defaultActiveThreadPercentage":25,"defaultPinnedDeviceMemoryLimit":"8Gi"}}}"#;
     client
-        .prepare(shared_request(S, &[&slice.name], &[config.to_owned()]))
+        .prepare(shared_request(S, &[&slice], &[config.to_owned()]))
         .await
         .unwrap_or_else(|e| panic!("prepare: {e}\n{}", node.log()));
     let daemon = daemon_of(&node.sharing().await, "gpu-1")
@@ -58,7 +49,7 @@ async fn real_mps_daemon_on_a_mig_slice() {
         answered(&program, pipe, "get_default_device_pinned_mem_limit 0"),
         "8G"
     );
-    client.unprepare(unprepare_request(S)).await.unwrap();
+    client.unprepare_claim(S).await;
     assert!(!alive(daemon.pid));
     assert!(list(&node.path().join("run/mps")).is_empty());
 }
@@ -98,9 +89,11 @@ async fn real_mps_server_is_started_from_beside_the_control_program() {
         .expect("the daemon");
     let pipe = PathBuf::from(&daemon.pipe_dir);
     answered(&program, &pipe, "start_server -uid 0");
-    let ran = gpuslice::mps::control::wait_on_dir(driver.path(), Duration::from_secs(30), &|| {
-        Ok(started.exists())
-    })
+    let ran = gpuslice::claims::mps_daemon::control::wait_on_dir(
+        driver.path(),
+        Duration::from_secs(30),
+        &|| Ok(started.exists()),
+    )
     .unwrap();
     assert!(
         ran,
@@ -114,6 +107,6 @@ async fn real_mps_server_is_started_from_beside_the_control_program() {
             .any(|l| l == format!("CUDA_MPS_PIPE_DIRECTORY={}", pipe.display())),
         "the daemon's own server: {env}"
     );
-    client.unprepare(unprepare_request(T)).await.unwrap();
+    client.unprepare_claim(T).await;
     assert!(!alive(daemon.pid));
 }

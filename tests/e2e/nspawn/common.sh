@@ -41,22 +41,27 @@ journal_has() {
 mps_units() { systemctl list-units --all --plain --no-legend 'gpuslice-mps-*' | awk '{print $1}'; }
 ushow() { systemctl show -p "$2" --value "$1"; }
 
-# Writes /etc/gpuslice/sim.toml: the simulated driver root, the GPUs named
-# as arguments (models), and the MPS stand-in; a script appends its own
-# sections after it.
-sim_config() {
-	local gpus
-	gpus=$(printf '"%s", ' "$@")
-	cat >/etc/gpuslice/sim.toml <<EOF
+# sim_config_file FILE SIM: writes gpusliced's config FILE: the simulated
+# driver root, SIM as the [backend.sim] lines, and the MPS stand-in; a
+# script appends its own sections after it.
+sim_config_file() {
+	cat >"$1" <<EOF
 socket_group = "gpuslice"
 driver_root = "/opt/gpuslice-sim"
 [backend]
 kind = "sim"
 [backend.sim]
-gpus = [${gpus%, }]
+$2
 [mps]
 control_program = "$STAND_INS/mps-control"
 EOF
+}
+# Writes /etc/gpuslice/sim.toml (sim_config_file) with the GPUs named as
+# arguments (models).
+sim_config() {
+	local gpus
+	gpus=$(printf '"%s", ' "$@")
+	sim_config_file /etc/gpuslice/sim.toml "gpus = [${gpus%, }]"
 }
 
 step "the system bus: systemd.run= boots to kernel-command-line.target, which starts no sockets"

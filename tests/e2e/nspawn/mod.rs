@@ -13,7 +13,7 @@
 //! - `rack.rs` (`rack.sh`, after `rack_common.sh`): several containers at
 //!   once, a rack of simulated GB200 nodes on a network of their own
 //!   (`machines.rs` boots them);
-//! - `domain.rs` (`domain.sh`, after `rack_common.sh`): a ComputeDomain on
+//! - `compute_domain.rs` (`compute_domain.sh`, after `rack_common.sh`): a ComputeDomain on
 //!   a rack of three, its IMEX daemons run by gpusliced as instances of the
 //!   shipped `gpuslice-imex@.service`.
 //!
@@ -28,7 +28,7 @@
 //! list; each boot runs on a throwaway overlay of it, one boot (or one rack
 //! of boots) at a time.
 
-mod domain;
+mod compute_domain;
 mod limits;
 mod machines;
 mod rack;
@@ -128,12 +128,7 @@ fn rootfs(test: &str) -> Result<PathBuf, String> {
 
 /// Writes `text` as the new file `path` with `mode`.
 fn write_file(path: &Path, text: &str, mode: u32) {
-    std::fs::OpenOptions::new()
-        .create_new(true)
-        .write(true)
-        .open(path)
-        .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
-        .unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+    crate::common::files::write_new(path, text);
     std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(mode))
         .unwrap_or_else(|e| panic!("chmod {}: {e}", path.display()));
 }

@@ -9,26 +9,8 @@
 . /out/common.sh
 . /out/rack_common.sh
 
-CLIQUE=4f3c2b1a-5d6e-4f70-8a9b-0c1d2e3f4a5b.1
-
 step "a simulated p6e-gb200.36xlarge: driver root, sim config, dpkg -i"
-cp -a /out/sim-root /opt/gpuslice-sim
-cat >/etc/gpuslice/sim.toml <<EOF
-socket_group = "gpuslice"
-driver_root = "/opt/gpuslice-sim"
-[backend]
-kind = "sim"
-[backend.sim]
-instance = "p6e-gb200.36xlarge"
-seed = "$NODE_NAME"
-[mps]
-control_program = "$STAND_INS/mps-control"
-[imex]
-program = "/usr/bin/nvidia-imex"
-ctl_program = "/usr/bin/nvidia-imex-ctl"
-bind_address = "$NODE_ADDR"
-rack_network = ["$RACK_CIDR"]
-EOF
+rack_config /etc/gpuslice/sim.toml
 dpkg -i /out/gpuslice.deb
 [ "$(show ActiveState)/$(show SubState)" = active/running ] || fail "gpusliced is not active/running after install"
 gpuslicectl gpus

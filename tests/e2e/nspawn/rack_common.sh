@@ -24,6 +24,25 @@ install -m 0755 /out/fake-nvidia-imex /usr/bin/nvidia-imex
 install -m 0755 /out/fake-nvidia-imex-ctl /usr/bin/nvidia-imex-ctl
 install -m 0755 /out/fake-imex-workload "$STAND_INS/"
 
+# The NVLink clique of every node's GPUs (the simulator's for a rack).
+CLIQUE=4f3c2b1a-5d6e-4f70-8a9b-0c1d2e3f4a5b.1
+# rack_config FILE: the driver root copied to /opt/gpuslice-sim and
+# gpusliced's config FILE (sim_config_file) for a simulated
+# p6e-gb200.36xlarge seeded with the node's name, its IMEX daemons the
+# stand-ins, bound to NODE_ADDR, the rack network RACK_CIDR.
+rack_config() {
+	cp -a /out/sim-root /opt/gpuslice-sim
+	sim_config_file "$1" "instance = \"p6e-gb200.36xlarge\"
+seed = \"$NODE_NAME\""
+	cat >>"$1" <<EOF
+[imex]
+program = "/usr/bin/nvidia-imex"
+ctl_program = "/usr/bin/nvidia-imex-ctl"
+bind_address = "$NODE_ADDR"
+rack_network = ["$RACK_CIDR"]
+EOF
+}
+
 # rack_mark NAME: this node has reached NAME.
 rack_mark() { touch "/rack/$NODE_NAME.$1"; }
 # rack_wait NAME [SECONDS]: waits until every node has reached NAME (bounded,

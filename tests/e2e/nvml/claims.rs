@@ -9,6 +9,8 @@ use gpuslice_proto::gpuslice::v1 as pb;
 
 use super::node::NvmlNode;
 use crate::cdi_schema::assert_all_valid;
+use crate::common::devices::slice_of_profile;
+use crate::common::queries::Queries;
 use crate::harness::{Daemon, prepare_request, unprepare_request};
 use crate::stand_ins::{daemon_of, mps, shared_request, timeslicing};
 use crate::tools::{skip, which};
@@ -27,31 +29,7 @@ fn four_h100s() -> NvmlNode {
     )
 }
 
-fn attr(device: &pb::Device, key: &str) -> Option<String> {
-    match device.attributes.get(key)?.value.as_ref()? {
-        pb::attribute_value::Value::String(s) => Some(s.clone()),
-        _ => None,
-    }
-}
-
 /// The name of the first slice of `profile` the inventory offers.
-async fn slice_named(daemon: &Daemon, profile: &str) -> String {
-    let inventory = daemon
-        .client()
-        .await
-        .get_inventory(pb::GetInventoryRequest {})
-        .await
-        .expect("inventory")
-        .into_inner();
-    (inventory.devices.iter())
-        .find(|d| {
-            attr(d, "type").as_deref() == Some("mig")
-                && attr(d, "profile").as_deref() == Some(profile)
-        })
-        .map(|d| d.name.clone())
-        .unwrap_or_else(|| panic!("no {profile} slice offered: {inventory:?}"))
-}
-
 async fn unprepare(daemon: &Daemon, uid: &str) {
     daemon
         .client()
@@ -70,13 +48,7 @@ async fn nvml_lib_gpusliced_prepares_every_kind_of_claim() {
     let node = four_h100s();
     let hardware = node.reader();
     let daemon = node.start();
-    let status = daemon
-        .client()
-        .await
-        .get_status(pb::GetStatusRequest {})
-        .await
-        .expect("status")
-        .into_inner();
+    let status = daemon.client().await.status().await;
     assert_eq!(status.backend, "nvml", "{status:?}");
     assert_eq!(
         hardware.device_info(1).map(|g| g.mig),
@@ -97,7 +69,7 @@ async fn nvml_lib_gpusliced_prepares_every_kind_of_claim() {
     assert_eq!(whole.devices.len(), 1);
 
     // A MIG slice, made at prepare: a GPU and a compute instance NVML made.
-    let three = slice_named(&daemon, "3g.40gb").await;
+    let three = slice_of_profile(&daemon.client().await.inventory().await, "3g.40gb");
     client
         .prepare(prepare_request(SLICE, &[&three]))
         .await
@@ -105,13 +77,7 @@ async fn nvml_lib_gpusliced_prepares_every_kind_of_claim() {
     let made = hardware.gpu_instances(1).expect("GPU 1's instances");
     assert_eq!(made.len(), 1, "{made:?}");
     assert_eq!(made[0].compute_instances.len(), 1, "{made:?}");
-    let layout = daemon
-        .client()
-        .await
-        .get_mig_layout(pb::GetMigLayoutRequest {})
-        .await
-        .expect("MIG layout")
-        .into_inner();
+    let layout = daemon.client().await.mig_layout().await;
     let held: Vec<_> = (layout.gpus.iter())
         .flat_map(|g| g.instances.iter())
         .filter(|i| i.holder == SLICE)
@@ -171,13 +137,7 @@ async fn nvml_lib_gpusliced_reads_the_fabric_of_a_550_driver() {
     let fabric = node.reader().device_info(0).expect("GPU 0").fabric;
     let clique = fabric.and_then(|f| f.clique()).expect("a GB200 clique");
     let daemon = Daemon::start_with_env(node.dir, &[("GPUSLICE_NVML_SIM_DRIVER", "550.163.01")]);
-    let inventory = daemon
-        .client()
-        .await
-        .get_inventory(pb::GetInventoryRequest {})
-        .await
-        .expect("inventory")
-        .into_inner();
+    let inventory = daemon.client().await.inventory().await;
     let gpu0 = (inventory.devices.iter())
         .find(|d| d.name == "gpu-0")
         .expect("gpu-0");

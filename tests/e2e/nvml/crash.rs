@@ -8,36 +8,16 @@
 
 use std::time::Duration;
 
-use gpuslice_proto::gpuslice::v1 as pb;
-
 use super::node::NvmlNode;
-use crate::harness::{Daemon, connect, poll_until, prepare_request, unprepare_request};
+use crate::common::claims::Claims;
+use crate::common::devices::slice_of_profile;
+use crate::common::queries::Queries;
+use crate::harness::{Daemon, connect, poll_until, prepare_request};
 
 const UID: &str = "f1f1f1f1-0000-4000-8000-0000000000f1";
 
 /// Bound of the waits; only a hang reaches it.
 const BOUND: Duration = Duration::from_secs(60);
-
-fn attr(device: &pb::Device, key: &str) -> Option<String> {
-    match device.attributes.get(key)?.value.as_ref()? {
-        pb::attribute_value::Value::String(s) => Some(s.clone()),
-        _ => None,
-    }
-}
-
-async fn three_g(daemon: &Daemon) -> String {
-    let inventory = daemon
-        .client()
-        .await
-        .get_inventory(pb::GetInventoryRequest {})
-        .await
-        .expect("inventory")
-        .into_inner();
-    (inventory.devices.iter())
-        .find(|d| attr(d, "profile").as_deref() == Some("3g.40gb"))
-        .map(|d| d.name.clone())
-        .expect("a 3g.40gb slice offered")
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nvml_lib_a_kill_inside_nvmls_create_is_rolled_back() {
@@ -52,7 +32,7 @@ async fn nvml_lib_a_kill_inside_nvmls_create_is_rolled_back() {
         "create_gpu_instance:latency_ms=30000",
     )];
     let daemon = Daemon::start_with_env(node.dir, &slow);
-    let slice = three_g(&daemon).await;
+    let slice = slice_of_profile(&daemon.client().await.inventory().await, "3g.40gb");
     let socket = daemon.socket.clone();
     let wanted = slice.clone();
     let prepare = tokio::spawn(async move {
@@ -96,9 +76,6 @@ async fn nvml_lib_a_kill_inside_nvmls_create_is_rolled_back() {
         .await
         .unwrap_or_else(|e| panic!("prepare again: {e}\n{}", daemon.log()));
     assert_eq!(hardware.gpu_instances(1).map(|g| g.len()), Ok(1));
-    client
-        .unprepare(unprepare_request(UID))
-        .await
-        .expect("unprepare");
+    client.unprepare_claim(UID).await;
     assert_eq!(hardware.gpu_instances(1), Ok(vec![]));
 }

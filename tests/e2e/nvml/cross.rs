@@ -12,19 +12,15 @@ use gpuslice_proto::gpuslice::v1 as pb;
 
 use super::node::NvmlNode;
 use super::smi::{self, nvidia_smi};
-use crate::harness::{Daemon, prepare_request, unprepare_request};
+use crate::common::claims::Claims;
+use crate::common::queries::Queries;
+use crate::harness::{Daemon, prepare_request};
 use crate::tools::{skip, which};
 
 const UID: &str = "abababab-0000-4000-8000-0000000000ab";
 
 async fn layout(daemon: &Daemon, device: &str) -> pb::GpuMigLayout {
-    let reply = daemon
-        .client()
-        .await
-        .get_mig_layout(pb::GetMigLayoutRequest {})
-        .await
-        .expect("MIG layout")
-        .into_inner();
+    let reply = daemon.client().await.mig_layout().await;
     (reply.gpus.into_iter())
         .find(|g| g.device == device)
         .unwrap_or_else(|| panic!("no {device} in the layout"))
@@ -108,10 +104,7 @@ async fn nvml_smi_and_gpusliced_see_each_others_instances() {
         "IN_USE while its compute instance lives: {busy:?}"
     );
     assert!(busy.stdout.contains("In use by another client"), "{busy:?}");
-    client
-        .unprepare(unprepare_request(UID))
-        .await
-        .expect("unprepare");
+    client.unprepare_claim(UID).await;
     assert!(listed_mig_uuids(&smi::ok(&smi, &dir, &["-L"]), 1).is_empty());
     not_root_is_refused(&smi, &dir);
 }

@@ -20,9 +20,9 @@
 //! failures, so a table fix lands on its own (the entry is then stale, and
 //! the run says so).
 
-use gpuslice::gpu::MigSupport;
 use gpuslice::gpu::sim::SimModel;
 use gpuslice::gpu::sim::instances::InstanceShape;
+use gpuslice::gpu::{MigProfile, MigSupport};
 
 use super::node::NvmlNode;
 use super::printouts::{LGIP, LgipRow, QUERY};
@@ -187,6 +187,26 @@ fn lgipp_against_sim(smi: &std::path::Path, model: SimModel, node: &NvmlNode) ->
     diffs
 }
 
+/// The `-lgip` row nvidia-smi prints for profile `p` of GPU 0 with no
+/// instance made (every one free).
+fn lgip_row(p: &MigProfile) -> ProfileRow {
+    ProfileRow {
+        gpu: 0,
+        name: p.name.clone(),
+        id: p.id,
+        free: p.max_count,
+        total: p.max_count,
+        gib: gib(p.memory_bytes),
+        p2p: "No".to_owned(),
+        sm: p.multiprocessors,
+        dec: p.decoders,
+        enc: p.encoders,
+        ce: p.copy_engines,
+        jpeg: p.jpegs,
+        ofa: p.ofas,
+    }
+}
+
 /// Differences between the `-lgip` rows and the simulator's profiles.
 fn lgip_against_sim(model: SimModel, node: &NvmlNode, rows: &[ProfileRow]) -> Vec<String> {
     let profiles = node.reader().mig_profiles(0).expect("MIG profiles");
@@ -203,21 +223,7 @@ fn lgip_against_sim(model: SimModel, node: &NvmlNode, rows: &[ProfileRow]) -> Ve
         ));
     }
     for p in listed {
-        let held = ProfileRow {
-            gpu: 0,
-            name: p.name.clone(),
-            id: p.id,
-            free: p.max_count,
-            total: p.max_count,
-            gib: gib(p.memory_bytes),
-            p2p: "No".to_owned(),
-            sm: p.multiprocessors,
-            dec: p.decoders,
-            enc: p.encoders,
-            ce: p.copy_engines,
-            jpeg: p.jpegs,
-            ofa: p.ofas,
-        };
+        let held = lgip_row(p);
         match rows.iter().find(|r| r.name == p.name) {
             Some(row) if *row == held => {}
             Some(row) => diffs.push(format!(
@@ -308,21 +314,7 @@ fn beyond_smi_550(node: &NvmlNode) -> Vec<ProfileRow> {
     let profiles = node.reader().mig_profiles(0).unwrap_or_default();
     (profiles.iter())
         .filter(|p| p.index >= SMI_550_PROFILES)
-        .map(|p| ProfileRow {
-            gpu: 0,
-            name: p.name.clone(),
-            id: p.id,
-            free: p.max_count,
-            total: p.max_count,
-            gib: gib(p.memory_bytes),
-            p2p: "No".to_owned(),
-            sm: p.multiprocessors,
-            dec: p.decoders,
-            enc: p.encoders,
-            ce: p.copy_engines,
-            jpeg: p.jpegs,
-            ofa: p.ofas,
-        })
+        .map(lgip_row)
         .collect()
 }
 

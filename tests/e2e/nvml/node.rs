@@ -35,7 +35,7 @@ impl NvmlNode {
             path.join(LIBRARY).display(),
         );
         lend(path, &text);
-        super::library::write(&path.join("gpuslice.toml"), &text);
+        crate::common::files::write_gpuslice_toml(path, &text);
         let places: Vec<_> = (0..reader_of(path).device_count().expect("GPUs"))
             .map(|i| {
                 let gpu = reader_of(path).device_info(i).expect("a GPU");

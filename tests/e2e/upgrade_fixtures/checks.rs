@@ -10,6 +10,7 @@ use gpuslice_proto::gpuslice::v1 as pb;
 
 use super::fixture::Fixture;
 use super::survivors::Episode;
+use crate::common::queries::Queries;
 use crate::harness::{Client, list};
 use crate::stand_ins::SharedDaemon;
 
@@ -268,11 +269,7 @@ pub async fn assert_faults_kept(client: &mut Client, fixture: &Fixture) {
             wanted.extend(instance["fault"]["since"].as_i64());
         }
     }
-    let health = client
-        .get_health(pb::GetHealthRequest {})
-        .await
-        .expect("GetHealth")
-        .into_inner();
+    let health = client.health().await;
     let reported = |xid: &str, holder: &str| {
         health.unhealthy.iter().any(|d| {
             d.reason.contains(xid)
@@ -302,11 +299,7 @@ pub async fn assert_episodes_go_on(
     unclaimed_pid: u32,
     log: &str,
 ) {
-    let activity = client
-        .get_activity(pb::GetActivityRequest { fresh: true })
-        .await
-        .expect("GetActivity")
-        .into_inner();
+    let activity = client.activity(true).await;
     let mut open: Vec<(String, String, u32, i64)> = activity
         .warnings
         .iter()

@@ -39,19 +39,25 @@ pub fn silent_steps(fence_line: usize, text: &str) -> Vec<Step> {
         if trimmed.is_empty() || trimmed.starts_with('#') {
             continue;
         }
-        let mut command = line.to_owned();
-        while command.ends_with('\\') {
-            let Some((_, next)) = lines.next() else { break };
-            command.push('\n');
-            command.push_str(next);
-        }
         steps.push(Step {
             line: fence_line + 1 + i,
-            command,
+            command: joined(line, &mut lines),
             shown: None,
         });
     }
     steps
+}
+
+/// The command starting with `first`, with the continuation lines it asks
+/// for (a trailing `\`) taken from `rest` and joined with newlines.
+fn joined<'a>(first: &str, rest: &mut impl Iterator<Item = (usize, &'a str)>) -> String {
+    let mut command = first.to_owned();
+    while command.ends_with('\\') {
+        let Some((_, next)) = rest.next() else { break };
+        command.push('\n');
+        command.push_str(next);
+    }
+    command
 }
 
 /// The steps of a `console` block starting at doc line `fence_line`, or
@@ -61,15 +67,9 @@ pub fn shown_steps(fence_line: usize, text: &str) -> Result<Vec<Step>, String> {
     let mut lines = text.lines().enumerate().peekable();
     while let Some((i, line)) = lines.next() {
         if let Some(first) = line.strip_prefix("$ ") {
-            let mut command = first.to_owned();
-            while command.ends_with('\\') {
-                let Some((_, next)) = lines.next() else { break };
-                command.push('\n');
-                command.push_str(next);
-            }
             steps.push(Step {
                 line: fence_line + 1 + i,
-                command,
+                command: joined(first, &mut lines),
                 shown: Some(String::new()),
             });
         } else if let Some(Step {

@@ -3,7 +3,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use proptest::prelude::*;
 
 use super::{GpuSample, Inputs, OverShare, ProcView, attribute};
-use crate::activity::fixtures::{A, B, C, GIB};
+use crate::activity::fixtures::{A, B, C, GIB, held_claim, held_gpu, holding};
 use crate::activity::held::{HeldClaim, HeldDevice};
 use crate::activity::marker::EnvironMarks;
 use crate::activity::procfs::ProcInfo;
@@ -12,21 +12,6 @@ use crate::state::AccessKind;
 
 const NOW: i64 = 5_000;
 
-fn whole(index: u32, sharing: AccessKind, share: Option<u64>) -> HeldDevice {
-    HeldDevice {
-        device: format!("gpu-{index}"),
-        gpu: format!("gpu-{index}"),
-        gpu_index: Some(index),
-        uuid: format!("GPU-{index}"),
-        gpu_instance: None,
-        sharing,
-        memory_share: share,
-        memory_total: 80 * GIB,
-        pool: "node".to_owned(),
-        share_id: String::new(),
-    }
-}
-
 fn slice(index: u32, gi: u32) -> HeldDevice {
     HeldDevice {
         device: format!("gpu-{index}-mig-3g40gb-{gi}"),
@@ -34,19 +19,7 @@ fn slice(index: u32, gi: u32) -> HeldDevice {
         uuid: format!("MIG-{gi}"),
         sharing: AccessKind::Mig,
         memory_total: 0,
-        ..whole(index, AccessKind::Mig, None)
-    }
-}
-
-fn claim(uid: &str, kind: AccessKind, devices: Vec<HeldDevice>) -> HeldClaim {
-    HeldClaim {
-        uid: uid.to_owned(),
-        namespace: "ns".to_owned(),
-        name: format!("c-{}", &uid[..1]),
-        kind,
-        prepared_at: 1_000,
-        devices,
-        limits: None,
+        ..held_gpu(index, AccessKind::Mig, None)
     }
 }
 
@@ -98,9 +71,10 @@ fn env(claims: &[&str]) -> ProcView {
         name: "python".to_owned(),
         marks: EnvironMarks {
             claims: claims.iter().map(|c| (*c).to_owned()).collect(),
-            mps_daemon: false,
         },
         start_time: 100,
+        parent: 1,
+        own_daemon: false,
     })
 }
 
@@ -123,11 +97,7 @@ fn run(
 
 #[test]
 fn a_marked_process_on_its_claims_gpu_is_the_claims() {
-    let claims = [claim(
-        A,
-        AccessKind::Exclusive,
-        vec![whole(0, AccessKind::Exclusive, None)],
-    )];
+    let claims = [holding(A, 0, AccessKind::Exclusive, None)];
     let out = run(
         &claims,
         &[gpu(
@@ -152,11 +122,7 @@ fn a_marked_process_on_its_claims_gpu_is_the_claims() {
 
 #[test]
 fn unclaimed_processes_say_why() {
-    let claims = [claim(
-        A,
-        AccessKind::Exclusive,
-        vec![whole(0, AccessKind::Exclusive, None)],
-    )];
+    let claims = [holding(A, 0, AccessKind::Exclusive, None)];
     let out = run(
         &claims,
         &[gpu(
@@ -195,18 +161,15 @@ fn unclaimed_processes_say_why() {
 
 #[test]
 fn the_mps_daemon_is_neither_claimed_nor_unclaimed() {
-    let claims = [claim(
-        A,
-        AccessKind::Mps,
-        vec![whole(0, AccessKind::Mps, Some(GIB))],
-    )];
+    let claims = [holding(A, 0, AccessKind::Mps, Some(GIB))];
     let daemon = Ok(ProcInfo {
         name: "nvidia-cuda-mps-server".to_owned(),
         marks: EnvironMarks {
             claims: BTreeSet::new(),
-            mps_daemon: true,
         },
         start_time: 100,
+        parent: 1,
+        own_daemon: true,
     });
     let out = run(
         &claims,
@@ -221,7 +184,7 @@ fn the_mps_daemon_is_neither_claimed_nor_unclaimed() {
 
 #[test]
 fn slices_match_by_gpu_instance_and_any_process_makes_them_active() {
-    let claims = [claim(A, AccessKind::Mig, vec![slice(0, 2)])];
+    let claims = [held_claim(A, AccessKind::Mig, vec![slice(0, 2)])];
     let out = run(
         &claims,
         &[gpu(
@@ -251,7 +214,7 @@ fn slices_match_by_gpu_instance_and_any_process_makes_them_active() {
 
 #[test]
 fn a_whole_gpu_process_does_not_belong_to_a_slice_claim() {
-    let claims = [claim(A, AccessKind::Mig, vec![slice(0, 2)])];
+    let claims = [held_claim(A, AccessKind::Mig, vec![slice(0, 2)])];
     let out = run(
         &claims,
         &[gpu(0, vec![process(10, GIB)], None)],
@@ -265,16 +228,8 @@ fn a_whole_gpu_process_does_not_belong_to_a_slice_claim() {
 #[test]
 fn a_process_naming_two_claims_on_one_gpu_goes_to_the_first_by_uid() {
     let claims = [
-        claim(
-            A,
-            AccessKind::TimeSlicing,
-            vec![whole(0, AccessKind::TimeSlicing, Some(40 * GIB))],
-        ),
-        claim(
-            B,
-            AccessKind::TimeSlicing,
-            vec![whole(0, AccessKind::TimeSlicing, Some(40 * GIB))],
-        ),
+        holding(A, 0, AccessKind::TimeSlicing, Some(40 * GIB)),
+        holding(B, 0, AccessKind::TimeSlicing, Some(40 * GIB)),
     ];
     let out = run(
         &claims,
@@ -289,16 +244,8 @@ fn a_process_naming_two_claims_on_one_gpu_goes_to_the_first_by_uid() {
 #[test]
 fn an_idle_sampled_claim_keeps_its_last_active_time() {
     let claims = [
-        claim(
-            A,
-            AccessKind::Exclusive,
-            vec![whole(0, AccessKind::Exclusive, None)],
-        ),
-        claim(
-            B,
-            AccessKind::Exclusive,
-            vec![whole(1, AccessKind::Exclusive, None)],
-        ),
+        holding(A, 0, AccessKind::Exclusive, None),
+        holding(B, 1, AccessKind::Exclusive, None),
     ];
     let out = run(
         &claims,
@@ -322,11 +269,7 @@ fn an_idle_sampled_claim_keeps_its_last_active_time() {
 
 #[test]
 fn device_sm_is_the_sum_of_its_processes_at_most_100() {
-    let claims = [claim(
-        A,
-        AccessKind::Exclusive,
-        vec![whole(0, AccessKind::Exclusive, None)],
-    )];
+    let claims = [holding(A, 0, AccessKind::Exclusive, None)];
     let out = run(
         &claims,
         &[gpu(
@@ -344,21 +287,9 @@ fn device_sm_is_the_sum_of_its_processes_at_most_100() {
 #[test]
 fn only_shared_devices_past_their_share_are_over_it() {
     let claims = [
-        claim(
-            A,
-            AccessKind::Mps,
-            vec![whole(0, AccessKind::Mps, Some(4 * GIB))],
-        ),
-        claim(
-            B,
-            AccessKind::Mps,
-            vec![whole(0, AccessKind::Mps, Some(4 * GIB))],
-        ),
-        claim(
-            C,
-            AccessKind::Exclusive,
-            vec![whole(1, AccessKind::Exclusive, None)],
-        ),
+        holding(A, 0, AccessKind::Mps, Some(4 * GIB)),
+        holding(B, 0, AccessKind::Mps, Some(4 * GIB)),
+        holding(C, 1, AccessKind::Exclusive, None),
     ];
     let out = run(
         &claims,
@@ -380,7 +311,7 @@ fn only_shared_devices_past_their_share_are_over_it() {
 
 #[test]
 fn a_slice_takes_its_memory_from_its_own_handle() {
-    let claims = [claim(A, AccessKind::Mig, vec![slice(0, 2)])];
+    let claims = [held_claim(A, AccessKind::Mig, vec![slice(0, 2)])];
     let mut sample = gpu(0, vec![], None);
     sample.memory.insert(
         Some(2),
@@ -415,8 +346,8 @@ proptest! {
             .iter()
             .zip(&holdings)
             .map(|(uid, &(g, gi))| {
-                let device = match gi { Some(gi) => slice(g, gi), None => whole(g, AccessKind::TimeSlicing, Some(GIB)) };
-                claim(uid, AccessKind::TimeSlicing, vec![device])
+                let device = match gi { Some(gi) => slice(g, gi), None => held_gpu(g, AccessKind::TimeSlicing, Some(GIB)) };
+                held_claim(uid, AccessKind::TimeSlicing, vec![device])
             })
             .collect();
         let mut gpus = vec![gpu(0, vec![], None), gpu(1, vec![], None)];
@@ -428,7 +359,7 @@ proptest! {
             if !seen.insert(pid) { continue; }
             let named: Vec<&str> = uids.iter().enumerate().filter(|(i, _)| mask & (1 << i) != 0).map(|(_, u)| *u).collect();
             let mut view = env(&named);
-            if let Ok(info) = view.as_mut() { info.marks.mps_daemon = *daemon; }
+            if let Ok(info) = view.as_mut() { info.own_daemon = *daemon; }
             ours += usize::from(*daemon);
             procs.insert(pid, view);
             let p = GpuProcess { gpu_instance: *gi, ..process(pid, GIB) };
@@ -443,7 +374,7 @@ proptest! {
             for p in &activity.devices[0].processes {
                 let Ok(info) = &procs[&p.pid] else { unreachable!() };
                 prop_assert!(info.marks.claims.contains(&activity.uid));
-                prop_assert!(!info.marks.mps_daemon);
+                prop_assert!(!info.own_daemon);
                 let on = gpus.iter().find(|g| g.processes.iter().any(|q| q.pid == p.pid)).unwrap();
                 let q = on.processes.iter().find(|q| q.pid == p.pid).unwrap();
                 prop_assert_eq!(Some(on.index), held.gpu_index);

@@ -44,7 +44,11 @@ fn the_real_proc_gives_this_process_a_start_time_and_its_environment() {
         procfs.start_time_of(std::process::id()).unwrap(),
         info.start_time
     );
-    assert!(!info.marks.mps_daemon);
+    assert!(
+        !info.own_daemon,
+        "only the sampler knows gpusliced's daemons"
+    );
+    assert_eq!(info.parent, std::os::unix::process::parent_id());
 }
 
 #[test]

@@ -1,28 +1,14 @@
 use super::conditions;
 use crate::activity::attribute::{Attribution, OverShare};
 use crate::activity::episodes::Counter;
-use crate::activity::fixtures::{A, GIB};
+use crate::activity::fixtures::{A, GIB, device_activity};
 use crate::activity::snapshot::{
     ClaimActivity, DeviceActivity, ProcessActivity, UnclaimedProcess, WarningKind,
 };
 use crate::state::AccessKind;
 
 fn device(sharing: AccessKind, used: u64, share: Option<u64>) -> DeviceActivity {
-    DeviceActivity {
-        device: "gpu-0".to_owned(),
-        gpu: "gpu-0".to_owned(),
-        uuid: "GPU-0".to_owned(),
-        sharing,
-        memory_used: used,
-        memory_share: share,
-        memory_total: 80 * GIB,
-        device_memory_used: None,
-        sm_percent: None,
-        processes: Vec::new(),
-        pool: String::new(),
-        share_id: String::new(),
-        summary: None,
-    }
+    device_activity("gpu-0", sharing, used, share)
 }
 
 fn claim(devices: Vec<DeviceActivity>) -> ClaimActivity {

@@ -27,6 +27,15 @@ fn node() -> SimNode {
     SimNodeBuilder::h100s(3).mig(mig).fake_tools().start()
 }
 
+/// The node, claim A holding gpu-0 whole.
+fn a_on_gpu_0() -> SimNode {
+    let node = node();
+    node.engine()
+        .prepare(&requests::request(A, &["gpu-0"]))
+        .unwrap();
+    node
+}
+
 /// `uid`'s `device` seen for two minutes at `memory` and `sm` percent.
 fn watched(history: &mut History, uid: &str, device: &str, memory: u64, sm: u32) {
     for step in 0..=24 {
@@ -64,10 +73,7 @@ fn advice_of(node: &SimNode, history: &History, usable: Usable) -> Vec<ClaimAdvi
 
 #[test]
 fn sim_a_whole_h100_using_4_gib_gets_a_1g_10gb_slice() {
-    let node = node();
-    node.engine()
-        .prepare(&requests::request(A, &["gpu-0"]))
-        .unwrap();
+    let node = a_on_gpu_0();
     let mut history = empty_history();
     watched(&mut history, A, "gpu-0", 4 * GIB, 5);
     let claims = advice_of(&node, &history, Usable::default());
@@ -87,10 +93,7 @@ fn sim_a_whole_h100_using_4_gib_gets_a_1g_10gb_slice() {
 
 #[test]
 fn sim_a_claim_without_history_abstains() {
-    let node = node();
-    node.engine()
-        .prepare(&requests::request(A, &["gpu-0"]))
-        .unwrap();
+    let node = a_on_gpu_0();
     let claims = advice_of(&node, &empty_history(), Usable::default());
     assert_eq!(claims[0].devices[0].advice.form, Form::Abstain);
     assert_eq!(claims[0].devices[0].advice.reason, "not observed yet");
@@ -100,14 +103,7 @@ fn sim_a_claim_without_history_abstains() {
 fn sim_current_forms_come_from_the_records() {
     let node = node();
     let engine = node.engine();
-    let slice = engine
-        .inventory()
-        .mig
-        .iter()
-        .find(|m| m.profile.name == "3g.40gb")
-        .expect("a 3g.40gb slice")
-        .name
-        .clone();
+    let slice = node.slice("3g.40gb");
     engine.prepare(&requests::request(A, &[&slice])).unwrap();
     for uid in [B, "cccccccc-0000-4000-8000-000000000003"] {
         let ts = requests::timeslicing("Default");

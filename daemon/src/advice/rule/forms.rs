@@ -11,14 +11,8 @@ const GIB: u64 = 1 << 30;
 
 /// Slice counts of a profile table: (memory slices, compute slices).
 fn geometry(profiles: &[MigProfile]) -> (u32, u32) {
-    let memory = profiles
-        .iter()
-        .flat_map(|p| p.placements.iter())
-        .map(|pl| pl.start.saturating_add(pl.size))
-        .max()
-        .unwrap_or(0);
     let compute = profiles.iter().map(|p| p.compute_slices).max().unwrap_or(0);
-    (memory, compute)
+    (crate::gpu::memory_slices(profiles), compute)
 }
 
 fn ratio(part: u32, whole: u32) -> f64 {

@@ -19,7 +19,10 @@ fn service() -> (SimNode, Service, watch::Sender<bool>) {
     let node = SimNodeBuilder::h100s(1).hardware_in_memory().start();
     let (stop, stopping) = watch::channel(false);
     let offerings = Arc::new(OfferingSwitch::new(MigConfig::default()));
-    let service = Service::new(Arc::clone(node.engine()), offerings, stopping);
+    let service = Service::new(
+        crate::node::Node::new(Arc::clone(node.engine()), offerings),
+        stopping,
+    );
     (node, service, stop)
 }
 

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use super::{Difference, device_words, difference};
 use crate::claims::tests::requests::{request, request_with};
-use crate::sharing::TimeSliceInterval;
+use crate::opaque::TimeSliceInterval;
 use crate::state::{ClaimRecord, DeviceSharing, MpsSharing, Phase, RecordDevice};
 
 const A: &str = "aaaaaaaa-0000-4000-8000-000000000001";

@@ -22,7 +22,7 @@ fn request() -> PrepareRequest {
 
 fn config(json: &str) -> ConfigRequest {
     ConfigRequest {
-        source: crate::sharing::ConfigSource::Claim,
+        source: crate::opaque::ConfigSource::Claim,
         requests: vec![],
         parameters_json: json.to_owned(),
     }

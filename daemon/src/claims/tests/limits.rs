@@ -6,7 +6,7 @@
 use super::requests::request as req;
 use crate::claims::ClaimError;
 use crate::config::{ClaimOverride, LimitMode, LimitsConfig};
-use crate::sharing::ClaimLimits;
+use crate::opaque::ClaimLimits;
 use crate::testkit::requests::request_with;
 use crate::testkit::{SimNode, SimNodeBuilder};
 

@@ -83,8 +83,9 @@ impl NodeView {
 impl Engine {
     /// Problems with `record`'s part in each kind of access (its MPS
     /// daemons, time-slices not supported) and with its shared GPUs
-    /// (degraded); empty when healthy.
-    pub fn claim_health(&self, record: &ClaimRecord) -> Vec<String> {
+    /// (degraded); empty when healthy. Tests read one claim's.
+    #[cfg(test)]
+    pub(crate) fn claim_health(&self, record: &ClaimRecord) -> Vec<String> {
         (self.claims_health(std::slice::from_ref(record)).into_iter())
             .next()
             .unwrap_or_default()
@@ -92,7 +93,7 @@ impl Engine {
 
     /// [`Engine::claim_health`] of many claims, each kind reading its state
     /// once (the MPS daemons' is a few D-Bus calls a daemon under systemd).
-    pub fn claims_health(&self, records: &[ClaimRecord]) -> Vec<Vec<String>> {
+    pub(crate) fn claims_health(&self, records: &[ClaimRecord]) -> Vec<Vec<String>> {
         let cx = self.cx();
         let mut health = vec![Vec::new(); records.len()];
         for kind in self.kinds.in_order() {
@@ -109,7 +110,7 @@ impl Engine {
 
     /// One line per unhealthy device of the claim (empty when healthy),
     /// including a device on a GPU the last scan could not read.
-    pub fn claim_health_problems(&self, record: &ClaimRecord) -> Vec<String> {
+    pub(crate) fn claim_health_problems(&self, record: &ClaimRecord) -> Vec<String> {
         let inventory = self.inventory();
         record
             .devices

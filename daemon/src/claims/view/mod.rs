@@ -11,28 +11,30 @@
 //! asks again. Holdings are matched to devices by GPU UUID and placement,
 //! never by position in another read of the inventory.
 //!
-//! The engine's other reads sit here too: the inventory and its generation,
-//! the claims, the problems for status, the settings; `mig` reads the MIG
-//! instances of every GPU for GetMigLayout, `sharing` what an operator sees
-//! of MPS and time-slicing, `usage` what the metrics count, `claim_health`
-//! what is reported of device health.
+//! The engine's other reads sit beside it, one file for what each reads:
+//! `generation` (the inventory and its generation), `table` (the claims),
+//! `status` (the problems, uptime and settings), `hardware` (the MIG
+//! instances of every GPU for GetMigLayout, and the narrow reads of the
+//! sampler and the health watcher), `sharing` what an operator sees of MPS
+//! and time-slicing, `usage` what the metrics count, `claim_health` what is
+//! reported of device health.
 
 pub(super) mod claim_health;
+mod generation;
+mod hardware;
 pub(super) mod reads;
 pub(super) mod sharing;
+mod status;
+mod table;
 pub(super) mod usage;
 
 use std::sync::Arc;
 
 use super::table::{ClaimTable, Share};
-use super::{Engine, EngineSettings, lock};
+use super::{Engine, lock};
 use crate::features::TimeSliceSettings;
-#[cfg(any(test, feature = "testkit"))]
-use crate::gpu::GpuBackend;
-use crate::gpu::{HealthReads, UsageReads};
 use crate::health::DeviceFault;
 use crate::inventory::{DeviceRef, GpuDevice, Inventory, MigDevice};
-use crate::state::ClaimRecord;
 
 pub use crate::claims::access::mig::{GpuMigView, MigHolder, MigInstanceView};
 use claim_health::unreadable_gpu_of;
@@ -170,102 +172,6 @@ fn unreadable_holders(table: &ClaimTable, inventory: &Inventory) -> Vec<Unreadab
 }
 
 impl Engine {
-    /// Every GPU of the inventory with its MIG instances and their holders
-    /// (the MIG kind's view).
-    pub fn mig_view(&self) -> Vec<GpuMigView> {
-        super::access::mig::layout(&self.cx())
-    }
-
-    /// The hardware backend itself, for tests and the test kit only: the
-    /// daemon's own modules read through [`Engine::usage_reads`] and
-    /// [`Engine::health_reads`], and change the hardware through the verbs.
-    #[cfg(any(test, feature = "testkit"))]
-    pub fn backend(&self) -> &dyn GpuBackend {
-        self.env.backend.as_ref()
-    }
-
-    /// What the activity sampler may read of the GPUs.
-    pub fn usage_reads(&self) -> UsageReads<'_> {
-        UsageReads::new(self.env.backend.as_ref())
-    }
-
-    /// What the health watcher may read of the GPUs.
-    pub fn health_reads(&self) -> HealthReads<'_> {
-        HealthReads::new(self.env.backend.as_ref())
-    }
-
-    /// The backend's name ("sim" or "nvml").
-    pub fn backend_name(&self) -> &'static str {
-        self.env.backend.name()
-    }
-
-    /// The current inventory.
-    pub fn inventory(&self) -> Arc<Inventory> {
-        self.env.inventory()
-    }
-
-    /// The inventory generation: bumped whenever anything GetInventory
-    /// answers may have changed (devices, attributes, health, holders,
-    /// availability).
-    pub fn generation(&self) -> u64 {
-        self.env.generation()
-    }
-
-    /// Follows the inventory generation: the receiver sees the value now and
-    /// then the latest after each change (never a backlog).
-    pub fn watch_generation(&self) -> tokio::sync::watch::Receiver<u64> {
-        self.env.watch()
-    }
-
-    /// The state folder (parent of the records folder).
-    pub fn state_dir(&self) -> &std::path::Path {
-        self.env.state_dir()
-    }
-
-    /// Settings in force.
-    pub fn settings(&self) -> &EngineSettings {
-        &self.env.settings
-    }
-
-    /// Every claim, sorted by uid.
-    pub fn claims(&self) -> Vec<ClaimRecord> {
-        lock(&self.table).records()
-    }
-
-    /// How many claims there are, without copying them.
-    pub fn claim_count(&self) -> usize {
-        lock(&self.table).count()
-    }
-
-    /// Problems an operator should act on: missing driver files, GPUs that
-    /// cannot be read, records that could not be read or matched, each kind
-    /// of access's (MIG set-up, time-slices not supported, MPS daemons not
-    /// running), degraded shared GPUs and what start-up could not bring
-    /// back, unhealthy devices and the claims on them.
-    pub fn problems(&self) -> Vec<String> {
-        let mut all = self.env.driver().problems.clone();
-        all.extend(self.inventory().unreadable.iter().map(|u| u.problem()));
-        all.extend(lock(&self.problems).iter().cloned());
-        let cx = self.cx();
-        for kind in self.kinds.in_order() {
-            all.extend(kind.node_problems(&cx));
-        }
-        all.extend(self.kinds.shared.node_problems());
-        all.extend(self.health_problems());
-        all
-    }
-
-    /// Seconds since the engine was built.
-    pub fn uptime_seconds(&self) -> u64 {
-        self.env.started.elapsed().as_secs()
-    }
-
-    /// True if the table lock can be taken: the watchdog pings only then.
-    pub fn responsive(&self) -> bool {
-        drop(lock(&self.table));
-        true
-    }
-
     /// The node now, for the read answers (see the module doc).
     pub fn view(&self) -> NodeView {
         let generation = self.generation();

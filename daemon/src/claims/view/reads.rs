@@ -1,7 +1,8 @@
 //! [`NodeReads`]: the one interface through which the modules that watch
 //! the node from above the claim engine (the activity sampler, the advice,
-//! the metrics) read it: the inventory, the claim records and the GPUs'
-//! usage, nothing that changes anything. The engine implements it; a test
+//! the metrics) read it: the inventory, the claim records, the GPUs' usage
+//! and the processes of the daemons gpusliced keeps, nothing that changes
+//! anything. The engine implements it; a test
 //! can hand in its own.
 
 use std::sync::Arc;
@@ -19,6 +20,10 @@ pub trait NodeReads: Send + Sync + std::fmt::Debug {
     fn claims(&self) -> Vec<ClaimRecord>;
     /// The GPUs' processes, utilization and memory in use.
     fn usage_reads(&self) -> UsageReads<'_>;
+    /// The pids of the daemons gpusliced keeps that use GPUs (each kind of
+    /// access's; a server such a daemon starts is its child): gpuslice's own
+    /// processes, known from its books, never from a process's environment.
+    fn own_daemon_pids(&self) -> Vec<u32>;
 }
 
 impl NodeReads for Engine {
@@ -32,5 +37,9 @@ impl NodeReads for Engine {
 
     fn usage_reads(&self) -> UsageReads<'_> {
         Engine::usage_reads(self)
+    }
+
+    fn own_daemon_pids(&self) -> Vec<u32> {
+        self.kinds.mps.daemon_pids(&self.cx())
     }
 }

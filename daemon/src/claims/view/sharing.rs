@@ -6,10 +6,10 @@
 use std::collections::BTreeMap;
 
 use crate::claims::access::shared_gpu::TimeSliceOutcome;
+use crate::claims::mps_daemon::{DaemonState, MpsDaemon, MpsLimits};
 use crate::claims::{Engine, lock};
 use crate::gpu::ComputeMode;
-use crate::mps::{DaemonState, MpsDaemon, MpsLimits};
-use crate::sharing::TimeSliceInterval;
+use crate::opaque::TimeSliceInterval;
 use crate::state::AccessKind;
 
 /// One MPS control daemon.
@@ -83,7 +83,7 @@ impl Engine {
     }
 
     /// Every whole GPU's sharing, in inventory order.
-    pub fn sharing_view(&self) -> Vec<GpuSharingView> {
+    pub(crate) fn sharing_view(&self) -> Vec<GpuSharingView> {
         let inventory = self.inventory();
         let daemons: Vec<DaemonView> = self
             .kinds

@@ -7,9 +7,9 @@
 //! the node's view.
 
 pub use crate::claims::access::mig::{SliceState, SliceUse};
+use crate::claims::mps_daemon::DaemonState;
 use crate::claims::{Engine, lock};
 use crate::health::Cause;
-use crate::mps::DaemonState;
 use crate::state::AccessKind;
 
 /// The snapshot.
@@ -33,7 +33,7 @@ pub struct NodeUsage {
 
 impl Engine {
     /// What the node uses now; see the module doc.
-    pub fn usage(&self) -> NodeUsage {
+    pub(crate) fn usage(&self) -> NodeUsage {
         let inventory = self.inventory();
         let cx = self.cx();
         let claims = lock(&self.table).iter().map(AccessKind::of_claim).collect();

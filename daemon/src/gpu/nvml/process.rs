@@ -82,6 +82,16 @@ pub(super) fn utilization(
         .collect())
 }
 
+/// Framebuffer use of `dev` (GPU `index` or one of its MIG devices), an
+/// error naming `call`.
+fn device_memory(dev: &Device<'_>, index: u32, call: &'static str) -> Result<MemoryUse, GpuError> {
+    let info = dev.memory_info().map_err(on_gpu(call, index))?;
+    Ok(MemoryUse {
+        used: info.used,
+        total: info.total,
+    })
+}
+
 /// Framebuffer use of the GPU, or of its GPU instance `gpu_instance` (the
 /// first MIG device handle of that GPU instance).
 pub(super) fn memory_use(
@@ -91,13 +101,7 @@ pub(super) fn memory_use(
     gpu_instance: Option<u32>,
 ) -> Result<MemoryUse, GpuError> {
     let Some(gi) = gpu_instance else {
-        let info = dev
-            .memory_info()
-            .map_err(on_gpu("nvmlDeviceGetMemoryInfo", index))?;
-        return Ok(MemoryUse {
-            used: info.used,
-            total: info.total,
-        });
+        return device_memory(dev, index, "nvmlDeviceGetMemoryInfo");
     };
     let count = dev
         .mig_device_count()
@@ -111,13 +115,7 @@ pub(super) fn memory_use(
         let (found, _) =
             raw::mig_device_ids(nvml, &mig).map_err(on_gpu("nvmlDeviceGetGpuInstanceId", index))?;
         if found == gi {
-            let info = mig
-                .memory_info()
-                .map_err(on_gpu("nvmlDeviceGetMemoryInfo (MIG device)", index))?;
-            return Ok(MemoryUse {
-                used: info.used,
-                total: info.total,
-            });
+            return device_memory(&mig, index, "nvmlDeviceGetMemoryInfo (MIG device)");
         }
     }
     Err(GpuError::NotFound {

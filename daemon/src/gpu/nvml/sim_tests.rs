@@ -13,7 +13,6 @@
 //! (its state file is shared and locked), the reference the backend is
 //! held to. These tests run `raw.rs`'s unsafe calls on every run.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -21,6 +20,7 @@ use super::NvmlBackend;
 use super::sim_library::{CONFIG, LIBRARY, fake_sysfs, lend};
 use crate::config::{BackendKind, Config};
 use crate::gpu::sim::instances::InstanceShape;
+use crate::gpu::sim::tests::append;
 use crate::gpu::sim::{SimModel, SimProcessFile, write_process_file};
 use crate::gpu::{
     GpuBackend, GpuError, HealthEventKind, MigMode, MigSupport, Placement, conformance,
@@ -256,15 +256,6 @@ fn nvml_sim_processes_on_slices() {
     nvml.destroy_gpu_instance(0, gi.id).unwrap();
 }
 
-fn append(path: &Path, line: &str) {
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .unwrap();
-    std::io::Write::write_all(&mut file, format!("{line}\n").as_bytes()).unwrap();
-}
-
 /// XID and ECC events through an NVML event set, with the instance ids of
 /// a MIG-scoped one; a lost GPU answers GPU_IS_LOST until it recovers.
 #[test]
@@ -274,8 +265,8 @@ fn nvml_sim_health_events_reach_the_event_set() {
     let events = lent.config.sim_health_events();
     let mut watch = nvml.watch_health().unwrap();
     assert_eq!(watch.unmonitored(), vec![]);
-    append(&events, "gpu=0 gi=3 ci=0 xid=94");
-    append(&events, "gpu=1 ecc=double");
+    append(&events, "gpu=0 gi=3 ci=0 xid=94\n");
+    append(&events, "gpu=1 ecc=double\n");
     let mut seen = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(10);
     while seen.len() < 2 && Instant::now() < deadline {
@@ -292,7 +283,7 @@ fn nvml_sim_health_events_reach_the_event_set() {
             (1, None, None, HealthEventKind::DoubleBitEcc),
         ]
     );
-    append(&events, "gpu=1 lost");
+    append(&events, "gpu=1 lost\n");
     let lost = watch.wait(Duration::from_secs(2)).unwrap();
     assert!(
         lost.iter()
@@ -301,7 +292,7 @@ fn nvml_sim_health_events_reach_the_event_set() {
     );
     let gone = nvml.device_info(1);
     assert!(matches!(gone, Err(GpuError::GpuLost { .. })), "{gone:?}");
-    append(&events, "gpu=1 recovered");
+    append(&events, "gpu=1 recovered\n");
     let deadline = Instant::now() + super::health::PROBE_EVERY * 3;
     let mut back = Vec::new();
     while !back

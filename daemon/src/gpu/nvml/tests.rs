@@ -188,24 +188,16 @@ fn map_err_names_codes_the_wrapper_lacks() {
 
 #[test]
 fn bus_ids_are_canonical() {
-    assert_eq!(
-        canonical_bus_id("00000000:3B:00.0").as_deref(),
-        Some("0000:3b:00.0")
-    );
-    assert_eq!(
-        canonical_bus_id("00000001:C1:00.0").as_deref(),
-        Some("0001:c1:00.0")
-    );
-    assert_eq!(
-        canonical_bus_id("0000:07:00.0").as_deref(),
-        Some("0000:07:00.0")
-    );
-    assert_eq!(
-        canonical_bus_id("00010000:07:00.0").as_deref(),
-        Some("10000:07:00.0")
-    );
-    assert_eq!(canonical_bus_id("garbage"), None);
-    assert_eq!(canonical_bus_id("0000:zz:00.0"), None);
+    for (nvml, canonical) in [
+        ("00000000:3B:00.0", Some("0000:3b:00.0")),
+        ("00000001:C1:00.0", Some("0001:c1:00.0")),
+        ("0000:07:00.0", Some("0000:07:00.0")),
+        ("00010000:07:00.0", Some("10000:07:00.0")),
+        ("garbage", None),
+        ("0000:zz:00.0", None),
+    ] {
+        assert_eq!(canonical_bus_id(nvml).as_deref(), canonical, "{nvml}");
+    }
 }
 
 #[test]

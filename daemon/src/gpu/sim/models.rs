@@ -12,18 +12,8 @@ use crate::gpu::MediaEngines;
 
 /// A GPU model the simulator can present. Config strings are the serde names,
 /// and the text is the same canonical string, e.g. "A100-40GB".
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    Serialize,
-    Deserialize,
-    strum::Display,
-    strum::IntoStaticStr,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(strum::Display, strum::IntoStaticStr)]
 pub enum SimModel {
     /// NVIDIA A100-SXM4-40GB: AWS p4d.
     #[serde(rename = "A100-40GB")]

@@ -6,14 +6,15 @@ use super::{Decider, Decision, Policy};
 use crate::activity::WarningKind;
 use crate::activity::attribute::{Attribution, GpuSample, Inputs, ProcView, attribute};
 use crate::activity::episodes::{Episodes, SavedEpisode};
-use crate::activity::held::{HeldClaim, HeldDevice};
+use crate::activity::fixtures::holding;
+use crate::activity::held::HeldClaim;
 use crate::activity::marker::EnvironMarks;
 use crate::activity::procfs::ProcInfo;
 use crate::activity::publish::Sample;
 use crate::activity::warnings::conditions;
 use crate::config::LimitMode;
 use crate::gpu::{GpuProcess, MemoryUse};
-use crate::sharing::ClaimLimits;
+use crate::opaque::ClaimLimits;
 use crate::state::AccessKind;
 
 const A: &str = "aaaaaaaa-0000-4000-8000-000000000001";
@@ -51,33 +52,13 @@ fn proc(pid: u32, gpu: u32, gib: u64, env: Env) -> Proc {
     }
 }
 
-fn mps_device(index: u32) -> HeldDevice {
-    HeldDevice {
-        device: format!("gpu-{index}"),
-        gpu: format!("gpu-{index}"),
-        gpu_index: Some(index),
-        uuid: format!("GPU-{index}"),
-        gpu_instance: None,
-        sharing: AccessKind::Mps,
-        memory_share: Some(20 * GIB),
-        memory_total: 80 * GIB,
-        pool: "node".to_owned(),
-        share_id: String::new(),
-    }
-}
-
 /// Claims A and B, each an MPS share of 20 GiB of gpu-0; gpu-1 held by none.
 fn claims() -> Vec<HeldClaim> {
     [A, B]
         .iter()
         .map(|uid| HeldClaim {
-            uid: (*uid).to_owned(),
-            namespace: "ns".to_owned(),
-            name: format!("c-{}", &uid[..1]),
-            kind: AccessKind::Mps,
             prepared_at: 0,
-            devices: vec![mps_device(0)],
-            limits: None,
+            ..holding(uid, 0, AccessKind::Mps, Some(20 * GIB))
         })
         .collect()
 }
@@ -86,21 +67,21 @@ fn views(procs: &[Proc]) -> HashMap<u32, ProcView> {
     procs
         .iter()
         .map(|p| {
-            let marks = |claims: &[&str], mps_daemon| EnvironMarks {
-                claims: claims.iter().map(|c| (*c).to_owned()).collect(),
-                mps_daemon,
-            };
-            let info = |marks| {
+            let info = |claims: &[&str], own_daemon| {
                 Ok(ProcInfo {
                     name: p.comm.to_owned(),
-                    marks,
+                    marks: EnvironMarks {
+                        claims: claims.iter().map(|c| (*c).to_owned()).collect(),
+                    },
                     start_time: p.start,
+                    parent: 1,
+                    own_daemon,
                 })
             };
             let view = match p.env {
-                Env::Claim(uid) => info(marks(&[uid], false)),
-                Env::NoClaim => info(marks(&[], false)),
-                Env::MpsDaemon => info(marks(&[], true)),
+                Env::Claim(uid) => info(&[uid], false),
+                Env::NoClaim => info(&[], false),
+                Env::MpsDaemon => info(&[], true),
                 Env::Unreadable => Err("environment unreadable: permission denied".to_owned()),
             };
             (p.pid, view)
@@ -435,7 +416,7 @@ fn check(d: &Decision, seen: &Seen, policy: &Policy) -> Result<(), TestCaseError
     let info = seen.procs.get(&d.pid).and_then(|v| v.as_ref().ok());
     let info = info.ok_or_else(|| TestCaseError::fail("a process never read"))?;
     prop_assert!(d.pid > 1 && d.pid != OWN_PID);
-    prop_assert!(!info.marks.mps_daemon);
+    prop_assert!(!info.own_daemon);
     prop_assert!(!policy.exempt.contains(&info.name));
     prop_assert_eq!(d.start_time, info.start_time);
     prop_assert!(d.start_time > 0);

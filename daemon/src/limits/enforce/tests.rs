@@ -29,6 +29,14 @@ fn decision(pid: u32, start_time: u64, mode: LimitMode) -> Decision {
     }
 }
 
+/// A fake whose one process is pid 100, started at `start_time`, ending as
+/// `ends_on` says.
+fn pid_100(start_time: u64, ends_on: EndsOn) -> FakeProcesses {
+    let fake = FakeProcesses::default();
+    fake.spawn(100, start_time, ends_on);
+    fake
+}
+
 fn executor(fake: &FakeProcesses, term_grace_s: u64) -> (Executor<FakeProcesses>, Ledger) {
     let ledger = Ledger::default();
     let exec = Executor::new(
@@ -51,8 +59,7 @@ fn outcome(ledger: &Ledger) -> (&'static str, u64) {
 
 #[test]
 fn sigterm_ends_it_and_the_wait_sees_it() {
-    let fake = FakeProcesses::default();
-    fake.spawn(100, 7, EndsOn::Term);
+    let fake = pid_100(7, EndsOn::Term);
     let (mut exec, ledger) = executor(&fake, 10);
     let t0 = Instant::now();
     exec.start(decision(100, 7, LimitMode::End), t0);
@@ -70,8 +77,7 @@ fn sigterm_ends_it_and_the_wait_sees_it() {
 
 #[test]
 fn a_process_ignoring_sigterm_gets_sigkill_after_the_term_grace() {
-    let fake = FakeProcesses::default();
-    fake.spawn(100, 7, EndsOn::Kill);
+    let fake = pid_100(7, EndsOn::Kill);
     let (mut exec, ledger) = executor(&fake, 10);
     let t0 = Instant::now();
     exec.start(decision(100, 7, LimitMode::End), t0);
@@ -89,8 +95,7 @@ fn a_process_ignoring_sigterm_gets_sigkill_after_the_term_grace() {
 
 #[test]
 fn term_grace_0_sends_sigkill_at_once() {
-    let fake = FakeProcesses::default();
-    fake.spawn(100, 7, EndsOn::Kill);
+    let fake = pid_100(7, EndsOn::Kill);
     let (mut exec, ledger) = executor(&fake, 0);
     exec.start(decision(100, 7, LimitMode::End), Instant::now());
     assert_eq!(exec.pending(), 0);
@@ -109,8 +114,7 @@ fn an_exited_process_is_gone_and_nothing_is_sent() {
 
 #[test]
 fn a_reused_pid_is_not_signalled() {
-    let fake = FakeProcesses::default();
-    fake.spawn(100, 8, EndsOn::Term);
+    let fake = pid_100(8, EndsOn::Term);
     let (mut exec, ledger) = executor(&fake, 10);
     exec.start(decision(100, 7, LimitMode::End), Instant::now());
     assert!(fake.alive(100));
@@ -120,8 +124,7 @@ fn a_reused_pid_is_not_signalled() {
 
 #[test]
 fn dry_run_checks_the_process_and_sends_nothing() {
-    let fake = FakeProcesses::default();
-    fake.spawn(100, 7, EndsOn::Term);
+    let fake = pid_100(7, EndsOn::Term);
     let (mut exec, ledger) = executor(&fake, 10);
     exec.start(decision(100, 7, LimitMode::DryRun), Instant::now());
     assert!(fake.alive(100));
@@ -137,8 +140,7 @@ fn dry_run_checks_the_process_and_sends_nothing() {
 
 #[test]
 fn eperm_is_not_permitted_and_the_process_lives() {
-    let fake = FakeProcesses::default();
-    fake.spawn(100, 7, EndsOn::Term);
+    let fake = pid_100(7, EndsOn::Term);
     fake.deny(100);
     let (mut exec, ledger) = executor(&fake, 10);
     exec.start(decision(100, 7, LimitMode::End), Instant::now());
@@ -149,8 +151,7 @@ fn eperm_is_not_permitted_and_the_process_lives() {
 
 #[test]
 fn the_thread_ends_a_process_and_counts_it() {
-    let fake = FakeProcesses::default();
-    fake.spawn(100, 7, EndsOn::Term);
+    let fake = pid_100(7, EndsOn::Term);
     let enforcer =
         super::Enforcer::start(fake.clone(), Duration::from_secs(10), Ledger::default()).unwrap();
     enforcer.submit(decision(100, 7, LimitMode::End));

@@ -4,6 +4,7 @@
 
 use super::format_rules::{Sample, check_openmetrics, check_prometheus, samples};
 use super::{busy_node, value};
+use crate::activity::fixtures::device_activity;
 use crate::activity::{
     ActivityHandle, ActivitySnapshot, ClaimActivity, DeviceActivity, EpisodeCounts,
     ProcessActivity, UnclaimedProcess,
@@ -26,19 +27,26 @@ fn process(pid: u32, memory: u64) -> ProcessActivity {
 
 fn device(name: &str, sharing: AccessKind, used: u64, share: Option<u64>) -> DeviceActivity {
     DeviceActivity {
-        device: name.into(),
-        gpu: name.into(),
-        uuid: format!("GPU-{name}"),
-        sharing,
-        memory_used: used,
-        memory_share: share,
-        memory_total: 80 * GIB,
-        device_memory_used: None,
         sm_percent: Some(45),
         processes: vec![process(100, used)],
-        pool: String::new(),
-        share_id: String::new(),
-        summary: None,
+        ..device_activity(name, sharing, used, share)
+    }
+}
+
+/// Process 7 ("python", 1 GiB) of claim "a" on gpu-0, ended after 61 s
+/// over its share.
+pub(super) fn ended_overshare() -> crate::limits::LimitAction {
+    crate::limits::LimitAction {
+        kind: crate::activity::WarningKind::OverShare,
+        mode: "end",
+        outcome: "terminated",
+        claim_uid: "a".into(),
+        device: "gpu-0".into(),
+        pid: 7,
+        comm: "python".into(),
+        memory_used: GIB,
+        over_for_s: 61,
+        at_ms: 1,
     }
 }
 
@@ -170,35 +178,22 @@ fn each_claim_device_gets_its_use_share_utilization_processes_and_last_activity(
     let (_, all) = render(&metrics);
     let mps = of_claim(1, "gpu-1", "mps");
     let gib = |n: u64| Some((n * GIB) as f64);
-    assert_eq!(
-        claim_value(&all, "gpuslice_claim_memory_used_bytes", &mps),
-        gib(6)
-    );
-    assert_eq!(
-        claim_value(&all, "gpuslice_claim_memory_share_bytes", &mps),
-        gib(4)
-    );
-    assert_eq!(
-        claim_value(&all, "gpuslice_claim_sm_utilization_ratio", &mps),
-        Some(0.45)
-    );
-    assert_eq!(
-        claim_value(&all, "gpuslice_claim_processes", &mps),
-        Some(1.0)
-    );
-    assert_eq!(
-        claim_value(&all, "gpuslice_claim_last_active_timestamp_seconds", &mps),
-        Some(1_700_000_000.0)
-    );
     let idle = of_claim(2, "gpu-2", "exclusive");
-    assert_eq!(
-        claim_value(&all, "gpuslice_claim_memory_used_bytes", &idle),
-        Some(0.0)
-    );
-    assert_eq!(
-        claim_value(&all, "gpuslice_claim_processes", &idle),
-        Some(0.0)
-    );
+    for (labels, name, want) in [
+        (&mps, "gpuslice_claim_memory_used_bytes", gib(6)),
+        (&mps, "gpuslice_claim_memory_share_bytes", gib(4)),
+        (&mps, "gpuslice_claim_sm_utilization_ratio", Some(0.45)),
+        (&mps, "gpuslice_claim_processes", Some(1.0)),
+        (
+            &mps,
+            "gpuslice_claim_last_active_timestamp_seconds",
+            Some(1_700_000_000.0),
+        ),
+        (&idle, "gpuslice_claim_memory_used_bytes", Some(0.0)),
+        (&idle, "gpuslice_claim_processes", Some(0.0)),
+    ] {
+        assert_eq!(claim_value(&all, name, labels), want, "{name}");
+    }
     for absent in [
         "gpuslice_claim_memory_share_bytes",
         "gpuslice_claim_sm_utilization_ratio",
@@ -206,30 +201,15 @@ fn each_claim_device_gets_its_use_share_utilization_processes_and_last_activity(
     ] {
         assert_eq!(claim_value(&all, absent, &idle), None, "{absent}");
     }
-    assert_eq!(
-        value(
-            &all,
-            "gpuslice_unclaimed_processes",
-            &super::gpu_labels("gpu-0")
-        ),
-        Some(2.0)
-    );
-    assert_eq!(
-        value(
-            &all,
-            "gpuslice_unclaimed_memory_used_bytes",
-            &super::gpu_labels("gpu-0")
-        ),
-        gib(3)
-    );
-    assert_eq!(
-        value(&all, "gpuslice_activity_sample_cpu_seconds", &[]),
-        Some(0.0015)
-    );
-    assert_eq!(
-        value(&all, "gpuslice_activity_series_dropped", &[]),
-        Some(0.0)
-    );
+    let gpu_0 = super::gpu_labels("gpu-0");
+    for (labels, name, want) in [
+        (&gpu_0[..], "gpuslice_unclaimed_processes", Some(2.0)),
+        (&gpu_0[..], "gpuslice_unclaimed_memory_used_bytes", gib(3)),
+        (&[], "gpuslice_activity_sample_cpu_seconds", Some(0.0015)),
+        (&[], "gpuslice_activity_series_dropped", Some(0.0)),
+    ] {
+        assert_eq!(value(&all, name, labels), want, "{name}");
+    }
 }
 
 #[test]
@@ -398,18 +378,7 @@ fn limit_actions_are_counters_by_kind_mode_and_outcome_that_never_fall() {
             &[("kind", kind), ("mode", mode), ("outcome", outcome)],
         )
     };
-    let ended = LimitAction {
-        kind: WarningKind::OverShare,
-        mode: "end",
-        outcome: "terminated",
-        claim_uid: "a".into(),
-        device: "gpu-0".into(),
-        pid: 7,
-        comm: "python".into(),
-        memory_used: GIB,
-        over_for_s: 61,
-        at_ms: 1,
-    };
+    let ended = ended_overshare();
     board.ledger().note(ended.clone());
     board.ledger().note(LimitAction {
         pid: 8,

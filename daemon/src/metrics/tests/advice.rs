@@ -1,7 +1,7 @@
 //! The right-sizing families from hand-made advice: values, labels, the
 //! series cap, nothing without a history, and the text format's rules.
 
-use super::format_rules::{check_prometheus, samples};
+use super::format_rules::{Sample, check_prometheus, samples};
 use super::value;
 use crate::activity::ActivityHandle;
 use crate::advice::history::{History, HistorySettings};
@@ -83,13 +83,20 @@ fn metrics(max: usize, history: bool) -> Metrics {
         .with_dra(super::dra())
 }
 
-#[test]
-fn each_device_has_its_advice_observed_time_and_peak() {
-    let text = metrics(16, true)
+/// The Prometheus text of `metrics(max, history)` over the advised node,
+/// and its samples.
+fn render(max: usize, history: bool) -> (String, Vec<Sample>) {
+    let text = metrics(max, history)
         .render(&Advised(node()), Format::Prometheus)
         .unwrap();
-    check_prometheus(&text);
     let all = samples(&text);
+    (text, all)
+}
+
+#[test]
+fn each_device_has_its_advice_observed_time_and_peak() {
+    let (text, all) = render(16, true);
+    check_prometheus(&text);
     let claim = [
         ("namespace", "ml"),
         ("name", "notebook"),
@@ -140,10 +147,7 @@ fn each_device_has_its_advice_observed_time_and_peak() {
 
 #[test]
 fn the_series_are_capped_like_the_activity_ones() {
-    let text = metrics(1, true)
-        .render(&Advised(node()), Format::Prometheus)
-        .unwrap();
-    let all = samples(&text);
+    let (text, all) = render(1, true);
     let advice: Vec<_> = all
         .iter()
         .filter(|s| s.name == "gpuslice_claim_advice")
@@ -153,10 +157,7 @@ fn the_series_are_capped_like_the_activity_ones() {
 
 #[test]
 fn without_a_history_there_is_no_advice() {
-    let text = metrics(16, false)
-        .render(&Advised(node()), Format::Prometheus)
-        .unwrap();
-    let all = samples(&text);
+    let (text, all) = render(16, false);
     assert!(
         all.iter().all(|s| s.name != "gpuslice_claim_advice"),
         "{text}"

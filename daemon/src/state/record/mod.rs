@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::sharing::{ClaimLimits, TimeSliceInterval};
+use crate::opaque::{ClaimLimits, TimeSliceInterval};
 
 /// The newest format version this build reads and writes.
 pub const RECORD_VERSION: u32 = 2;
@@ -31,18 +31,8 @@ pub const RECORD_VERSION: u32 = 2;
 pub const RECORD_VERSION_PLAIN: u32 = 1;
 
 /// Where a claim stands: "preparing" or "prepared", in records and text.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Serialize,
-    Deserialize,
-    strum::Display,
-    strum::IntoStaticStr,
-    strum::VariantArray,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(strum::Display, strum::IntoStaticStr, strum::VariantArray)]
 #[serde(rename_all = "lowercase")]
 #[strum(serialize_all = "lowercase")]
 pub enum Phase {

@@ -72,6 +72,15 @@ fn activity(claims: Vec<pb::ClaimActivity>) -> pb::GetActivityResponse {
     }
 }
 
+/// What one sample of claim A ("train") with `devices` feeds, no advice.
+fn feed_train(devices: Vec<pb::DeviceActivity>) -> super::Feed {
+    feed(
+        &context(),
+        &activity(vec![claim(UID_A, "train", devices)]),
+        None,
+    )
+}
+
 fn condition<'a>(entry: &'a AllocatedDeviceStatus, type_: &str) -> (&'a str, &'a str, String) {
     let c = entry
         .conditions
@@ -88,15 +97,7 @@ fn data(entry: &AllocatedDeviceStatus) -> serde_json::Value {
 
 #[test]
 fn a_sampled_idle_mps_claim_gets_its_conditions_dated_by_gpusliced_and_its_figures() {
-    let got = feed(
-        &context(),
-        &activity(vec![claim(
-            UID_A,
-            "train",
-            vec![device("gpu-1", "mps", Some(idle_summary()))],
-        )]),
-        None,
-    );
+    let got = feed_train(vec![device("gpu-1", "mps", Some(idle_summary()))]);
     let a = &got.claims[UID_A];
     assert_eq!(
         (a.claim.namespace.as_str(), a.claim.name.as_str()),
@@ -137,15 +138,7 @@ fn activity_resumed_is_dated_from_active_since_and_an_open_episode_from_overshar
         within_share_since: None,
         ..summary
     };
-    let got = feed(
-        &context(),
-        &activity(vec![claim(
-            UID_A,
-            "train",
-            vec![device("gpu-1", "timeslicing", Some(summary))],
-        )]),
-        None,
-    );
+    let got = feed_train(vec![device("gpu-1", "timeslicing", Some(summary))]);
     let entry = &got.claims[UID_A].entries[0];
     assert_eq!(condition(entry, "Idle").0, "False");
     assert_eq!(condition(entry, "Idle").2, "2026-05-28T20:28:40Z");
@@ -239,18 +232,10 @@ fn advice_is_joined_by_claim_and_device_and_the_last_action_becomes_process_ende
 
 #[test]
 fn a_device_of_an_unknown_sharing_is_left_out_and_said() {
-    let got = feed(
-        &context(),
-        &activity(vec![claim(
-            UID_A,
-            "train",
-            vec![
-                device("gpu-1", "exclusive", Some(idle_summary())),
-                device("gpu-2", "vgpu", Some(idle_summary())),
-            ],
-        )]),
-        None,
-    );
+    let got = feed_train(vec![
+        device("gpu-1", "exclusive", Some(idle_summary())),
+        device("gpu-2", "vgpu", Some(idle_summary())),
+    ]);
     assert_eq!(got.claims[UID_A].entries.len(), 1);
     assert_eq!(
         got.skipped,

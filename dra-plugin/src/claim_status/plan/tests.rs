@@ -224,13 +224,18 @@ proptest! {
     }
 }
 
+/// A planner refreshing each claim every `refresh` ms, at most 60 writes a
+/// minute.
+fn planner_refreshing_every(refresh: Millis) -> Planner {
+    Planner::new(WriteBudget {
+        refresh,
+        max_writes_per_minute: 60,
+    })
+}
+
 #[test]
 fn a_claim_refused_for_good_is_not_written_again_until_its_uid_leaves() {
-    let limits = WriteBudget {
-        refresh: 10_000,
-        max_writes_per_minute: 60,
-    };
-    let mut planner = Planner::new(limits);
+    let mut planner = planner_refreshing_every(10_000);
     let want = desired_set(&[Some((0, 0))]);
     let writes = planner.plan(&want, 0);
     assert_eq!(writes.len(), 1);
@@ -245,11 +250,7 @@ fn a_claim_refused_for_good_is_not_written_again_until_its_uid_leaves() {
 
 #[test]
 fn a_failed_write_is_planned_again() {
-    let limits = WriteBudget {
-        refresh: 300_000,
-        max_writes_per_minute: 60,
-    };
-    let mut planner = Planner::new(limits);
+    let mut planner = planner_refreshing_every(300_000);
     let want = desired_set(&[Some((0, 0))]);
     let first = planner.plan(&want, 0);
     planner.record(&first[0].uid, Outcome::Failed);

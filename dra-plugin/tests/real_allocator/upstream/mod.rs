@@ -63,6 +63,13 @@ pub fn assert_unschedulable(outcome: &Outcome, stage: Stage, reason_has: &str) {
     }
 }
 
+/// Asserts the scheduler's Filter finds no allocation of `input`'s claims
+/// ("cannot allocate all claims").
+pub fn assert_cannot_allocate_all(allocator: &RealAllocator, input: &Input) {
+    let outcome = ask(allocator, input);
+    assert_unschedulable(&outcome, Stage::Filter, "cannot allocate all claims");
+}
+
 pub fn names(devices: &[&str]) -> Vec<Vec<String>> {
     vec![devices.iter().map(|d| (*d).to_owned()).collect()]
 }

@@ -4,9 +4,10 @@
 
 use serde_json::json;
 
-use super::{ask, assert_unschedulable, got, names};
+use super::{ask, assert_cannot_allocate_all, assert_unschedulable, got, names};
 use crate::objects::{
-    DRIVER, allocated, claim, class, counter_slice, device_slice, exactly, input, result,
+    DRIVER, allocated, claim, class, counter_slice, device_slice, exactly, input,
+    one_request_claim, result,
 };
 use crate::tool::{Features, Input, Outcome, RealAllocator, Stage, available};
 
@@ -64,65 +65,29 @@ fn shared_counters_bound_what_partitions_may_be_allocated_together() {
         ..Features::default()
     };
     let mut case = partitionable(on);
-    case.claims = vec![claim(
-        "two",
-        json!([exactly("r", "part", Some(2))]),
-        json!([]),
-    )];
+    case.claims = vec![one_request_claim("two", "part", Some(2))];
     assert_eq!(
         got(allocator, &case),
         names(&["gpu-0-part-a", "gpu-0-part-b"])
     );
-    case.claims = vec![claim(
-        "three",
-        json!([exactly("r", "part", Some(3))]),
-        json!([]),
-    )];
-    assert_unschedulable(
-        &ask(allocator, &case),
-        Stage::Filter,
-        "cannot allocate all claims",
-    );
+    case.claims = vec![one_request_claim("three", "part", Some(3))];
+    assert_cannot_allocate_all(allocator, &case);
 
     // A held partition leaves no room for the whole GPU, and the whole GPU
     // none for a partition.
     case.allocated = vec![allocated("holder", json!([result("r", "gpu-0-part-b")]))];
-    case.claims = vec![claim(
-        "whole",
-        json!([exactly("r", "gpu", Some(1))]),
-        json!([]),
-    )];
-    assert_unschedulable(
-        &ask(allocator, &case),
-        Stage::Filter,
-        "cannot allocate all claims",
-    );
-    case.claims = vec![claim(
-        "one",
-        json!([exactly("r", "part", Some(1))]),
-        json!([]),
-    )];
+    case.claims = vec![one_request_claim("whole", "gpu", Some(1))];
+    assert_cannot_allocate_all(allocator, &case);
+    case.claims = vec![one_request_claim("one", "part", Some(1))];
     assert_eq!(got(allocator, &case), names(&["gpu-0-part-a"]));
     case.allocated = vec![allocated("holder", json!([result("r", "gpu-0")]))];
-    assert_unschedulable(
-        &ask(allocator, &case),
-        Stage::Filter,
-        "cannot allocate all claims",
-    );
+    assert_cannot_allocate_all(allocator, &case);
 
     // Without the feature the scheduler leaves out the counter slice, and
     // with it the pool is incomplete: nothing in it can be allocated.
     let mut off = partitionable(Features::default());
-    off.claims = vec![claim(
-        "one",
-        json!([exactly("r", "part", Some(1))]),
-        json!([]),
-    )];
-    assert_unschedulable(
-        &ask(allocator, &off),
-        Stage::Filter,
-        "cannot allocate all claims",
-    );
+    off.claims = vec![one_request_claim("one", "part", Some(1))];
+    assert_cannot_allocate_all(allocator, &off);
 }
 
 /// Upstream bug in v0.36.2 (kubernetes/kubernetes#140436): a candidate

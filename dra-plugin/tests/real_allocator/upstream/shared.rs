@@ -1,10 +1,10 @@
 //! Consumable capacity: one device allocated many times, each allocation a
 //! share with its own id and the capacity it took.
 
-use k8s_openapi::api::resource::v1::ResourceClaim;
+use k8s_openapi::api::resource::v1::{DeviceRequestAllocationResult, ResourceClaim};
 use serde_json::json;
 
-use super::{ask, assert_unschedulable, devices, got, names};
+use super::{ask, assert_cannot_allocate_all, devices, got, names};
 use crate::objects::{DRIVER, allocated, claim, class, device_slice, exactly, input, result};
 use crate::tool::{Features, Input, Outcome, RealAllocator, Stage, available};
 
@@ -39,6 +39,22 @@ fn held_share(name: &str, gib: u32) -> ResourceClaim {
     allocated(name, json!([share]))
 }
 
+/// The one device `outcome` allocates, which must be an allocation of one.
+fn only_result(outcome: &Outcome) -> DeviceRequestAllocationResult {
+    let Outcome::Allocated { allocations, .. } = outcome else {
+        panic!("expected an allocation, got {outcome:?}");
+    };
+    let results = allocations[0]
+        .allocation
+        .devices
+        .as_ref()
+        .and_then(|d| d.results.clone());
+    match results.as_deref().unwrap_or_default() {
+        [one] => one.clone(),
+        _ => panic!("expected one result: {outcome:?}"),
+    }
+}
+
 #[test]
 fn consumable_capacity_allocates_shares_of_a_device() {
     let Some(allocator) = available("consumable_capacity_allocates_shares_of_a_device") else {
@@ -50,18 +66,7 @@ fn consumable_capacity_allocates_shares_of_a_device() {
     };
     let mut case = shareable(on);
     case.claims = vec![memory_share("share", 30, 1)];
-    let outcome = ask(allocator, &case);
-    let Outcome::Allocated { allocations, .. } = &outcome else {
-        panic!("expected an allocation, got {outcome:?}");
-    };
-    let results = allocations[0]
-        .allocation
-        .devices
-        .as_ref()
-        .and_then(|d| d.results.clone());
-    let [share] = results.as_deref().unwrap_or_default() else {
-        panic!("expected one result: {outcome:?}");
-    };
+    let share = only_result(&ask(allocator, &case));
     assert_eq!(share.device, "gpu-0");
     // A fresh share id per allocation (a random UUID), and what it took.
     assert_eq!(
@@ -77,21 +82,13 @@ fn consumable_capacity_allocates_shares_of_a_device() {
 
     // Shares held by other claims count: 60 GiB held leaves room for 20, not 30.
     case.allocated = vec![held_share("first", 30), held_share("second", 30)];
-    assert_unschedulable(
-        &ask(allocator, &case),
-        Stage::Filter,
-        "cannot allocate all claims",
-    );
+    assert_cannot_allocate_all(allocator, &case);
     case.claims = vec![memory_share("small", 20, 1)];
     assert_eq!(got(allocator, &case), names(&["gpu-0"]));
     // One request may not take two shares of the same device.
     case.allocated = vec![];
     case.claims = vec![memory_share("twice", 10, 2)];
-    assert_unschedulable(
-        &ask(allocator, &case),
-        Stage::Filter,
-        "cannot allocate all claims",
-    );
+    assert_cannot_allocate_all(allocator, &case);
 
     // Without the feature the device is allocated whole: no share id, no
     // consumed capacity, and nothing left for a second claim.
@@ -99,22 +96,10 @@ fn consumable_capacity_allocates_shares_of_a_device() {
     off.claims = vec![memory_share("share", 30, 1)];
     let outcome = ask(allocator, &off);
     assert_eq!(devices(&outcome), Ok(names(&["gpu-0"])));
-    let Outcome::Allocated { allocations, .. } = &outcome else {
-        unreachable!("checked above");
-    };
-    let results = allocations[0]
-        .allocation
-        .devices
-        .as_ref()
-        .and_then(|d| d.results.clone());
-    let whole = &results.unwrap_or_default()[0];
+    let whole = only_result(&outcome);
     assert_eq!((&whole.share_id, &whole.consumed_capacity), (&None, &None));
     off.allocated = vec![allocated("holder", json!([result("r", "gpu-0")]))];
-    assert_unschedulable(
-        &ask(allocator, &off),
-        Stage::Filter,
-        "cannot allocate all claims",
-    );
+    assert_cannot_allocate_all(allocator, &off);
 }
 
 /// Upstream bug in v0.36.2 (kubernetes/kubernetes#140436, its consumable
@@ -163,11 +148,7 @@ fn v0_36_2_keeps_the_constraint_entry_of_an_all_device_short_of_capacity() {
         ]),
         json!([{ "matchAttribute": format!("{DRIVER}/model") }]),
     )];
-    assert_unschedulable(
-        &ask(allocator, &case),
-        Stage::Filter,
-        "cannot allocate all claims",
-    );
+    assert_cannot_allocate_all(allocator, &case);
     let fixed = RealAllocator::with_fix("counter-leak-140436")
         .unwrap_or_else(|e| panic!("the fixed tool: {e}"));
     match ask(fixed, &case) {

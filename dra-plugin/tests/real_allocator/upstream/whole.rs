@@ -3,8 +3,10 @@
 
 use serde_json::json;
 
-use super::{ask, assert_unschedulable, got, gpu, names, whole_gpus};
-use crate::objects::{DRIVER, allocated, claim, class, device_slice, exactly, input, result};
+use super::{ask, assert_cannot_allocate_all, assert_unschedulable, got, gpu, names, whole_gpus};
+use crate::objects::{
+    DRIVER, allocated, claim, class, device_slice, exactly, input, one_request_claim, result,
+};
 use crate::tool::{Features, Outcome, Stage, available};
 
 #[test]
@@ -13,11 +15,7 @@ fn first_fit_skips_a_held_device() {
         return;
     };
     let mut case = whole_gpus();
-    case.claims = vec![claim(
-        "one",
-        json!([exactly("r", "gpu", Some(1))]),
-        json!([]),
-    )];
+    case.claims = vec![one_request_claim("one", "gpu", Some(1))];
     assert_eq!(got(allocator, &case), names(&["gpu-0"]));
     case.allocated = vec![allocated("holder", json!([result("r", "gpu-0")]))];
     assert_eq!(got(allocator, &case), names(&["gpu-1"]));
@@ -35,11 +33,7 @@ fn match_attribute_backtracks_to_devices_that_agree() {
     // gpu-0 (A100) first, no second A100: back to gpu-1 and gpu-2 (H100).
     assert_eq!(got(allocator, &case), names(&["gpu-1", "gpu-2"]));
     case.allocated = vec![allocated("holder", json!([result("r", "gpu-2")]))];
-    assert_unschedulable(
-        &ask(allocator, &case),
-        Stage::Filter,
-        "cannot allocate all claims",
-    );
+    assert_cannot_allocate_all(allocator, &case);
 }
 
 #[test]
@@ -48,18 +42,10 @@ fn all_takes_every_device_and_none_when_one_is_held() {
         return;
     };
     let mut case = whole_gpus();
-    case.claims = vec![claim(
-        "every",
-        json!([exactly("r", "gpu", None)]),
-        json!([]),
-    )];
+    case.claims = vec![one_request_claim("every", "gpu", None)];
     assert_eq!(got(allocator, &case), names(&["gpu-0", "gpu-1", "gpu-2"]));
     case.allocated = vec![allocated("holder", json!([result("r", "gpu-1")]))];
-    assert_unschedulable(
-        &ask(allocator, &case),
-        Stage::Filter,
-        "cannot allocate all claims",
-    );
+    assert_cannot_allocate_all(allocator, &case);
 }
 
 #[test]
@@ -76,11 +62,7 @@ fn a_tainted_device_is_skipped_only_with_device_taints_on() {
         vec![device_slice(0, 1, json!([tainted, gpu("gpu-1", "H100")]))],
         vec![class("gpu", "true")],
     );
-    case.claims = vec![claim(
-        "one",
-        json!([exactly("r", "gpu", Some(1))]),
-        json!([]),
-    )];
+    case.claims = vec![one_request_claim("one", "gpu", Some(1))];
     // Off, taints are not looked at: first fit takes the tainted device.
     assert_eq!(got(allocator, &case), names(&["gpu-0"]));
     case.features.device_taints = true;
@@ -95,22 +77,14 @@ fn the_scheduler_refuses_a_missing_class_and_errs_on_a_bad_selector() {
         return;
     };
     let mut case = whole_gpus();
-    case.claims = vec![claim(
-        "lost",
-        json!([exactly("r", "no-such-class", Some(1))]),
-        json!([]),
-    )];
+    case.claims = vec![one_request_claim("lost", "no-such-class", Some(1))];
     assert_unschedulable(
         &ask(allocator, &case),
         Stage::Prefilter,
         "device class no-such-class does not exist",
     );
     case.classes = vec![class("gpu", "device.attributes['gpu.example.com'].model +")];
-    case.claims = vec![claim(
-        "bad",
-        json!([exactly("r", "gpu", Some(1))]),
-        json!([]),
-    )];
+    case.claims = vec![one_request_claim("bad", "gpu", Some(1))];
     match ask(allocator, &case) {
         Outcome::Error {
             stage: Stage::Filter,
@@ -197,11 +171,7 @@ fn a_budget_of_allocate_one_calls_stands_in_for_the_filter_timeout() {
         ]),
         json!([]),
     )];
-    assert_unschedulable(
-        &ask(allocator, &case),
-        Stage::Filter,
-        "cannot allocate all claims",
-    );
+    assert_cannot_allocate_all(allocator, &case);
     case.max_allocate_one_calls = Some(1000);
     match ask(allocator, &case) {
         Outcome::Limit { calls, reason, .. } => {

@@ -18,6 +18,14 @@ fn four_slices() -> Vec<k8s_openapi::api::resource::v1::ResourceSliceSpec> {
 
 const BIG: &str = "selectors: [{cel: {expression: \"device.attributes['gpu.nvidia.com'].profile == '3g.40gb'\"}}]";
 
+/// A pool of `count` 1g.10gb MIG slices of one GPU, `s-0` onward.
+fn small_mig_slices(count: usize) -> Vec<k8s_openapi::api::resource::v1::ResourceSliceSpec> {
+    let devices = (0..count)
+        .map(|i| slice_dev(&format!("s-{i}"), "GPU-0", "1g.10gb"))
+        .collect();
+    pool(devices)
+}
+
 #[test]
 fn exact_count_takes_that_many_first_fit_or_fails() {
     let slices = four_slices();
@@ -316,39 +324,22 @@ fn capacity_requests_round_up_and_need_the_capacity() {
         run(&slices, &[asking("41Gi")], &Held::default()),
         Some(vec![strings(&["m=g-1"])])
     );
-    let out = allocate(&crate::allocate::tests::fixtures::input(
-        &slices,
-        &[asking("41Gi")],
-        &holding(&["g-0"]),
-    ))
-    .expect("allocate")
-    .expect("fits g-1");
-    let consumed = out[0]
-        .devices
-        .as_ref()
-        .and_then(|d| d.results.clone())
-        .unwrap_or_default()[0]
-        .consumed_capacity
-        .clone()
-        .unwrap_or_default();
-    assert_eq!(consumed["memory"].0, "41Gi");
+    // With g-0 held, the memory consumed from g-1 is the request's.
+    let consumed = |amount: &str| {
+        let out = allocate(&crate::allocate::tests::fixtures::input(
+            &slices,
+            &[asking(amount)],
+            &holding(&["g-0"]),
+        ))
+        .expect("allocate")
+        .expect("fits g-1");
+        let results = out[0].devices.as_ref().and_then(|d| d.results.clone());
+        let capacity = results.unwrap_or_default()[0].consumed_capacity.clone();
+        capacity.unwrap_or_default()["memory"].0.clone()
+    };
+    assert_eq!(consumed("41Gi"), "41Gi");
     // 1.5Mi rounds up to the 1Mi step: 2Mi.
-    let out = allocate(&crate::allocate::tests::fixtures::input(
-        &slices,
-        &[asking("1536Ki")],
-        &holding(&["g-0"]),
-    ))
-    .expect("allocate")
-    .expect("fits g-1");
-    let consumed = out[0]
-        .devices
-        .as_ref()
-        .and_then(|d| d.results.clone())
-        .unwrap_or_default()[0]
-        .consumed_capacity
-        .clone()
-        .unwrap_or_default();
-    assert_eq!(consumed["memory"].0, "2Mi");
+    assert_eq!(consumed("1536Ki"), "2Mi");
     let other = claim(
         "c",
         "requests: [{name: m, exactly: {deviceClassName: gpu.example, \
@@ -436,10 +427,7 @@ fn claims_the_scheduler_refuses_are_errors() {
 fn a_count_one_more_than_the_devices_fails_without_trying_every_subset() {
     // 29 slices and a request for 30: every subset would be 2^29 tries,
     // past the step limit.
-    let devices = (0..29)
-        .map(|i| slice_dev(&format!("s-{i}"), "GPU-0", "1g.10gb"))
-        .collect();
-    let slices = pool(devices);
+    let slices = small_mig_slices(29);
     let thirty = claim(
         "c",
         "requests: [{name: s, exactly: {deviceClassName: mig.example, count: 30}}]",
@@ -458,10 +446,7 @@ fn a_request_no_device_can_ever_serve_fails_the_pod_without_trying_the_requests_
     // Three slices each for two requests before it: with 40 slices that
     // is C(40,3) * C(37,3) combinations, past the step limit, before the
     // All request over whole GPUs (there are none) is even reached.
-    let devices = (0..40)
-        .map(|i| slice_dev(&format!("s-{i}"), "GPU-0", "1g.10gb"))
-        .collect();
-    let slices = pool(devices);
+    let slices = small_mig_slices(40);
     let requests = |last: &str| {
         format!(
             "requests: [{{name: a, exactly: {{deviceClassName: mig.example, count: 3}}}}, \

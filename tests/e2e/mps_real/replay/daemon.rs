@@ -32,7 +32,7 @@ impl Running {
         let pid = self.child.id().to_string();
         let child = std::cell::RefCell::new(&mut self.child);
         let pid_file = pipe.join(PID_FILE);
-        let _ = gpuslice::mps::control::wait_on_dir(pipe, BOUND, &|| {
+        let _ = gpuslice::claims::mps_daemon::control::wait_on_dir(pipe, BOUND, &|| {
             let written = std::fs::read_to_string(&pid_file).is_ok_and(|t| t.starts_with(&pid));
             let exited = child.borrow_mut().try_wait().is_ok_and(|s| s.is_some());
             Ok(written || exited)
@@ -49,7 +49,7 @@ impl Running {
         let pid = self.child.id();
         let waiter = std::thread::spawn(move || {
             if rx.recv_timeout(BOUND).is_err() {
-                gpuslice::mps::child::kill_pid(pid);
+                gpuslice::claims::mps_daemon::child::kill_pid(pid);
             }
         });
         let status = self.child.wait().expect("wait for the daemon");

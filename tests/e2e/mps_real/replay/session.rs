@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 
-use gpuslice::mps::folders::strip_log_prefix;
+use gpuslice::claims::mps_daemon::folders::strip_log_prefix;
 
 use super::daemon::{PID_FILE, Running};
 use super::{BOUND, FRAMING, Outcome, VISIBLE};
@@ -298,7 +298,7 @@ impl Replay {
         let (tx, rx) = mpsc::channel();
         let waiter = std::thread::spawn(move || {
             if rx.recv_timeout(BOUND).is_err() {
-                gpuslice::mps::child::kill_pid(pid);
+                gpuslice::claims::mps_daemon::child::kill_pid(pid);
             }
         });
         let out = child

@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use super::*;
 use crate::activity::current;
-use crate::config::ActivityConfig;
 
 #[test]
 fn sim_a_claim_prepared_after_the_last_sample_is_listed_at_once() {
@@ -30,17 +29,7 @@ fn sim_a_claim_prepared_after_the_last_sample_is_listed_at_once() {
 #[tokio::test]
 async fn sim_a_fresh_sample_is_taken_at_once_published_and_answered() {
     let node = Node::new(1);
-    let config = ActivityConfig {
-        interval_s: 3600,
-        ..ActivityConfig::default()
-    };
-    let (handle, task) = crate::activity::start(
-        node.engine.clone(),
-        &config,
-        &crate::config::AdviceConfig::default(),
-        &node.state_dir(),
-        Vec::new(),
-    );
+    let (handle, task) = node.start_sampling(3600);
     let before = handle.fresh().await;
     assert!(before.enabled && before.claims.is_empty());
     node.engine.prepare(&request(A, &["gpu-0"])).unwrap();
@@ -64,19 +53,8 @@ async fn sim_a_fresh_sample_is_taken_at_once_published_and_answered() {
 
 #[tokio::test]
 async fn sim_with_sampling_off_a_fresh_ask_answers_the_disabled_snapshot() {
-    let node = Node::new(1);
-    node.engine.prepare(&request(A, &["gpu-0"])).unwrap();
-    let config = ActivityConfig {
-        interval_s: 0,
-        ..ActivityConfig::default()
-    };
-    let (handle, task) = crate::activity::start(
-        node.engine.clone(),
-        &config,
-        &crate::config::AdviceConfig::default(),
-        &node.state_dir(),
-        Vec::new(),
-    );
+    let node = Node::held_by_a();
+    let (handle, task) = node.start_sampling(0);
     assert!(task.is_none());
     let answer = handle.fresh().await;
     assert!(!answer.enabled);

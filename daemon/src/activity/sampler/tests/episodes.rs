@@ -2,11 +2,17 @@
 
 use super::*;
 
-#[test]
-fn sim_a_sample_that_cannot_list_a_gpu_keeps_its_warnings_open() {
+/// Two GPUs, and a process of no claim using 1 GiB of gpu-1.
+fn stray_on_gpu_1() -> (Node, Sleeper) {
     let node = Node::new(2);
     let stray = Sleeper::new(&[]);
     node.run(&stray, 1, GIB, 0, false);
+    (node, stray)
+}
+
+#[test]
+fn sim_a_sample_that_cannot_list_a_gpu_keeps_its_warnings_open() {
+    let (node, _stray) = stray_on_gpu_1();
     let mut sampler = node.sampler();
     let first = sampler.sample_once();
     assert_eq!(first.warnings.len(), 1, "the unclaimed process");
@@ -24,9 +30,7 @@ fn sim_a_sample_that_cannot_list_a_gpu_keeps_its_warnings_open() {
 
 #[test]
 fn sim_an_episode_open_across_a_restart_is_not_warned_of_again() {
-    let node = Node::new(2);
-    let stray = Sleeper::new(&[]);
-    node.run(&stray, 1, GIB, 0, false);
+    let (node, stray) = stray_on_gpu_1();
     let mut before = node.sampler();
     let first = before.sample_once();
     assert_eq!(first.episodes.unclaimed, 1);

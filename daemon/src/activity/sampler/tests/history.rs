@@ -39,17 +39,21 @@ fn at(s: u64) -> Duration {
     T0 + Duration::from_secs(s)
 }
 
+/// Samples at each of `seconds` past `T0`, then flushes (saves the history).
+fn sample_and_save(sampler: &mut Sampler, seconds: &[u64]) {
+    for &s in seconds {
+        sampler.sample_at(at(s));
+    }
+    sampler.flush();
+}
+
 #[test]
 fn sim_each_sample_adds_the_claims_memory_and_observed_time() {
-    let node = Node::new(1);
-    node.engine.prepare(&request(A, &["gpu-0"])).unwrap();
+    let node = Node::held_by_a();
     let process = Sleeper::in_claim(A);
     node.run(&process, 0, 4 * GIB, 5, false);
     let mut sampler = node.sampler_with_history(SETTINGS);
-    for step in 0..3 {
-        sampler.sample_at(at(step * 5));
-    }
-    sampler.flush();
+    sample_and_save(&mut sampler, &[0, 5, 10]);
     let history = node.saved_history();
     let device = history.device(A, "gpu-0").expect("gpu-0 of A");
     assert_eq!(device.samples, 3);
@@ -60,12 +64,9 @@ fn sim_each_sample_adds_the_claims_memory_and_observed_time() {
 
 #[test]
 fn sim_an_idle_claim_is_observed_at_zero_memory_and_never_active() {
-    let node = Node::new(1);
-    node.engine.prepare(&request(A, &["gpu-0"])).unwrap();
+    let node = Node::held_by_a();
     let mut sampler = node.sampler_with_history(SETTINGS);
-    sampler.sample_at(at(0));
-    sampler.sample_at(at(5));
-    sampler.flush();
+    sample_and_save(&mut sampler, &[0, 5]);
     let history = node.saved_history();
     let device = history.device(A, "gpu-0").unwrap();
     assert_eq!(device.memory_peak, Some(0));
@@ -118,24 +119,19 @@ fn sim_the_file_is_saved_when_the_claims_change_else_every_few_minutes() {
 
 #[test]
 fn sim_the_history_continues_after_a_restart() {
-    let node = Node::new(1);
-    node.engine.prepare(&request(A, &["gpu-0"])).unwrap();
+    let node = Node::held_by_a();
     let mut before = node.sampler_with_history(SETTINGS);
-    before.sample_at(at(0));
-    before.sample_at(at(5));
-    before.flush();
+    sample_and_save(&mut before, &[0, 5]);
     drop(before);
     let mut after = node.sampler_with_history(SETTINGS);
-    after.sample_at(at(10));
-    after.flush();
+    sample_and_save(&mut after, &[10]);
     let device = node.saved_history().device(A, "gpu-0").unwrap().clone();
     assert_eq!((device.samples, device.observed_s), (3, 10));
 }
 
 #[test]
 fn sim_an_unusable_file_starts_an_empty_history_and_is_replaced() {
-    let node = Node::new(1);
-    node.engine.prepare(&request(A, &["gpu-0"])).unwrap();
+    let node = Node::held_by_a();
     let cut_short = b"{\"version\":1,\"claims\":";
     gpuslice_cdi::write_atomic(&node.state_dir(), FILE_NAME, cut_short, 0o644).unwrap();
     let mut sampler = node.sampler_with_history(SETTINGS);
@@ -162,19 +158,8 @@ fn sim_past_max_claims_the_least_recently_seen_goes() {
 
 #[test]
 fn sim_the_handle_shows_the_history_the_task_feeds() {
-    let node = Node::new(1);
-    node.engine.prepare(&request(A, &["gpu-0"])).unwrap();
-    let config = crate::config::ActivityConfig {
-        interval_s: 3600,
-        ..crate::config::ActivityConfig::default()
-    };
-    let (handle, task) = crate::activity::start(
-        node.engine.clone(),
-        &config,
-        &crate::config::AdviceConfig::default(),
-        &node.state_dir(),
-        Vec::new(),
-    );
+    let node = Node::held_by_a();
+    let (handle, task) = node.start_sampling(3600);
     // The loop takes a first sample before it looks for the stop.
     task.unwrap().stop();
     let history = handle.history().expect("sampling on").lock();

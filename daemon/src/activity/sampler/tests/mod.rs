@@ -10,10 +10,10 @@ use super::{Sampler, SamplerSettings};
 use crate::activity::WarningKind;
 use crate::activity::fixtures::{A, B, GIB};
 use crate::cdi_build::marker::claim_var_name;
-use crate::claims::{Engine, PrepareRequest};
+use crate::claims::mps_daemon::supervisor::DAEMON_MARKER;
+use crate::claims::{Engine, NodeReads, PrepareRequest};
 use crate::config::{MigConfig, MigGpuConfig, MigOffering};
 use crate::gpu::sim::{SimBackend, SimProcess};
-use crate::mps::supervisor::DAEMON_MARKER;
 use crate::testkit::{SimNode, SimNodeBuilder, requests};
 
 mod actions;
@@ -23,6 +23,33 @@ mod history;
 mod processes;
 mod samples;
 mod summary;
+
+/// The engine's reads, with `daemons` among gpusliced's own daemons.
+#[derive(Debug)]
+struct WithDaemons {
+    engine: Arc<Engine>,
+    daemons: Vec<u32>,
+}
+
+impl NodeReads for WithDaemons {
+    fn inventory(&self) -> Arc<crate::inventory::Inventory> {
+        self.engine.inventory()
+    }
+
+    fn claims(&self) -> Vec<crate::state::ClaimRecord> {
+        self.engine.claims()
+    }
+
+    fn usage_reads(&self) -> crate::gpu::UsageReads<'_> {
+        NodeReads::usage_reads(self.engine.as_ref())
+    }
+
+    fn own_daemon_pids(&self) -> Vec<u32> {
+        let mut pids = self.engine.own_daemon_pids();
+        pids.extend(&self.daemons);
+        pids
+    }
+}
 
 /// A simulated node: the backend (to start fake processes on), an engine
 /// with the fake tools, its state in the node's folder.
@@ -35,6 +62,24 @@ struct Node {
 impl Node {
     fn new(gpus: usize) -> Self {
         Self::with_mig(gpus, &MigConfig::default())
+    }
+
+    /// One GPU, held whole by claim A.
+    fn held_by_a() -> Self {
+        let node = Self::new(1);
+        node.engine.prepare(&request(A, &["gpu-0"])).unwrap();
+        node
+    }
+
+    /// One GPU in MIG mode, offering every legal slice (`advertise =
+    /// "partitionable"`).
+    fn partitionable() -> Self {
+        let mig = MigConfig {
+            advertise: Some(MigOffering::Partitionable),
+            gpu: vec![MigGpuConfig::default()],
+            ..MigConfig::default()
+        };
+        Self::with_mig(1, &mig)
     }
 
     /// A node whose GPUs `mig` selects run in MIG mode.
@@ -54,9 +99,41 @@ impl Node {
         self.node.state_dir()
     }
 
-    fn sampler(&self) -> Sampler {
-        Sampler::new(
+    /// Starts the sampling task on the node as `[activity] interval_s =
+    /// interval_s` (0: off) and the default `[advice]`, keeping its files in
+    /// the node's state dir.
+    fn start_sampling(
+        &self,
+        interval_s: u64,
+    ) -> (
+        crate::activity::ActivityHandle,
+        Option<crate::activity::ActivityTask>,
+    ) {
+        let config = crate::config::ActivityConfig {
+            interval_s,
+            ..crate::config::ActivityConfig::default()
+        };
+        crate::activity::start(
             self.engine.clone(),
+            &config,
+            &crate::config::AdviceConfig::default(),
+            &self.state_dir(),
+            Vec::new(),
+        )
+    }
+
+    fn sampler(&self) -> Sampler {
+        self.sampler_with_daemons(&[])
+    }
+
+    /// A sampler that also takes `daemons` for gpusliced's own (the fake
+    /// MPS starts no process to stand for them).
+    fn sampler_with_daemons(&self, daemons: &[u32]) -> Sampler {
+        Sampler::new(
+            Arc::new(WithDaemons {
+                engine: self.engine.clone(),
+                daemons: daemons.to_vec(),
+            }),
             SamplerSettings {
                 interval: Duration::from_secs(5),
                 max_claim_series: 1024,
@@ -164,6 +241,32 @@ impl Node {
 
     fn uuid(&self, gpu: usize) -> String {
         self.engine.inventory().gpus[gpu].info.uuid.clone()
+    }
+
+    /// Prepares claim `uid` on MIG slice `slice`: what the engine answers,
+    /// and the slice's MIG UUID (the device its processes run on).
+    fn prepare_slice(&self, uid: &str, slice: &str) -> (crate::claims::Prepared, String) {
+        let prepared = self.engine.prepare(&request(uid, &[slice])).unwrap();
+        let mig_uuid = prepared.record().devices[0]
+            .mig
+            .as_ref()
+            .and_then(|m| m.mig_uuid.clone())
+            .expect("the slice's MIG UUID");
+        (prepared, mig_uuid)
+    }
+
+    /// Registers `process` as a GPU process on MIG device `mig_uuid`, using
+    /// `memory_bytes` (and 50% SM, which MIG mode does not sample).
+    fn run_on_slice(&self, process: &Sleeper, mig_uuid: &str, memory_bytes: u64) {
+        self.backend
+            .start_process(SimProcess {
+                pid: process.pid(),
+                device: mig_uuid.to_owned(),
+                memory_bytes,
+                sm_percent: 50,
+                mps_client: false,
+            })
+            .unwrap();
     }
 
     /// Registers `process` as a GPU process on GPU `gpu`.

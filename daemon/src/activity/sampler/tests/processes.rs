@@ -17,13 +17,13 @@ fn sim_processes_go_to_the_claims_their_environment_names_and_the_rest_are_uncla
     let (a, b) = (Sleeper::in_claim(A), Sleeper::in_claim(B));
     let stray = Sleeper::new(&[]);
     let elsewhere = Sleeper::in_claim(B);
-    let daemon = Sleeper::new(&[(DAEMON_MARKER.to_owned(), "/run/gpuslice/mps/x")]);
+    let daemon = Sleeper::new(&[]);
     node.run(&a, 0, 4 * GIB, 30, false);
     node.run(&stray, 0, GIB, 5, false);
     node.run(&elsewhere, 0, GIB, 0, false);
     node.run(&b, 1, 2 * GIB, 0, false);
     node.run(&daemon, 1, GIB, 0, false);
-    let mut sampler = node.sampler();
+    let mut sampler = node.sampler_with_daemons(&[daemon.pid()]);
     let first = sampler.sample_once();
     let now = first.sampled_at_ms / 1000;
     let (ca, cb) = (&first.claims[0], &first.claims[1]);
@@ -127,11 +127,11 @@ fn sim_an_mps_client_over_its_memory_share_raises_one_warning() {
         .unwrap();
     let a = Sleeper::in_claim(A);
     node.run(&a, 0, 6 * GIB, 20, true);
-    // The MPS server on the GPU, as the control daemon starts it (the fake
-    // starts no process): gpuslice's own, never unclaimed.
-    let server = Sleeper::new(&[(DAEMON_MARKER.to_owned(), "/run/gpuslice/mps/x")]);
+    // A process of a daemon gpusliced keeps on the GPU (the fake starts
+    // none, so the test names it): gpuslice's own, never unclaimed.
+    let server = Sleeper::new(&[]);
     node.run(&server, 0, GIB, 0, false);
-    let mut sampler = node.sampler();
+    let mut sampler = node.sampler_with_daemons(&[server.pid()]);
     let first = sampler.sample_once();
     let d = &first.claims[0].devices[0];
     assert_eq!(
@@ -151,8 +151,7 @@ fn sim_an_mps_client_over_its_memory_share_raises_one_warning() {
 
 #[test]
 fn sim_last_active_survives_a_restart() {
-    let node = Node::new(1);
-    node.engine.prepare(&request(A, &["gpu-0"])).unwrap();
+    let node = Node::held_by_a();
     let a = Sleeper::in_claim(A);
     node.run(&a, 0, GIB, 40, false);
     let active_at = {
@@ -170,38 +169,12 @@ fn sim_last_active_survives_a_restart() {
 
 #[test]
 fn sim_a_slice_claim_gets_its_processes_by_gpu_instance_and_is_active_without_sm_samples() {
-    let mig = MigConfig {
-        advertise: Some(MigOffering::Partitionable),
-        gpu: vec![MigGpuConfig::default()],
-        ..MigConfig::default()
-    };
-    let node = Node::with_mig(1, &mig);
-    let slice = node
-        .engine
-        .inventory()
-        .mig
-        .iter()
-        .find(|m| m.profile.name == "3g.40gb")
-        .expect("a 3g.40gb slice")
-        .name
-        .clone();
-    let prepared = node.engine.prepare(&request(A, &[&slice])).unwrap();
-    let mig_uuid = prepared.record().devices[0]
-        .mig
-        .as_ref()
-        .and_then(|m| m.mig_uuid.clone())
-        .expect("the slice's MIG UUID");
+    let node = Node::partitionable();
+    let slice = node.node.slice("3g.40gb");
+    let (_, mig_uuid) = node.prepare_slice(A, &slice);
     let (a, stray) = (Sleeper::in_claim(A), Sleeper::new(&[]));
     for (process, memory) in [(&a, 2 * GIB), (&stray, GIB)] {
-        node.backend
-            .start_process(SimProcess {
-                pid: process.pid(),
-                device: mig_uuid.clone(),
-                memory_bytes: memory,
-                sm_percent: 50,
-                mps_client: false,
-            })
-            .unwrap();
+        node.run_on_slice(process, &mig_uuid, memory);
     }
     let snapshot = node.sampler().sample_once();
     let d = &snapshot.claims[0].devices[0];
@@ -266,4 +239,36 @@ fn sim_a_gpu_the_backend_cannot_list_is_left_out_and_the_others_sampled() {
     );
     assert_eq!(second.unclaimed.len(), 1);
     assert_eq!(second.unclaimed[0].process.pid, stray.pid());
+}
+
+/// A container's process may set the variable gpusliced gives its MPS
+/// daemons: that makes it neither gpuslice's own nor exempt. It is still
+/// its claim's (and counted against the claim's share), or unclaimed.
+#[test]
+fn sim_a_process_that_sets_the_daemon_marker_is_not_taken_for_gpuslices_own() {
+    let node = Node::held_by_a();
+    let marker = (DAEMON_MARKER.to_owned(), "/run/gpuslice/mps/x");
+    let in_a = Sleeper::new(&[marker.clone(), (claim_var_name(A), A)]);
+    let stray = Sleeper::new(&[marker]);
+    node.run(&in_a, 0, 2 * GIB, 10, false);
+    node.run(&stray, 0, GIB, 0, false);
+    let first = node.sampler().sample_once();
+    assert_eq!(pids(&first.claims[0].devices[0]), vec![in_a.pid()]);
+    let unclaimed: Vec<u32> = first.unclaimed.iter().map(|u| u.process.pid).collect();
+    assert_eq!(unclaimed, vec![stray.pid()]);
+}
+
+/// A daemon gpusliced keeps and its children are its own; a grandchild, a
+/// process whose parent ended, or any other process is not.
+#[test]
+fn own_daemons_and_their_children_are_gpuslices_own() {
+    let own = std::collections::HashSet::from([100]);
+    let info = |parent| crate::activity::procfs::ProcInfo {
+        parent,
+        ..Default::default()
+    };
+    assert!(super::super::is_own(&own, 100, &info(1)), "the daemon");
+    assert!(super::super::is_own(&own, 101, &info(100)), "its server");
+    assert!(!super::super::is_own(&own, 102, &info(101)), "a grandchild");
+    assert!(!super::super::is_own(&own, 103, &info(1)), "an orphan");
 }

@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 
 use super::*;
 use crate::activity::persist::{Persister, Saved, load};
-use crate::config::ActivityConfig;
 
 #[test]
 fn sim_every_claim_is_listed_with_its_devices_and_idle_until_it_runs() {
@@ -76,8 +75,7 @@ fn sim_a_time_sliced_claim_gets_an_even_share() {
 
 #[test]
 fn sim_last_active_times_come_back_after_a_restart_and_gone_claims_are_dropped() {
-    let node = Node::new(1);
-    node.engine.prepare(&request(A, &["gpu-0"])).unwrap();
+    let node = Node::held_by_a();
     let before: BTreeMap<String, i64> =
         BTreeMap::from([(A.to_owned(), 1_234), ("gone".to_owned(), 99)]);
     Persister::new(&node.state_dir(), Saved::default())
@@ -96,17 +94,7 @@ fn sim_last_active_times_come_back_after_a_restart_and_gone_claims_are_dropped()
 #[test]
 fn sim_sampling_off_publishes_one_disabled_snapshot_and_runs_nothing() {
     let node = Node::new(1);
-    let config = ActivityConfig {
-        interval_s: 0,
-        ..ActivityConfig::default()
-    };
-    let (handle, task) = crate::activity::start(
-        node.engine.clone(),
-        &config,
-        &crate::config::AdviceConfig::default(),
-        &node.state_dir(),
-        Vec::new(),
-    );
+    let (handle, task) = node.start_sampling(0);
     assert!(task.is_none());
     let latest = handle.latest();
     assert!(!latest.enabled);
@@ -115,19 +103,8 @@ fn sim_sampling_off_publishes_one_disabled_snapshot_and_runs_nothing() {
 
 #[test]
 fn sim_the_task_samples_at_once_and_stops_when_told() {
-    let node = Node::new(1);
-    node.engine.prepare(&request(A, &["gpu-0"])).unwrap();
-    let config = ActivityConfig {
-        interval_s: 3600,
-        ..ActivityConfig::default()
-    };
-    let (handle, task) = crate::activity::start(
-        node.engine.clone(),
-        &config,
-        &crate::config::AdviceConfig::default(),
-        &node.state_dir(),
-        Vec::new(),
-    );
+    let node = Node::held_by_a();
+    let (handle, task) = node.start_sampling(3600);
     // The loop publishes a first sample before it looks for the stop.
     task.unwrap().stop();
     let latest = handle.latest();

@@ -29,8 +29,7 @@ fn t0() -> i64 {
 
 #[test]
 fn sim_a_claim_stopped_is_idle_after_idle_after_since_its_last_active_sample() {
-    let node = Node::new(1);
-    node.engine.prepare(&request(A, &["gpu-0"])).unwrap();
+    let node = Node::held_by_a();
     let a = Sleeper::in_claim(A);
     node.run(&a, 0, 3 * GIB, 20, false);
     let mut sampler = sampler(&node);
@@ -69,29 +68,11 @@ fn sim_a_claim_stopped_is_idle_after_idle_after_since_its_last_active_sample() {
 
 #[test]
 fn sim_a_slice_claim_has_memory_figures_and_no_sm_figures() {
-    let mig = MigConfig {
-        advertise: Some(MigOffering::Partitionable),
-        gpu: vec![MigGpuConfig::default()],
-        ..MigConfig::default()
-    };
-    let node = Node::with_mig(1, &mig);
+    let node = Node::partitionable();
     let slice = node.engine.inventory().mig[0].name.clone();
-    let prepared = node.engine.prepare(&request(A, &[&slice])).unwrap();
-    let mig_uuid = prepared.record().devices[0]
-        .mig
-        .as_ref()
-        .and_then(|m| m.mig_uuid.clone())
-        .expect("the slice's MIG UUID");
+    let (prepared, mig_uuid) = node.prepare_slice(A, &slice);
     let a = Sleeper::in_claim(A);
-    node.backend
-        .start_process(SimProcess {
-            pid: a.pid(),
-            device: mig_uuid,
-            memory_bytes: 2 * GIB,
-            sm_percent: 50,
-            mps_client: false,
-        })
-        .unwrap();
+    node.run_on_slice(&a, &mig_uuid, 2 * GIB);
     let snapshot = sampler(&node).sample_at(at(0));
     let d = &snapshot.claims[0].devices[0];
     let s = d.summary.expect("summarised");

@@ -68,11 +68,19 @@ impl Mig {
     fn save_ledger(cx: &Cx<'_>, ledger: &BTreeSet<Made>) -> Result<(), ClaimError> {
         let uid = "(MIG ledger)".to_owned();
         let bytes = serde_json::to_vec_pretty(ledger).map_err(|e| StateError::Encode {
+            what: "MIG ledger",
             uid: uid.clone(),
             reason: e.to_string(),
         })?;
-        write_atomic_observed(cx.env.state_dir(), LEDGER, &bytes, 0o600, &ledger_steps)
-            .map_err(|error| ClaimError::State(StateError::Write { uid, error }))
+        write_atomic_observed(cx.env.state_dir(), LEDGER, &bytes, 0o600, &ledger_steps).map_err(
+            |error| {
+                ClaimError::State(StateError::Write {
+                    what: "MIG ledger",
+                    uid,
+                    error,
+                })
+            },
+        )
     }
 
     /// Brings every MIG GPU to its layout (ahead mode), or removes idle

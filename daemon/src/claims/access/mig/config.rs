@@ -33,17 +33,8 @@ pub struct MigConfig {
 /// concept that `[mig] advertise`, the DRA plugin's request, the inventory
 /// and the published ResourceSlices share. Its text is the value as the
 /// config spells it ("layout", "partitionable").
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Deserialize,
-    strum::Display,
-    strum::IntoStaticStr,
-    strum::VariantArray,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, strum::Display)]
+#[derive(strum::IntoStaticStr, strum::VariantArray)]
 #[serde(rename_all = "kebab-case")]
 #[strum(serialize_all = "kebab-case")]
 pub enum MigOffering {

@@ -11,14 +11,12 @@
 //! ([`cdi`]) and what is read of the hardware for the API and the metrics
 //! ([`view`]).
 //!
-//! What the node offers: the `[mig]` section ([`config`]), which
-//! [`config::MigOffering`] is in force and why ([`offering`]), the layout
-//! planned on each GPU in layout mode ([`offer`]), the slices as devices with
-//! their attributes, capacities and counters ([`devices`]) and the order
-//! partitionable mode publishes them in, which is where the scheduler places
-//! a slice ([`publish_order`]). `config` stands on the config's floor and
-//! `devices`, `offer` and `publish_order` on the inventory's (the layers
-//! check places them): they import nothing from the claim engine.
+//! What the node offers: the `[mig]` section ([`config`], which stands on
+//! the config's floor: the layers check places it) and which
+//! [`config::MigOffering`] is in force and why ([`offering`]). The slices as
+//! published devices (their attributes, counters, the layout planned in
+//! layout mode and the publish order) are the inventory's
+//! ([`crate::inventory::mig`]): the scan builds them below the claim engine.
 //!
 //! The kind must not write records or CDI files: the verbs (`prepare`,
 //! `unprepare`, `reconcile`) call it in the order that keeps records ahead of
@@ -29,11 +27,8 @@
 mod ahead;
 mod cdi;
 pub(crate) mod config;
-pub(crate) mod devices;
 mod held;
-pub(crate) mod offer;
 pub mod offering;
-pub(crate) mod publish_order;
 mod restore;
 mod setup;
 mod usage;

@@ -20,19 +20,8 @@ use crate::inventory::{GpuMig, Inventory};
 
 /// What a MIG slice is doing. Its text is the metric label: "held", "free",
 /// "made_ahead", "foreign".
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    strum::Display,
-    strum::IntoStaticStr,
-    strum::VariantArray,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(strum::Display, strum::IntoStaticStr, strum::VariantArray)]
 #[strum(serialize_all = "snake_case")]
 pub enum SliceState {
     /// A claim holds it.

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::mps::{MpsKey, MpsLimits};
+use crate::claims::mps_daemon::{MpsKey, MpsLimits};
 use crate::state::{ClaimRecord, DeviceSharing, MpsSharing, RecordDevice};
 
 /// One MPS daemon a claim uses, in the terms the manager takes.

@@ -1,11 +1,11 @@
 //! MPS as a kind of access, one file per part: what a claim uses
 //! ([`held`]), prepare's and unprepare's steps ([`verbs`]), start-up and a
 //! claim asked again ([`restore`]), the CDI edits ([`cdi`]), what is
-//! reported ([`view`]). The daemons themselves are [`crate::mps`]'s.
+//! reported ([`view`]). The daemons themselves are [`crate::claims::mps_daemon`]'s.
 //!
 //! The steps: reserve (the claim joins the GPU's policy as MPS, never
 //! beside time-slicing, and its memory share is promised), apply (compute
-//! mode EXCLUSIVE_PROCESS on the key's whole GPUs, then the daemon, which [`crate::mps::MpsManager::acquire`] returns only once it
+//! mode EXCLUSIVE_PROCESS on the key's whole GPUs, then the daemon, which [`crate::claims::mps_daemon::MpsManager::acquire`] returns only once it
 //! answers with its limits read back), release (take the claim off the
 //! daemon; after the last claim the daemon quits and the GPUs return to
 //! DEFAULT) and restore at start-up (the same daemons, by key hash: a live
@@ -17,6 +17,7 @@
 
 mod cdi;
 pub(crate) mod config;
+pub mod control_daemon;
 mod held;
 mod restore;
 mod verbs;
@@ -32,7 +33,12 @@ impl Mps {
     pub(in crate::claims) fn daemon_states(
         &self,
         cx: &super::Cx<'_>,
-    ) -> Vec<crate::mps::DaemonState> {
+    ) -> Vec<crate::claims::mps_daemon::DaemonState> {
         view::daemon_states(cx)
+    }
+
+    /// The pids of the node's MPS control daemons that run now.
+    pub(in crate::claims) fn daemon_pids(&self, cx: &super::Cx<'_>) -> Vec<u32> {
+        view::daemon_pids(cx)
     }
 }

@@ -10,9 +10,9 @@ use crate::claims::access::shared_gpu::{SharedGpus, compute_mode::ModeChange, ro
 use crate::claims::access::{Access, Cx, Restored, Swept};
 use crate::claims::error::ClaimError;
 use crate::claims::lock;
+use crate::claims::mps_daemon::Released;
 use crate::gpu::ComputeMode;
 use crate::inventory::DeviceRef;
-use crate::mps::Released;
 use crate::state::{AccessKind, ClaimRecord, DeviceSharing};
 
 impl Access for Mps {

@@ -4,12 +4,21 @@
 
 use super::held::{MpsUse, mps_uses};
 use crate::claims::access::Cx;
-use crate::mps::{DaemonState, MpsDaemon};
+use crate::claims::mps_daemon::{DaemonState, MpsDaemon};
 use crate::state::ClaimRecord;
 
 /// The state of every MPS control daemon of the node, for the metrics.
 pub(super) fn daemon_states(cx: &Cx<'_>) -> Vec<DaemonState> {
     cx.shared.daemons().iter().map(|d| d.status.state).collect()
+}
+
+/// The pids of the MPS control daemons that run now: the sampler knows
+/// them, and the servers they start, by these, never by their environment.
+pub(super) fn daemon_pids(cx: &Cx<'_>) -> Vec<u32> {
+    (cx.shared.daemons().iter())
+        .filter(|d| d.status.state != DaemonState::Stopped)
+        .filter_map(|d| d.status.pid)
+        .collect()
 }
 
 /// Each MPS daemon of the claim that is not running as it should.

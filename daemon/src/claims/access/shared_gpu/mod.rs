@@ -2,9 +2,9 @@
 //! a lock per shared GPU. The two kinds themselves are `access::timeslicing`
 //! and `access::mps`; the compute mode both set is [`compute_mode`]. How a
 //! request's configs become per-device sharing is the request's
-//! (`claims/request/sharing.rs`). It must not parse configs (that is
-//! [`crate::sharing`]), run MPS daemons (that is [`crate::mps`]) or call
-//! nvidia-smi itself (that is [`crate::timeslice`]).
+//! (`claims/request/configs.rs`). It must not parse configs (that is
+//! [`crate::opaque`]), run MPS daemons (that is [`crate::claims::mps_daemon`]) or call
+//! nvidia-smi itself (that is [`crate::claims::compute_policy`]).
 //!
 //! The books, in one lock ([`SharedBooks`]): the [`TimeSlicePolicy`] (per
 //! GPU: MPS or time-slicing, which claims, which interval; one policy for
@@ -25,14 +25,14 @@ mod tests;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+use crate::claims::compute_policy::{TimeSlicePolicy, TimeSliceSetter};
 use crate::claims::error::ClaimError;
 use crate::claims::keyed::{KeyGuard, KeyedLocks, lock};
+use crate::claims::mps_daemon::{MpsDaemon, MpsManager};
 use crate::features::TimeSliceSettings;
 use crate::inventory::Inventory;
-use crate::mps::{MpsDaemon, MpsManager};
-use crate::sharing::TimeSliceInterval;
+use crate::opaque::TimeSliceInterval;
 use crate::state::ClaimRecord;
-use crate::timeslice::{TimeSlicePolicy, TimeSliceSetter};
 
 /// The processes the engine drives to share GPUs.
 #[derive(Debug, Clone)]

@@ -7,12 +7,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::claims::Engine;
+use crate::claims::compute_policy::FakeNvidiaSmi;
+use crate::claims::mps_daemon::{FakeMps, StartGate};
 use crate::config::MigConfig;
 use crate::gpu::ComputeMode;
 use crate::gpu::sim::SimBackend;
-use crate::mps::{FakeMps, StartGate};
 use crate::testkit::{SimNode, SimNodeBuilder};
-use crate::timeslice::FakeNvidiaSmi;
 
 /// Upper bound for a restarted daemon to come back; only a hang reaches it.
 pub(in crate::claims) const BOUND: Duration = Duration::from_secs(30);

@@ -3,13 +3,13 @@
 //! (tests/e2e/sharing.rs): they need the process to go away.
 
 use super::node::{BOUND, Node};
+use crate::claims::compute_policy::TimeSliceError;
+use crate::claims::mps_daemon::{DaemonState, MpsError, MpsKey};
 use crate::claims::tests::requests::{request, request_with as req};
 use crate::claims::{ClaimError, PrepareRequest};
 use crate::config::{MigConfig, MigGpuConfig};
 use crate::gpu::{ComputeMode, GpuBackend};
-use crate::mps::{DaemonState, MpsError, MpsKey};
 use crate::state::AccessKind;
-use crate::timeslice::TimeSliceError;
 
 const A: &str = "aaaaaaaa-0000-4000-8000-0000000000a1";
 const B: &str = "bbbbbbbb-0000-4000-8000-0000000000b2";

@@ -2,7 +2,7 @@
 //! unprepare's steps ([`verbs`]), the interval through nvidia-smi and what it
 //! showed ([`settings`]), start-up ([`restore`]), what is reported
 //! ([`view`]). The steps: reserve (the claim joins the GPU's
-//! [`crate::timeslice::TimeSlicePolicy`]: one interval per GPU, never beside
+//! [`crate::claims::compute_policy::TimeSlicePolicy`]: one interval per GPU, never beside
 //! MPS), apply (compute mode DEFAULT, then `nvidia-smi compute-policy
 //! --set-timeslice` for the first claim on the GPU), release (the last claim
 //! resets the GPU to Default), and restore at start-up (set again: the policy
@@ -16,6 +16,7 @@
 //! nvidia-smi said). A prepared claim whose interval cannot be set again at
 //! start-up is reported, not dropped.
 
+pub mod compute_policy;
 pub(crate) mod config;
 mod restore;
 mod settings;

@@ -6,13 +6,13 @@
 
 use crate::claims::access::Cx;
 use crate::claims::access::shared_gpu::{SharedGpus, TimeSliceOutcome};
+use crate::claims::compute_policy::SetOutcome;
 use crate::claims::error::ClaimError;
 use crate::claims::lock;
 use crate::features::{Feature, Missing, TimeSliceSettings};
 use crate::gpu::ComputeMode;
-use crate::sharing::TimeSliceInterval;
+use crate::opaque::TimeSliceInterval;
 use crate::state::{ClaimRecord, DeviceSharing};
-use crate::timeslice::SetOutcome;
 
 /// The whole GPUs `record` time-slices, with the interval.
 pub(in crate::claims) fn timeslices(record: &ClaimRecord) -> Vec<(String, TimeSliceInterval)> {

@@ -7,13 +7,13 @@
 use super::settings::{apply_one, lacks_settings, reset, timeslices};
 use super::{TimeSlicing, restore, view};
 use crate::claims::access::{Access, Cx, Restored};
+use crate::claims::compute_policy::Action;
 use crate::claims::error::ClaimError;
 use crate::claims::lock;
 use crate::features::TimeSliceSettings;
 use crate::inventory::DeviceRef;
-use crate::sharing::TimeSliceInterval;
+use crate::opaque::TimeSliceInterval;
 use crate::state::{AccessKind, ClaimRecord, DeviceSharing};
-use crate::timeslice::Action;
 
 impl Access for TimeSlicing {
     fn kind(&self) -> AccessKind {

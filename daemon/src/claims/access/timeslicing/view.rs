@@ -5,7 +5,7 @@ use super::settings::timeslices;
 use crate::claims::access::Cx;
 use crate::claims::access::shared_gpu::TimeSliceOutcome;
 use crate::claims::lock;
-use crate::sharing::TimeSliceInterval;
+use crate::opaque::TimeSliceInterval;
 use crate::state::ClaimRecord;
 
 /// Each time-slice of the claim that its GPU does not support.

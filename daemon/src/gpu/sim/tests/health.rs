@@ -1,10 +1,9 @@
 //! The simulator's health events: in process and through the events file,
 //! reported only to watches made before them, whole lines only.
 
-use std::io::Write;
-use std::path::Path;
 use std::time::Duration;
 
+use super::append;
 use crate::gpu::sim::{InjectedEvent, SimBackend, SimModel, op};
 use crate::gpu::{GpuBackend, GpuError, HealthEvent, HealthEventKind};
 
@@ -22,15 +21,6 @@ fn xid(gpu: u32, n: u64) -> InjectedEvent {
         compute_instance: None,
         kind: HealthEventKind::Xid(n),
     }
-}
-
-fn append(path: &Path, text: &str) {
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .unwrap();
-    file.write_all(text.as_bytes()).unwrap();
 }
 
 fn kinds(events: &[HealthEvent]) -> Vec<(u32, HealthEventKind)> {

@@ -19,6 +19,17 @@ use crate::gpu::{GpuBackend, GpuError, MigMode, MigSupport, conformance};
 
 const SEED: &str = "node-a";
 
+/// Appends `text` to the file at `path` (made when missing), as a writer of
+/// the simulator's event files does.
+pub(crate) fn append(path: &std::path::Path, text: &str) {
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
+    std::io::Write::write_all(&mut file, text.as_bytes()).unwrap();
+}
+
 /// A two-GPU node of one model passes the shared bodies and shows the table's facts.
 fn model_node(model: SimModel) {
     let sim = SimBackend::new(vec![model, model], SEED);
@@ -87,14 +98,20 @@ fn sim_mixed_node_of_every_model() {
     assert_eq!(sim.name(), "sim");
 }
 
+/// GPU `index`'s PCI bus id, PCIe root and NUMA node.
+fn address(sim: &SimBackend, index: u32) -> (String, String, Option<u32>) {
+    let gpu = sim.device_info(index).unwrap();
+    (gpu.pci_bus_id, gpu.pcie_root.unwrap(), gpu.numa_node)
+}
+
 #[test]
 fn sim_many_gpus_keep_distinct_addresses() {
     let sim = SimBackend::new(vec![SimModel::H100_80GB; 100], SEED);
     conformance::identity(&sim);
-    let last = sim.device_info(99).unwrap();
-    assert_eq!(last.pci_bus_id, "0006:06:00.0");
-    assert_eq!(last.pcie_root.as_deref(), Some("pci0006:00"));
-    assert_eq!(last.numa_node, Some(0));
+    assert_eq!(
+        address(&sim, 99),
+        ("0006:06:00.0".into(), "pci0006:00".into(), Some(0))
+    );
 }
 
 #[test]
@@ -107,17 +124,17 @@ fn sim_empty_node() {
 #[test]
 fn sim_addresses_are_lowercase_and_stable() {
     let sim = SimBackend::new(vec![SimModel::A100_80GB; 2], SEED);
-    let gpu = sim.device_info(1).unwrap();
-    assert_eq!(gpu.pci_bus_id, "0000:04:00.0");
-    assert_eq!(gpu.pcie_root.as_deref(), Some("pci0000:00"));
-    assert_eq!(gpu.numa_node, Some(0));
+    assert_eq!(
+        address(&sim, 1),
+        ("0000:04:00.0".into(), "pci0000:00".into(), Some(0))
+    );
 }
 
 #[test]
 fn sim_eight_gpus_sit_on_two_roots_and_numa_nodes_unless_told_otherwise() {
     let place = |sim: &SimBackend, i: u32| {
-        let gpu = sim.device_info(i).unwrap();
-        (gpu.pcie_root.unwrap(), gpu.numa_node)
+        let (_, root, numa) = address(sim, i);
+        (root, numa)
     };
     let sim = SimBackend::new(vec![SimModel::H100_80GB; 8], SEED);
     assert_eq!(place(&sim, 3), ("pci0000:00".to_owned(), Some(0)));

@@ -106,7 +106,7 @@ fn check_common(model: SimModel, full: &str, max: &[(&str, u32)], me: usize) {
     check_unique_ids(spec);
 }
 
-fn eight_slice(names: [&'static str; 7]) -> Vec<(&'static str, u32)> {
+fn eight_slice(names: [&str; 7]) -> Vec<(&str, u32)> {
     names.into_iter().zip([7, 1, 4, 3, 2, 1, 1]).collect()
 }
 
@@ -121,34 +121,34 @@ fn check_eight_slice_halves(model: SimModel, four: &str, three: &str) {
     assert_eq!(starts, [0, 4]);
 }
 
-#[test]
-fn table_a100_40gb() {
-    let names = [
-        "1g.5gb",
-        "1g.5gb+me",
-        "1g.10gb",
-        "2g.10gb",
-        "3g.20gb",
-        "4g.20gb",
-        "7g.40gb",
-    ];
-    check_common(SimModel::A100_40GB, "7g.40gb", &eight_slice(names), 1);
-    check_eight_slice_halves(SimModel::A100_40GB, "4g.20gb", "3g.20gb");
-}
+/// The 8-slice models and their profiles in table order: 1g, 1g+me, 1g
+/// with two memory slices, 2g, 3g, 4g, 7g.
+#[rustfmt::skip]
+const EIGHT_SLICE: &[(SimModel, [&str; 7])] = &[
+    (SimModel::A100_40GB, ["1g.5gb", "1g.5gb+me", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb"]),
+    (SimModel::A100_80GB, ["1g.10gb", "1g.10gb+me", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"]),
+    (SimModel::H100_80GB, ["1g.10gb", "1g.10gb+me", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"]),
+    (SimModel::H100_NVL_94GB, ["1g.12gb", "1g.12gb+me", "1g.24gb", "2g.24gb", "3g.47gb", "4g.47gb", "7g.94gb"]),
+    (SimModel::H200_141GB, ["1g.18gb", "1g.18gb+me", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb"]),
+    // NVIDIA publishes the H20's names and counts only; the rest is inferred
+    // (tables/hopper.rs), which these rules still hold.
+    (SimModel::H20_96GB, ["1g.12gb", "1g.12gb+me", "1g.24gb", "2g.24gb", "3g.48gb", "4g.48gb", "7g.96gb"]),
+    (SimModel::B200_180GB, ["1g.23gb", "1g.23gb+me", "1g.45gb", "2g.45gb", "3g.90gb", "4g.90gb", "7g.180gb"]),
+    (SimModel::B300_288GB, ["1g.34gb", "1g.34gb+me", "1g.67gb", "2g.67gb", "3g.135gb", "4g.135gb", "7g.269gb"]),
+    (SimModel::GB200_186GB, ["1g.23gb", "1g.23gb+me", "1g.47gb", "2g.47gb", "3g.93gb", "4g.93gb", "7g.186gb"]),
+    // GB300's names and counts are NVIDIA's (mig-parted).
+    (SimModel::GB300_288GB, ["1g.35gb", "1g.35gb+me", "1g.70gb", "2g.70gb", "3g.139gb", "4g.139gb", "7g.278gb"]),
+];
 
+/// Every 8-slice model passes the common checks, with its halves.
 #[test]
-fn table_a100_80gb() {
-    let names = [
-        "1g.10gb",
-        "1g.10gb+me",
-        "1g.20gb",
-        "2g.20gb",
-        "3g.40gb",
-        "4g.40gb",
-        "7g.80gb",
-    ];
-    check_common(SimModel::A100_80GB, "7g.80gb", &eight_slice(names), 1);
-    check_eight_slice_halves(SimModel::A100_80GB, "4g.40gb", "3g.40gb");
+fn tables_of_the_eight_slice_gpus() {
+    for &(model, names) in EIGHT_SLICE {
+        // Names the model in a failure's captured output.
+        println!("{model}");
+        check_common(model, names[6], &eight_slice(names), 1);
+        check_eight_slice_halves(model, names[5], names[4]);
+    }
 }
 
 #[test]
@@ -165,68 +165,6 @@ fn table_a30_24gb() {
 }
 
 #[test]
-fn table_h100_80gb() {
-    let names = [
-        "1g.10gb",
-        "1g.10gb+me",
-        "1g.20gb",
-        "2g.20gb",
-        "3g.40gb",
-        "4g.40gb",
-        "7g.80gb",
-    ];
-    check_common(SimModel::H100_80GB, "7g.80gb", &eight_slice(names), 1);
-    check_eight_slice_halves(SimModel::H100_80GB, "4g.40gb", "3g.40gb");
-}
-
-#[test]
-fn table_h100_nvl_94gb() {
-    let names = [
-        "1g.12gb",
-        "1g.12gb+me",
-        "1g.24gb",
-        "2g.24gb",
-        "3g.47gb",
-        "4g.47gb",
-        "7g.94gb",
-    ];
-    check_common(SimModel::H100_NVL_94GB, "7g.94gb", &eight_slice(names), 1);
-    check_eight_slice_halves(SimModel::H100_NVL_94GB, "4g.47gb", "3g.47gb");
-}
-
-#[test]
-fn table_h200_141gb() {
-    let names = [
-        "1g.18gb",
-        "1g.18gb+me",
-        "1g.35gb",
-        "2g.35gb",
-        "3g.71gb",
-        "4g.71gb",
-        "7g.141gb",
-    ];
-    check_common(SimModel::H200_141GB, "7g.141gb", &eight_slice(names), 1);
-    check_eight_slice_halves(SimModel::H200_141GB, "4g.71gb", "3g.71gb");
-}
-
-/// NVIDIA publishes the H20's names and counts only; the rest is inferred
-/// (tables/hopper.rs), which these rules still hold.
-#[test]
-fn table_h20_96gb() {
-    let names = [
-        "1g.12gb",
-        "1g.12gb+me",
-        "1g.24gb",
-        "2g.24gb",
-        "3g.48gb",
-        "4g.48gb",
-        "7g.96gb",
-    ];
-    check_common(SimModel::H20_96GB, "7g.96gb", &eight_slice(names), 1);
-    check_eight_slice_halves(SimModel::H20_96GB, "4g.48gb", "3g.48gb");
-}
-
-#[test]
 fn table_lookups_by_id() {
     let spec = SimModel::A30_24GB.spec();
     assert_eq!(spec.profile_by_id(14).unwrap().name, "1g.6gb");
@@ -237,66 +175,10 @@ fn table_lookups_by_id() {
     assert!(spec.profile_by_id(19).is_none());
 }
 
+/// GB300's 1g.35gb is a one-memory-slice profile, where H200's 1g.35gb
+/// takes two.
 #[test]
-fn table_b200_180gb() {
-    let names = [
-        "1g.23gb",
-        "1g.23gb+me",
-        "1g.45gb",
-        "2g.45gb",
-        "3g.90gb",
-        "4g.90gb",
-        "7g.180gb",
-    ];
-    check_common(SimModel::B200_180GB, "7g.180gb", &eight_slice(names), 1);
-    check_eight_slice_halves(SimModel::B200_180GB, "4g.90gb", "3g.90gb");
-}
-
-#[test]
-fn table_b300_288gb() {
-    let names = [
-        "1g.34gb",
-        "1g.34gb+me",
-        "1g.67gb",
-        "2g.67gb",
-        "3g.135gb",
-        "4g.135gb",
-        "7g.269gb",
-    ];
-    check_common(SimModel::B300_288GB, "7g.269gb", &eight_slice(names), 1);
-    check_eight_slice_halves(SimModel::B300_288GB, "4g.135gb", "3g.135gb");
-}
-
-#[test]
-fn table_gb200_186gb() {
-    let names = [
-        "1g.23gb",
-        "1g.23gb+me",
-        "1g.47gb",
-        "2g.47gb",
-        "3g.93gb",
-        "4g.93gb",
-        "7g.186gb",
-    ];
-    check_common(SimModel::GB200_186GB, "7g.186gb", &eight_slice(names), 1);
-    check_eight_slice_halves(SimModel::GB200_186GB, "4g.93gb", "3g.93gb");
-}
-
-/// GB300's names and counts are NVIDIA's (mig-parted); its 1g.35gb is a
-/// one-memory-slice profile, where H200's 1g.35gb takes two.
-#[test]
-fn table_gb300_288gb() {
-    let names = [
-        "1g.35gb",
-        "1g.35gb+me",
-        "1g.70gb",
-        "2g.70gb",
-        "3g.139gb",
-        "4g.139gb",
-        "7g.278gb",
-    ];
-    check_common(SimModel::GB300_288GB, "7g.278gb", &eight_slice(names), 1);
-    check_eight_slice_halves(SimModel::GB300_288GB, "4g.139gb", "3g.139gb");
+fn table_gb300_288gb_1g_35gb_is_one_memory_slice() {
     let gb300 = SimModel::GB300_288GB.spec().profile("1g.35gb").unwrap();
     let h200 = SimModel::H200_141GB.spec().profile("1g.35gb").unwrap();
     assert_eq!((gb300.memory_slices, h200.memory_slices), (1, 2));

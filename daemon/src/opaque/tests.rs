@@ -1,0 +1,508 @@
+use std::collections::BTreeMap;
+
+use super::*;
+
+pub(crate) const GIB: u64 = 1024 * 1024 * 1024;
+pub(crate) const GPU_A: &str = "GPU-aaaaaaaa-0000-0000-0000-000000000000";
+pub(crate) const GPU_B: &str = "GPU-bbbbbbbb-0000-0000-0000-000000000000";
+pub(crate) const MIG_A: &str = "MIG-aaaaaaaa-0000-0000-0000-000000000000";
+
+pub(crate) fn gpu(json: &str) -> String {
+    format!(r#"{{"apiVersion":"resource.nvidia.com/v1beta1","kind":"GpuConfig"{json}}}"#)
+}
+
+pub(crate) fn mig(json: &str) -> String {
+    format!(r#"{{"apiVersion":"resource.nvidia.com/v1beta1","kind":"MigDeviceConfig"{json}}}"#)
+}
+
+pub(crate) fn memory(q: &str) -> String {
+    format!(r#"{{"apiVersion":"gpuslice.dev/v1alpha1","kind":"MpsMemoryConfig","memory":{q}}}"#)
+}
+
+pub(crate) fn mps(inner: &str) -> String {
+    gpu(&format!(
+        r#","sharing":{{"strategy":"MPS","mpsConfig":{{{inner}}}}}"#
+    ))
+}
+
+/// The refusal of a single config entry, as text.
+pub(crate) fn refusal(json: &str) -> String {
+    parse_entry(0, json).unwrap_err().to_string()
+}
+
+pub(crate) fn policies(
+    entries: &[(ConfigSource, Vec<String>, String)],
+    requests: &[&str],
+) -> Result<BTreeMap<String, RequestSharing>, SharingError> {
+    let borrowed: Vec<ConfigEntry<'_>> = entries
+        .iter()
+        .map(|(source, requests, json)| ConfigEntry {
+            source: *source,
+            requests,
+            parameters_json: json,
+        })
+        .collect();
+    parse_configs(&borrowed, requests)
+}
+
+#[test]
+fn quantities_parse_as_kubernetes_does() {
+    for (text, bytes) in [
+        ("10Gi", 10 * GIB),
+        ("512Mi", 512 * 1024 * 1024),
+        ("1G", 1_000_000_000),
+        ("1e9", 1_000_000_000),
+        ("1.5Gi", 3 * GIB / 2),
+        ("0.5", 1),
+        ("1048576", 1024 * 1024),
+        ("2k", 2000),
+    ] {
+        assert_eq!(parse_bytes(text), Ok(bytes), "{text}");
+    }
+    for bad in [
+        "",
+        "Gi",
+        "-1Gi",
+        "10GB",
+        "10GiB",
+        "1.2.3",
+        "10m",
+        "99999999999Ei",
+    ] {
+        assert!(parse_bytes(bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn nvidia_configs_parse_to_policies() {
+    assert_eq!(
+        parse_entry(0, &gpu("")).unwrap(),
+        ParsedEntry::Nvidia {
+            kind: ConfigKind::Gpu,
+            policy: SharingPolicy::Exclusive
+        }
+    );
+    let ts =
+        gpu(r#","sharing":{"strategy":"TimeSlicing","timeSlicingConfig":{"interval":"Long"}}"#);
+    assert_eq!(
+        parse_entry(0, &ts).unwrap(),
+        ParsedEntry::Nvidia {
+            kind: ConfigKind::Gpu,
+            policy: SharingPolicy::TimeSlicing {
+                interval: TimeSliceInterval::Long
+            }
+        }
+    );
+    let ts_default = gpu(r#","sharing":{"strategy":"TimeSlicing"}"#);
+    assert!(matches!(
+        parse_entry(0, &ts_default).unwrap(),
+        ParsedEntry::Nvidia {
+            policy: SharingPolicy::TimeSlicing {
+                interval: TimeSliceInterval::Default
+            },
+            ..
+        }
+    ));
+    let m = mps(&format!(
+        r#""defaultActiveThreadPercentage":50,"defaultPinnedDeviceMemoryLimit":"10Gi","defaultPerDevicePinnedMemoryLimit":{{"1":"2Gi","{GPU_A}":1048576}}"#
+    ));
+    let ParsedEntry::Nvidia {
+        policy: SharingPolicy::Mps(s),
+        ..
+    } = parse_entry(0, &m).unwrap()
+    else {
+        panic!("not MPS");
+    };
+    assert_eq!(s.default_active_thread_percentage, Some(50));
+    assert_eq!(s.default_pinned_device_memory_limit, Some(10 * GIB));
+    assert_eq!(s.per_device_pinned_memory_limit.get("1"), Some(&(2 * GIB)));
+    assert_eq!(
+        s.per_device_pinned_memory_limit.get(GPU_A),
+        Some(&(1024 * 1024))
+    );
+    let mig_mps = mig(r#","sharing":{"strategy":"MPS"}"#);
+    assert!(matches!(
+        parse_entry(0, &mig_mps).unwrap(),
+        ParsedEntry::Nvidia {
+            kind: ConfigKind::Mig,
+            policy: SharingPolicy::Mps(_)
+        }
+    ));
+    assert_eq!(
+        parse_entry(0, &memory("\"20Gi\"")).unwrap(),
+        ParsedEntry::MemoryShare(20 * GIB)
+    );
+}
+
+#[test]
+#[allow(clippy::too_many_lines, reason = "one scenario, read top to bottom")]
+fn every_refusal_names_its_field() {
+    let cases: Vec<(String, &str)> = vec![
+        (
+            gpu(r#","sharing":{"strategy":"MPS","bogus":1}"#),
+            "configs[0].sharing.bogus: unknown field `bogus`",
+        ),
+        (
+            gpu(r#","extra":true"#),
+            "configs[0].extra: unknown field `extra`",
+        ),
+        (
+            mps(r#""defaultActiveThreadPercentage":"50""#),
+            "configs[0].sharing.mpsConfig.defaultActiveThreadPercentage: invalid type",
+        ),
+        (
+            mps(r#""defaultActiveThreadPercentage":0"#),
+            "configs[0].sharing.mpsConfig.defaultActiveThreadPercentage: 0 is outside 1..100",
+        ),
+        (
+            mps(r#""defaultActiveThreadPercentage":101"#),
+            "configs[0].sharing.mpsConfig.defaultActiveThreadPercentage: 101 is outside 1..100",
+        ),
+        (
+            mps(r#""defaultActiveThreadPercentage":-5"#),
+            "defaultActiveThreadPercentage: -5 is outside 1..100",
+        ),
+        (
+            mps(r#""defaultPinnedDeviceMemoryLimit":"1023Ki""#),
+            "configs[0].sharing.mpsConfig.defaultPinnedDeviceMemoryLimit: \"1023Ki\" is less than 1Mi",
+        ),
+        (
+            mps(r#""defaultPinnedDeviceMemoryLimit":"lots""#),
+            "configs[0].sharing.mpsConfig.defaultPinnedDeviceMemoryLimit: \"lots\" is not a quantity",
+        ),
+        (
+            mps(r#""defaultPerDevicePinnedMemoryLimit":{"0":"1k"}"#),
+            "configs[0].sharing.mpsConfig.defaultPerDevicePinnedMemoryLimit.0: \"1k\" is less than 1Mi",
+        ),
+        (
+            mps(r#""multiUser":true"#),
+            "configs[0].sharing.mpsConfig.multiUser: true is not supported",
+        ),
+        (
+            gpu(r#","sharing":{"strategy":"MPS","timeSlicingConfig":{}}"#),
+            "configs[0].sharing.timeSlicingConfig is set but the strategy is \"MPS\"",
+        ),
+        (
+            gpu(r#","sharing":{"strategy":"TimeSlicing","mpsConfig":{}}"#),
+            "configs[0].sharing.mpsConfig is set but the strategy is \"TimeSlicing\"",
+        ),
+        (
+            gpu(r#","sharing":{"strategy":"Both"}"#),
+            "configs[0].sharing.strategy: \"Both\" is not a sharing strategy",
+        ),
+        (
+            gpu(r#","sharing":{"strategy":"TimeSlicing","timeSlicingConfig":{"interval":"long"}}"#),
+            "configs[0].sharing.timeSlicingConfig.interval: \"long\" is not an interval",
+        ),
+        (
+            mig(r#","sharing":{"strategy":"TimeSlicing"}"#),
+            "configs[0].sharing.strategy: TimeSlicing cannot be set on a MigDeviceConfig",
+        ),
+        (
+            mig(r#","sharing":{"strategy":"MPS","timeSlicingConfig":{}}"#),
+            "configs[0].sharing.timeSlicingConfig: unknown field `timeSlicingConfig`",
+        ),
+        (
+            r#"{"apiVersion":"resource.nvidia.com/v1","kind":"GpuConfig"}"#.to_owned(),
+            "configs[0].apiVersion: apiVersion \"resource.nvidia.com/v1\" is not supported",
+        ),
+        (
+            r#"{"kind":"GpuConfig"}"#.to_owned(),
+            "configs[0].apiVersion: apiVersion \"\" is not supported",
+        ),
+        (
+            r#"{"apiVersion":"resource.nvidia.com/v1beta1","kind":"VfioDeviceConfig"}"#.to_owned(),
+            "configs[0].kind: kind \"VfioDeviceConfig\" is not supported",
+        ),
+        (
+            r#"{"apiVersion":"gpuslice.dev/v1alpha1","kind":"GpuConfig"}"#.to_owned(),
+            "configs[0].kind: kind \"GpuConfig\" is not supported under gpuslice.dev/v1alpha1",
+        ),
+        (
+            memory("\"512Ki\""),
+            "configs[0].memory: \"512Ki\" is less than 1Mi",
+        ),
+        (
+            r#"{"apiVersion":"gpuslice.dev/v1alpha1","kind":"MpsMemoryConfig"}"#.to_owned(),
+            "configs[0]: missing field `memory`",
+        ),
+        ("[1,2]".to_owned(), "configs[0][0]: invalid type"),
+        ("{".to_owned(), "configs[0]: EOF"),
+        (
+            format!("{{\"pad\":\"{}\"}}", "x".repeat(MAX_CONFIG_BYTES)),
+            "configs[0]: the parameters are",
+        ),
+    ];
+    for (json, expected) in cases {
+        let message = refusal(&json);
+        assert!(
+            message.contains(expected),
+            "{json}\n  gave {message}\n  want {expected}"
+        );
+    }
+}
+
+#[test]
+fn claim_configs_win_over_class_configs_and_later_over_earlier() {
+    let ts = |i: &str| {
+        gpu(&format!(
+            r#","sharing":{{"strategy":"TimeSlicing","timeSlicingConfig":{{"interval":"{i}"}}}}"#
+        ))
+    };
+    let entries = vec![
+        (ConfigSource::Claim, vec![], ts("Short")),
+        (ConfigSource::Claim, vec!["b".to_owned()], ts("Long")),
+        (ConfigSource::Class, vec![], ts("Medium")),
+    ];
+    let out = policies(&entries, &["a", "b"]).unwrap();
+    assert_eq!(
+        out["a"].policy,
+        SharingPolicy::TimeSlicing {
+            interval: TimeSliceInterval::Short
+        }
+    );
+    assert_eq!(out["a"].nvidia, Some((ConfigKind::Gpu, 0)));
+    assert_eq!(
+        out["b"].policy,
+        SharingPolicy::TimeSlicing {
+            interval: TimeSliceInterval::Long
+        }
+    );
+    let class_only = vec![(ConfigSource::Class, vec![], ts("Medium"))];
+    assert_eq!(
+        policies(&class_only, &["a"]).unwrap()["a"].policy,
+        SharingPolicy::TimeSlicing {
+            interval: TimeSliceInterval::Medium
+        }
+    );
+    let none = policies(&[], &["a"]).unwrap();
+    assert_eq!(none["a"].policy, SharingPolicy::Exclusive);
+    assert_eq!(none["a"].nvidia, None);
+}
+
+#[test]
+fn a_bad_entry_is_refused_even_when_it_does_not_win() {
+    let entries = vec![
+        (
+            ConfigSource::Class,
+            vec!["other".to_owned()],
+            mps(r#""defaultActiveThreadPercentage":500"#),
+        ),
+        (ConfigSource::Claim, vec![], gpu("")),
+    ];
+    let err = policies(&entries, &["a"]).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("configs[0].sharing.mpsConfig.defaultActiveThreadPercentage"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_memory_share_implies_mps_and_combines_with_mps_settings() {
+    let alone = vec![(ConfigSource::Claim, vec![], memory("\"20Gi\""))];
+    let out = policies(&alone, &["a"]).unwrap();
+    assert_eq!(
+        out["a"].policy,
+        SharingPolicy::Mps(MpsSettings {
+            memory_share: Some(20 * GIB),
+            ..MpsSettings::default()
+        })
+    );
+    let with_mps = vec![
+        (
+            ConfigSource::Class,
+            vec![],
+            mps(r#""defaultActiveThreadPercentage":25"#),
+        ),
+        (ConfigSource::Claim, vec![], memory("\"20Gi\"")),
+    ];
+    let out = policies(&with_mps, &["a"]).unwrap();
+    let SharingPolicy::Mps(s) = &out["a"].policy else {
+        panic!("not MPS")
+    };
+    assert_eq!(
+        (s.default_active_thread_percentage, s.memory_share),
+        (Some(25), Some(20 * GIB))
+    );
+    let with_ts = vec![
+        (
+            ConfigSource::Claim,
+            vec![],
+            gpu(r#","sharing":{"strategy":"TimeSlicing"}"#),
+        ),
+        (ConfigSource::Claim, vec![], memory("\"20Gi\"")),
+    ];
+    let err = policies(&with_ts, &["a"]).unwrap_err().to_string();
+    assert!(
+        err.starts_with("configs[1].memory: a memory share needs strategy MPS"),
+        "{err}"
+    );
+    let with_limit = vec![
+        (
+            ConfigSource::Claim,
+            vec![],
+            mps(r#""defaultPinnedDeviceMemoryLimit":"1Gi""#),
+        ),
+        (ConfigSource::Claim, vec![], memory("\"20Gi\"")),
+    ];
+    let err = policies(&with_limit, &["a"]).unwrap_err().to_string();
+    assert!(
+        err.starts_with("configs[1].memory: configs[0].sharing.mpsConfig already sets"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_sharing_module_is_pure() {
+    for (file, source) in [
+        ("mod.rs", include_str!("mod.rs")),
+        ("parse.rs", include_str!("parse.rs")),
+        ("model.rs", include_str!("model.rs")),
+        ("admit.rs", include_str!("admit.rs")),
+    ] {
+        for word in [
+            "std::fs",
+            "std::io",
+            "std::net",
+            "std::env",
+            "std::process",
+            "std::time",
+        ] {
+            assert!(!source.contains(word), "{file} mentions {word}");
+        }
+    }
+}
+
+#[test]
+fn an_interval_prints_as_its_name_in_records_and_parses_back() {
+    for &interval in <TimeSliceInterval as strum::VariantArray>::VARIANTS {
+        let text = interval.to_string();
+        assert_eq!(
+            serde_json::to_string(&interval).unwrap(),
+            format!("\"{text}\"")
+        );
+        assert_eq!(TimeSliceInterval::parse(&text), Some(interval));
+    }
+    assert_eq!(TimeSliceInterval::parse("long"), None);
+}
+
+fn limits(fields: &str) -> String {
+    format!(r#"{{"apiVersion":"gpuslice.dev/v1alpha1","kind":"LimitsConfig"{fields}}}"#)
+}
+
+#[test]
+fn a_limits_config_parses_to_the_claims_limits() {
+    let cases = [
+        (
+            r#","overshare":"end","graceSeconds":30"#,
+            Some(LimitMode::End),
+            Some(30),
+        ),
+        (r#","overshare":"dry-run""#, Some(LimitMode::DryRun), None),
+        (r#","overshare":"warn""#, Some(LimitMode::Warn), None),
+        (r#","graceSeconds":0"#, None, Some(0)),
+        (r#","graceSeconds":86400"#, None, Some(86_400)),
+    ];
+    for (fields, overshare, grace_s) in cases {
+        assert_eq!(
+            parse_entry(0, &limits(fields)).unwrap(),
+            ParsedEntry::Limits(ClaimLimits { overshare, grace_s }),
+            "{fields}"
+        );
+    }
+}
+
+#[test]
+fn a_bad_limits_config_is_refused_saying_what_to_fix() {
+    let cases = [
+        (
+            limits(r#","overshare":"kill""#),
+            "configs[0].overshare: \"kill\" is not a limits mode; use \"warn\", \"dry-run\" or \"end\"",
+        ),
+        (
+            limits(r#","graceSeconds":86401"#),
+            "configs[0].graceSeconds: 86401 is more than 86400 (a day); use e.g. 60",
+        ),
+        (
+            limits(r#","graceSeconds":-1"#),
+            "configs[0].graceSeconds: invalid value",
+        ),
+        (
+            limits(r#","overshare":"end","unclaimed":"end""#),
+            "unknown field `unclaimed`",
+        ),
+        (
+            limits(""),
+            "configs[0]: a LimitsConfig sets neither overshare nor graceSeconds; set one of them or remove the LimitsConfig",
+        ),
+        (
+            r#"{"apiVersion":"gpuslice.dev/v1alpha1","kind":"Limits"}"#.to_owned(),
+            "use \"MpsMemoryConfig\" or \"LimitsConfig\"",
+        ),
+        (
+            limits(&format!(
+                r#","overshare":"end","x":"{}""#,
+                "a".repeat(MAX_CONFIG_BYTES)
+            )),
+            "at most 10240 are allowed",
+        ),
+    ];
+    for (json, expected) in cases {
+        let err = refusal(&json);
+        assert!(err.contains(expected), "{json:.80}: {err}");
+    }
+}
+
+#[test]
+fn the_claims_limits_are_its_last_limits_config_claim_over_class() {
+    let claim = limits(r#","overshare":"end""#);
+    let class = limits(r#","graceSeconds":5"#);
+    let later = limits(r#","overshare":"dry-run""#);
+    let entry = |source, json| ConfigEntry {
+        source,
+        requests: &[],
+        parameters_json: json,
+    };
+    let entries = [
+        entry(ConfigSource::Claim, &claim),
+        entry(ConfigSource::Class, &class),
+        entry(ConfigSource::Claim, &later),
+    ];
+    let (index, won) = claim_limits(&entries).unwrap().unwrap();
+    assert_eq!(index, 2);
+    assert_eq!(won.overshare, Some(LimitMode::DryRun));
+    let (index, _) = claim_limits(&entries[..2]).unwrap().unwrap();
+    assert_eq!(index, 0, "a claim config wins over a later class config");
+    let none = gpu("");
+    assert_eq!(
+        claim_limits(&[entry(ConfigSource::Claim, &none)]).unwrap(),
+        None
+    );
+    let bad = limits(r#","overshare":"never""#);
+    let err = claim_limits(&[entry(ConfigSource::Class, &bad)]).unwrap_err();
+    assert!(
+        err.to_string().contains("\"never\" is not a limits mode"),
+        "{err}"
+    );
+    let parsed = policies(&[(ConfigSource::Claim, Vec::new(), claim.clone())], &["r"]).unwrap();
+    assert_eq!(
+        parsed["r"].policy,
+        SharingPolicy::Exclusive,
+        "limits do not share"
+    );
+}
+
+#[test]
+fn claim_limits_are_stored_with_only_the_fields_set() {
+    let only_mode = ClaimLimits {
+        overshare: Some(LimitMode::DryRun),
+        grace_s: None,
+    };
+    let text = serde_json::to_string(&only_mode).unwrap();
+    assert_eq!(text, r#"{"overshare":"dry-run"}"#);
+    assert_eq!(
+        serde_json::from_str::<ClaimLimits>(&text).unwrap(),
+        only_mode
+    );
+}
