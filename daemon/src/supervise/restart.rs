@@ -145,28 +145,17 @@ mod tests {
     #[test]
     fn quick_deaths_in_a_row_give_up_and_a_long_life_clears_them() {
         let mut r = Restarts::new(POLICY);
-        let quick = Duration::from_millis(10);
-        assert_eq!(
-            r.exited_after(quick),
-            Verdict::Restart(Duration::from_millis(200))
-        );
-        assert_eq!(
-            r.exited_after(quick),
-            Verdict::Restart(Duration::from_millis(400))
-        );
-        assert_eq!(
-            r.exited_after(Duration::from_secs(5)),
-            Verdict::Restart(Duration::ZERO)
-        );
-        assert_eq!(
-            r.exited_after(quick),
-            Verdict::Restart(Duration::from_millis(200))
-        );
-        assert_eq!(
-            r.exited_after(quick),
-            Verdict::Restart(Duration::from_millis(400))
-        );
-        assert_eq!(r.exited_after(quick), Verdict::GiveUp);
+        let (quick, long) = (Duration::from_millis(10), Duration::from_secs(5));
+        let pause = |ms| Verdict::Restart(Duration::from_millis(ms));
+        let lives = [(quick, pause(200)), (quick, pause(400)), (long, pause(0))];
+        let again = [
+            (quick, pause(200)),
+            (quick, pause(400)),
+            (quick, Verdict::GiveUp),
+        ];
+        for (lived, verdict) in lives.into_iter().chain(again) {
+            assert_eq!(r.exited_after(lived), verdict, "after {lived:?}");
+        }
     }
 
     #[test]

@@ -8,8 +8,7 @@
 use crate::claims::{ClaimError, Engine, PrepareRequest, Unprepared};
 use crate::config::{MigConfig, MigGpuConfig, MigOffering};
 use crate::gpu::sim::op;
-use crate::gpu::{GpuError, HealthEvent, HealthEventKind};
-use crate::health::watch::Watcher;
+use crate::gpu::{GpuError, HealthEventKind};
 use crate::testkit::{SimNode, SimNodeBuilder};
 
 const A: &str = "aaaaaaaa-0000-4000-8000-0000000000a1";
@@ -88,23 +87,7 @@ fn sim_every_change_of_the_inventory_answer_is_a_new_generation() {
         .unwrap_err()));
 
     // Health: a fault and an operator's clear.
-    let watcher_event = |kind: HealthEventKind| {
-        let on_change = || engine.health_changed();
-        let watcher = Watcher {
-            backend: engine.health_reads(),
-            health: engine.health(),
-            on_change: &on_change,
-        };
-        let event = HealthEvent {
-            gpu_index: 1,
-            gpu_uuid: engine.backend().device_info(1).unwrap().uuid,
-            gpu_instance: None,
-            compute_instance: None,
-            kind,
-            message: "test".into(),
-        };
-        watcher.handle(&event, 1_748_779_200);
-    };
+    let watcher_event = |kind| super::health::event(&node, 1, None, kind);
     assert!(bumps(engine, || watcher_event(HealthEventKind::Xid(79))));
     assert!(bumps(engine, || engine.clear_health("gpu-1").unwrap()));
     assert!(!bumps(engine, || engine.clear_health("gpu-1").unwrap()));

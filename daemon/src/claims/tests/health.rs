@@ -32,7 +32,12 @@ fn node() -> SimNode {
 }
 
 /// Feeds one event through the watcher, as the running daemon does.
-fn event(node: &SimNode, gpu: u32, gpu_instance: Option<u32>, kind: HealthEventKind) -> bool {
+pub(super) fn event(
+    node: &SimNode,
+    gpu: u32,
+    gpu_instance: Option<u32>,
+    kind: HealthEventKind,
+) -> bool {
     let engine = node.engine();
     let on_change = || engine.health_changed();
     let watcher = Watcher {

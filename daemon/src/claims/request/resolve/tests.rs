@@ -167,15 +167,5 @@ fn mps_and_its_limits_are_refused_on_gpus_without_them() {
 
 #[test]
 fn the_resolution_is_pure() {
-    let source = include_str!("../resolve.rs");
-    for word in [
-        "std::fs",
-        "std::io",
-        "std::net",
-        "std::env",
-        "std::process",
-        "std::time",
-    ] {
-        assert!(!source.contains(word), "resolve.rs mentions {word}");
-    }
+    crate::opaque::tests::assert_pure("resolve.rs", include_str!("../resolve.rs"));
 }

@@ -26,13 +26,7 @@ pub(super) struct Fixture {
 
 impl Fixture {
     pub(super) fn new() -> Option<Self> {
-        if std::process::Command::new("python3")
-            .arg("-c")
-            .arg("pass")
-            .status()
-            .is_err()
-        {
-            eprintln!("skipping: python3 (the stand-in control program's interpreter) is missing");
+        if python3_missing() {
             return None;
         }
         let dir = tempfile::tempdir().unwrap();
@@ -333,14 +327,33 @@ fn start_detached(f: &Fixture, k: &MpsKey, folders: &DaemonFolders) {
     assert!(status.success());
 }
 
-#[test]
-fn sim_a_socket_left_by_a_killed_daemon_is_not_taken_for_readiness() {
-    let Some(f) = Fixture::new() else { return };
+/// Whether the stand-in control program's interpreter is missing (said
+/// once, as the skip's reason).
+pub(super) fn python3_missing() -> bool {
+    let missing = std::process::Command::new("python3")
+        .args(["-c", "pass"])
+        .status()
+        .is_err();
+    if missing {
+        eprintln!("skipping: python3 (the stand-in control program's interpreter) is missing");
+    }
+    missing
+}
+
+/// The folders of GPU A's daemon with what a SIGKILLed daemon leaves: its
+/// socket file, refusing connections.
+fn folders_with_a_left_socket(f: &Fixture) -> (MpsKey, DaemonFolders) {
     let k = key(&[GPU_A]);
     let folders = DaemonFolders::new(&f.mps_dir(), &k);
     folders.create(&k).unwrap();
-    // What a SIGKILLed daemon leaves: its socket file, refusing connections.
     drop(std::os::unix::net::UnixListener::bind(folders.pipe_dir().join("control")).unwrap());
+    (k, folders)
+}
+
+#[test]
+fn sim_a_socket_left_by_a_killed_daemon_is_not_taken_for_readiness() {
+    let Some(f) = Fixture::new() else { return };
+    let (k, folders) = folders_with_a_left_socket(&f);
     let client = control::ControlProgram::new(&f.dir.path().join("mps-control"));
     assert!(
         client.send(&folders, "get_server_list").is_err(),
@@ -362,10 +375,7 @@ fn sim_a_socket_left_by_a_killed_daemon_is_not_taken_for_readiness() {
 #[test]
 fn sim_a_daemon_that_never_answers_is_not_ready_and_says_why() {
     let Some(f) = Fixture::new() else { return };
-    let k = key(&[GPU_A]);
-    let folders = DaemonFolders::new(&f.mps_dir(), &k);
-    folders.create(&k).unwrap();
-    drop(std::os::unix::net::UnixListener::bind(folders.pipe_dir().join("control")).unwrap());
+    let (_, folders) = folders_with_a_left_socket(&f);
     let client = control::ControlProgram::new(&f.dir.path().join("mps-control"));
     let err = client
         .wait_until_answering(

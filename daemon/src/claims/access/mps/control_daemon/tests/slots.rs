@@ -35,13 +35,7 @@ fn gated_program(dir: &Path) -> PathBuf {
 
 #[test]
 fn sim_listing_daemons_does_not_wait_for_one_that_is_starting() {
-    if std::process::Command::new("python3")
-        .arg("-c")
-        .arg("pass")
-        .status()
-        .is_err()
-    {
-        eprintln!("skipping: python3 (the stand-in control program's interpreter) is missing");
+    if super::python3_missing() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
