@@ -203,6 +203,28 @@ impl Shared {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+
+    /// Waits at most `bound` for a change of the state.
+    fn wait<'a>(
+        &self,
+        state: MutexGuard<'a, ChildState>,
+        bound: Duration,
+    ) -> MutexGuard<'a, ChildState> {
+        self.changed
+            .wait_timeout(state, bound)
+            .map_or_else(|e| e.into_inner().0, |(guard, _)| guard)
+    }
+
+    /// Waits `bound`, ended early by a stop.
+    fn wait_while_running<'a>(
+        &self,
+        state: MutexGuard<'a, ChildState>,
+        bound: Duration,
+    ) -> MutexGuard<'a, ChildState> {
+        self.changed
+            .wait_timeout_while(state, bound, |s| !s.stopping)
+            .map_or_else(|e| e.into_inner().0, |(guard, _)| guard)
+    }
 }
 
 /// The thread that waits on the child and restarts it.
@@ -227,11 +249,7 @@ impl Watcher {
                     self.shared.changed.notify_all();
                     // A daemon that keeps failing is not restarted in a
                     // tight loop; a stop ends the pause.
-                    state = self
-                        .shared
-                        .changed
-                        .wait_timeout_while(state, pause, |s| !s.stopping)
-                        .map_or_else(|e| e.into_inner().0, |(s, _)| s);
+                    state = self.shared.wait_while_running(state, pause);
                 }
                 if state.stopping {
                     state.state = DaemonState::Stopped;
@@ -319,12 +337,7 @@ impl ChildDaemon {
             if left.is_zero() {
                 break;
             }
-            state = self
-                .shared
-                .changed
-                .wait_timeout(state, left)
-                .map(|(guard, _)| guard)
-                .unwrap_or_else(|e| e.into_inner().0);
+            state = self.shared.wait(state, left);
         }
         status_of(&state)
     }
@@ -377,12 +390,7 @@ impl Supervised for ChildDaemon {
                 }
                 break;
             }
-            state = self
-                .shared
-                .changed
-                .wait_timeout(state, left)
-                .map(|(guard, _)| guard)
-                .unwrap_or_else(|e| e.into_inner().0);
+            state = self.shared.wait(state, left);
         }
         state.state = DaemonState::Stopped;
         Ok(())
