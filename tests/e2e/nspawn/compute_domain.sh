@@ -113,8 +113,9 @@ gpuslicectl domains
 gpuslicectl domains | grep -qx "clique: $CLIQUE" || fail "not the clique $CLIQUE"
 # Where node-3's address outside the rack is asked for in the sandbox step:
 # a listener there on IMEX's port, noting who connects (read through /rack).
-systemd-run --quiet --unit=rack-outside /usr/local/bin/rack-probe serve "$PEER_PORT" \
-	"$NODE_OTHER_ADDR" "/rack/$NODE_NAME.outside-accepted"
+# Type=notify: systemd-run returns once it listens.
+systemd-run --quiet --unit=rack-outside -p Type=notify -p NotifyAccess=main \
+	/usr/local/bin/rack-probe serve "$PEER_PORT" "$NODE_OTHER_ADDR" "/rack/$NODE_NAME.outside-accepted"
 rack_mark installed
 rack_wait installed 120
 

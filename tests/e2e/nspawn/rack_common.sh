@@ -75,13 +75,18 @@ other_peers() { echo "$OTHER_ADDRS" | tr ' ' '\n' | grep -vx "$NODE_OTHER_ADDR";
 RACK_PORT=7000
 cat >/usr/local/bin/rack-probe <<'EOF'
 #!/usr/bin/python3
-import socket, sys
+import os, socket, sys
 what, args = sys.argv[1], sys.argv[2:]
 if what == "serve":
     s = socket.socket()
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind((args[1] if len(args) > 1 else "0.0.0.0", int(args[0])))
     s.listen()
+    # Listening: tell systemd (a Type=notify unit's start ends here).
+    notify = os.environ.get("NOTIFY_SOCKET")
+    if notify:
+        path = "\0" + notify[1:] if notify.startswith("@") else notify
+        socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).sendto(b"READY=1", path)
     while True:
         c, peer = s.accept()
         if len(args) > 2:
@@ -103,7 +108,10 @@ except OSError as e:
     sys.exit(1)
 EOF
 chmod 0755 /usr/local/bin/rack-probe
-# rack_listen: the probe's listener as a unit, rack-hello.service.
+# rack_listen: the probe's listener as a unit, rack-hello.service, started
+# once it listens (Type=notify: systemd-run returns when it says READY), so a
+# peer told "listening" is never refused.
 rack_listen() {
-	systemd-run --quiet --unit=rack-hello /usr/local/bin/rack-probe serve "$RACK_PORT"
+	systemd-run --quiet --unit=rack-hello -p Type=notify -p NotifyAccess=main \
+		/usr/local/bin/rack-probe serve "$RACK_PORT"
 }
