@@ -116,10 +116,16 @@ impl Restarts {
         self.failed_in_a_row = 0;
     }
 
-    /// The policy's limit, for a message.
+    /// Why a daemon was given up, by the policy's numbers: "it exited
+    /// within a second of each of its last 5 starts".
     #[must_use]
-    pub fn give_up_after(&self) -> u32 {
-        self.policy.give_up_after
+    pub fn give_up_reason(&self) -> String {
+        let quick = match self.policy.quick.as_secs() {
+            1 if self.policy.quick.subsec_nanos() == 0 => "a second".to_owned(),
+            _ => format!("{:?}", self.policy.quick),
+        };
+        let starts = self.policy.give_up_after;
+        format!("it exited within {quick} of each of its last {starts} starts")
     }
 }
 
@@ -156,6 +162,23 @@ mod tests {
         for (lived, verdict) in lives.into_iter().chain(again) {
             assert_eq!(r.exited_after(lived), verdict, "after {lived:?}");
         }
+    }
+
+    #[test]
+    fn the_reason_for_giving_up_states_the_policy() {
+        let r = Restarts::new(DAEMON_RESTARTS);
+        assert_eq!(
+            r.give_up_reason(),
+            "it exited within a second of each of its last 5 starts"
+        );
+        let r = Restarts::new(RestartPolicy {
+            quick: Duration::from_millis(1500),
+            ..POLICY
+        });
+        assert_eq!(
+            r.give_up_reason(),
+            "it exited within 1.5s of each of its last 3 starts"
+        );
     }
 
     #[test]

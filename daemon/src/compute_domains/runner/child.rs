@@ -328,11 +328,7 @@ impl Watcher {
                 state.restarts += 1;
                 tracing::warn!(domain = %self.domain(), restarts = state.restarts, "IMEX daemon exited; restarting it");
                 let Verdict::Restart(pause) = restarts.exited_after(started.elapsed()) else {
-                    let limit = restarts.give_up_after();
-                    self.give_up(
-                        &mut state,
-                        format!("it exited within a second of each of its last {limit} starts"),
-                    );
+                    self.give_up(&mut state, restarts.give_up_reason());
                     return;
                 };
                 state.state = DaemonState::Restarting;
