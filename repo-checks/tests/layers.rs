@@ -40,10 +40,13 @@ const FLOORS: FloorTable<'static> = FloorTable {
 };
 
 /// The files of a kind of access that stand on a lower floor than the claim
-/// engine around them: a kind's folder holds its config section, while
-/// `config` stays below the engine. What such a file may import is what its
-/// module may.
-const PARTS: &[(&str, &str)] = &[("claims::access::*::config", "config")];
+/// engine around them: a kind's folder holds its config section and its
+/// opaque configs, while `config` and `opaque` stay below the engine. What
+/// such a file may import is what its module may.
+const PARTS: &[(&str, &str)] = &[
+    ("claims::access::*::config", "config"),
+    ("claims::access::*::opaque", "opaque"),
+];
 
 /// Rules inside the claim engine.
 const RULES: &[Forbidden<'static>] = &[

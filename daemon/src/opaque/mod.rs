@@ -1,5 +1,5 @@
-//! Opaque sharing configs: parsing, precedence and per-device checks. Pure: no
-//! I/O, no clock, no environment.
+//! Opaque sharing configs: parsing and precedence. Pure: no I/O, no clock,
+//! no environment.
 //!
 //! Users write the configs NVIDIA's DRA driver reads (`resource.nvidia.com/v1beta1`,
 //! kinds `GpuConfig` and `MigDeviceConfig`, `sharing.strategy` TimeSlicing or
@@ -23,16 +23,19 @@
 //!    entries over earlier ones. The two kinds combine (an `MpsMemoryConfig`
 //!    alone implies MPS); two configs of one kind do not merge field by field,
 //!    the winner replaces the loser, as in NVIDIA's driver.
-//! 2. [`validate_for_device`] checks the winner against the request's actual
-//!    devices (kind, memory, per-device keys) and gives a [`ResolvedSharing`]
+//! 2. `claims::resolve::validate_for_device` checks the winner against the
+//!    request's actual devices (kind, memory, per-device keys) and gives what
 //!    the engine can act on.
 //!
 //! A `LimitsConfig` shares nothing: [`claim_limits`] picks the claim's one
 //! (claim over class, later over earlier, whatever requests it names) and
 //! [`admit`] checks it against the node's `[limits] claim_override`.
 //!
-//! The MPS memory limits (NVIDIA's and ours) bind each client *process*, not
-//! the claim: a claim that runs N processes can pin N times the limit.
+//! Each sharing strategy's settings are its kind of access's to read: the
+//! kind's folder holds an `opaque.rs` that stands on this module's floor
+//! (`claims/access/timeslicing/opaque.rs`, `claims/access/mps/opaque.rs`);
+//! this module reads the envelope, routes each strategy to its kind and
+//! ranks the winners.
 
 pub mod admit;
 mod error;
@@ -45,11 +48,13 @@ use crate::config::LimitMode;
 
 pub use error::SharingError;
 pub use gpuslice_quantity::bytes::parse_bytes;
-pub use model::{GPUSLICE_API_VERSION, NVIDIA_API_VERSION};
-pub use parse::{MAX_CONFIG_BYTES, ParsedEntry, parse_entry};
+pub use model::{GPUSLICE_API_VERSION, NVIDIA_API_VERSION, Quantity, SharingObject};
+pub use parse::{
+    MAX_CONFIG_BYTES, ParsedEntry, decode_entry, decode_setting, parse_entry, quantity_bytes,
+};
 
-/// The smallest pinned memory limit MPS takes (it counts in whole MiB).
-pub const MIN_PINNED_LIMIT_BYTES: u64 = 1024 * 1024;
+pub use crate::claims::access::mps::opaque::{MIN_PINNED_LIMIT_BYTES, MpsSettings};
+pub use crate::claims::access::timeslicing::opaque::TimeSliceInterval;
 
 /// Where an opaque config came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -81,57 +86,6 @@ pub enum ConfigKind {
     /// `MigDeviceConfig`: MIG devices.
     #[strum(to_string = "MigDeviceConfig")]
     Mig,
-}
-
-/// The compute time-slice of a GPU, as `nvidia-smi compute-policy` levels it.
-/// Stored in claim records by its name, which is also its text ("Default",
-/// "Short", "Medium", "Long").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[derive(serde::Serialize, serde::Deserialize, strum::Display)]
-#[derive(strum::IntoStaticStr, strum::VariantArray)]
-pub enum TimeSliceInterval {
-    /// The driver's default (level 0).
-    Default,
-    /// Level 1.
-    Short,
-    /// Level 2.
-    Medium,
-    /// Level 3.
-    Long,
-}
-
-impl TimeSliceInterval {
-    /// The value of `nvidia-smi compute-policy --set-timeslice=N`.
-    pub fn level(self) -> u8 {
-        match self {
-            Self::Default => 0,
-            Self::Short => 1,
-            Self::Medium => 2,
-            Self::Long => 3,
-        }
-    }
-
-    /// "Default", "Short", "Medium" or "Long" (exact case, as NVIDIA's API).
-    pub fn parse(text: &str) -> Option<Self> {
-        <Self as strum::VariantArray>::VARIANTS
-            .iter()
-            .copied()
-            .find(|i| <&str>::from(*i) == text)
-    }
-}
-
-/// MPS settings of a request, before they are checked against its devices.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct MpsSettings {
-    /// `defaultActiveThreadPercentage`, 1..100.
-    pub default_active_thread_percentage: Option<u8>,
-    /// `defaultPinnedDeviceMemoryLimit` in bytes, ≥ 1 MiB.
-    pub default_pinned_device_memory_limit: Option<u64>,
-    /// `defaultPerDevicePinnedMemoryLimit`: key (device index in the request,
-    /// or UUID) → bytes; overrides the default for that device.
-    pub per_device_pinned_memory_limit: BTreeMap<String, u64>,
-    /// Our `MpsMemoryConfig.memory`: the claim's share of a whole GPU, bytes.
-    pub memory_share: Option<u64>,
 }
 
 /// A claim's `LimitsConfig`: its own over-share mode and grace, each unset
@@ -254,24 +208,9 @@ fn combine(
                 nvidia.map_or(0, |(i, _)| i)
             ),
         }),
-        SharingPolicy::Mps(settings) => {
-            if settings.default_pinned_device_memory_limit.is_some()
-                || !settings.per_device_pinned_memory_limit.is_empty()
-            {
-                return Err(SharingError::Conflict {
-                    field,
-                    problem: format!(
-                        "configs[{}].sharing.mpsConfig already sets pinned memory limits; \
-                         set the memory either there or in the MpsMemoryConfig, not both",
-                        nvidia.map_or(0, |(i, _)| i)
-                    ),
-                });
-            }
-            Ok(SharingPolicy::Mps(MpsSettings {
-                memory_share: Some(bytes),
-                ..settings
-            }))
-        }
+        SharingPolicy::Mps(settings) => settings
+            .with_memory_share(field, nvidia.map_or(0, |(i, _)| i), bytes)
+            .map(SharingPolicy::Mps),
     }
 }
 

@@ -1,7 +1,9 @@
 //! The opaque config objects as users write them, decoded strictly (unknown
 //! fields refused). Field names follow NVIDIA's DRA driver
 //! (`resource.nvidia.com/v1beta1`) so existing manifests work unchanged; our
-//! own extension lives under [`GPUSLICE_API_VERSION`]. Pure.
+//! own extension lives under [`GPUSLICE_API_VERSION`]. The settings of each
+//! sharing strategy are the strategy's kind of access's to decode: here they
+//! stay JSON, keyed as written. Pure.
 
 use std::collections::BTreeMap;
 
@@ -23,103 +25,32 @@ pub struct TypeMeta {
     pub kind: String,
 }
 
-/// `kind: GpuConfig`: settings for whole GPUs.
+/// `kind: GpuConfig` (whole GPUs) or `kind: MigDeviceConfig` (MIG devices):
+/// the two have the same shape; which strategies and settings each takes is
+/// checked where the strategies are known.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct GpuConfig {
+pub struct NvidiaConfig {
     /// Checked by [`TypeMeta`] first.
     #[serde(rename = "apiVersion")]
     pub _api_version: String,
     /// Checked by [`TypeMeta`] first.
     #[serde(rename = "kind")]
     pub _kind: String,
-    /// Absent: the GPU is the claim's alone.
+    /// Absent: the device is the claim's alone.
     #[serde(default)]
-    pub sharing: Option<GpuSharing>,
+    pub sharing: Option<SharingObject>,
 }
 
-/// `sharing` of a GpuConfig.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GpuSharing {
-    /// "TimeSlicing" or "MPS".
+/// `sharing` of an NVIDIA config: the strategy's name and every other key as
+/// written (e.g. `timeSlicingConfig`), for the strategies to claim.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct SharingObject {
+    /// e.g. "TimeSlicing".
     pub strategy: String,
-    /// Only with strategy TimeSlicing.
-    #[serde(rename = "timeSlicingConfig", default)]
-    pub time_slicing_config: Option<TimeSlicingConfig>,
-    /// Only with strategy MPS.
-    #[serde(rename = "mpsConfig", default)]
-    pub mps_config: Option<MpsConfig>,
-}
-
-/// `kind: MigDeviceConfig`: settings for MIG devices.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MigDeviceConfig {
-    /// Checked by [`TypeMeta`] first.
-    #[serde(rename = "apiVersion")]
-    pub _api_version: String,
-    /// Checked by [`TypeMeta`] first.
-    #[serde(rename = "kind")]
-    pub _kind: String,
-    /// Absent: the MIG device is the claim's alone.
-    #[serde(default)]
-    pub sharing: Option<MigSharing>,
-}
-
-/// `sharing` of a MigDeviceConfig: there is no `timeSlicingConfig`, since the
-/// time-slice is a property of the whole physical GPU.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MigSharing {
-    /// "MPS" (TimeSlicing is refused: it cannot be set per MIG device).
-    pub strategy: String,
-    /// Only with strategy MPS.
-    #[serde(rename = "mpsConfig", default)]
-    pub mps_config: Option<MpsConfig>,
-}
-
-/// `timeSlicingConfig`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TimeSlicingConfig {
-    /// "Default", "Short", "Medium" or "Long"; absent means Default.
-    #[serde(default)]
-    pub interval: Option<String>,
-}
-
-/// `mpsConfig`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MpsConfig {
-    /// 1..100.
-    #[serde(rename = "defaultActiveThreadPercentage", default)]
-    pub default_active_thread_percentage: Option<i64>,
-    /// A quantity, e.g. "10Gi".
-    #[serde(rename = "defaultPinnedDeviceMemoryLimit", default)]
-    pub default_pinned_device_memory_limit: Option<Quantity>,
-    /// Device index within the request ("0") or UUID → quantity.
-    #[serde(rename = "defaultPerDevicePinnedMemoryLimit", default)]
-    pub default_per_device_pinned_memory_limit: Option<BTreeMap<String, Quantity>>,
-    /// All UIDs share one server (Volta and later). Only `false` is supported.
-    #[serde(rename = "multiUser", default)]
-    pub multi_user: Option<bool>,
-}
-
-/// `apiVersion: gpuslice.dev/v1alpha1`, `kind: MpsMemoryConfig`: a share of a
-/// whole GPU's memory under MPS, which the daemon sets as the claim's pinned
-/// device memory limit and counts against the GPU's memory.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MpsMemoryConfig {
-    /// Checked by [`TypeMeta`] first.
-    #[serde(rename = "apiVersion")]
-    pub _api_version: String,
-    /// Checked by [`TypeMeta`] first.
-    #[serde(rename = "kind")]
-    pub _kind: String,
-    /// The amount, e.g. "20Gi".
-    pub memory: Quantity,
+    /// The other keys of `sharing`, each with its value.
+    #[serde(flatten)]
+    pub settings: BTreeMap<String, serde_json::Value>,
 }
 
 /// `apiVersion: gpuslice.dev/v1alpha1`, `kind: LimitsConfig`: the claim's

@@ -1,19 +1,20 @@
 //! One opaque config object → a typed [`ParsedEntry`], refusing anything
-//! unknown or out of range with the field's path. Pure.
-
-use std::collections::BTreeMap;
+//! unknown or out of range with the field's path. The envelope (apiVersion,
+//! kind, which strategy) is read here; each strategy's settings are read by
+//! its kind of access, in the kind's `opaque.rs` (a part of this module kept
+//! in the kind's folder), with the decode helpers here. Pure.
 
 use gpuslice_quantity::bytes::parse_bytes;
 use serde::de::DeserializeOwned;
 
 use super::error::SharingError;
 use super::model::{
-    GPUSLICE_API_VERSION, GpuConfig, LimitsConfigEntry, MigDeviceConfig, MpsConfig,
-    MpsMemoryConfig, NVIDIA_API_VERSION, Quantity, TypeMeta,
+    GPUSLICE_API_VERSION, LimitsConfigEntry, NVIDIA_API_VERSION, NvidiaConfig, Quantity,
+    SharingObject, TypeMeta,
 };
-use super::{
-    ClaimLimits, ConfigKind, MIN_PINNED_LIMIT_BYTES, MpsSettings, SharingPolicy, TimeSliceInterval,
-};
+use super::{ClaimLimits, ConfigKind, SharingPolicy};
+use crate::claims::access::mps::opaque as mps;
+use crate::claims::access::timeslicing::opaque as timeslicing;
 use crate::config::{LimitMode, MAX_GRACE_S};
 
 /// Largest opaque config Kubernetes stores (10 KiB).
@@ -45,29 +46,20 @@ pub fn parse_entry(index: usize, json: &str) -> Result<ParsedEntry, SharingError
             max: MAX_CONFIG_BYTES,
         });
     }
-    let meta: TypeMeta = decode(index, json)?;
+    let meta: TypeMeta = decode_entry(index, json)?;
     match (meta.api_version.as_str(), meta.kind.as_str()) {
-        (NVIDIA_API_VERSION, "GpuConfig") => {
-            let config: GpuConfig = decode(index, json)?;
+        (NVIDIA_API_VERSION, name @ ("GpuConfig" | "MigDeviceConfig")) => {
+            let kind = if name == "GpuConfig" {
+                ConfigKind::Gpu
+            } else {
+                ConfigKind::Mig
+            };
+            let config: NvidiaConfig = decode_entry(index, json)?;
             let policy = match config.sharing {
                 None => SharingPolicy::Exclusive,
-                Some(s) => gpu_policy(index, &s.strategy, s.time_slicing_config, s.mps_config)?,
+                Some(sharing) => strategy_policy(index, kind, sharing)?,
             };
-            Ok(ParsedEntry::Nvidia {
-                kind: ConfigKind::Gpu,
-                policy,
-            })
-        }
-        (NVIDIA_API_VERSION, "MigDeviceConfig") => {
-            let config: MigDeviceConfig = decode(index, json)?;
-            let policy = match config.sharing {
-                None => SharingPolicy::Exclusive,
-                Some(s) => mig_policy(index, &s.strategy, s.mps_config)?,
-            };
-            Ok(ParsedEntry::Nvidia {
-                kind: ConfigKind::Mig,
-                policy,
-            })
+            Ok(ParsedEntry::Nvidia { kind, policy })
         }
         (NVIDIA_API_VERSION, other) => Err(SharingError::UnknownKind {
             field: at(".kind"),
@@ -75,13 +67,11 @@ pub fn parse_entry(index: usize, json: &str) -> Result<ParsedEntry, SharingError
             kind: other.to_owned(),
             expected: "\"GpuConfig\" or \"MigDeviceConfig\"",
         }),
-        (GPUSLICE_API_VERSION, "MpsMemoryConfig") => {
-            let config: MpsMemoryConfig = decode(index, json)?;
-            let bytes = limit(&at(".memory"), &config.memory)?;
-            Ok(ParsedEntry::MemoryShare(bytes))
+        (GPUSLICE_API_VERSION, mps::MEMORY_CONFIG_KIND) => {
+            mps::parse_memory_share(index, json).map(ParsedEntry::MemoryShare)
         }
         (GPUSLICE_API_VERSION, "LimitsConfig") => {
-            let config: LimitsConfigEntry = decode(index, json)?;
+            let config: LimitsConfigEntry = decode_entry(index, json)?;
             claim_limits(index, config).map(ParsedEntry::Limits)
         }
         (GPUSLICE_API_VERSION, other) => Err(SharingError::UnknownKind {
@@ -97,155 +87,122 @@ pub fn parse_entry(index: usize, json: &str) -> Result<ParsedEntry, SharingError
     }
 }
 
-/// Strict decode; the error carries the path of the offending value.
-fn decode<T: DeserializeOwned>(index: usize, json: &str) -> Result<T, SharingError> {
-    let mut de = serde_json::Deserializer::from_str(json);
-    serde_path_to_error::deserialize(&mut de).map_err(|err| {
-        let path = err.path().to_string();
-        let field = if path == "." || path == "?" || path.is_empty() {
-            format!("configs[{index}]")
-        } else if path.starts_with('[') {
-            format!("configs[{index}]{path}")
-        } else {
-            format!("configs[{index}].{path}")
-        };
-        SharingError::Malformed {
-            field,
-            problem: err.into_inner().to_string(),
-        }
-    })
-}
+/// NVIDIA's sharing strategies, each with the key of its settings under
+/// `sharing` and whether a MIG device takes it: the kinds of access that
+/// parse a config. Time-slicing is a property of the whole physical GPU, so
+/// a MigDeviceConfig has no `timeSlicingConfig` at all.
+const STRATEGIES: [(&str, &str, bool); 2] = [
+    (timeslicing::STRATEGY, timeslicing::SETTINGS_KEY, false),
+    (mps::STRATEGY, mps::SETTINGS_KEY, true),
+];
 
-fn gpu_policy(
+/// `sharing` of config entry `index`, a `kind` config: every key is one a
+/// strategy owns, and only the chosen strategy's settings are set.
+fn strategy_policy(
     index: usize,
-    strategy: &str,
-    time_slicing: Option<super::model::TimeSlicingConfig>,
-    mps: Option<MpsConfig>,
+    kind: ConfigKind,
+    mut sharing: SharingObject,
 ) -> Result<SharingPolicy, SharingError> {
     let at = |path: &str| format!("configs[{index}].sharing{path}");
-    match strategy {
-        "TimeSlicing" => {
-            if mps.is_some() {
-                return Err(SharingError::OtherStrategysConfig {
-                    field: at(".mpsConfig"),
-                    strategy: strategy.to_owned(),
-                });
-            }
-            let interval = time_slicing.and_then(|t| t.interval);
-            let interval = match interval.as_deref() {
-                None => TimeSliceInterval::Default,
-                Some(text) => {
-                    TimeSliceInterval::parse(text).ok_or_else(|| SharingError::BadValue {
-                        field: at(".timeSlicingConfig.interval"),
-                        value: format!("{text:?}"),
-                        problem: "is not an interval; use Default, Short, Medium or Long"
-                            .to_owned(),
-                    })?
-                }
-            };
-            Ok(SharingPolicy::TimeSlicing { interval })
-        }
-        "MPS" => {
-            if time_slicing.is_some() {
-                return Err(SharingError::OtherStrategysConfig {
-                    field: at(".timeSlicingConfig"),
-                    strategy: strategy.to_owned(),
-                });
-            }
-            mps_settings(index, mps).map(SharingPolicy::Mps)
-        }
-        other => Err(unknown_strategy(index, other, "TimeSlicing or MPS")),
-    }
-}
-
-fn mig_policy(
-    index: usize,
-    strategy: &str,
-    mps: Option<MpsConfig>,
-) -> Result<SharingPolicy, SharingError> {
-    match strategy {
-        "TimeSlicing" => Err(SharingError::TimeSliceOnMig {
-            field: format!("configs[{index}].sharing.strategy"),
-        }),
-        "MPS" => mps_settings(index, mps).map(SharingPolicy::Mps),
-        other => Err(unknown_strategy(index, other, "MPS")),
-    }
-}
-
-fn unknown_strategy(index: usize, strategy: &str, allowed: &str) -> SharingError {
-    SharingError::BadValue {
-        field: format!("configs[{index}].sharing.strategy"),
-        value: format!("{strategy:?}"),
-        problem: format!("is not a sharing strategy; use {allowed}"),
-    }
-}
-
-fn mps_settings(index: usize, mps: Option<MpsConfig>) -> Result<MpsSettings, SharingError> {
-    let at = |path: &str| format!("configs[{index}].sharing.mpsConfig{path}");
-    let Some(mps) = mps else {
-        return Ok(MpsSettings::default());
-    };
-    if mps.multi_user == Some(true) {
-        return Err(SharingError::BadValue {
-            field: at(".multiUser"),
-            value: "true".to_owned(),
-            problem: "is not supported by gpusliced: each MPS daemon serves one user; \
-                      remove multiUser or set it to false"
-                .to_owned(),
+    let known = STRATEGIES
+        .iter()
+        .filter(|(_, _, on_mig)| kind == ConfigKind::Gpu || *on_mig);
+    if let Some(key) = sharing
+        .settings
+        .keys()
+        .find(|key| !known.clone().any(|(_, settings, _)| settings == key))
+    {
+        let expected: Vec<String> = std::iter::once("strategy")
+            .chain(known.map(|(_, settings, _)| *settings))
+            .map(|k| format!("`{k}`"))
+            .collect();
+        return Err(SharingError::Malformed {
+            field: at(&format!(".{key}")),
+            problem: format!(
+                "unknown field `{key}`, expected one of {}",
+                expected.join(", ")
+            ),
         });
     }
-    let percentage = match mps.default_active_thread_percentage {
-        None => None,
-        Some(p) => Some(
-            u8::try_from(p)
-                .ok()
-                .filter(|p| (1..=100).contains(p))
-                .ok_or_else(|| SharingError::BadValue {
-                    field: at(".defaultActiveThreadPercentage"),
-                    value: p.to_string(),
-                    problem: "is outside 1..100".to_owned(),
-                })?,
-        ),
-    };
-    let default_limit = match &mps.default_pinned_device_memory_limit {
-        None => None,
-        Some(q) => Some(limit(&at(".defaultPinnedDeviceMemoryLimit"), q)?),
-    };
-    let mut per_device = BTreeMap::new();
-    for (key, q) in mps
-        .default_per_device_pinned_memory_limit
-        .unwrap_or_default()
-    {
-        let bytes = limit(
-            &at(&format!(".defaultPerDevicePinnedMemoryLimit.{key}")),
-            &q,
-        )?;
-        per_device.insert(key, bytes);
+    let strategy = sharing.strategy.as_str();
+    if kind == ConfigKind::Mig && strategy == timeslicing::STRATEGY {
+        return Err(SharingError::TimeSliceOnMig {
+            field: at(".strategy"),
+        });
     }
-    Ok(MpsSettings {
-        default_active_thread_percentage: percentage,
-        default_pinned_device_memory_limit: default_limit,
-        per_device_pinned_memory_limit: per_device,
-        memory_share: None,
-    })
+    let Some((_, own_key, _)) = STRATEGIES.iter().find(|(name, ..)| *name == strategy) else {
+        let allowed = STRATEGIES
+            .iter()
+            .filter(|(_, _, on_mig)| kind == ConfigKind::Gpu || *on_mig)
+            .map(|(name, ..)| *name)
+            .collect::<Vec<_>>()
+            .join(" or ");
+        return Err(SharingError::BadValue {
+            field: at(".strategy"),
+            value: format!("{strategy:?}"),
+            problem: format!("is not a sharing strategy; use {allowed}"),
+        });
+    };
+    if let Some(other) = sharing.settings.keys().find(|key| key != own_key) {
+        return Err(SharingError::OtherStrategysConfig {
+            field: at(&format!(".{other}")),
+            strategy: strategy.to_owned(),
+        });
+    }
+    let settings = sharing
+        .settings
+        .remove(*own_key)
+        .filter(|value| !value.is_null());
+    if strategy == mps::STRATEGY {
+        mps::parse_settings(index, settings).map(SharingPolicy::Mps)
+    } else {
+        timeslicing::parse_settings(index, settings)
+            .map(|interval| SharingPolicy::TimeSlicing { interval })
+    }
 }
 
-/// A memory quantity of at least 1 MiB.
-fn limit(field: &str, quantity: &Quantity) -> Result<u64, SharingError> {
-    let text = quantity.as_text();
-    let bytes = parse_bytes(&text).map_err(|problem| SharingError::Malformed {
+/// Strict decode of config entry `index`; the error carries the path of the
+/// offending value.
+pub fn decode_entry<T: DeserializeOwned>(index: usize, json: &str) -> Result<T, SharingError> {
+    let mut de = serde_json::Deserializer::from_str(json);
+    let decoded = serde_path_to_error::deserialize(&mut de);
+    decoded.map_err(|err| malformed(&format!("configs[{index}]"), err))
+}
+
+/// Strict decode of one setting at `field` (e.g.
+/// "configs[0].sharing.timeSlicingConfig"); the error carries the path below
+/// it.
+pub fn decode_setting<T: DeserializeOwned>(
+    field: &str,
+    value: serde_json::Value,
+) -> Result<T, SharingError> {
+    serde_path_to_error::deserialize(value).map_err(|err| malformed(field, err))
+}
+
+fn malformed<E: std::fmt::Display>(
+    field: &str,
+    err: serde_path_to_error::Error<E>,
+) -> SharingError {
+    let path = err.path().to_string();
+    let field = if path == "." || path == "?" || path.is_empty() {
+        field.to_owned()
+    } else if path.starts_with('[') {
+        format!("{field}{path}")
+    } else {
+        format!("{field}.{path}")
+    };
+    SharingError::Malformed {
+        field,
+        problem: err.into_inner().to_string(),
+    }
+}
+
+/// A quantity's bytes, or the refusal naming `field`.
+pub fn quantity_bytes(field: &str, quantity: &Quantity) -> Result<u64, SharingError> {
+    parse_bytes(&quantity.as_text()).map_err(|problem| SharingError::Malformed {
         field: field.to_owned(),
         problem: problem.to_string(),
-    })?;
-    if bytes < MIN_PINNED_LIMIT_BYTES {
-        return Err(SharingError::BadValue {
-            field: field.to_owned(),
-            value: format!("{text:?}"),
-            problem: "is less than 1Mi, the smallest limit MPS takes; ask for at least \"1Mi\""
-                .to_owned(),
-        });
-    }
-    Ok(bytes)
+    })
 }
 
 /// A `LimitsConfig`: a known mode, a grace within a day, at least one of them.

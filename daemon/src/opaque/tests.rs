@@ -103,23 +103,6 @@ fn nvidia_configs_parse_to_policies() {
             ..
         }
     ));
-    let m = mps(&format!(
-        r#""defaultActiveThreadPercentage":50,"defaultPinnedDeviceMemoryLimit":"10Gi","defaultPerDevicePinnedMemoryLimit":{{"1":"2Gi","{GPU_A}":1048576}}"#
-    ));
-    let ParsedEntry::Nvidia {
-        policy: SharingPolicy::Mps(s),
-        ..
-    } = parse_entry(0, &m).unwrap()
-    else {
-        panic!("not MPS");
-    };
-    assert_eq!(s.default_active_thread_percentage, Some(50));
-    assert_eq!(s.default_pinned_device_memory_limit, Some(10 * GIB));
-    assert_eq!(s.per_device_pinned_memory_limit.get("1"), Some(&(2 * GIB)));
-    assert_eq!(
-        s.per_device_pinned_memory_limit.get(GPU_A),
-        Some(&(1024 * 1024))
-    );
     let mig_mps = mig(r#","sharing":{"strategy":"MPS"}"#);
     assert!(matches!(
         parse_entry(0, &mig_mps).unwrap(),
@@ -128,10 +111,6 @@ fn nvidia_configs_parse_to_policies() {
             policy: SharingPolicy::Mps(_)
         }
     ));
-    assert_eq!(
-        parse_entry(0, &memory("\"20Gi\"")).unwrap(),
-        ParsedEntry::MemoryShare(20 * GIB)
-    );
 }
 
 #[test]
@@ -145,38 +124,6 @@ fn every_refusal_names_its_field() {
         (
             gpu(r#","extra":true"#),
             "configs[0].extra: unknown field `extra`",
-        ),
-        (
-            mps(r#""defaultActiveThreadPercentage":"50""#),
-            "configs[0].sharing.mpsConfig.defaultActiveThreadPercentage: invalid type",
-        ),
-        (
-            mps(r#""defaultActiveThreadPercentage":0"#),
-            "configs[0].sharing.mpsConfig.defaultActiveThreadPercentage: 0 is outside 1..100",
-        ),
-        (
-            mps(r#""defaultActiveThreadPercentage":101"#),
-            "configs[0].sharing.mpsConfig.defaultActiveThreadPercentage: 101 is outside 1..100",
-        ),
-        (
-            mps(r#""defaultActiveThreadPercentage":-5"#),
-            "defaultActiveThreadPercentage: -5 is outside 1..100",
-        ),
-        (
-            mps(r#""defaultPinnedDeviceMemoryLimit":"1023Ki""#),
-            "configs[0].sharing.mpsConfig.defaultPinnedDeviceMemoryLimit: \"1023Ki\" is less than 1Mi",
-        ),
-        (
-            mps(r#""defaultPinnedDeviceMemoryLimit":"lots""#),
-            "configs[0].sharing.mpsConfig.defaultPinnedDeviceMemoryLimit: \"lots\" is not a quantity",
-        ),
-        (
-            mps(r#""defaultPerDevicePinnedMemoryLimit":{"0":"1k"}"#),
-            "configs[0].sharing.mpsConfig.defaultPerDevicePinnedMemoryLimit.0: \"1k\" is less than 1Mi",
-        ),
-        (
-            mps(r#""multiUser":true"#),
-            "configs[0].sharing.mpsConfig.multiUser: true is not supported",
         ),
         (
             gpu(r#","sharing":{"strategy":"MPS","timeSlicingConfig":{}}"#),
@@ -217,14 +164,6 @@ fn every_refusal_names_its_field() {
         (
             r#"{"apiVersion":"gpuslice.dev/v1alpha1","kind":"GpuConfig"}"#.to_owned(),
             "configs[0].kind: kind \"GpuConfig\" is not supported under gpuslice.dev/v1alpha1",
-        ),
-        (
-            memory("\"512Ki\""),
-            "configs[0].memory: \"512Ki\" is less than 1Mi",
-        ),
-        (
-            r#"{"apiVersion":"gpuslice.dev/v1alpha1","kind":"MpsMemoryConfig"}"#.to_owned(),
-            "configs[0]: missing field `memory`",
         ),
         ("[1,2]".to_owned(), "configs[0][0]: invalid type"),
         ("{".to_owned(), "configs[0]: EOF"),
@@ -280,79 +219,6 @@ fn claim_configs_win_over_class_configs_and_later_over_earlier() {
     assert_eq!(none["a"].nvidia, None);
 }
 
-#[test]
-fn a_bad_entry_is_refused_even_when_it_does_not_win() {
-    let entries = vec![
-        (
-            ConfigSource::Class,
-            vec!["other".to_owned()],
-            mps(r#""defaultActiveThreadPercentage":500"#),
-        ),
-        (ConfigSource::Claim, vec![], gpu("")),
-    ];
-    let err = policies(&entries, &["a"]).unwrap_err();
-    assert!(
-        err.to_string()
-            .starts_with("configs[0].sharing.mpsConfig.defaultActiveThreadPercentage"),
-        "{err}"
-    );
-}
-
-#[test]
-fn a_memory_share_implies_mps_and_combines_with_mps_settings() {
-    let alone = vec![(ConfigSource::Claim, vec![], memory("\"20Gi\""))];
-    let out = policies(&alone, &["a"]).unwrap();
-    assert_eq!(
-        out["a"].policy,
-        SharingPolicy::Mps(MpsSettings {
-            memory_share: Some(20 * GIB),
-            ..MpsSettings::default()
-        })
-    );
-    let with_mps = vec![
-        (
-            ConfigSource::Class,
-            vec![],
-            mps(r#""defaultActiveThreadPercentage":25"#),
-        ),
-        (ConfigSource::Claim, vec![], memory("\"20Gi\"")),
-    ];
-    let out = policies(&with_mps, &["a"]).unwrap();
-    let SharingPolicy::Mps(s) = &out["a"].policy else {
-        panic!("not MPS")
-    };
-    assert_eq!(
-        (s.default_active_thread_percentage, s.memory_share),
-        (Some(25), Some(20 * GIB))
-    );
-    let with_ts = vec![
-        (
-            ConfigSource::Claim,
-            vec![],
-            gpu(r#","sharing":{"strategy":"TimeSlicing"}"#),
-        ),
-        (ConfigSource::Claim, vec![], memory("\"20Gi\"")),
-    ];
-    let err = policies(&with_ts, &["a"]).unwrap_err().to_string();
-    assert!(
-        err.starts_with("configs[1].memory: a memory share needs strategy MPS"),
-        "{err}"
-    );
-    let with_limit = vec![
-        (
-            ConfigSource::Claim,
-            vec![],
-            mps(r#""defaultPinnedDeviceMemoryLimit":"1Gi""#),
-        ),
-        (ConfigSource::Claim, vec![], memory("\"20Gi\"")),
-    ];
-    let err = policies(&with_limit, &["a"]).unwrap_err().to_string();
-    assert!(
-        err.starts_with("configs[1].memory: configs[0].sharing.mpsConfig already sets"),
-        "{err}"
-    );
-}
-
 /// Fails when `source` (of `file`) names an I/O module of std.
 pub(crate) fn assert_pure(file: &str, source: &str) {
     for word in [
@@ -374,6 +240,14 @@ fn the_opaque_configs_are_pure() {
         ("parse.rs", include_str!("parse.rs")),
         ("model.rs", include_str!("model.rs")),
         ("admit.rs", include_str!("admit.rs")),
+        (
+            "claims/access/mps/opaque.rs",
+            include_str!("../claims/access/mps/opaque.rs"),
+        ),
+        (
+            "claims/access/timeslicing/opaque.rs",
+            include_str!("../claims/access/timeslicing/opaque.rs"),
+        ),
     ] {
         assert_pure(file, source);
     }

@@ -19,6 +19,8 @@ mod cdi;
 pub(crate) mod config;
 pub mod control_daemon;
 mod held;
+pub(crate) mod opaque;
+pub(crate) mod resolve;
 mod restore;
 mod verbs;
 mod view;

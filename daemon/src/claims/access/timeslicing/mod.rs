@@ -18,6 +18,7 @@
 
 pub mod compute_policy;
 pub(crate) mod config;
+pub(crate) mod opaque;
 mod restore;
 mod settings;
 mod verbs;
