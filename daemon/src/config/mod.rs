@@ -24,13 +24,13 @@ pub use imex::ImexConfig;
 pub use limits::{ClaimOverride, LimitMode, LimitsConfig, MAX_GRACE_S};
 pub use metrics::{DEFAULT_DRIVER_NAME, LoopbackAddr, MetricsConfig};
 pub use sim::{DEFAULT_CLUSTER_UUID, SimConfig, SimFabricConfig};
+pub use validate::ConfigError;
 pub(crate) use validate::invalid;
-pub use validate::{ConfigError, MAX_MPS_RUN_DIR};
 
 pub use crate::claims::access::mig::config::{
     MigConfig, MigCreate, MigGpuConfig, MigOffering, advertise_text,
 };
-pub use crate::claims::access::mps::config::{MpsConfig, ShmKind, SupervisorKind};
+pub use crate::claims::access::mps::config::{MAX_MPS_RUN_DIR, MpsConfig, ShmKind, SupervisorKind};
 pub use crate::claims::access::timeslicing::config::TimeSliceConfig;
 
 /// Default path of the config file.

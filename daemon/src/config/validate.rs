@@ -6,11 +6,6 @@ use super::{BackendKind, Config};
 
 /// Longest unix socket path the kernel accepts (sun_path is 108 bytes with the NUL).
 const MAX_SOCKET_PATH: usize = 107;
-/// Longest `[mps] run_dir`: NVIDIA's control daemon (550.163.01) exits
-/// without a word when its socket `<run_dir>/mps/<16 hex>/pipe/control_privileged`
-/// is longer than 106 bytes (`crate::claims::mps_daemon::folders::MAX_PIPE_DIR`, which a
-/// test of the mps module holds to this).
-pub const MAX_MPS_RUN_DIR: usize = 61;
 
 /// A config that cannot be used, with what to fix.
 #[derive(Debug, thiserror::Error)]
@@ -88,13 +83,7 @@ impl Config {
                  \"off\", needs the activity sampler: set [activity] interval_s above 0, e.g. 5",
             ));
         }
-        let size = &self.mps.shm_size;
-        if size.is_empty() || !size.chars().all(|c| c.is_ascii_alphanumeric() || c == '%') {
-            return Err(invalid(
-                "mps.shm_size",
-                "must not be empty; use e.g. \"50%\" or \"8g\"",
-            ));
-        }
+        self.mps.validate()?;
         if self.imex.ready_timeout_s == 0 {
             return Err(invalid("imex.ready_timeout_s", "must be at least 1"));
         }
@@ -107,22 +96,6 @@ impl Config {
             return Err(invalid(
                 "imex.bind_address",
                 format!("{err}: the node's own address must be on the rack's network"),
-            ));
-        }
-        if self.mps.ready_timeout_s == 0 {
-            return Err(invalid("mps.ready_timeout_s", "must be at least 1"));
-        }
-        let run_dir_len = self.mps.run_dir.as_os_str().len();
-        if run_dir_len > MAX_MPS_RUN_DIR {
-            return Err(invalid(
-                "mps.run_dir",
-                format!(
-                    "path {} is {run_dir_len} bytes; the MPS control daemon's socket \
-                     <run_dir>/mps/<hash>/pipe/control_privileged must fit in a unix socket \
-                     path, so at most {MAX_MPS_RUN_DIR}: choose a shorter path, e.g. \
-                     /run/gpuslice",
-                    self.mps.run_dir.display()
-                ),
             ));
         }
         if self.log.level.trim().is_empty() {

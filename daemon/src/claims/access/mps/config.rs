@@ -1,11 +1,19 @@
 //! `[mps]`: where the MPS control program is, where its daemons' folders
-//! go, how they are supervised and how long one gets to start. Parsed and
-//! defaulted here, beside the kind that uses it; the whole file's parse and
-//! checks are `config`'s (this file stands on its floor).
+//! go, how they are supervised and how long one gets to start. Parsed,
+//! defaulted and checked here, beside the kind that uses it, as `[mig]` is;
+//! the whole file's parse is `config`'s (this file stands on its floor).
 
 use std::path::PathBuf;
 
 use serde::Deserialize;
+
+use crate::config::{ConfigError, invalid};
+
+/// Longest `[mps] run_dir`: NVIDIA's control daemon (550.163.01) exits
+/// without a word when its socket `<run_dir>/mps/<16 hex>/pipe/control_privileged`
+/// is longer than 106 bytes (`crate::claims::mps_daemon::folders::MAX_PIPE_DIR`, which a
+/// test of the mps module holds to this).
+pub const MAX_MPS_RUN_DIR: usize = 61;
 
 /// `[mps]`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -69,5 +77,36 @@ impl Default for MpsConfig {
             shm_size: "50%".to_owned(),
             ready_timeout_s: 30,
         }
+    }
+}
+
+impl MpsConfig {
+    /// Checks serde cannot express: a usable shm size, a start timeout, a
+    /// run dir short enough for the daemons' sockets.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let size = &self.shm_size;
+        if size.is_empty() || !size.chars().all(|c| c.is_ascii_alphanumeric() || c == '%') {
+            return Err(invalid(
+                "mps.shm_size",
+                "must not be empty; use e.g. \"50%\" or \"8g\"",
+            ));
+        }
+        if self.ready_timeout_s == 0 {
+            return Err(invalid("mps.ready_timeout_s", "must be at least 1"));
+        }
+        let run_dir_len = self.run_dir.as_os_str().len();
+        if run_dir_len > MAX_MPS_RUN_DIR {
+            return Err(invalid(
+                "mps.run_dir",
+                format!(
+                    "path {} is {run_dir_len} bytes; the MPS control daemon's socket \
+                     <run_dir>/mps/<hash>/pipe/control_privileged must fit in a unix socket \
+                     path, so at most {MAX_MPS_RUN_DIR}: choose a shorter path, e.g. \
+                     /run/gpuslice",
+                    self.run_dir.display()
+                ),
+            ));
+        }
+        Ok(())
     }
 }
