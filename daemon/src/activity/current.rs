@@ -39,6 +39,7 @@ pub fn with_claims(latest: &ActivitySnapshot, held: &[HeldClaim]) -> ActivitySna
         claims,
         unclaimed: latest.unclaimed.clone(),
         warnings: latest.warnings.clone(),
+        episodes: latest.episodes.clone(),
         ..*latest
     }
 }

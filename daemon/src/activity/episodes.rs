@@ -13,14 +13,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use super::snapshot::{EpisodeCounts, Warning, WarningKind};
+use crate::state::AccessKind;
 
 /// Which counter an opening adds to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Counter {
-    /// An MPS claim over its share.
-    OverShareMps,
-    /// A time-sliced claim over its share.
-    OverShareTimeSlicing,
+    /// A claim over its share of a device it shares under this kind of
+    /// access.
+    OverShare(AccessKind),
     /// A process that maps to no claim.
     Unclaimed,
 }
@@ -230,13 +230,12 @@ impl Episodes {
 
     /// The openings counted so far.
     pub fn counts(&self) -> EpisodeCounts {
-        self.counts
+        self.counts.clone()
     }
 
     fn count(&mut self, counter: Counter) {
         let slot = match counter {
-            Counter::OverShareMps => &mut self.counts.overshare_mps,
-            Counter::OverShareTimeSlicing => &mut self.counts.overshare_timeslicing,
+            Counter::OverShare(kind) => self.counts.overshare.entry(kind).or_default(),
             Counter::Unclaimed => &mut self.counts.unclaimed,
         };
         *slot = slot.saturating_add(1);

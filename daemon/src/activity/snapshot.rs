@@ -5,6 +5,8 @@
 //! Plain data, read by the metrics, the gRPC API and `gpuslicectl`. What
 //! `[limits]` did is published by `limits` itself.
 
+use std::collections::BTreeMap;
+
 use crate::state::AccessKind;
 
 /// One sample of the node, whole. `Default` is "sampling off, nothing seen".
@@ -211,14 +213,20 @@ pub struct Warning {
 }
 
 /// Episodes begun since the daemon started.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EpisodeCounts {
-    /// Over-share episodes of MPS claims.
-    pub overshare_mps: u64,
-    /// Over-share episodes of time-sliced claims.
-    pub overshare_timeslicing: u64,
+    /// Over-share episodes, by the kind of access the device is shared
+    /// under; a kind with none yet is absent.
+    pub overshare: BTreeMap<AccessKind, u64>,
     /// Unclaimed-process episodes.
     pub unclaimed: u64,
+}
+
+impl EpisodeCounts {
+    /// Over-share episodes of devices shared under `kind`.
+    pub fn overshare(&self, kind: AccessKind) -> u64 {
+        self.overshare.get(&kind).copied().unwrap_or(0)
+    }
 }
 
 #[cfg(test)]

@@ -7,7 +7,6 @@ use gpuslice_quantity::show::size;
 use super::attribute::Attribution;
 use super::episodes::{Condition, Counter};
 use super::snapshot::{ClaimActivity, UnclaimedProcess, WarningKind};
-use crate::state::AccessKind;
 
 /// Every condition `attribution` shows.
 pub fn conditions(attribution: &Attribution) -> Vec<Condition> {
@@ -25,11 +24,7 @@ fn overshare(claim: &ClaimActivity, device: usize) -> Option<Condition> {
     let share = d.memory_share?;
     Some(Condition {
         kind: WarningKind::OverShare,
-        counter: if d.sharing == AccessKind::Mps {
-            Counter::OverShareMps
-        } else {
-            Counter::OverShareTimeSlicing
-        },
+        counter: Counter::OverShare(d.sharing),
         claim_uid: claim.uid.clone(),
         scope: d.device.clone(),
         device: d.device.clone(),

@@ -14,6 +14,7 @@ use crate::activity::{
     ProcessActivity, UnclaimedProcess, Warning,
 };
 use crate::limits::{LimitAction, LimitsBoard, LimitsReport};
+use crate::state::AccessKind;
 
 /// What the API shows of per-claim GPU use: the sampler's latest snapshot
 /// and its usage history, the simulated backend's process folder (for
@@ -50,8 +51,8 @@ pub fn activity_response(
         unclaimed: snapshot.unclaimed.iter().map(unclaimed).collect(),
         warnings: snapshot.warnings.iter().map(warning).collect(),
         episodes: Some(pb::EpisodeCounts {
-            overshare_mps: snapshot.episodes.overshare_mps,
-            overshare_timeslicing: snapshot.episodes.overshare_timeslicing,
+            overshare_mps: snapshot.episodes.overshare(AccessKind::Mps),
+            overshare_timeslicing: snapshot.episodes.overshare(AccessKind::TimeSlicing),
             unclaimed: snapshot.episodes.unclaimed,
         }),
         now,

@@ -66,7 +66,7 @@ pub fn apply(
         .series_dropped
         .set(i64::try_from(dropped).unwrap_or(i64::MAX));
     unclaimed(families, snapshot, dra);
-    episodes(families, snapshot.episodes);
+    episodes(families, &snapshot.episodes);
     families.sample_cpu.set(snapshot.sample_cpu_us as f64 / 1e6);
 }
 
@@ -134,16 +134,12 @@ fn unclaimed(families: &ActivityFamilies, snapshot: &ActivitySnapshot, dra: &Dra
 
 /// Moves each episode counter up to the snapshot's count (a counter never
 /// goes down: a lower count, which a sampler never publishes, is ignored).
-fn episodes(families: &ActivityFamilies, counts: EpisodeCounts) {
-    for (kind, sharing, count) in [
-        ("overshare", AccessKind::Mps.into(), counts.overshare_mps),
-        (
-            "overshare",
-            AccessKind::TimeSlicing.into(),
-            counts.overshare_timeslicing,
-        ),
-        ("unclaimed", "none", counts.unclaimed),
-    ] {
+fn episodes(families: &ActivityFamilies, counts: &EpisodeCounts) {
+    let overshares = AccessKind::VARIANTS
+        .iter()
+        .filter(|kind| kind.shares_gpus())
+        .map(|&kind| ("overshare", kind.into(), counts.overshare(kind)));
+    for (kind, sharing, count) in overshares.chain([("unclaimed", "none", counts.unclaimed)]) {
         let counter = families
             .episodes
             .get_or_create(&EpisodeLabels { kind, sharing });

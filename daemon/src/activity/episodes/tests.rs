@@ -1,9 +1,10 @@
 use proptest::prelude::*;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Condition, Counter, Episodes, Unread};
 use crate::activity::snapshot::{EpisodeCounts, WarningKind};
+use crate::state::AccessKind;
 
 fn unclaimed(pid: u32, gpu: &str) -> Condition {
     Condition {
@@ -56,24 +57,26 @@ fn keys_keep_episodes_apart_and_counters_by_kind() {
         vec![
             unclaimed(7, "gpu-0"),
             unclaimed(7, "gpu-1"),
-            overshare("a", "gpu-0", Counter::OverShareMps),
-            overshare("b", "gpu-0", Counter::OverShareTimeSlicing),
+            overshare("a", "gpu-0", Counter::OverShare(AccessKind::Mps)),
+            overshare("b", "gpu-0", Counter::OverShare(AccessKind::TimeSlicing)),
         ],
     );
     assert_eq!(episodes.open().len(), 4);
     assert_eq!(
         episodes.counts(),
         EpisodeCounts {
-            overshare_mps: 1,
-            overshare_timeslicing: 1,
+            overshare: BTreeMap::from([(AccessKind::Mps, 1), (AccessKind::TimeSlicing, 1)]),
             unclaimed: 2,
         }
     );
     // A second episode of the same key after a gap counts again.
     episodes.observe(2, vec![]);
-    let back = episodes.observe(3, vec![overshare("a", "gpu-0", Counter::OverShareMps)]);
+    let back = episodes.observe(
+        3,
+        vec![overshare("a", "gpu-0", Counter::OverShare(AccessKind::Mps))],
+    );
     assert_eq!(back.opened.len(), 1);
-    assert_eq!(episodes.counts().overshare_mps, 2);
+    assert_eq!(episodes.counts().overshare(AccessKind::Mps), 2);
 }
 
 fn unread(gpus: &[&str], held: &[&str]) -> Unread {
@@ -94,7 +97,11 @@ fn a_gpu_left_out_of_a_sample_keeps_its_episodes_as_they_were() {
         vec![
             unclaimed(7, "gpu-0"),
             unclaimed(8, "gpu-1"),
-            overshare("a", "gpu-0-mig-3g40gb-0", Counter::OverShareMps),
+            overshare(
+                "a",
+                "gpu-0-mig-3g40gb-0",
+                Counter::OverShare(AccessKind::Mps),
+            ),
         ],
     );
     // gpu-0 could not be read: its two episodes stay; gpu-1's ends.
@@ -108,19 +115,26 @@ fn a_gpu_left_out_of_a_sample_keeps_its_episodes_as_they_were() {
         3,
         vec![
             unclaimed(7, "gpu-0"),
-            overshare("a", "gpu-0-mig-3g40gb-0", Counter::OverShareMps),
+            overshare(
+                "a",
+                "gpu-0-mig-3g40gb-0",
+                Counter::OverShare(AccessKind::Mps),
+            ),
         ],
     );
     assert!(back.opened.is_empty() && back.closed.is_empty());
     assert!(episodes.open().iter().all(|w| w.since == 1));
     assert_eq!(episodes.counts().unclaimed, 2);
-    assert_eq!(episodes.counts().overshare_mps, 1);
+    assert_eq!(episodes.counts().overshare(AccessKind::Mps), 1);
 }
 
 #[test]
 fn an_unread_gpu_does_not_keep_the_episode_of_a_claim_gone() {
     let mut episodes = Episodes::default();
-    episodes.observe(1, vec![overshare("a", "gpu-0", Counter::OverShareMps)]);
+    episodes.observe(
+        1,
+        vec![overshare("a", "gpu-0", Counter::OverShare(AccessKind::Mps))],
+    );
     let gone = episodes.observe_partial(2, vec![], &unread(&["gpu-0"], &[]));
     assert_eq!(
         gone.closed.len(),
@@ -166,11 +180,11 @@ proptest! {
             closed += changes.closed.len();
         };
         for _ in 0..before { step(&mut episodes, vec![]); }
-        for _ in 0..n { step(&mut episodes, vec![overshare("a", "gpu-0", Counter::OverShareMps)]); }
+        for _ in 0..n { step(&mut episodes, vec![overshare("a", "gpu-0", Counter::OverShare(AccessKind::Mps))]); }
         for _ in 0..after { step(&mut episodes, vec![]); }
         prop_assert_eq!(opened, 1);
         prop_assert_eq!(closed, 1);
-        prop_assert_eq!(episodes.counts().overshare_mps, 1);
+        prop_assert_eq!(episodes.counts().overshare(AccessKind::Mps), 1);
     }
 
     /// Over any on/off sequence, openings equal the rising edges.

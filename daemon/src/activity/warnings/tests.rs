@@ -48,7 +48,7 @@ fn an_over_share_names_the_claim_its_use_and_share_and_what_to_do() {
     let c = &found[0];
     assert_eq!(
         (c.kind, c.counter),
-        (WarningKind::OverShare, Counter::OverShareMps)
+        (WarningKind::OverShare, Counter::OverShare(AccessKind::Mps))
     );
     assert_eq!(
         (c.claim_uid.as_str(), c.scope.as_str(), c.pid),
@@ -62,7 +62,10 @@ fn an_over_share_names_the_claim_its_use_and_share_and_what_to_do() {
         c.message
     );
     assert!(c.message.contains("give the claim a larger share"));
-    assert_eq!(found[1].counter, Counter::OverShareTimeSlicing);
+    assert_eq!(
+        found[1].counter,
+        Counter::OverShare(AccessKind::TimeSlicing)
+    );
 }
 
 #[test]

@@ -1,5 +1,7 @@
 //! The snapshot → proto conversions, field by field, on a hand-made snapshot.
 
+use std::collections::BTreeMap;
+
 use super::{activity_response, warning_lines};
 use crate::activity::{
     ActivitySnapshot, ClaimActivity, DeviceActivity, DeviceSummary, EpisodeCounts, ProcessActivity,
@@ -103,8 +105,7 @@ fn snapshot() -> ActivitySnapshot {
             },
         ],
         episodes: EpisodeCounts {
-            overshare_mps: 3,
-            overshare_timeslicing: 1,
+            overshare: BTreeMap::from([(AccessKind::Mps, 3), (AccessKind::TimeSlicing, 1)]),
             unclaimed: 2,
         },
         series_dropped: 0,

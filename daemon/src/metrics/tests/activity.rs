@@ -2,6 +2,8 @@
 //! series that go with their claim, the cardinality cap, the episode
 //! counters, and both text formats' rules with activity series present.
 
+use std::collections::BTreeMap;
+
 use super::format_rules::{Sample, check_openmetrics, check_prometheus, samples};
 use super::{busy_node, value};
 use crate::activity::fixtures::device_activity;
@@ -89,8 +91,7 @@ pub(super) fn node() -> ActivitySnapshot {
         ],
         warnings: Vec::new(),
         episodes: EpisodeCounts {
-            overshare_mps: 2,
-            overshare_timeslicing: 0,
+            overshare: BTreeMap::from([(AccessKind::Mps, 2), (AccessKind::TimeSlicing, 0)]),
             unclaimed: 1,
         },
         series_dropped: 0,
@@ -332,7 +333,7 @@ fn episodes_are_counters_that_follow_the_snapshot_and_never_fall() {
     assert_eq!(episodes(&all, "overshare", "timeslicing"), Some(0.0));
     assert_eq!(episodes(&all, "unclaimed", "none"), Some(1.0));
     let mut more = node();
-    more.episodes.overshare_timeslicing = 5;
+    more.episodes.overshare.insert(AccessKind::TimeSlicing, 5);
     handle.publish(more);
     let (_, all) = render(&metrics);
     assert_eq!(episodes(&all, "overshare", "timeslicing"), Some(5.0));

@@ -103,13 +103,19 @@ fn sim_a_time_sliced_claim_over_its_share_raises_one_warning_per_episode() {
         "{}",
         w.message
     );
-    assert_eq!(last.episodes.overshare_timeslicing, 1);
-    assert_eq!(last.episodes.overshare_mps, 0);
+    assert_eq!(last.episodes.overshare(AccessKind::TimeSlicing), 1);
+    assert_eq!(last.episodes.overshare(AccessKind::Mps), 0);
     // Back under its share: the episode ends; over again: a second one.
     node.run(&a, 0, 10 * GIB, 10, false);
     assert!(sampler.sample_once().warnings.is_empty());
     node.run(&a, 0, 41 * GIB, 10, false);
-    assert_eq!(sampler.sample_once().episodes.overshare_timeslicing, 2);
+    assert_eq!(
+        sampler
+            .sample_once()
+            .episodes
+            .overshare(AccessKind::TimeSlicing),
+        2
+    );
 }
 
 #[test]
@@ -142,7 +148,7 @@ fn sim_an_mps_client_over_its_memory_share_raises_one_warning() {
     sampler.sample_once();
     let last = sampler.sample_once();
     assert_eq!(last.warnings.len(), 1);
-    assert_eq!(last.episodes.overshare_mps, 1);
+    assert_eq!(last.episodes.overshare(AccessKind::Mps), 1);
     assert!(
         last.unclaimed.is_empty(),
         "the MPS daemon is gpuslice's own"
