@@ -21,7 +21,7 @@ const MPS: &str = r#"{"apiVersion":"resource.nvidia.com/v1beta1","kind":"GpuConf
 
 #[test]
 fn sim_a_reload_waits_for_a_prepare_in_flight() {
-    let Some(node) = Node::gated(1) else { return };
+    let node = Node::gated(1);
     let engine = node.engine();
     let gate = node.gate.as_ref().unwrap();
     std::thread::scope(|s| {
@@ -40,11 +40,11 @@ fn sim_a_reload_waits_for_a_prepare_in_flight() {
     assert!(node.spec(A).is_some());
 }
 
-fn layout_node() -> Option<(Node, MigConfig)> {
+fn layout_node() -> (Node, MigConfig) {
     node_advertising(Some(MigOffering::Layout))
 }
 
-fn node_advertising(advertise: Option<MigOffering>) -> Option<(Node, MigConfig)> {
+fn node_advertising(advertise: Option<MigOffering>) -> (Node, MigConfig) {
     let mig = MigConfig {
         advertise,
         gpu: vec![MigGpuConfig {
@@ -55,7 +55,7 @@ fn node_advertising(advertise: Option<MigOffering>) -> Option<(Node, MigConfig)>
         }],
         ..MigConfig::default()
     };
-    Node::new(1, &mig, false).map(|node| (node, mig))
+    (Node::new(1, &mig, false), mig)
 }
 
 fn offered(engine: &crate::claims::Engine) -> Vec<String> {
@@ -71,9 +71,7 @@ fn offered(engine: &crate::claims::Engine) -> Vec<String> {
 
 #[test]
 fn sim_a_reload_in_on_prepare_mode_keeps_held_slices_without_a_problem() {
-    let Some((node, mig)) = layout_node() else {
-        return;
-    };
+    let (node, mig) = layout_node();
     let engine = node.engine();
     let offered = || offered(engine);
     let before = offered();
@@ -95,9 +93,7 @@ fn sim_a_reload_in_on_prepare_mode_keeps_held_slices_without_a_problem() {
 #[test]
 fn sim_a_reload_while_a_mig_gpu_is_held_whole_keeps_its_slices_offered() {
     // Offered whole only with shared counters (partitionable mode).
-    let Some((node, mig)) = node_advertising(Some(MigOffering::Partitionable)) else {
-        return;
-    };
+    let (node, mig) = node_advertising(Some(MigOffering::Partitionable));
     let engine = node.engine();
     let before = offered(engine);
     engine.prepare(&request(A, &["gpu-0"])).unwrap();
@@ -125,9 +121,7 @@ fn sim_a_reload_while_a_mig_gpu_is_held_whole_keeps_its_slices_offered() {
 
 #[test]
 fn sim_layout_mode_refuses_a_mig_gpu_whole_and_touches_nothing() {
-    let Some((node, _)) = layout_node() else {
-        return;
-    };
+    let (node, _) = layout_node();
     let engine = node.engine();
     let err = engine.prepare(&request(A, &["gpu-0"])).unwrap_err();
     assert!(matches!(err, ClaimError::NotOfferedWhole { .. }), "{err:?}");

@@ -44,3 +44,6 @@ impl Mps {
         view::daemon_pids(cx)
     }
 }
+
+#[cfg(test)]
+mod tests;

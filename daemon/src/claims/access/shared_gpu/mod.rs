@@ -20,7 +20,7 @@ pub(in crate::claims) mod compute_mode;
 #[cfg(test)]
 pub(in crate::claims) mod node;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

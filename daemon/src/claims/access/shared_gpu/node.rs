@@ -28,8 +28,7 @@ pub(in crate::claims) struct Node {
 
 impl Node {
     /// `fail_start`: the first daemon started exits before it answers.
-    /// Always `Some` (the fakes need nothing installed).
-    pub(in crate::claims) fn new(gpus: usize, mig: &MigConfig, fail_start: bool) -> Option<Self> {
+    pub(in crate::claims) fn new(gpus: usize, mig: &MigConfig, fail_start: bool) -> Self {
         let node = SimNodeBuilder::h100s(gpus)
             .mig(mig.clone())
             .fake_tools()
@@ -42,18 +41,18 @@ impl Node {
         if fail_start {
             node.mps().fail_next_start();
         }
-        Some(node)
+        node
     }
 
     /// A node whose daemon starts wait at [`Node::gate`] once begun: a test
     /// can hold a prepare mid-way with no sleep.
-    pub(in crate::claims) fn gated(gpus: usize) -> Option<Self> {
-        let mut node = Self::new(gpus, &MigConfig::default(), false)?;
+    pub(in crate::claims) fn gated(gpus: usize) -> Self {
+        let mut node = Self::new(gpus, &MigConfig::default(), false);
         node.gate = Some(node.mps().gate_starts());
-        Some(node)
+        node
     }
 
-    pub(in crate::claims) fn plain(gpus: usize) -> Option<Self> {
+    pub(in crate::claims) fn plain(gpus: usize) -> Self {
         Self::new(gpus, &MigConfig::default(), false)
     }
 

@@ -27,3 +27,6 @@ mod view;
 /// Time-slicing: the [`super::Access`] of a claim on time-sliced whole GPUs.
 #[derive(Debug, Default)]
 pub(in crate::claims) struct TimeSlicing;
+
+#[cfg(test)]
+mod tests;
