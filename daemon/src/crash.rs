@@ -55,7 +55,7 @@ pub const ALL: &[&str] = &[
     "gpu.after_ci_destroyed",
     "gpu.after_gi_destroyed",
     "gpu.after_compute_mode_set",
-    // MPS control daemons (mps/manager/*.rs).
+    // MPS control daemons (claims/access/mps/control_daemon/manager/*.rs).
     "mps.after_dirs_created",
     "mps.after_shm_mounted",
     "mps.after_daemon_spawned",
@@ -63,17 +63,17 @@ pub const ALL: &[&str] = &[
     "mps.after_quit",
     "mps.after_dirs_removed",
     "mps.after_stale_stopped",
-    // Time-slices (timeslice/nvidia_smi.rs).
+    // Time-slices (claims/access/timeslicing/compute_policy/nvidia_smi.rs).
     "timeslice.after_set",
     // ComputeDomain channel claims' records and CDI specs
-    // (domains/record.rs, domains/spec.rs).
+    // (compute_domains/record.rs, compute_domains/spec.rs).
     "channel_record.after_temp_synced",
     "channel_record.after_rename",
     "channel_record.after_unlink",
     "channel_spec.after_temp_synced",
     "channel_spec.after_rename",
     "channel_spec.after_unlink",
-    // IMEX daemons (domains/runner/mod.rs).
+    // IMEX daemons (compute_domains/runner/mod.rs).
     "imex.after_daemon_started",
     "imex.after_daemon_stopped",
 ];

@@ -4,8 +4,9 @@
 //!
 //! The lock is the truth: the kernel drops it when the process dies (exit,
 //! `kill -9`, a crash), so a restart never finds a stale lock to clean up.
-//! The file is opened `O_CLOEXEC`, so the MPS control daemons and tools
-//! gpusliced starts never inherit it and never keep a dead daemon's lock.
+//! The file is opened `O_CLOEXEC`, so the daemons and tools gpusliced
+//! starts (MPS control daemons, IMEX daemons, nvidia-smi) never inherit it and
+//! never keep a dead daemon's lock.
 //! The PID written into the file is informational only, for the message a
 //! second instance prints; it is never used to decide anything (a daemon
 //! killed with `-9` leaves its PID behind, and the next one overwrites it).
