@@ -12,8 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use gpuslice_quantity::show::gib;
-
+use super::access::{mps, timeslicing};
 use super::request::PrepareRequest;
 use crate::state::{ClaimRecord, DeviceSharing};
 
@@ -101,25 +100,9 @@ pub(super) fn device_words(device: &str, sharing: Option<&DeviceSharing>) -> Str
     match sharing {
         None => device.to_owned(),
         Some(DeviceSharing::TimeSlicing { interval }) => {
-            format!("{device} time-sliced (interval {interval})")
+            timeslicing::view::words(device, *interval)
         }
-        Some(DeviceSharing::Mps(mps)) => {
-            let mut details = Vec::new();
-            if let Some(atp) = mps.active_thread_percentage {
-                details.push(format!("active threads {atp}%"));
-            }
-            if let Some(share) = mps.memory_share {
-                details.push(format!("memory share {}", gib(share)));
-            }
-            if let Some(limit) = mps.pinned_memory_limits.get(device) {
-                details.push(format!("pinned memory limit {}", gib(*limit)));
-            }
-            if details.is_empty() {
-                format!("{device} shared by MPS")
-            } else {
-                format!("{device} shared by MPS ({})", details.join(", "))
-            }
-        }
+        Some(DeviceSharing::Mps(sharing)) => mps::view::words(device, sharing),
     }
 }
 

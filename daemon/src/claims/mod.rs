@@ -54,6 +54,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 pub use access::mig::offering as mig_offering;
 pub use access::mps::control_daemon as mps_daemon;
+pub use access::mps::view::DaemonView;
 pub use access::shared_gpu::{SharingTools, TimeSliceOutcome};
 pub use access::timeslicing::compute_policy;
 pub use error::ClaimError;
@@ -63,7 +64,7 @@ pub use request::resolve;
 pub use request::{ConfigRequest, DeviceRequest, PrepareRequest, validate_uid};
 pub use view::claim_health::UnhealthyDevice;
 pub use view::reads::NodeReads;
-pub use view::sharing::{DaemonView, GpuSharingView};
+pub use view::sharing::GpuSharingView;
 pub use view::usage::{NodeUsage, SliceState, SliceUse};
 pub use view::{
     DeviceAt, DeviceState, GpuMigView, MigHolder, MigInstanceView, NodeView, UnreadableState,

@@ -5,35 +5,12 @@
 
 use std::collections::BTreeMap;
 
+use crate::claims::access::mps::view::DaemonView;
 use crate::claims::access::shared_gpu::TimeSliceOutcome;
-use crate::claims::mps_daemon::{DaemonState, MpsDaemon, MpsLimits};
 use crate::claims::{Engine, lock};
 use crate::gpu::ComputeMode;
 use crate::opaque::TimeSliceInterval;
 use crate::state::AccessKind;
-
-/// One MPS control daemon.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DaemonView {
-    /// The GPU or MIG UUIDs it covers.
-    pub uuids: Vec<String>,
-    /// Its process, when known.
-    pub pid: Option<u32>,
-    /// "child" or "systemd".
-    pub supervisor: &'static str,
-    /// The transient unit, under systemd.
-    pub unit: Option<String>,
-    /// Running, restarting, failed or stopped.
-    pub state: DaemonState,
-    /// Restarts since this gpusliced started or adopted it.
-    pub restarts: u32,
-    /// `CUDA_MPS_PIPE_DIRECTORY`.
-    pub pipe_dir: String,
-    /// The claims on it.
-    pub claims: Vec<String>,
-    /// Its limits.
-    pub limits: MpsLimits,
-}
 
 /// How one whole GPU is shared now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,35 +40,10 @@ pub struct GpuSharingView {
 }
 
 impl Engine {
-    fn daemon_view(&self, daemon: MpsDaemon) -> DaemonView {
-        DaemonView {
-            uuids: daemon.key.uuids().to_vec(),
-            pid: daemon.status.pid,
-            supervisor: self
-                .kinds
-                .shared
-                .tools
-                .as_ref()
-                .map_or("none", |t| t.mps.supervisor_name()),
-            unit: daemon.status.unit.clone(),
-            state: daemon.status.state,
-            restarts: daemon.status.restarts,
-            pipe_dir: daemon.pipe_dir().display().to_string(),
-            claims: daemon.claims,
-            limits: daemon.limits,
-        }
-    }
-
     /// Every whole GPU's sharing, in inventory order.
     pub(crate) fn sharing_view(&self) -> Vec<GpuSharingView> {
         let inventory = self.inventory();
-        let daemons: Vec<DaemonView> = self
-            .kinds
-            .shared
-            .daemons()
-            .into_iter()
-            .map(|d| self.daemon_view(d))
-            .collect();
+        let daemons = self.kinds.mps.daemon_views(&self.cx());
         // MIG UUID → parent GPU UUID, from the claims that hold the slices.
         let parent_of: BTreeMap<String, String> = self
             .claims()

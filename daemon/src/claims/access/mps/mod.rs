@@ -23,7 +23,7 @@ pub(crate) mod opaque;
 pub(crate) mod resolve;
 mod restore;
 mod verbs;
-mod view;
+pub(in crate::claims) mod view;
 
 /// MPS: the [`super::Access`] of a claim on devices shared through an MPS
 /// control daemon (whole GPUs or MIG slices).
@@ -37,6 +37,11 @@ impl Mps {
         cx: &super::Cx<'_>,
     ) -> Vec<crate::claims::mps_daemon::DaemonState> {
         view::daemon_states(cx)
+    }
+
+    /// Every MPS control daemon of the node, as GetSharing shows it.
+    pub(in crate::claims) fn daemon_views(&self, cx: &super::Cx<'_>) -> Vec<view::DaemonView> {
+        view::daemon_views(cx)
     }
 
     /// The pids of the node's MPS control daemons that run now.

@@ -22,7 +22,7 @@ pub(crate) mod opaque;
 mod restore;
 mod settings;
 mod verbs;
-mod view;
+pub(in crate::claims) mod view;
 
 /// Time-slicing: the [`super::Access`] of a claim on time-sliced whole GPUs.
 #[derive(Debug, Default)]

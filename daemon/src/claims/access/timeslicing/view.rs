@@ -1,5 +1,6 @@
 //! What is reported of time-slicing: each claim's intervals its GPU did not
-//! take, and the node's GPUs without time-slice settings.
+//! take, the node's GPUs without time-slice settings, and a device
+//! time-sliced in words.
 
 use super::settings::timeslices;
 use crate::claims::access::Cx;
@@ -7,6 +8,12 @@ use crate::claims::access::shared_gpu::TimeSliceOutcome;
 use crate::claims::lock;
 use crate::opaque::TimeSliceInterval;
 use crate::state::ClaimRecord;
+
+/// `device` time-sliced at `interval`, in the words a refusal uses:
+/// "gpu-3 time-sliced (interval Long)".
+pub(in crate::claims) fn words(device: &str, interval: TimeSliceInterval) -> String {
+    format!("{device} time-sliced (interval {interval})")
+}
 
 /// Each time-slice of the claim that its GPU does not support.
 pub(super) fn claim_problems(cx: &Cx<'_>, records: &[ClaimRecord]) -> Vec<Vec<String>> {
