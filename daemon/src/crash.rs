@@ -73,7 +73,8 @@ pub const ALL: &[&str] = &[
     "channel_spec.after_temp_synced",
     "channel_spec.after_rename",
     "channel_spec.after_unlink",
-    // IMEX daemons (compute_domains/runner/mod.rs).
+    // IMEX daemons (compute_domains/runner/mod.rs, child.rs).
+    "imex.after_launcher_spawned",
     "imex.after_daemon_started",
     "imex.after_daemon_stopped",
 ];

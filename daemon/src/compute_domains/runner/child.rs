@@ -6,8 +6,9 @@
 //! a restart of gpusliced), its output appended to the domain's log.
 //!
 //! Its pid and start time go to `daemon.pid` in the domain's folder (root's
-//! alone) each time it starts: a gpusliced started again finds it there,
-//! and a pid the kernel gave another process since is not taken for it.
+//! alone) each time it starts, before the launcher may exec it: a gpusliced
+//! started again finds it there, and a pid the kernel gave another process
+//! since is not taken for it.
 //! One watcher thread per daemon restarts it when it exits; a daemon found
 //! again is watched by its pid until it exits, then started again as a
 //! child. Five starts in a row that die within a second each give it up as
@@ -65,27 +66,43 @@ impl ChildRunner {
         );
         let mut command = Command::new(&self.launcher);
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
-        let child = command
+        let mut child = command
             .args(args)
             .env_clear()
             .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
-            .stdin(Stdio::null())
+            .stdin(Stdio::piped())
             .stdout(log)
             .stderr(err_log)
             .spawn()
             .map_err(|e| DomainError::io("start", &spec.program, e))?;
-        if let Some(process) = ProcessId::of(child.id()) {
-            process
-                .keep(folder.root(), PID_FILE)
-                .map_err(|e| DomainError::Io {
-                    action: "write",
-                    path: folder.root().join(PID_FILE),
-                    error: std::io::Error::other(e.to_string()),
-                })?;
+        crate::crash::crash_point("imex.after_launcher_spawned");
+        if let Err(err) = keep_and_give_word(&mut child, folder.root()) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(err);
         }
         super::passed_start();
         Ok(child)
     }
+}
+
+/// Keeps the launcher's pid and start time (the daemon's, once it execs)
+/// in `folder`, then gives it the word to start the daemon ([`super::launch`]).
+fn keep_and_give_word(launcher: &mut Child, folder: &Path) -> Result<(), DomainError> {
+    use std::io::Write;
+    let kept = ProcessId::of(launcher.id()).map(|process| process.keep(folder, PID_FILE));
+    if let Some(Err(err)) = kept {
+        return Err(DomainError::Io {
+            action: "write",
+            path: folder.join(PID_FILE),
+            error: std::io::Error::other(err.to_string()),
+        });
+    }
+    // A launcher that already exited (no word taken) is the watcher's to see.
+    if let Some(mut word) = launcher.stdin.take() {
+        let _ = word.write_all(b"\n");
+    }
+    Ok(())
 }
 
 /// The process the folder names, when it still runs.

@@ -4,6 +4,13 @@
 //! in it, read-only, and execs the daemon, which so resolves its members'
 //! names through the mapping gpusliced keeps and nobody else's.
 //!
+//! It does nothing before gpusliced's word: one byte on its stdin, sent
+//! once gpusliced has kept its pid and start time in the domain's folder
+//! (the exec keeps both, so they name the daemon). A gpusliced that dies
+//! before that closes the pipe, and the launcher exits without a daemon: no
+//! IMEX daemon ever runs that its folder does not name, so a restart never
+//! starts a second one beside it. Its stdin is /dev/null once the word came.
+//!
 //! Root makes the namespace directly; any other user (a developer running
 //! the simulator) in a user namespace of its own too, mapped to itself. A
 //! fresh process does it, not a thread of gpusliced: a user namespace needs
@@ -46,10 +53,15 @@ pub enum LaunchError {
         /// The OS error.
         error: nix::Error,
     },
-    /// A user namespace's id map could not be written.
-    #[error("cannot write {file}: {error}")]
-    IdMap {
-        /// The /proc file.
+    /// gpusliced closed the pipe before its word (it died before keeping
+    /// the pid, or gave the start up): no daemon.
+    #[error("gpusliced gave no word to start the daemon (it stopped first); not starting it")]
+    NoWord,
+    /// A file it needs could not be opened or written (a user namespace's
+    /// id map, /dev/null).
+    #[error("cannot use {file}: {error}")]
+    File {
+        /// The file.
         file: &'static str,
         /// The OS error.
         error: std::io::Error,
@@ -76,6 +88,7 @@ fn launch(args: &[OsString]) -> Result<std::convert::Infallible, LaunchError> {
     if dashes != "--" {
         return Err(LaunchError::Usage);
     }
+    wait_for_word()?;
     own_mount_namespace()?;
     mount(
         None::<&str>,
@@ -110,6 +123,22 @@ fn launch(args: &[OsString]) -> Result<std::convert::Infallible, LaunchError> {
     execv(&program, &argv).map_err(step("run the IMEX daemon"))
 }
 
+/// Blocks until gpusliced's word (one byte on stdin); then stdin becomes
+/// /dev/null, which the daemon inherits.
+fn wait_for_word() -> Result<(), LaunchError> {
+    use std::io::Read;
+    let mut word = [0_u8; 1];
+    match std::io::stdin().read(&mut word) {
+        Ok(1) => {}
+        _ => return Err(LaunchError::NoWord),
+    }
+    let null = std::fs::File::open("/dev/null").map_err(|error| LaunchError::File {
+        file: "/dev/null",
+        error,
+    })?;
+    nix::unistd::dup2_stdin(&null).map_err(step("make /dev/null the daemon's stdin"))
+}
+
 /// A mount namespace of this process's own: directly as root, else inside
 /// a user namespace mapping this user to itself.
 fn own_mount_namespace() -> Result<(), LaunchError> {
@@ -125,7 +154,7 @@ fn own_mount_namespace() -> Result<(), LaunchError> {
         ("/proc/self/uid_map", format!("{uid} {uid} 1")),
         ("/proc/self/gid_map", format!("{gid} {gid} 1")),
     ] {
-        write_proc(file, &text).map_err(|error| LaunchError::IdMap { file, error })?;
+        write_proc(file, &text).map_err(|error| LaunchError::File { file, error })?;
     }
     Ok(())
 }
