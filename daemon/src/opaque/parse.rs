@@ -143,7 +143,11 @@ fn strategy_policy(
             problem: format!("is not a sharing strategy; use {allowed}"),
         });
     };
-    if let Some(other) = sharing.settings.keys().find(|key| key != own_key) {
+    // A null setting is an absent one, as serde reads an `Option`.
+    let other = (sharing.settings.iter())
+        .find(|(key, value)| !value.is_null() && key != own_key)
+        .map(|(key, _)| key.clone());
+    if let Some(other) = other {
         return Err(SharingError::OtherStrategysConfig {
             field: at(&format!(".{other}")),
             strategy: strategy.to_owned(),

@@ -103,6 +103,18 @@ fn nvidia_configs_parse_to_policies() {
             ..
         }
     ));
+    // A null setting is an absent one, the chosen strategy's or another's.
+    let nulls =
+        gpu(r#","sharing":{"strategy":"TimeSlicing","timeSlicingConfig":null,"mpsConfig":null}"#);
+    assert!(matches!(
+        parse_entry(0, &nulls).unwrap(),
+        ParsedEntry::Nvidia {
+            policy: SharingPolicy::TimeSlicing {
+                interval: TimeSliceInterval::Default
+            },
+            ..
+        }
+    ));
     let mig_mps = mig(r#","sharing":{"strategy":"MPS"}"#);
     assert!(matches!(
         parse_entry(0, &mig_mps).unwrap(),
