@@ -25,6 +25,18 @@ pub(crate) fn mps(inner: &str) -> String {
     ))
 }
 
+/// Fails unless each config entry is refused with a message containing its
+/// expected text.
+pub(crate) fn assert_refusals(cases: Vec<(String, &str)>) {
+    for (json, expected) in cases {
+        let message = refusal(&json);
+        assert!(
+            message.contains(expected),
+            "{json}\n  gave {message}\n  want {expected}"
+        );
+    }
+}
+
 /// The refusal of a single config entry, as text.
 pub(crate) fn refusal(json: &str) -> String {
     parse_entry(0, json).unwrap_err().to_string()
@@ -184,13 +196,7 @@ fn every_refusal_names_its_field() {
             "configs[0]: the parameters are",
         ),
     ];
-    for (json, expected) in cases {
-        let message = refusal(&json);
-        assert!(
-            message.contains(expected),
-            "{json}\n  gave {message}\n  want {expected}"
-        );
-    }
+    assert_refusals(cases);
 }
 
 #[test]

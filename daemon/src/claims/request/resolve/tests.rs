@@ -14,24 +14,32 @@ pub(crate) fn whole(uuid: &str) -> DeviceFacts<'_> {
     }
 }
 
-#[test]
-fn validate_for_device_refusals_name_the_field() {
-    let check = |json: String, devices: &[DeviceFacts<'_>], expected: &str| {
-        let out = policies(&[(ConfigSource::Claim, vec![], json.clone())], &["a"]).unwrap();
-        let err = validate_for_device("a", &out["a"], devices)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains(expected),
-            "{json}\n  gave {err}\n  want {expected}"
-        );
-    };
-    let mig_dev = DeviceFacts {
+/// A MIG device of 10 GiB.
+pub(crate) fn mig_device() -> DeviceFacts<'static> {
+    DeviceFacts {
         uuid: MIG_A,
         kind: ConfigKind::Mig,
         memory_bytes: 10 * GIB,
         ..whole(MIG_A)
-    };
+    }
+}
+
+/// Fails unless the claim config `json`, checked against `devices`, is
+/// refused with a message containing `expected`.
+pub(crate) fn check(json: String, devices: &[DeviceFacts<'_>], expected: &str) {
+    let out = policies(&[(ConfigSource::Claim, vec![], json.clone())], &["a"]).unwrap();
+    let err = validate_for_device("a", &out["a"], devices)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(expected),
+        "{json}\n  gave {err}\n  want {expected}"
+    );
+}
+
+#[test]
+fn validate_for_device_refusals_name_the_field() {
+    let mig_dev = mig_device();
     check(
         gpu(r#","sharing":{"strategy":"TimeSlicing"}"#),
         &[mig_dev],

@@ -2,7 +2,7 @@
 //! parsed and refused through `opaque`'s entry point, as a claim's configs
 //! reach them.
 
-use crate::opaque::tests::{GIB, GPU_A, gpu, memory, mps, policies, refusal};
+use crate::opaque::tests::{GIB, GPU_A, assert_refusals, gpu, memory, mps, policies};
 use crate::opaque::{ConfigSource, MpsSettings, ParsedEntry, SharingPolicy, parse_entry};
 
 #[test]
@@ -74,13 +74,7 @@ fn every_mps_refusal_names_its_field() {
             "configs[0]: missing field `memory`",
         ),
     ];
-    for (json, expected) in cases {
-        let message = refusal(&json);
-        assert!(
-            message.contains(expected),
-            "{json}\n  gave {message}\n  want {expected}"
-        );
-    }
+    assert_refusals(cases);
 }
 
 #[test]

@@ -2,11 +2,10 @@
 
 use std::collections::BTreeMap;
 
-use crate::claims::request::resolve::tests::whole;
+use crate::claims::request::resolve::tests::{check, mig_device, whole};
 use crate::claims::request::resolve::{DeviceFacts, ResolvedSharing, validate_for_device};
-use crate::opaque::ConfigKind;
 use crate::opaque::ConfigSource;
-use crate::opaque::tests::{GIB, GPU_A, GPU_B, MIG_A, memory, mig, mps, policies};
+use crate::opaque::tests::{GIB, GPU_A, GPU_B, memory, mig, mps, policies};
 
 #[test]
 fn validate_for_device_resolves_limits_per_uuid() {
@@ -40,22 +39,7 @@ fn validate_for_device_resolves_limits_per_uuid() {
 
 #[test]
 fn mps_refusals_name_the_field() {
-    let check = |json: String, devices: &[DeviceFacts<'_>], expected: &str| {
-        let out = policies(&[(ConfigSource::Claim, vec![], json.clone())], &["a"]).unwrap();
-        let err = validate_for_device("a", &out["a"], devices)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains(expected),
-            "{json}\n  gave {err}\n  want {expected}"
-        );
-    };
-    let mig_dev = DeviceFacts {
-        uuid: MIG_A,
-        kind: ConfigKind::Mig,
-        memory_bytes: 10 * GIB,
-        ..whole(MIG_A)
-    };
+    let mig_dev = mig_device();
     check(
         mps(r#""defaultPinnedDeviceMemoryLimit":"81Gi""#),
         &[whole(GPU_A)],
