@@ -9,7 +9,9 @@
 //! Two more rules keep the claim engine's shape: `impl Engine` blocks live
 //! only in the files of its verbs and its view (a kind of access is a
 //! component in `claims/access`, never more methods on `Engine`), and `api/`
-//! never calls the hardware backend (it maps what the engine answers).
+//! never calls the hardware backend (it maps what the engine answers). A
+//! last one keeps MPS's machinery in its kind: outside its folder only the
+//! wiring names it ([`MPS_WIRING`]).
 
 use std::path::{Path, PathBuf};
 
@@ -276,4 +278,94 @@ fn the_engine_checks_name_what_breaks_them() {
         ["a.rs:1: api calls the hardware backend"]
     );
     assert!(backend_calls_in_api("a.rs", &module("run"), api).is_empty());
+}
+
+/// MPS's machinery is its kind's (`claims::access::mps`, its daemons also
+/// exported as `claims::mps_daemon`). Outside the kind's folder only these
+/// modules (and what is under them) may name it: the wiring, each for a
+/// reason.
+const MPS_WIRING: &[(&str, &str)] = &[
+    ("api", "the API's conversions of what MPS reports"),
+    (
+        "claims::access::shared_gpu",
+        "the tools both sharing kinds use hold the MPS manager",
+    ),
+    (
+        "claims::again",
+        "a refusal names a device's sharing in its kind's words",
+    ),
+    ("claims::error", "an MPS error is a claim error"),
+    (
+        "claims::request::resolve",
+        "a resolved MPS request carries its daemon's key and limits",
+    ),
+    ("claims::view::sharing", "GetSharing shows the MPS daemons"),
+    ("config", "the [mps] section, kept in the kind's folder"),
+    ("opaque", "routes strategy MPS to the kind's opaque.rs"),
+    ("run", "start-up builds the MPS manager"),
+    ("testkit", "the simulated node's fake control daemons"),
+];
+
+/// The paths that name MPS's machinery.
+const MPS_MACHINERY: &[&str] = &["claims::access::mps", "claims::mps_daemon"];
+
+/// Each path into MPS's machinery from a module outside the kind that is
+/// not its wiring, as `file:line: path`; `claims` itself may re-export.
+fn mps_machinery_used_outside(file: &str, module: &[String], text: &str) -> Vec<String> {
+    let joined = module.join("::");
+    let inside = |prefix: &str| joined == prefix || joined.starts_with(&format!("{prefix}::"));
+    if joined == "claims" || inside(MPS_MACHINERY[0]) || MPS_WIRING.iter().any(|(m, _)| inside(m)) {
+        return Vec::new();
+    }
+    let scanned = scan(module, text).unwrap_or_default();
+    scanned
+        .paths
+        .iter()
+        .filter(|used| {
+            let path = used.path.join("::");
+            MPS_MACHINERY
+                .iter()
+                .any(|m| path == *m || path.starts_with(&format!("{m}::")))
+        })
+        .map(|used| format!("{file}:{}: crate::{}", used.line, used.path.join("::")))
+        .collect()
+}
+
+#[test]
+fn mps_machinery_is_named_only_by_its_kind_and_its_wiring() {
+    let mut problems = Vec::new();
+    let files = library_files(&mut problems);
+    for source in &files {
+        problems.extend(mps_machinery_used_outside(
+            &source.file,
+            &source.module,
+            &source.text,
+        ));
+    }
+    let wiring: Vec<String> = MPS_WIRING
+        .iter()
+        .map(|(m, why)| format!("{m} ({why})"))
+        .collect();
+    assert!(
+        problems.is_empty(),
+        "MPS's machinery is its kind's (claims/access/mps/); outside it only the wiring may name \
+         it: {}. Take what these need through a kind-neutral type (e.g. supervise::DaemonState), \
+         or add the module to MPS_WIRING with its reason:\n{}",
+        wiring.join("; "),
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn the_mps_check_names_what_breaks_it() {
+    let text = "use crate::claims::mps_daemon::DaemonState;\nuse crate::supervise::DaemonState;\n";
+    assert_eq!(
+        mps_machinery_used_outside("g.rs", &module("metrics::gauges"), text),
+        ["g.rs:1: crate::claims::mps_daemon::DaemonState"]
+    );
+    assert!(mps_machinery_used_outside("s.rs", &module("run::start"), text).is_empty());
+    assert!(
+        mps_machinery_used_outside("m.rs", &module("claims::access::mps::view"), text).is_empty()
+    );
+    assert!(mps_machinery_used_outside("c.rs", &module("claims"), text).is_empty());
 }

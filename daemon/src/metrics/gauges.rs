@@ -15,9 +15,9 @@ use strum::VariantArray;
 use super::families::{
     DraDeviceLabels, DraNames, Families, KindLabels, SliceLabels, StateLabels, UnhealthyLabels,
 };
-use crate::claims::mps_daemon::DaemonState;
 use crate::claims::{NodeUsage, SliceState};
 use crate::state::AccessKind;
+use crate::supervise::DaemonState;
 
 fn count(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)

@@ -7,10 +7,10 @@
 //! the node's view.
 
 pub use crate::claims::access::mig::{SliceState, SliceUse};
-use crate::claims::mps_daemon::DaemonState;
 use crate::claims::{Engine, lock};
 use crate::health::Cause;
 use crate::state::AccessKind;
+use crate::supervise::DaemonState;
 
 /// The snapshot.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
