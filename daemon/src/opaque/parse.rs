@@ -131,12 +131,8 @@ fn strategy_policy(
         });
     }
     let Some((_, own_key, _)) = STRATEGIES.iter().find(|(name, ..)| *name == strategy) else {
-        let allowed = STRATEGIES
-            .iter()
-            .filter(|(_, _, on_mig)| kind == ConfigKind::Gpu || *on_mig)
-            .map(|(name, ..)| *name)
-            .collect::<Vec<_>>()
-            .join(" or ");
+        let allowed = known.map(|(name, ..)| *name).collect::<Vec<_>>();
+        let allowed = allowed.join(" or ");
         return Err(SharingError::BadValue {
             field: at(".strategy"),
             value: format!("{strategy:?}"),
