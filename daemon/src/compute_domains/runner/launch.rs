@@ -128,10 +128,10 @@ fn launch(args: &[OsString]) -> Result<std::convert::Infallible, LaunchError> {
 fn wait_for_word() -> Result<(), LaunchError> {
     use std::io::Read;
     let mut word = [0_u8; 1];
-    match std::io::stdin().read(&mut word) {
-        Ok(1) => {}
-        _ => return Err(LaunchError::NoWord),
-    }
+    // read_exact retries a read a signal interrupted; EOF is no word.
+    std::io::stdin()
+        .read_exact(&mut word)
+        .map_err(|_| LaunchError::NoWord)?;
     let null = std::fs::File::open("/dev/null").map_err(|error| LaunchError::File {
         file: "/dev/null",
         error,
