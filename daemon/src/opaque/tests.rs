@@ -105,28 +105,25 @@ fn nvidia_configs_parse_to_policies() {
             }
         }
     );
-    let ts_default = gpu(r#","sharing":{"strategy":"TimeSlicing"}"#);
-    assert!(matches!(
-        parse_entry(0, &ts_default).unwrap(),
-        ParsedEntry::Nvidia {
-            policy: SharingPolicy::TimeSlicing {
-                interval: TimeSliceInterval::Default
-            },
-            ..
-        }
-    ));
-    // A null setting is an absent one, the chosen strategy's or another's.
-    let nulls =
-        gpu(r#","sharing":{"strategy":"TimeSlicing","timeSlicingConfig":null,"mpsConfig":null}"#);
-    assert!(matches!(
-        parse_entry(0, &nulls).unwrap(),
-        ParsedEntry::Nvidia {
-            policy: SharingPolicy::TimeSlicing {
-                interval: TimeSliceInterval::Default
-            },
-            ..
-        }
-    ));
+    // No settings is the Default interval; so is a null setting, the chosen
+    // strategy's or another's (an absent one, as serde reads an `Option`).
+    for ts_default in [
+        gpu(r#","sharing":{"strategy":"TimeSlicing"}"#),
+        gpu(r#","sharing":{"strategy":"TimeSlicing","timeSlicingConfig":null,"mpsConfig":null}"#),
+    ] {
+        assert!(
+            matches!(
+                parse_entry(0, &ts_default).unwrap(),
+                ParsedEntry::Nvidia {
+                    policy: SharingPolicy::TimeSlicing {
+                        interval: TimeSliceInterval::Default
+                    },
+                    ..
+                }
+            ),
+            "{ts_default}"
+        );
+    }
     let mig_mps = mig(r#","sharing":{"strategy":"MPS"}"#);
     assert!(matches!(
         parse_entry(0, &mig_mps).unwrap(),
